@@ -1,0 +1,22 @@
+"""dmlgpu: DirectML's gather/scatter operators as Vulkan compute shaders, through Kompute.
+
+Layer 1 (DirectML-faithful): TensorDesc, GatherDesc, GatherElementsDesc, GatherNDDesc, GatherND1Desc,
+ScatterNDDesc, ScatterElementsDesc, Device.compile(desc).execute(...) on Device.buffer()s.
+Layer 2 (NumPy-style, ONNX semantics): gather, gather_elements, gather_nd, scatter_nd, scatter_elements.
+"""
+from .dtypes import DataType, FeatureLevel
+from .errors import DescError, DeviceError
+from .functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
+from .operators import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
+                        ScatterElementsDesc, ScatterNDDesc)
+from .runtime import Buffer, Device, DeviceInfo, default_device, devices
+from .tensor_desc import TensorDesc
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Buffer", "CompiledOperator", "DataType", "DescError", "Device", "DeviceError", "DeviceInfo", "FeatureLevel",
+    "GatherDesc", "GatherElementsDesc", "GatherND1Desc", "GatherNDDesc", "ScatterElementsDesc", "ScatterNDDesc",
+    "TensorDesc", "default_device", "devices", "gather", "gather_elements", "gather_nd", "scatter_elements",
+    "scatter_nd",
+]

@@ -1,0 +1,224 @@
+"""The host half of the index machinery (the GPU half is shaders/index_map.glsl).
+
+Every operator is one *index map*: a row-major iteration over the shape of the **dense** tensor (gather:
+the output; scatter: the updates), where each iteration reads or writes one element of the dense tensor
+and one element of the **data** tensor (gather: the input; scatter: the output). The data element's
+offset is the sum of directly mapped coordinates times their strides, plus, for each component k of an
+index tuple, the index read from the indices tensor (wrapped if negative, clamped) times the stride of
+the data dimension it indexes.
+
+This module builds those maps from tensor layouts (the same builders serve layer 1 and layer 2), folds
+dimensions that are contiguous in every tensor, picks the widest access unit (1 to 16 bytes) that
+moves contiguous rows whole, encodes the map as the kernel's parameter words, and checks and resolves
+index values on the host (``mode="raise"`` and the NumPy references).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from .errors import DeviceError
+
+MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes (after folding)
+PARAM_WORDS = 56      # size of the parameter block; layout in shaders/index_map.glsl
+UNITS = (16, 8, 4, 2, 1)
+_U32 = 2**32
+
+
+class Layout(NamedTuple):
+    """A tensor's shape and strides, both in elements."""
+
+    shape: tuple
+    strides: tuple
+
+    @classmethod
+    def packed(cls, shape) -> "Layout":
+        shape = tuple(int(s) for s in shape)
+        strides, step = [], 1
+        for size in reversed(shape):
+            strides.append(step)
+            step *= size
+        return cls(shape, tuple(reversed(strides)))
+
+    def aligned(self, rank: int) -> "Layout":
+        """Right-aligned to ``rank`` dimensions: leading 1s cropped, or padded with size-1 dimensions."""
+        extra = len(self.shape) - rank
+        if extra > 0:
+            assert all(s == 1 for s in self.shape[:extra]), "only leading 1s can be cropped"
+            return Layout(self.shape[extra:], self.strides[extra:])
+        return Layout((1,) * -extra + self.shape, (0,) * -extra + self.strides)
+
+
+class Dim(NamedTuple):
+    """One iteration dimension: its size and its strides in the dense, data and indices tensors."""
+
+    size: int
+    dense: int
+    data: int
+    index: int
+
+
+@dataclass(frozen=True)
+class IndexMap:
+    """dims: the iteration space (outermost first); tuple_dims: (size, data stride) of the data dimension
+    each index-tuple component addresses; tuple_stride: indices-tensor distance between components;
+    unit: bytes per access (the element size until ``vectorized``)."""
+
+    dims: tuple
+    tuple_dims: tuple
+    tuple_stride: int
+    unit: int
+
+    @property
+    def count(self) -> int:
+        """Number of iterations (units of the dense tensor)."""
+        return int(np.prod([d.size for d in self.dims], dtype=object))
+
+    def folded(self) -> "IndexMap":
+        """Size-1 dimensions dropped; neighbours contiguous in all three tensors merged."""
+        dims = []
+        for d in self.dims:
+            if d.size == 1:
+                continue
+            if dims:
+                outer = dims[-1]
+                if all(o == i * d.size for o, i in zip(outer[1:], d[1:])):
+                    dims[-1] = Dim(outer.size * d.size, d.dense, d.data, d.index)
+                    continue
+            dims.append(d)
+        return replace(self, dims=tuple(dims))
+
+    def vectorized(self) -> "IndexMap":
+        """Moves a contiguous innermost row in the widest unit that divides the row and every stride."""
+        if not self.dims:
+            return self
+        inner = self.dims[-1]
+        if (inner.dense, inner.data, inner.index) != (1, 1, 0):
+            return self
+        elem = self.unit
+        strides = [s for d in self.dims[:-1] for s in (d.dense, d.data)] + [t for _, t in self.tuple_dims]
+        for unit in UNITS:
+            if unit <= elem:
+                return self
+            if unit % elem == 0 and (inner.size * elem) % unit == 0 and all(s * elem % unit == 0 for s in strides):
+                scale = unit // elem
+                dims = tuple(Dim(d.size, d.dense // scale, d.data // scale, d.index) for d in self.dims[:-1])
+                dims += (Dim(inner.size // scale, 1, 1, 0),)
+                tuple_dims = tuple((n, t // scale) for n, t in self.tuple_dims)
+                return replace(self, dims=dims, tuple_dims=tuple_dims, unit=unit)
+        return self
+
+    def optimized(self) -> "IndexMap":
+        return self.folded().vectorized()
+
+    def params(self, signed_indices: bool) -> np.ndarray:
+        """The kernel's parameter words (uint32[PARAM_WORDS]); DeviceError if the map exceeds 32 bits."""
+        if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
+            raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
+                              f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
+        count = self.count
+        last_data = sum((d.size - 1) * d.data for d in self.dims) + sum((n - 1) * t for n, t in self.tuple_dims)
+        last_dense = sum((d.size - 1) * d.dense for d in self.dims)
+        if count >= _U32 - 1 or last_data >= _U32 or last_dense >= _U32:
+            raise DeviceError("the operation addresses 2^32 or more units of a tensor; split it into smaller ones")
+        p = np.zeros(PARAM_WORDS, dtype=np.uint32)
+        p[0:5] = [len(self.dims), count, len(self.tuple_dims), int(signed_indices), self.tuple_stride]
+        for i, d in enumerate(self.dims):
+            p[8 + i], p[16 + i], p[24 + i], p[32 + i] = d
+        for k, (n, t) in enumerate(self.tuple_dims):
+            p[40 + k], p[48 + k] = n, t
+        return p
+
+
+# ---- The three shapes of index maps. Each takes layouts of meaningful (unpadded) dimensions. ----
+
+def take_shape(data_shape, indices_shape, axis: int) -> tuple:
+    """GATHER (numpy.take): data[:axis] + indices + data[axis+1:]."""
+    return tuple(data_shape[:axis]) + tuple(indices_shape) + tuple(data_shape[axis + 1:])
+
+
+def take_map(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int) -> IndexMap:
+    q = len(indices.shape)
+    dims = [Dim(data.shape[d], dense.strides[d], data.strides[d], 0) for d in range(axis)]
+    dims += [Dim(n, dense.strides[axis + j], 0, indices.strides[j]) for j, n in enumerate(indices.shape)]
+    dims += [Dim(data.shape[d], dense.strides[d - 1 + q], data.strides[d], 0)
+             for d in range(axis + 1, len(data.shape))]
+    return IndexMap(tuple(dims), ((data.shape[axis], data.strides[axis]),), 0, elem)
+
+
+def elements_map(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int) -> IndexMap:
+    """GATHER_ELEMENTS / SCATTER_ELEMENTS: the dense shape is the indices' shape."""
+    dims = tuple(Dim(n, dense.strides[d], 0 if d == axis else data.strides[d], indices.strides[d])
+                 for d, n in enumerate(indices.shape))
+    return IndexMap(dims, ((data.shape[axis], data.strides[axis]),), 0, elem)
+
+
+def nd_shape(data_shape, indices_shape, batch_dims: int) -> tuple:
+    """GATHER_ND / SCATTER_ND: indices[:-1] + data[batch_dims + tuple size:]."""
+    k = indices_shape[-1]
+    return tuple(indices_shape[:-1]) + tuple(data_shape[batch_dims + k:])
+
+
+def nd_map(data: Layout, indices: Layout, dense: Layout, batch_dims: int, elem: int) -> IndexMap:
+    q, b, k = len(indices.shape), batch_dims, indices.shape[-1]
+    dims = [Dim(indices.shape[d], dense.strides[d], data.strides[d], indices.strides[d]) for d in range(b)]
+    dims += [Dim(indices.shape[d], dense.strides[d], 0, indices.strides[d]) for d in range(b, q - 1)]
+    dims += [Dim(data.shape[d], dense.strides[q - 1 + d - b - k], data.strides[d], 0)
+             for d in range(b + k, len(data.shape))]
+    tuple_dims = tuple((data.shape[b + j], data.strides[b + j]) for j in range(k))
+    return IndexMap(tuple(dims), tuple_dims, indices.strides[-1], elem)
+
+
+def copy_map(src: Layout, dst: Layout, elem: int) -> IndexMap:
+    """A strided copy src -> dst of one shape (tuple size 0): dst is the dense side."""
+    dims = tuple(Dim(n, t, s, 0) for n, s, t in zip(src.shape, src.strides, dst.strides))
+    return IndexMap(dims, (), 0, elem)
+
+
+# ---- Index values on the host ----
+
+INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.int64), np.dtype(np.uint64))
+
+
+def as_index_array(indices, what: str = "indices") -> np.ndarray:
+    """indices as an int32/uint32/int64/uint64 array; other integer dtypes widen to a 32-bit type."""
+    arr = np.asarray(indices)
+    if arr.dtype in INDEX_DTYPES:
+        return arr
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int32 if arr.dtype.kind == "i" else np.uint32)
+    raise TypeError(f"{what} must have an integer dtype (int32, uint32, int64, uint64, or a narrower integer "
+                    f"type), not {arr.dtype}")
+
+
+def out_of_range(values: np.ndarray, dims) -> np.ndarray:
+    """Boolean mask of indices outside [-dim, dim) (negative ones count from the end); ``dims`` broadcasts
+    against ``values``."""
+    dims = np.asarray(dims, dtype=np.int64)
+    if values.dtype.kind == "u":
+        return values.astype(np.uint64) >= dims.astype(np.uint64)
+    v = values.astype(np.int64)
+    return (v < -dims) | (v >= dims)
+
+
+def resolve(values: np.ndarray, dims) -> np.ndarray:
+    """Indices as DirectML resolves them: negative ones count from the end, then clamp into [0, dim)."""
+    dims = np.asarray(dims, dtype=np.int64)
+    if values.dtype.kind == "u":
+        v = np.minimum(values.astype(np.uint64), (dims - 1).astype(np.uint64)).astype(np.int64)
+        return v
+    v = values.astype(np.int64)
+    v = np.where((v < 0) & (v >= -dims), v + dims, v)
+    return np.clip(v, 0, dims - 1)
+
+
+def check_in_range(values: np.ndarray, dims, describe) -> None:
+    """IndexError for the first (row-major) index outside [-dim, dim). ``describe(position, value)``
+    returns the message; position is the index's coordinates in ``values``."""
+    bad = out_of_range(values, dims)
+    if bad.any():
+        flat = int(np.argmax(bad.reshape(-1)))
+        pos = tuple(int(c) for c in np.unravel_index(flat, values.shape))
+        raise IndexError(describe(pos, int(values.reshape(-1)[flat])))

@@ -1,0 +1,30 @@
+"""The compiled kernel variants (dmlgpu/shaders/*.spv, built by CMakeLists.txt) and how to launch them."""
+from __future__ import annotations
+
+import functools
+import importlib.resources
+
+WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/bindings.glsl)
+KERNELS = ("gather", "scatter_claim", "scatter_write")
+
+
+def variant(kernel: str, unit: int, index_bytes: int) -> str:
+    """File stem of a kernel specialised for an access unit (1-16 bytes) and an index width (4 or 8 bytes)."""
+    assert kernel in KERNELS and unit in (1, 2, 4, 8, 16) and index_bytes in (4, 8)
+    return f"{kernel}_u{unit}_i{index_bytes * 8}"
+
+
+@functools.lru_cache(maxsize=None)
+def spirv(name: str) -> bytes:
+    """The SPIR-V of a variant (or "fill"); FileNotFoundError names the build step when it is missing."""
+    path = importlib.resources.files(__package__) / "shaders" / f"{name}.spv"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing: compile the shaders with "
+                                f"'cmake -S . -B build && cmake --build build'") from None
+
+
+def workgroups(count: int, max_groups: int) -> int:
+    """Workgroups for ``count`` iterations; the kernels' grid-stride loop covers any remainder."""
+    return max(1, min(-(-count // WORKGROUP_SIZE), max_groups))

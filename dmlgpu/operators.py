@@ -1,0 +1,318 @@
+"""Layer 1: DirectML's operator descriptors, validated rule by rule, compiled and executed on buffers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import dtypes
+from .dtypes import FeatureLevel
+from .errors import DescError, DeviceError
+from .index_map import Layout, copy_map, elements_map, nd_map, nd_shape, take_map, take_shape
+from .plan import Plan
+from .runtime import Buffer, Device
+from .tensor_desc import TensorDesc
+
+
+def _fmt(sizes) -> str:
+    return "{" + ",".join(str(s) for s in sizes) + "}"
+
+
+def _layout(desc: TensorDesc, last: int | None = None) -> Layout:
+    """The descriptor's layout; with ``last``, only its last ``last`` (meaningful) dimensions."""
+    lay = Layout(desc.sizes, desc.element_strides)
+    return lay if last is None else lay.aligned(last)
+
+
+class _OperatorDesc:
+    """Common rules: tensors are TensorDescs of one DimensionCount, of types and ranks the feature level
+    allows; data tensors share the input's DataType."""
+
+    OPERATOR = ""
+    TENSORS: tuple = ()      # (attribute, DirectML member name, role: "data" | "indices")
+    BINDINGS: tuple = ()     # execute() keyword arguments
+
+    def _check_common(self, level: FeatureLevel) -> dict:
+        needed = dtypes.OPERATOR_LEVELS[self.OPERATOR]
+        if level.value < needed.value:
+            raise DescError(f"{self.OPERATOR} requires DML_FEATURE_LEVEL_{needed} or higher; "
+                            f"the device's feature level is {level}")
+        tensors = {}
+        for attr, member, _ in self.TENSORS:
+            desc = getattr(self, attr)
+            if not isinstance(desc, TensorDesc):
+                raise DescError(f"{member} must be a dmlgpu.TensorDesc, not {type(desc).__name__}")
+            tensors[member] = desc.renamed(member)
+        ranks = dtypes.dimension_counts(level)
+        first = self.TENSORS[0][1]
+        for _, member, role in self.TENSORS:
+            desc = tensors[member]
+            if desc.dimension_count not in ranks:
+                allowed = f"in [{ranks.start}, {ranks.stop - 1}]" if len(ranks) > 1 else f"{ranks.start}"
+                raise DescError(f"{member}.DimensionCount ({desc.dimension_count}) must be {allowed} "
+                                f"at feature level {level}")
+            if desc.dimension_count != tensors[first].dimension_count:
+                raise DescError(f"{member}.DimensionCount ({desc.dimension_count}) must match "
+                                f"{first}.DimensionCount ({tensors[first].dimension_count})")
+            allowed = dtypes.index_types(level) if role == "indices" else dtypes.data_types(self.OPERATOR, level)
+            if desc.data_type not in allowed:
+                names = ", ".join(sorted(t.name for t in allowed))
+                raise DescError(f"{member}.DataType ({desc.data_type.name}) is not supported by {self.OPERATOR} "
+                                f"at feature level {level} (supported: {names})")
+            if role == "data" and desc.data_type != tensors[first].data_type:
+                raise DescError(f"{member}.DataType ({desc.data_type.name}) must match "
+                                f"{first}.DataType ({tensors[first].data_type.name})")
+        return tensors
+
+    def plan(self, level) -> Plan:
+        """Checks every rule of the operator's page at ``level``; returns the Plan that runs it."""
+        raise NotImplementedError
+
+
+def _check_count(value, name: str, low: int, high: int, high_name: str, closed: bool) -> int:
+    """``value`` must be a whole number in [low, high] (closed) or [low, high)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise DescError(f"{name} ({value!r}) must be a whole number")
+    if value < low or (value > high if closed else value >= high):
+        bracket = "]" if closed else ")"
+        raise DescError(f"{name} ({value}) must be in [{low}, {high_name} ({high}){bracket}")
+    return value
+
+
+def _check_leading_ones(desc: TensorDesc, meaningful: int, count_name: str) -> None:
+    for i, s in enumerate(desc.sizes[: desc.dimension_count - meaningful]):
+        if s != 1:
+            raise DescError(f"{desc.name}.Sizes[{i}] ({s}) must be 1: only the last {count_name} "
+                            f"({meaningful}) dimensions are meaningful")
+
+
+def _check_sizes(desc: TensorDesc, expected: tuple, rule: str) -> None:
+    """desc.Sizes must equal ``expected`` right-aligned (leading 1s added or cropped)."""
+    r = desc.dimension_count
+    extra = len(expected) - r
+    if extra > 0:
+        if any(s != 1 for s in expected[:extra]):
+            raise DescError(f"{desc.name}.DimensionCount ({r}) is too small for the expected sizes "
+                            f"{_fmt(expected)} ({rule})")
+        expected = expected[extra:]
+    expected = (1,) * (r - len(expected)) + tuple(expected)
+    if tuple(desc.sizes) != expected:
+        raise DescError(f"{desc.name}.Sizes ({_fmt(desc.sizes)}) must be {_fmt(expected)} ({rule})")
+
+
+@dataclass(frozen=True)
+class GatherDesc(_OperatorDesc):
+    """DML_GATHER_OPERATOR_DESC: output[..] = input[.., indices[..], ..] along ``axis``."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    output: TensorDesc
+    axis: int
+    index_dimensions: int
+
+    OPERATOR = "GATHER"
+    TENSORS = (("input", "InputTensor", "data"), ("indices", "IndicesTensor", "indices"),
+               ("output", "OutputTensor", "data"))
+    BINDINGS = ("input", "indices", "output")
+
+    def plan(self, level) -> Plan:
+        t = self._check_common(FeatureLevel.parse(level))
+        inp, idx, out = t["InputTensor"], t["IndicesTensor"], t["OutputTensor"]
+        r = inp.dimension_count
+        axis = _check_count(self.axis, "Axis", 0, r, "InputTensor.DimensionCount", False)
+        m = _check_count(self.index_dimensions, "IndexDimensions", 0, r, "IndicesTensor.DimensionCount", False)
+        _check_leading_ones(idx, m, "IndexDimensions")
+        idx_lay = _layout(idx, m)
+        expected = take_shape(inp.sizes, idx_lay.shape, axis)
+        _check_sizes(out, expected, "InputTensor.Sizes split at Axis around the last IndexDimensions "
+                                    "sizes of IndicesTensor")
+        index_map = take_map(_layout(inp), idx_lay, _layout(out, len(expected)), axis, inp.data_type.size)
+        return Plan("gather", index_map, idx.data_type.numpy)
+
+
+@dataclass(frozen=True)
+class GatherElementsDesc(_OperatorDesc):
+    """DML_GATHER_ELEMENTS_OPERATOR_DESC: output[i,j,..] = input[.., indices[i,j,..] at Axis, ..]."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    output: TensorDesc
+    axis: int
+
+    OPERATOR = "GATHER_ELEMENTS"
+    TENSORS = GatherDesc.TENSORS
+    BINDINGS = GatherDesc.BINDINGS
+
+    def plan(self, level) -> Plan:
+        t = self._check_common(FeatureLevel.parse(level))
+        inp, idx, out = t["InputTensor"], t["IndicesTensor"], t["OutputTensor"]
+        axis = _check_count(self.axis, "Axis", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
+        _check_same_but_axis(idx, inp, axis)
+        _check_sizes(out, idx.sizes, "OutputTensor.Sizes must match IndicesTensor.Sizes")
+        return Plan("gather", elements_map(_layout(inp), _layout(idx), _layout(out), axis, inp.data_type.size),
+                    idx.data_type.numpy)
+
+
+def _check_same_but_axis(idx: TensorDesc, inp: TensorDesc, axis: int) -> None:
+    for d, (a, b) in enumerate(zip(idx.sizes, inp.sizes)):
+        if d != axis and a != b:
+            raise DescError(f"{idx.name}.Sizes[{d}] ({a}) must match {inp.name}.Sizes[{d}] ({b}): "
+                            f"sizes must match in every dimension except Axis")
+
+
+def _nd_layouts(inp: TensorDesc, idx: TensorDesc, r_in, r_idx, batch: int):
+    """Checks the ND rules shared by GATHER_ND, GATHER_ND1 and SCATTER_ND; returns the meaningful layouts
+    of input and indices and the expected dense (output or updates) sizes."""
+    r = inp.dimension_count
+    r_in = _check_count(r_in, "InputDimensionCount", 1, r, "InputTensor.DimensionCount", True)
+    r_idx = _check_count(r_idx, "IndicesDimensionCount", 1, r, "IndicesTensor.DimensionCount", True)
+    _check_leading_ones(inp, r_in, "InputDimensionCount")
+    _check_leading_ones(idx, r_idx, "IndicesDimensionCount")
+    if batch >= r_in or batch >= r_idx:
+        raise DescError(f"BatchDimensionCount ({batch}) must be less than InputDimensionCount ({r_in}) "
+                        f"and IndicesDimensionCount ({r_idx})")
+    in_lay, idx_lay = _layout(inp, r_in), _layout(idx, r_idx)
+    k = idx_lay.shape[-1]
+    if k > r_in - batch:
+        raise DescError(f"IndicesTensor.Sizes[{r - 1}] ({k}), the index tuple size, must not exceed "
+                        f"InputDimensionCount ({r_in}) - BatchDimensionCount ({batch})")
+    for d in range(batch):
+        if idx_lay.shape[d] != in_lay.shape[d]:
+            di, dn = r - r_idx + d, r - r_in + d
+            raise DescError(f"IndicesTensor.Sizes[{di}] ({idx_lay.shape[d]}) must match InputTensor.Sizes[{dn}] "
+                            f"({in_lay.shape[d]}): batch dimensions must agree")
+    return in_lay, idx_lay, nd_shape(in_lay.shape, idx_lay.shape, batch)
+
+
+_ND_RULE = "IndicesTensor.Sizes without its last dimension, then InputTensor.Sizes after the indexed dimensions"
+
+
+@dataclass(frozen=True)
+class GatherNDDesc(_OperatorDesc):
+    """DML_GATHER_ND_OPERATOR_DESC: output[..] = input[indices[..]] on whole sub-blocks."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    output: TensorDesc
+    input_dimension_count: int
+    indices_dimension_count: int
+
+    OPERATOR = "GATHER_ND"
+    TENSORS = GatherDesc.TENSORS
+    BINDINGS = GatherDesc.BINDINGS
+    batch_dimension_count = 0
+
+    def plan(self, level) -> Plan:
+        t = self._check_common(FeatureLevel.parse(level))
+        inp, idx, out = t["InputTensor"], t["IndicesTensor"], t["OutputTensor"]
+        b = self.batch_dimension_count
+        if self.OPERATOR == "GATHER_ND1":
+            b = _check_count(b, "BatchDimensionCount", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
+        in_lay, idx_lay, expected = _nd_layouts(inp, idx, self.input_dimension_count,
+                                                self.indices_dimension_count, b)
+        _check_sizes(out, expected, _ND_RULE)
+        index_map = nd_map(in_lay, idx_lay, _layout(out, len(expected)), b, inp.data_type.size)
+        return Plan("gather", index_map, idx.data_type.numpy)
+
+
+@dataclass(frozen=True)
+class GatherND1Desc(GatherNDDesc):
+    """DML_GATHER_ND1_OPERATOR_DESC: GATHER_ND with leading batch dimensions shared by input and indices."""
+
+    batch_dimension_count: int = 0
+
+    OPERATOR = "GATHER_ND1"
+
+
+@dataclass(frozen=True)
+class ScatterNDDesc(_OperatorDesc):
+    """DML_SCATTER_ND_OPERATOR_DESC: output = input; output[indices[..]] = updates[..] (sub-blocks).
+    Duplicate targets: the update last in row-major order of the indices wins (dmlgpu's guarantee)."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    updates: TensorDesc
+    output: TensorDesc
+    input_dimension_count: int
+    indices_dimension_count: int
+
+    OPERATOR = "SCATTER_ND"
+    TENSORS = (("input", "InputTensor", "data"), ("indices", "IndicesTensor", "indices"),
+               ("updates", "UpdatesTensor", "data"), ("output", "OutputTensor", "data"))
+    BINDINGS = ("input", "indices", "updates", "output")
+
+    def plan(self, level) -> Plan:
+        t = self._check_common(FeatureLevel.parse(level))
+        inp, idx, upd, out = (t[n] for n in ("InputTensor", "IndicesTensor", "UpdatesTensor", "OutputTensor"))
+        _check_sizes(out, inp.sizes, "OutputTensor.Sizes must match InputTensor.Sizes")
+        in_lay, idx_lay, expected = _nd_layouts(inp, idx, self.input_dimension_count,
+                                                self.indices_dimension_count, 0)
+        _check_sizes(upd, expected, _ND_RULE)
+        out_lay = _layout(out, len(in_lay.shape))
+        index_map = nd_map(out_lay, idx_lay, _layout(upd, len(expected)), 0, inp.data_type.size)
+        return Plan("scatter", index_map, idx.data_type.numpy,
+                    copy_map(_layout(inp), _layout(out), inp.data_type.size))
+
+
+@dataclass(frozen=True)
+class ScatterElementsDesc(_OperatorDesc):
+    """DML_SCATTER_OPERATOR_DESC (SCATTER_ELEMENTS): output = input; output[.., indices[i,j,..], ..] =
+    updates[i,j,..]. Duplicate targets: the update last in row-major order wins (dmlgpu's guarantee)."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    updates: TensorDesc
+    output: TensorDesc
+    axis: int
+
+    OPERATOR = "SCATTER_ELEMENTS"
+    TENSORS = ScatterNDDesc.TENSORS
+    BINDINGS = ScatterNDDesc.BINDINGS
+
+    def plan(self, level) -> Plan:
+        t = self._check_common(FeatureLevel.parse(level))
+        inp, idx, upd, out = (t[n] for n in ("InputTensor", "IndicesTensor", "UpdatesTensor", "OutputTensor"))
+        axis = _check_count(self.axis, "Axis", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
+        _check_sizes(out, inp.sizes, "OutputTensor.Sizes must match InputTensor.Sizes")
+        _check_same_but_axis(idx, inp, axis)
+        _check_sizes(upd, idx.sizes, "UpdatesTensor.Sizes must match IndicesTensor.Sizes")
+        index_map = elements_map(_layout(out), _layout(idx), _layout(upd), axis, inp.data_type.size)
+        return Plan("scatter", index_map, idx.data_type.numpy,
+                    copy_map(_layout(inp), _layout(out), inp.data_type.size))
+
+
+class CompiledOperator:
+    """An operator descriptor validated for a device; execute() runs it on that device's buffers.
+
+    execute() takes the buffers by name (``input``, ``indices``, ``output`` and, for scatters,
+    ``updates``); each must hold at least its TensorDesc's TotalTensorSizeInBytes. A scatter's output may
+    be the input's buffer (an in-place update, no copy). It returns when the GPU has finished.
+    """
+
+    def __init__(self, device: Device, desc):
+        if not isinstance(desc, _OperatorDesc):
+            raise TypeError(f"compile() takes an operator descriptor such as dmlgpu.GatherDesc, "
+                            f"not {type(desc).__name__}")
+        self.device = device
+        self.desc = desc
+        self.plan = desc.plan(device.feature_level)
+
+    def execute(self, **buffers: Buffer) -> None:
+        desc = self.desc
+        missing = [n for n in desc.BINDINGS if n not in buffers]
+        unknown = [n for n in buffers if n not in desc.BINDINGS]
+        if missing or unknown:
+            raise TypeError(f"{desc.OPERATOR}.execute() takes the buffers {', '.join(desc.BINDINGS)}"
+                            + (f"; missing: {', '.join(missing)}" if missing else "")
+                            + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+        for attr, member, _ in desc.TENSORS:
+            buf = buffers[attr]
+            if not isinstance(buf, Buffer):
+                raise TypeError(f"{attr} must be a dmlgpu.Buffer (Device.buffer()), not {type(buf).__name__}")
+            if buf.device is not self.device:
+                raise DeviceError(f"{attr} is a buffer of another device ({buf.device.info.name})")
+            need = getattr(desc, attr).total_size_in_bytes
+            if buf.nbytes < need:
+                raise ValueError(f"{attr} holds {buf.nbytes} bytes; {member}.TotalTensorSizeInBytes is {need}")
+        if self.plan.kind == "gather" and buffers["output"] is buffers["input"]:
+            raise ValueError(f"{desc.OPERATOR} cannot write its output over its input: bind another buffer")
+        dispatches, uploads = self.plan.dispatches(self.device, reuse=True, **buffers)
+        self.device._run(dispatches, uploads=uploads)

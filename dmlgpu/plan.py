@@ -1,0 +1,59 @@
+"""A validated operation ready to run: its index map(s), and the dispatches that run it on a device."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+from .index_map import IndexMap
+from .runtime import Buffer, Device, Dispatch
+
+
+class Plan:
+    """``kind`` "gather": dense (output) <- data (input) through ``index_map``.
+    ``kind`` "scatter": output = input (a strided copy through ``copy_map``, skipped when the output is
+    bound to the input's buffer), then every update claims its target and the last claim writes.
+    ``index_dtype``: the indices' NumPy dtype (its width picks the kernel; its sign, wrapping)."""
+
+    def __init__(self, kind: str, index_map: IndexMap, index_dtype, copy_map: IndexMap | None = None):
+        assert kind in ("gather", "scatter")
+        index_dtype = np.dtype(index_dtype)
+        self.kind = kind
+        self.map = index_map.optimized()
+        self.copy = copy_map.optimized() if copy_map is not None else None
+        self.signed = index_dtype.kind == "i"
+        self.index_bytes = index_dtype.itemsize
+        self.words = self.map.params(self.signed)          # raises DeviceError if it does not fit 32 bits
+        self.copy_words = self.copy.params(False) if self.copy is not None else None
+        self._params: dict = {}
+
+    def params(self, device: Device) -> tuple[list, list]:
+        """(the parameter buffers on ``device``, those of them not yet uploaded)."""
+        bufs = self._params.get(device)
+        if bufs is not None:
+            return bufs, []
+        bufs = [device._params(self.words)]
+        if self.copy_words is not None:
+            bufs.append(device._params(self.copy_words))
+        self._params[device] = bufs
+        return bufs, bufs
+
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
+                   updates: Buffer | None = None, reuse: bool = False) -> tuple[list, list]:
+        """(the dispatches, the buffers to upload first) for one execution on these buffers."""
+        params, uploads = self.params(device)
+        m, out = self.map, []
+        if self.kind == "gather":
+            if m.count:
+                out.append(Dispatch(kernels.variant("gather", m.unit, self.index_bytes),
+                                    (params[0], indices, input, output), m.count, reuse))
+            return out, uploads
+        c = self.copy
+        if input is not output and c.count:
+            out.append(Dispatch(kernels.variant("gather", c.unit, 4), (params[1], device._dummy, input, output),
+                                c.count, reuse))
+        if m.count:
+            owner = device._owner_scratch(-(-output.nbytes // m.unit))
+            for kernel in ("scatter_claim", "scatter_write"):
+                out.append(Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
+                                    (params[0], indices, output, updates, owner), m.count, reuse))
+        return out, uploads

@@ -1,0 +1,296 @@
+"""The runtime on Kompute: devices, buffers, and recording and running kernel dispatches.
+
+Ordering: Kompute's OpAlgoDispatch records only a transfer-to-compute barrier, so dmlgpu records its own
+before every dispatch (``_BARRIER``): all earlier transfer and compute writes to the dispatch's buffers
+are made available and visible to its reads and writes, and all earlier reads of them finish first.
+Two dependent dispatches in one submission are therefore ordered (RAW, WAW and WAR alike).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels
+from .errors import DeviceError
+
+try:
+    import kp
+except ImportError as exc:  # importing dmlgpu works without kp; opening a device says what is missing
+    kp = None
+    _KP_IMPORT_ERROR = exc
+else:
+    _KP_IMPORT_ERROR = None
+
+KP_PATCH_LEVEL = 2
+
+# Vulkan flag bits
+_TRANSFER_WRITE, _SHADER_READ, _SHADER_WRITE = 0x1000, 0x20, 0x40
+_STAGE_COMPUTE, _STAGE_TRANSFER = 0x800, 0x1000
+_BARRIER = (_SHADER_WRITE | _TRANSFER_WRITE, _SHADER_READ | _SHADER_WRITE, _STAGE_COMPUTE | _STAGE_TRANSFER,
+            _STAGE_COMPUTE)
+
+_ALGORITHM_CACHE = 64  # reusable algorithms kept per device (oldest dropped first)
+
+DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
+
+INSTALL_HINT = ("install a Vulkan driver (on Debian/Ubuntu without a GPU: 'apt-get install mesa-vulkan-drivers' "
+                "for lavapipe) and run the README's set-up command")
+
+
+def _require_kp():
+    if kp is None:
+        raise DeviceError(f"the Kompute module 'kp' is not importable ({_KP_IMPORT_ERROR}); "
+                          "build it with 'python tools/build_kp.py'")
+    if getattr(kp, "__dmlgpu_patch__", 0) < KP_PATCH_LEVEL:
+        raise DeviceError("the installed 'kp' lacks dmlgpu's patches (compute barriers, device limits); "
+                          "rebuild it with 'python tools/build_kp.py --force'")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A Vulkan device as dmlgpu.devices() lists it; limits in bytes or counts."""
+
+    index: int
+    name: str
+    type: str
+    max_storage_buffer_range: int
+    max_push_constants_size: int
+    max_workgroup_count: tuple
+    max_workgroup_size: tuple
+    max_workgroup_invocations: int
+    timestamp_period_ns: float
+
+    @classmethod
+    def from_kp(cls, index: int, p: dict) -> "DeviceInfo":
+        return cls(index, p["device_name"], DEVICE_TYPES.get(p["device_type"], "other"),
+                   p["max_storage_buffer_range"], p["max_push_constants_size"], tuple(p["max_work_group_count"]),
+                   tuple(p["max_work_group_size"]), p["max_work_group_invocations"], p["timestamp_period"])
+
+
+_devices_cache: list | None = None
+_devices_lock = threading.Lock()
+
+
+def devices() -> list[DeviceInfo]:
+    """The Vulkan devices, with the limits that matter to dmlgpu. DeviceError if there are none."""
+    global _devices_cache
+    _require_kp()
+    with _devices_lock:
+        if _devices_cache is None:
+            try:
+                mgr = kp.Manager()
+                listed = mgr.list_devices()
+                mgr.destroy()
+            except Exception as exc:
+                raise DeviceError(f"no Vulkan device could be opened ({exc}); {INSTALL_HINT}") from None
+            _devices_cache = [DeviceInfo.from_kp(i, p) for i, p in enumerate(listed)]
+        return list(_devices_cache)
+
+
+def default_device_index() -> int:
+    """DMLGPU_DEVICE if set, else the first discrete GPU, else the first device."""
+    listed = devices()
+    env = os.environ.get("DMLGPU_DEVICE")
+    if env not in (None, ""):
+        try:
+            index = int(env)
+        except ValueError:
+            raise DeviceError(f"DMLGPU_DEVICE ({env!r}) must be a device index, 0 to {len(listed) - 1}") from None
+        if not 0 <= index < len(listed):
+            raise DeviceError(f"DMLGPU_DEVICE ({index}) must be a device index, 0 to {len(listed) - 1}")
+        return index
+    for info in listed:
+        if info.type == "discrete GPU":
+            return info.index
+    return 0
+
+
+class Buffer:
+    """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer()."""
+
+    def __init__(self, device: "Device", nbytes: int, storage: bool = False):
+        if nbytes <= 0 or nbytes % 4:
+            raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
+        limit = device.info.max_storage_buffer_range
+        if nbytes > limit:
+            raise DeviceError(f"a buffer of {nbytes} bytes exceeds this device's maxStorageBufferRange "
+                              f"({limit} bytes, {device.info.name})")
+        self.device = device
+        self.nbytes = nbytes
+        kind = kp.TensorTypes.storage if storage else kp.TensorTypes.device
+        self._tensor = device._mgr.tensor_t(np.zeros(nbytes // 4, dtype=np.uint32), kind)
+        self._storage = storage
+
+    def write(self, data) -> None:
+        """Uploads raw bytes (any array or bytes-like object of at most nbytes bytes) at offset 0."""
+        src = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+        if src.size > self.nbytes:
+            raise ValueError(f"{src.size} bytes do not fit a buffer of {self.nbytes} bytes")
+        self._stage(src)
+        self.device._run([], uploads=[self])
+
+    def read(self) -> np.ndarray:
+        """Downloads the buffer: a new uint8 array of nbytes bytes."""
+        self.device._run([], downloads=[self])
+        return self._staged().copy()
+
+    def _stage(self, src: np.ndarray) -> None:
+        """Copies bytes into the host-side staging memory (uploaded by the next run that lists this buffer)."""
+        staged = self._staged()
+        staged[: src.size] = src
+        staged[src.size:] = 0
+
+    def _staged(self) -> np.ndarray:
+        if self._storage:
+            raise DeviceError("a storage buffer has no host copy")
+        return self._tensor.data().view(np.uint8)
+
+    def __repr__(self) -> str:
+        return f"<dmlgpu.Buffer {self.nbytes} bytes on {self.device.info.name}>"
+
+
+@dataclass
+class Dispatch:
+    """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count."""
+
+    kernel: str
+    buffers: tuple
+    count: int
+    reuse: bool = False  # keep the Kompute algorithm for the next run with the same buffers
+
+
+class Device:
+    """A Vulkan device opened through Kompute.
+
+    ``index``: as listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else
+    the first device. ``feature_level``: the DirectML feature level layer-1 validation follows.
+    One Device may be used from several threads: its submissions are serialised by a lock.
+    """
+
+    def __init__(self, index: int | None = None, *, feature_level="4.1"):
+        from .dtypes import FeatureLevel
+        listed = devices()
+        if index is None:
+            index = default_device_index()
+        if not 0 <= index < len(listed):
+            raise DeviceError(f"device index {index} must be in [0, {len(listed) - 1}]")
+        self.info = listed[index]
+        self.feature_level = FeatureLevel.parse(feature_level)
+        self._lock = threading.RLock()
+        try:
+            self._mgr = kp.Manager(index)
+        except Exception as exc:
+            raise DeviceError(f"Vulkan device {index} could not be opened ({exc}); {INSTALL_HINT}") from None
+        self._algorithms: dict = {}
+        self._owner: Buffer | None = None
+        self._owner_clean = True
+        self._dummy = Buffer(self, 4)
+        self._closed = False
+
+    # ---- public ----
+    def buffer(self, data=None, nbytes: int | None = None) -> Buffer:
+        """A new device buffer: of ``nbytes`` zero bytes, or holding ``data``'s bytes (padded to 4)."""
+        if data is None:
+            if nbytes is None:
+                raise ValueError("give data or nbytes")
+            return Buffer(self._open(), (int(nbytes) + 3) // 4 * 4)
+        src = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+        buf = Buffer(self._open(), max(4, (max(src.size, nbytes or 0) + 3) // 4 * 4))
+        buf.write(src)
+        return buf
+
+    def compile(self, desc):
+        """Validates an operator descriptor at this device's feature level; returns a CompiledOperator."""
+        from .operators import CompiledOperator
+        return CompiledOperator(self._open(), desc)
+
+    def close(self) -> None:
+        """Releases the device; using it afterwards raises DeviceError."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._algorithms.clear()
+                self._mgr.destroy()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<dmlgpu.Device {self.info.index}: {self.info.name} ({self.info.type}), feature level {self.feature_level}>"
+
+    # ---- internal ----
+    def _open(self) -> "Device":
+        if self._closed:
+            raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
+        return self
+
+    def _params(self, words: np.ndarray) -> Buffer:
+        buf = Buffer(self, words.nbytes)
+        buf._stage(words.view(np.uint8))
+        return buf
+
+    def _owner_scratch(self, words: int) -> Buffer:
+        """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it)."""
+        if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
+            size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
+            size = 1 << (size - 1).bit_length()
+            size = min(size, self.info.max_storage_buffer_range // 4)
+            self._owner = Buffer(self, 4 * max(size, words), storage=True)
+            count = self._owner.nbytes // 4
+            params = self._params(np.array([count], dtype=np.uint32))
+            self._owner_clean = True
+            self._run([Dispatch("fill", (params, self._owner), count)], uploads=[params])
+        return self._owner
+
+    def _algorithm(self, d: Dispatch):
+        """A Kompute algorithm (pipeline and bound buffers) for the dispatch; cached when ``d.reuse``."""
+        groups = kernels.workgroups(d.count, self.info.max_workgroup_count[0])
+        key = (d.kernel, groups) + tuple(id(b) for b in d.buffers)
+        cached = self._algorithms.get(key)
+        if cached is not None:
+            return cached[0]
+        algo = self._mgr.algorithm([b._tensor for b in d.buffers], kernels.spirv(d.kernel), (groups, 1, 1), [], [])
+        if d.reuse:
+            if len(self._algorithms) >= _ALGORITHM_CACHE:
+                self._algorithms.pop(next(iter(self._algorithms)))
+            self._algorithms[key] = (algo, d.buffers)  # the buffers stay alive while their algorithm is cached
+        return algo
+
+    def _run(self, dispatches, uploads=(), downloads=()) -> None:
+        """Uploads staged bytes, runs the dispatches in order (a barrier before each), downloads, waits."""
+        with self._lock:
+            self._open()
+            seq = self._mgr.sequence()
+            if uploads:
+                seq.record(kp.OpTensorSyncDevice([b._tensor for b in uploads]))
+            for d in dispatches:
+                tensors = [b._tensor for b in d.buffers]
+                seq.record(kp.OpMemoryBarrier(tensors, *_BARRIER))
+                seq.record(kp.OpAlgoDispatch(self._algorithm(d)))
+            if downloads:
+                seq.record(kp.OpTensorSyncLocal([b._tensor for b in downloads]))
+            scatters = any(d.kernel.startswith("scatter") for d in dispatches)
+            if scatters:
+                self._owner_clean = False
+            seq.eval()
+            if scatters:
+                self._owner_clean = True
+
+
+_default: Device | None = None
+_default_lock = threading.Lock()
+
+
+def default_device() -> Device:
+    """The Device that functions use when no ``device=`` is given (opened on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None or _default._closed:
+            _default = Device()
+        return _default

@@ -1,0 +1,13 @@
+#version 450
+// WORDS[i] = 0 for i < P[0]: zeroes the scatter owner scratch once, when it is allocated.
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std430, binding = 1) buffer Words { uint WORDS[]; };
+void main() {
+    uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < P[0];) {
+        WORDS[i] = 0u;
+        if (P[0] - i <= step) break;
+        i += step;
+    }
+}

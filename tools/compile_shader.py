@@ -1,0 +1,27 @@
+"""Compile one GLSL compute shader to SPIR-V with glslangValidator (called by CMakeLists.txt).
+
+Usage: compile_shader.py GLSLANG SOURCE OUTPUT [NAME=VALUE ...]
+Writes OUTPUT atomically and prints the compiler's messages only when it fails.
+"""
+import os
+import subprocess
+import sys
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    glslang, source, output, *defines = argv[1:]
+    tmp = output + ".tmp"
+    cmd = [glslang, "-V", "--target-env", "vulkan1.0", *(f"-D{d}" for d in defines), "-o", tmp, source]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.stderr.write(f"{' '.join(cmd)}\n{result.stdout}{result.stderr}")
+        return result.returncode
+    os.replace(tmp, output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
