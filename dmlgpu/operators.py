@@ -84,18 +84,31 @@ def _check_leading_ones(desc: TensorDesc, meaningful: int, count_name: str) -> N
                             f"({meaningful}) dimensions are meaningful")
 
 
-def _check_sizes(desc: TensorDesc, expected: tuple, rule: str) -> None:
-    """desc.Sizes must equal ``expected`` right-aligned (leading 1s added or cropped)."""
-    r = desc.dimension_count
-    extra = len(expected) - r
-    if extra > 0:
-        if any(s != 1 for s in expected[:extra]):
-            raise DescError(f"{desc.name}.DimensionCount ({r}) is too small for the expected sizes "
-                            f"{_fmt(expected)} ({rule})")
-        expected = expected[extra:]
-    expected = (1,) * (r - len(expected)) + tuple(expected)
-    if tuple(desc.sizes) != expected:
-        raise DescError(f"{desc.name}.Sizes ({_fmt(desc.sizes)}) must be {_fmt(expected)} ({rule})")
+def _conform(desc: TensorDesc, expected: tuple, rule: str) -> Layout:
+    """Checks desc.Sizes against ``expected`` and returns desc's layout with ``expected``'s dimensions.
+
+    The sizes must agree right-aligned (leading 1s added or cropped), or at least once all size-1
+    dimensions are set aside: gather.md's example 3 writes a {3,1,2} result into an OutputTensor of
+    sizes {3,2}. Size-1 dimensions do not move data, so both readings address the same elements.
+    """
+    r, expected = desc.dimension_count, tuple(expected)
+    strides = desc.element_strides
+    aligned = Layout(desc.sizes, strides).aligned(len(expected)) if _fits(desc.sizes, expected) else None
+    if aligned is not None and aligned.shape == expected:
+        return aligned
+    real = [(n, t) for n, t in zip(desc.sizes, strides) if n != 1]
+    if [n for n, _ in real] != [n for n in expected if n != 1]:
+        shown = expected[len(expected) - r:] if len(expected) > r and all(
+            n == 1 for n in expected[:len(expected) - r]) else (1,) * (r - len(expected)) + expected
+        raise DescError(f"{desc.name}.Sizes ({_fmt(desc.sizes)}) must be {_fmt(shown)} ({rule})")
+    it = iter(real)
+    return Layout(expected, tuple(next(it)[1] if n != 1 else 0 for n in expected))
+
+
+def _fits(sizes, expected) -> bool:
+    """True when ``sizes`` can be right-aligned to len(expected) dimensions (only 1s cropped)."""
+    extra = len(sizes) - len(expected)
+    return extra <= 0 or all(n == 1 for n in sizes[:extra])
 
 
 @dataclass(frozen=True)
@@ -118,13 +131,14 @@ class GatherDesc(_OperatorDesc):
         inp, idx, out = t["InputTensor"], t["IndicesTensor"], t["OutputTensor"]
         r = inp.dimension_count
         axis = _check_count(self.axis, "Axis", 0, r, "InputTensor.DimensionCount", False)
-        m = _check_count(self.index_dimensions, "IndexDimensions", 0, r, "IndicesTensor.DimensionCount", False)
+        # The page says [0, DimensionCount), but its examples 1 and 3 use IndexDimensions == DimensionCount.
+        m = _check_count(self.index_dimensions, "IndexDimensions", 0, r, "IndicesTensor.DimensionCount", True)
         _check_leading_ones(idx, m, "IndexDimensions")
         idx_lay = _layout(idx, m)
         expected = take_shape(inp.sizes, idx_lay.shape, axis)
-        _check_sizes(out, expected, "InputTensor.Sizes split at Axis around the last IndexDimensions "
-                                    "sizes of IndicesTensor")
-        index_map = take_map(_layout(inp), idx_lay, _layout(out, len(expected)), axis, inp.data_type.size)
+        out_lay = _conform(out, expected, "InputTensor.Sizes split at Axis around the last IndexDimensions "
+                                          "sizes of IndicesTensor")
+        index_map = take_map(_layout(inp), idx_lay, out_lay, axis, inp.data_type.size)
         return Plan("gather", index_map, idx.data_type.numpy)
 
 
@@ -146,9 +160,14 @@ class GatherElementsDesc(_OperatorDesc):
         inp, idx, out = t["InputTensor"], t["IndicesTensor"], t["OutputTensor"]
         axis = _check_count(self.axis, "Axis", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
         _check_same_but_axis(idx, inp, axis)
-        _check_sizes(out, idx.sizes, "OutputTensor.Sizes must match IndicesTensor.Sizes")
+        _check_same_sizes(out, idx)
         return Plan("gather", elements_map(_layout(inp), _layout(idx), _layout(out), axis, inp.data_type.size),
                     idx.data_type.numpy)
+
+
+def _check_same_sizes(desc: TensorDesc, other: TensorDesc) -> None:
+    if desc.sizes != other.sizes:
+        raise DescError(f"{desc.name}.Sizes ({_fmt(desc.sizes)}) must match {other.name}.Sizes ({_fmt(other.sizes)})")
 
 
 def _check_same_but_axis(idx: TensorDesc, inp: TensorDesc, axis: int) -> None:
@@ -208,8 +227,8 @@ class GatherNDDesc(_OperatorDesc):
             b = _check_count(b, "BatchDimensionCount", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
         in_lay, idx_lay, expected = _nd_layouts(inp, idx, self.input_dimension_count,
                                                 self.indices_dimension_count, b)
-        _check_sizes(out, expected, _ND_RULE)
-        index_map = nd_map(in_lay, idx_lay, _layout(out, len(expected)), b, inp.data_type.size)
+        out_lay = _conform(out, expected, _ND_RULE)
+        index_map = nd_map(in_lay, idx_lay, out_lay, b, inp.data_type.size)
         return Plan("gather", index_map, idx.data_type.numpy)
 
 
@@ -242,12 +261,11 @@ class ScatterNDDesc(_OperatorDesc):
     def plan(self, level) -> Plan:
         t = self._check_common(FeatureLevel.parse(level))
         inp, idx, upd, out = (t[n] for n in ("InputTensor", "IndicesTensor", "UpdatesTensor", "OutputTensor"))
-        _check_sizes(out, inp.sizes, "OutputTensor.Sizes must match InputTensor.Sizes")
+        _check_same_sizes(out, inp)
         in_lay, idx_lay, expected = _nd_layouts(inp, idx, self.input_dimension_count,
                                                 self.indices_dimension_count, 0)
-        _check_sizes(upd, expected, _ND_RULE)
-        out_lay = _layout(out, len(in_lay.shape))
-        index_map = nd_map(out_lay, idx_lay, _layout(upd, len(expected)), 0, inp.data_type.size)
+        upd_lay = _conform(upd, expected, _ND_RULE)
+        index_map = nd_map(_layout(out, len(in_lay.shape)), idx_lay, upd_lay, 0, inp.data_type.size)
         return Plan("scatter", index_map, idx.data_type.numpy,
                     copy_map(_layout(inp), _layout(out), inp.data_type.size))
 
@@ -271,9 +289,9 @@ class ScatterElementsDesc(_OperatorDesc):
         t = self._check_common(FeatureLevel.parse(level))
         inp, idx, upd, out = (t[n] for n in ("InputTensor", "IndicesTensor", "UpdatesTensor", "OutputTensor"))
         axis = _check_count(self.axis, "Axis", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
-        _check_sizes(out, inp.sizes, "OutputTensor.Sizes must match InputTensor.Sizes")
+        _check_same_sizes(out, inp)
         _check_same_but_axis(idx, inp, axis)
-        _check_sizes(upd, idx.sizes, "UpdatesTensor.Sizes must match IndicesTensor.Sizes")
+        _check_same_sizes(upd, idx)
         index_map = elements_map(_layout(out), _layout(idx), _layout(upd), axis, inp.data_type.size)
         return Plan("scatter", index_map, idx.data_type.numpy,
                     copy_map(_layout(inp), _layout(out), inp.data_type.size))

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Quick start, step 2: brings the build up to date (as scripts/setup.sh, without the demo) and runs the
+# whole test suite on the default Vulkan device (lavapipe without a GPU). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --no-demo
+exec .venv/bin/python -m pytest -q "$@"
