@@ -2,20 +2,23 @@
 
 Layer 1 (DirectML-faithful): TensorDesc, GatherDesc, GatherElementsDesc, GatherNDDesc, GatherND1Desc,
 ScatterNDDesc, ScatterElementsDesc, Device.compile(desc).execute(...) on Device.buffer()s.
-Layer 2 (NumPy-style, ONNX semantics): gather, gather_elements, gather_nd, scatter_nd, scatter_elements.
+Layer 2 (NumPy-style, ONNX semantics): gather, gather_elements, gather_nd, scatter_nd, scatter_elements,
+on NumPy arrays or device-resident Tensors (tensor(), empty()); Device.record() batches operations into
+one submission.
 """
 from .dtypes import DataType, FeatureLevel
 from .errors import DescError, DeviceError
 from .functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
 from .operators import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
                         ScatterElementsDesc, ScatterNDDesc)
-from .runtime import Buffer, Device, DeviceInfo, default_device, devices
+from .runtime import Buffer, Device, DeviceInfo, Recording, default_device, devices
+from .tensor import Tensor, empty, tensor
 from .tensor_desc import TensorDesc
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Buffer", "CompiledOperator", "DataType", "DescError", "Device", "DeviceError", "DeviceInfo", "FeatureLevel",
+    "Buffer", "CompiledOperator", "Recording", "Tensor", "empty", "tensor", "DataType", "DescError", "Device", "DeviceError", "DeviceInfo", "FeatureLevel",
     "GatherDesc", "GatherElementsDesc", "GatherND1Desc", "GatherNDDesc", "ScatterElementsDesc", "ScatterNDDesc",
     "TensorDesc", "default_device", "devices", "gather", "gather_elements", "gather_nd", "scatter_elements",
     "scatter_nd",

@@ -1,9 +1,11 @@
 """Layer 2: NumPy-style gather and scatter functions with ONNX semantics.
 
-Each takes NumPy arrays (any dtype whose item size is 1, 2, 4, 8 or 16 bytes: values move bit-exact),
-``device=`` (default: dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour: negative
-indices count from the end, then out-of-range ones are clamped) or "raise" (IndexError naming the first
-offending index, before any GPU work). Inputs are never modified; results are new NumPy arrays.
+Each takes NumPy arrays (any dtype whose item size is 1, 2, 4, 8 or 16 bytes: values move bit-exact) or
+dmlgpu.Tensors, ``device=`` (default: the device of a Tensor operand, else dmlgpu.default_device()) and
+``mode=``: "clamp" (DirectML's behaviour: negative indices count from the end, then out-of-range ones are
+clamped) or "raise" (IndexError naming the first offending index, before any GPU work). Inputs are never
+modified. Results are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made
+inside a Device.record() block.
 """
 from __future__ import annotations
 
@@ -11,23 +13,34 @@ import numpy as np
 
 from .index_map import (Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map, nd_shape,
                         take_map, take_shape)
+from .errors import DeviceError
+from .index_map import INDEX_DTYPES
 from .plan import Plan
 from .runtime import Device, default_device
+from .tensor import Tensor, empty, tensor
 
 MODES = ("clamp", "raise")
 ITEM_SIZES = (1, 2, 4, 8, 16)
 
 
-def _device(device) -> Device:
+def _device(device, *operands) -> Device:
+    """``device``, else the device of the first Tensor operand, else the default device."""
+    tensors = [o for o in operands if isinstance(o, Tensor)]
     if device is None:
-        return default_device()
+        device = tensors[0].device if tensors else default_device()
     if not isinstance(device, Device):
         raise TypeError(f"device must be a dmlgpu.Device, not {type(device).__name__}")
+    for t in tensors:
+        if t.device is not device:
+            raise DeviceError(f"a Tensor of device {t.device.info.index} ({t.device.info.name}) was passed to an "
+                              f"operation on device {device.info.index}: move it with dmlgpu.tensor(t.numpy(), "
+                              f"device=...)")
     return device._open()
 
 
-def _data(arr, what: str) -> np.ndarray:
-    a = np.asarray(arr)
+def _data(arr, what: str):
+    """A NumPy array (or a Tensor, as it is) whose items dmlgpu can move."""
+    a = arr if isinstance(arr, Tensor) else np.asarray(arr)
     if a.dtype.hasobject:
         raise TypeError(f"{what} has dtype {a.dtype}, which holds Python objects; "
                         "use a numeric, boolean or other fixed-size dtype")
@@ -35,6 +48,19 @@ def _data(arr, what: str) -> np.ndarray:
         raise TypeError(f"{what} has dtype {a.dtype} of {a.dtype.itemsize} bytes; "
                         f"dmlgpu moves items of {', '.join(map(str, ITEM_SIZES))} bytes")
     return a
+
+
+def _indices(indices, mode: str, device):
+    """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
+    if isinstance(indices, Tensor):
+        if indices.dtype not in INDEX_DTYPES:
+            raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or uint64")
+        if mode == "raise" and indices.device._recording() is not None:
+            raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
+                               "before any GPU work")
+        return indices, (indices.numpy() if mode == "raise" else None)
+    arr = as_index_array(indices)
+    return arr, arr
 
 
 def _mode(mode: str) -> str:
@@ -52,43 +78,71 @@ def _axis(axis, ndim: int, what: str = "data") -> int:
     return int(axis) % ndim
 
 
-def _run(dev: Device, plan: Plan, data: np.ndarray, indices: np.ndarray, out_shape, updates=None) -> np.ndarray:
-    """Uploads, runs the plan, downloads the result (shape ``out_shape``, data's dtype)."""
-    in_buf = dev.buffer(data)
-    idx_buf = dev.buffer(indices)
-    if plan.kind == "gather":
-        out_buf = dev.buffer(nbytes=max(4, int(np.prod(out_shape)) * data.dtype.itemsize))
-        upd_buf = None
-    else:   # the output starts as a copy of data: update it in place
-        out_buf, upd_buf = in_buf, dev.buffer(updates)
-    dispatches, uploads = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
-    dev._run(dispatches, uploads=uploads, downloads=[out_buf])
+def _empty_result(data, shape, device):
+    """The result of an operation that moves nothing: an empty array/Tensor of ``shape``."""
+    if isinstance(data, Tensor) or device is not None and device._recording() is not None:
+        return empty(shape, data.dtype, device=device if device is not None else data.device)
+    return np.empty(shape, dtype=data.dtype)
+
+
+def _copy_result(data, device):
+    """A scatter that updates nothing: a copy of data."""
+    if isinstance(data, Tensor):
+        return tensor(data.numpy(), device=data.device)
+    return np.array(data, copy=True)
+
+
+def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
+    """Runs the plan. NumPy operands are uploaded; the result is a new NumPy array, or a Tensor when an
+    operand is a Tensor or the call is being recorded."""
+    as_tensor = any(isinstance(x, Tensor) for x in (data, indices, updates)) or dev._recording() is not None
+
+    def buffer(x):
+        return x.buffer if isinstance(x, Tensor) else dev.buffer(x)
+
+    in_buf, idx_buf = buffer(data), buffer(indices)
     nbytes = int(np.prod(out_shape)) * data.dtype.itemsize
+    if plan.kind == "gather":
+        out_buf = dev.buffer(nbytes=max(4, nbytes))
+    elif isinstance(data, Tensor):   # a new output: the plan copies data into it
+        out_buf = dev.buffer(nbytes=max(4, nbytes))
+    else:                            # the uploaded copy of data is the output: update it in place
+        out_buf = in_buf
+    upd_buf = buffer(updates) if updates is not None else None
+    dispatches, uploads = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
+    if as_tensor:
+        dev._run(dispatches, uploads=uploads)
+        return Tensor(out_buf, out_shape, data.dtype)
+    dev._run(dispatches, uploads=uploads, downloads=[out_buf])
     return out_buf._staged()[:nbytes].view(data.dtype).reshape(out_shape).copy()
 
 
-def _dims_message(op: str, dims_of):
-    def describe(pos, value):
-        return (f"{op}: index {value} at indices position {pos} is out of range for a dimension of size "
-                f"{dims_of(pos)} (valid: [-size, size))")
-    return describe
+def _check_indices(op: str, values, count: int, dims, mode: str, dim_of) -> None:
+    """mode="raise": IndexError for the first index outside [-dim, dim). Either mode: IndexError when
+    indices address a dimension of size 0, which has no element to clamp to."""
+    dims = np.asarray(dims)
+    if mode == "raise":
+        check_in_range(values, dims, lambda pos, value: (
+            f"{op}: index {value} at indices position {pos} is out of range for a dimension of size "
+            f"{dim_of(pos)} (valid: [-size, size))"))
+    elif count and (dims == 0).any():
+        raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to clamp to")
 
 
-def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp") -> np.ndarray:
+def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX Gather / numpy.take(data, indices, axis): shape data[:axis] + indices.shape + data[axis+1:]."""
     mode = _mode(mode)
     data = _data(data, "data")
-    idx = as_index_array(indices)
+    dev = _device(device, data, indices)
+    idx, values = _indices(indices, mode, dev)
     if data.ndim == 0:
         raise ValueError("gather: data must have at least one dimension")
     axis = _axis(axis, data.ndim)
     dim = data.shape[axis]
-    if mode == "raise" or dim == 0:
-        check_in_range(idx, dim, _dims_message("gather", lambda pos: dim))
+    _check_indices("gather", values, idx.size, dim, mode, lambda pos: dim)
     out_shape = take_shape(data.shape, idx.shape, axis)
     if 0 in out_shape:
-        return np.empty(out_shape, dtype=data.dtype)
-    dev = _device(device)
+        return _empty_result(data, out_shape, dev)
     index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), axis,
                          data.dtype.itemsize)
     return _run(dev, Plan("gather", index_map, idx.dtype), data, idx, out_shape)
@@ -105,23 +159,21 @@ def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
         raise ValueError(f"{op}: updates.shape {updates.shape} must equal indices.shape {idx.shape}")
 
 
-def gather_elements(data, indices, axis: int = 0, *, device: Device | None = None,
-                    mode: str = "clamp") -> np.ndarray:
+def gather_elements(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX GatherElements / numpy.take_along_axis: out[i][j] = data[indices[i][j]][j] (axis 0), and so
     on; indices has data's rank and may be smaller outside the axis; the result has indices' shape."""
     mode = _mode(mode)
     data = _data(data, "data")
-    idx = as_index_array(indices)
+    dev = _device(device, data, indices)
+    idx, values = _indices(indices, mode, dev)
     if data.ndim == 0:
         raise ValueError("gather_elements: data must have at least one dimension")
     axis = _axis(axis, data.ndim)
     _check_elements_shapes("gather_elements", data, idx, axis)
     dim = data.shape[axis]
-    if mode == "raise" or dim == 0:
-        check_in_range(idx, dim, _dims_message("gather_elements", lambda pos: dim))
+    _check_indices("gather_elements", values, idx.size, dim, mode, lambda pos: dim)
     if idx.size == 0:
-        return np.empty(idx.shape, dtype=data.dtype)
-    dev = _device(device)
+        return _empty_result(data, idx.shape, dev)
     index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape), axis,
                              data.dtype.itemsize)
     return _run(dev, Plan("gather", index_map, idx.dtype), data, idx, idx.shape)
@@ -142,54 +194,50 @@ def _check_nd(op: str, data, idx, batch_dims: int):
     if idx.shape[:batch_dims] != data.shape[:batch_dims]:
         raise ValueError(f"{op}: the batch dimensions of indices {idx.shape[:batch_dims]} and data "
                          f"{data.shape[:batch_dims]} must be equal")
-    dims = np.array(data.shape[batch_dims:batch_dims + k], dtype=np.int64)
-    return k, dims
+    return np.array(data.shape[batch_dims:batch_dims + k], dtype=np.int64)
 
 
-def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = None,
-              mode: str = "clamp") -> np.ndarray:
+def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX GatherND: out[b.., i..] = data[b.., *indices[b.., i.., :]]; shape
     indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
     mode = _mode(mode)
     data = _data(data, "data")
-    idx = as_index_array(indices)
-    k, dims = _check_nd("gather_nd", data, idx, batch_dims)
-    if mode == "raise" or 0 in dims:
-        check_in_range(idx, dims, _dims_message("gather_nd", lambda pos: dims[pos[-1]]))
+    dev = _device(device, data, indices)
+    idx, values = _indices(indices, mode, dev)
+    dims = _check_nd("gather_nd", data, idx, batch_dims)
+    _check_indices("gather_nd", values, idx.size, dims, mode, lambda pos: dims[pos[-1]])
     out_shape = nd_shape(data.shape, idx.shape, batch_dims)
     if 0 in out_shape:
-        return np.empty(out_shape, dtype=data.dtype)
-    dev = _device(device)
+        return _empty_result(data, out_shape, dev)
     index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), batch_dims,
                        data.dtype.itemsize)
     return _run(dev, Plan("gather", index_map, idx.dtype), data, idx, out_shape)
 
 
-def _updates(updates, data: np.ndarray, op: str) -> np.ndarray:
-    upd = np.asarray(updates)
+def _updates(updates, data, op: str):
+    upd = updates if isinstance(updates, Tensor) else np.asarray(updates)
     if upd.dtype != data.dtype:
         raise TypeError(f"{op}: updates has dtype {upd.dtype}; it must be data's dtype ({data.dtype})")
     return upd
 
 
-def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: str = "clamp") -> np.ndarray:
+def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX ScatterND: a copy of data with out[*indices[i.., :]] = updates[i..]; updates has shape
     indices.shape[:-1] + data.shape[indices.shape[-1]:]. Duplicate targets: the last update (row-major
     order of the indices) wins."""
     mode = _mode(mode)
     data = _data(data, "data")
-    idx = as_index_array(indices)
+    dev = _device(device, data, indices, updates)
+    idx, values = _indices(indices, mode, dev)
     upd = _updates(updates, data, "scatter_nd")
-    k, dims = _check_nd("scatter_nd", data, idx, 0)
+    dims = _check_nd("scatter_nd", data, idx, 0)
     upd_shape = nd_shape(data.shape, idx.shape, 0)
     if upd.shape != upd_shape:
         raise ValueError(f"scatter_nd: updates.shape {upd.shape} must be {upd_shape} "
                          f"(indices.shape[:-1] + data.shape[indices.shape[-1]:])")
-    if mode == "raise" or (0 in dims and upd.size):
-        check_in_range(idx, dims, _dims_message("scatter_nd", lambda pos: dims[pos[-1]]))
+    _check_indices("scatter_nd", values, upd.size, dims, mode, lambda pos: dims[pos[-1]])
     if data.size == 0 or upd.size == 0:
-        return data.copy()
-    dev = _device(device)
+        return _copy_result(data, dev)
     index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape), 0,
                        data.dtype.itemsize)
     plan = Plan("scatter", index_map, idx.dtype,
@@ -198,23 +246,22 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
 
 
 def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | None = None,
-                     mode: str = "clamp") -> np.ndarray:
+                     mode: str = "clamp"):
     """ONNX ScatterElements: a copy of data with out[.., indices[i,j,..] at axis, ..] = updates[i,j,..];
     updates has indices' shape. Duplicate targets: the last update (row-major order) wins."""
     mode = _mode(mode)
     data = _data(data, "data")
-    idx = as_index_array(indices)
+    dev = _device(device, data, indices, updates)
+    idx, values = _indices(indices, mode, dev)
     upd = _updates(updates, data, "scatter_elements")
     if data.ndim == 0:
         raise ValueError("scatter_elements: data must have at least one dimension")
     axis = _axis(axis, data.ndim)
     _check_elements_shapes("scatter_elements", data, idx, axis, upd)
     dim = data.shape[axis]
-    if mode == "raise" or (dim == 0 and idx.size):
-        check_in_range(idx, dim, _dims_message("scatter_elements", lambda pos: dim))
+    _check_indices("scatter_elements", values, idx.size, dim, mode, lambda pos: dim)
     if data.size == 0 or idx.size == 0:
-        return data.copy()
-    dev = _device(device)
+        return _copy_result(data, dev)
     index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape), axis,
                              data.dtype.itemsize)
     plan = Plan("scatter", index_map, idx.dtype,

@@ -3,7 +3,9 @@
 Ordering: Kompute's OpAlgoDispatch records only a transfer-to-compute barrier, so dmlgpu records its own
 before every dispatch (``_BARRIER``): all earlier transfer and compute writes to the dispatch's buffers
 are made available and visible to its reads and writes, and all earlier reads of them finish first.
-Two dependent dispatches in one submission are therefore ordered (RAW, WAW and WAR alike).
+Two dependent dispatches in one submission are therefore ordered (RAW, WAW and WAR alike). An upload
+recorded after dispatches waits for them to finish with its buffers (``_BEFORE_UPLOAD``); a download is
+preceded by Kompute's own compute-to-transfer barrier.
 """
 from __future__ import annotations
 
@@ -29,8 +31,10 @@ KP_PATCH_LEVEL = 2
 # Vulkan flag bits
 _TRANSFER_WRITE, _SHADER_READ, _SHADER_WRITE = 0x1000, 0x20, 0x40
 _STAGE_COMPUTE, _STAGE_TRANSFER = 0x800, 0x1000
+_TRANSFER_READ = 0x800
 _BARRIER = (_SHADER_WRITE | _TRANSFER_WRITE, _SHADER_READ | _SHADER_WRITE, _STAGE_COMPUTE | _STAGE_TRANSFER,
             _STAGE_COMPUTE)
+_BEFORE_UPLOAD = (_SHADER_WRITE, _TRANSFER_WRITE, _STAGE_COMPUTE, _STAGE_TRANSFER)
 
 _ALGORITHM_CACHE = 64  # reusable algorithms kept per device (oldest dropped first)
 
@@ -134,6 +138,9 @@ class Buffer:
 
     def read(self) -> np.ndarray:
         """Downloads the buffer: a new uint8 array of nbytes bytes."""
+        if self.device._recording() is not None:
+            raise RuntimeError("read() cannot run inside a recording: record download() and read the "
+                               "host copy after the block")
         self.device._run([], downloads=[self])
         return self._staged().copy()
 
@@ -185,6 +192,7 @@ class Device:
         except Exception as exc:
             raise DeviceError(f"Vulkan device {index} could not be opened ({exc}); {INSTALL_HINT}") from None
         self._algorithms: dict = {}
+        self._local = threading.local()
         self._owner: Buffer | None = None
         self._owner_clean = True
         self._dummy = Buffer(self, 4)
@@ -262,25 +270,114 @@ class Device:
             self._algorithms[key] = (algo, d.buffers)  # the buffers stay alive while their algorithm is cached
         return algo
 
+    def record(self) -> "Recording":
+        """A recording: ``with dev.record() as rec:`` captures the operations run on this device by this
+        thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again."""
+        return Recording(self._open())
+
+    def _recording(self) -> "Recording | None":
+        return getattr(self._local, "recording", None)
+
     def _run(self, dispatches, uploads=(), downloads=()) -> None:
-        """Uploads staged bytes, runs the dispatches in order (a barrier before each), downloads, waits."""
+        """Uploads staged bytes, runs the dispatches in order (a barrier before each), downloads; waits.
+        Inside a recording of this thread the steps are appended to it instead."""
+        steps = [("upload", tuple(uploads))] if uploads else []
+        steps += [("dispatch", d) for d in dispatches]
+        if downloads:
+            steps.append(("download", tuple(downloads)))
+        rec = self._recording()
+        if rec is not None:
+            rec._steps.extend(steps)
+            return
         with self._lock:
             self._open()
             seq = self._mgr.sequence()
-            if uploads:
-                seq.record(kp.OpTensorSyncDevice([b._tensor for b in uploads]))
-            for d in dispatches:
-                tensors = [b._tensor for b in d.buffers]
+            holds = self._record_steps(seq, steps)
+            self._submit(seq, holds)
+
+    def _record_steps(self, seq, steps) -> list:
+        """Records steps into a kp Sequence; returns what must stay alive while it may run."""
+        holds = []
+        for kind, what in steps:
+            if kind == "dispatch":
+                tensors = [b._tensor for b in what.buffers]
                 seq.record(kp.OpMemoryBarrier(tensors, *_BARRIER))
-                seq.record(kp.OpAlgoDispatch(self._algorithm(d)))
-            if downloads:
-                seq.record(kp.OpTensorSyncLocal([b._tensor for b in downloads]))
-            scatters = any(d.kernel.startswith("scatter") for d in dispatches)
-            if scatters:
-                self._owner_clean = False
-            seq.eval()
-            if scatters:
-                self._owner_clean = True
+                algo = self._algorithm(what)
+                seq.record(kp.OpAlgoDispatch(algo))
+                holds.append((algo, what))
+            else:
+                tensors = [b._tensor for b in what]
+                if kind == "upload":   # earlier dispatches in this submission finish with these buffers first
+                    seq.record(kp.OpMemoryBarrier(tensors, *_BEFORE_UPLOAD))
+                    seq.record(kp.OpTensorSyncDevice(tensors))
+                else:
+                    seq.record(kp.OpTensorSyncLocal(tensors))
+                holds.append(what)
+        return holds
+
+    def _submit(self, seq, holds) -> None:
+        """Submits a recorded Sequence and waits. While scatters run, the claim scratch is marked unclean,
+        so an interrupted run makes the next scatter re-zero it."""
+        scatters = any(isinstance(h[-1], Dispatch) and h[-1].kernel.startswith("scatter") for h in holds)
+        if scatters:
+            self._owner_clean = False
+        seq.eval()
+        if scatters:
+            self._owner_clean = True
+
+
+class Recording:
+    """Operations recorded into one Vulkan submission (see Device.record). Layer-2 functions called in the
+    block return dmlgpu.Tensors whose contents are valid once the block has ended (and after each run()).
+    ``upload(*tensors)`` re-sends the tensors' host copies (Tensor.host) at that point of each run;
+    ``download(*tensors)`` refreshes their host copies. mode="raise" cannot be recorded."""
+
+    def __init__(self, device: Device):
+        self.device = device
+        self._steps: list = []
+        self._seq = None
+        self._holds: list = []
+
+    def __enter__(self) -> "Recording":
+        if self.device._recording() is not None:
+            raise RuntimeError("this thread is already recording on this device")
+        if self._seq is not None:
+            raise RuntimeError("this recording is finished: run() submits it again")
+        self.device._local.recording = self
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.device._local.recording = None
+        if exc_type is None:
+            with self.device._lock:
+                self._seq = self.device._mgr.sequence()
+                self._holds = self.device._record_steps(self._seq, self._steps)
+            self.run()
+
+    def upload(self, *tensors) -> None:
+        self._steps.append(("upload", tuple(_buffer_of(t) for t in tensors)))
+
+    def download(self, *tensors) -> None:
+        self._steps.append(("download", tuple(_buffer_of(t) for t in tensors)))
+
+    def run(self) -> None:
+        """Submits the recorded operations again and waits for them."""
+        if self._seq is None:
+            raise RuntimeError("the recording has not ended yet")
+        with self.device._lock:
+            self.device._open()
+            self.device._submit(self._seq, self._holds)
+
+    @property
+    def dispatch_count(self) -> int:
+        return sum(kind == "dispatch" for kind, _ in self._steps)
+
+
+def _buffer_of(t) -> "Buffer":
+    buf = getattr(t, "buffer", t)
+    if not isinstance(buf, Buffer):
+        raise TypeError(f"expected a dmlgpu.Tensor or Buffer, not {type(t).__name__}")
+    return buf
 
 
 _default: Device | None = None

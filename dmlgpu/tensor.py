@@ -1,0 +1,61 @@
+"""dmlgpu.Tensor: an array that lives in a device buffer, for chaining operations without host copies."""
+from __future__ import annotations
+
+import numpy as np
+
+from .runtime import Buffer, Device, default_device
+
+
+class Tensor:
+    """A device-resident array: ``shape``, ``dtype`` and a Buffer of at least size * itemsize bytes.
+
+    Layer-2 functions accept Tensors wherever they accept arrays and then return Tensors. ``numpy()``
+    downloads a copy; ``write(array)`` uploads; ``host`` is the host-side copy as an array view (what
+    Recording.upload sends and Recording.download fills), for loops that avoid allocations.
+    """
+
+    def __init__(self, buffer: Buffer, shape, dtype):
+        self.buffer = buffer
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        if self.nbytes > buffer.nbytes:
+            raise ValueError(f"a {self.shape} {self.dtype} tensor needs {self.nbytes} bytes; the buffer has "
+                             f"{buffer.nbytes}")
+
+    device = property(lambda self: self.buffer.device)
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    @property
+    def host(self) -> np.ndarray:
+        return self.buffer._staged()[: self.nbytes].view(self.dtype).reshape(self.shape)
+
+    def numpy(self) -> np.ndarray:
+        """A new NumPy array with the tensor's current contents."""
+        return self.buffer.read()[: self.nbytes].view(self.dtype).reshape(self.shape)
+
+    def write(self, array) -> None:
+        """Uploads ``array`` (same shape; cast to the tensor's dtype)."""
+        arr = np.asarray(array, dtype=self.dtype)
+        if arr.shape != self.shape:
+            raise ValueError(f"array of shape {arr.shape} does not match the tensor's shape {self.shape}")
+        self.buffer.write(arr)
+
+    def __repr__(self) -> str:
+        return f"<dmlgpu.Tensor {self.shape} {self.dtype} on {self.device.info.name}>"
+
+
+def tensor(array, device: Device | None = None) -> Tensor:
+    """Uploads a NumPy array (any dtype of item size 1, 2, 4, 8 or 16) to a new Tensor."""
+    arr = np.ascontiguousarray(array)
+    dev = device or default_device()
+    return Tensor(dev.buffer(arr, nbytes=max(4, arr.nbytes)), arr.shape, arr.dtype)
+
+
+def empty(shape, dtype, device: Device | None = None) -> Tensor:
+    """A new Tensor of zero bytes."""
+    dev = device or default_device()
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return Tensor(dev.buffer(nbytes=max(4, nbytes)), shape, dtype)
