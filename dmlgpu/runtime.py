@@ -270,10 +270,11 @@ class Device:
             self._algorithms[key] = (algo, d.buffers)  # the buffers stay alive while their algorithm is cached
         return algo
 
-    def record(self) -> "Recording":
+    def record(self, timestamps: bool = False) -> "Recording":
         """A recording: ``with dev.record() as rec:`` captures the operations run on this device by this
-        thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again."""
-        return Recording(self._open())
+        thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again.
+        ``timestamps=True``: the GPU writes a timestamp after each recorded step (Recording.timestamps)."""
+        return Recording(self._open(), timestamps)
 
     def _recording(self) -> "Recording | None":
         return getattr(self._local, "recording", None)
@@ -332,8 +333,9 @@ class Recording:
     ``upload(*tensors)`` re-sends the tensors' host copies (Tensor.host) at that point of each run;
     ``download(*tensors)`` refreshes their host copies. mode="raise" cannot be recorded."""
 
-    def __init__(self, device: Device):
+    def __init__(self, device: Device, timestamps: bool = False):
         self.device = device
+        self._timestamps = timestamps
         self._steps: list = []
         self._seq = None
         self._holds: list = []
@@ -350,7 +352,9 @@ class Recording:
         self.device._local.recording = None
         if exc_type is None:
             with self.device._lock:
-                self._seq = self.device._mgr.sequence()
+                # Kompute writes a timestamp before the first and after every recorded Vulkan operation
+                ops = sum(2 if kind != "download" else 1 for kind, _ in self._steps)
+                self._seq = self.device._mgr.sequence(0, ops + 1 if self._timestamps else 0)
                 self._holds = self.device._record_steps(self._seq, self._steps)
             self.run()
 
@@ -367,6 +371,14 @@ class Recording:
         with self.device._lock:
             self.device._open()
             self.device._submit(self._seq, self._holds)
+
+    def timestamps(self) -> list[float]:
+        """GPU times in ns of the last run: one before the first recorded operation and one after each
+        (a dispatch is two operations: its barrier, then the dispatch). Needs record(timestamps=True)."""
+        if not self._timestamps or self._seq is None:
+            raise RuntimeError("timestamps need a finished recording made with record(timestamps=True)")
+        period = self.device.info.timestamp_period_ns
+        return [t * period for t in self._seq.get_timestamps()]
 
     @property
     def dispatch_count(self) -> int:
