@@ -16,6 +16,7 @@ from .index_map import (Layout, as_index_array, check_in_range, copy_map, elemen
 from .errors import DeviceError
 from .index_map import INDEX_DTYPES
 from .plan import Plan
+from . import reduction as _reduction
 from .runtime import Device, default_device
 from .tensor import Tensor, empty, tensor
 
@@ -100,21 +101,21 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
     def buffer(x):
         return x.buffer if isinstance(x, Tensor) else dev.buffer(x)
 
-    in_buf, idx_buf = buffer(data), buffer(indices)
     nbytes = int(np.prod(out_shape)) * data.dtype.itemsize
-    if plan.kind == "gather":
-        out_buf = dev.buffer(nbytes=max(4, nbytes))
-    elif isinstance(data, Tensor):   # a new output: the plan copies data into it
-        out_buf = dev.buffer(nbytes=max(4, nbytes))
-    else:                            # the uploaded copy of data is the output: update it in place
-        out_buf = in_buf
-    upd_buf = buffer(updates) if updates is not None else None
-    dispatches, uploads = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
-    if as_tensor:
-        dev._run(dispatches, uploads=uploads)
-        return Tensor(out_buf, out_shape, data.dtype)
-    dev._run(dispatches, uploads=uploads, downloads=[out_buf])
-    return out_buf._staged()[:nbytes].view(data.dtype).reshape(out_shape).copy()
+    dev._check_sizes(*(x.nbytes for x in (data, indices, updates) if x is not None), nbytes)
+    with dev._lock:
+        in_buf, idx_buf = buffer(data), buffer(indices)
+        if plan.kind == "gather" or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
+            out_buf = dev._output_buffer(nbytes)
+        else:                            # the uploaded copy of data is the output: update it in place
+            out_buf = in_buf
+        upd_buf = buffer(updates) if updates is not None else None
+        dispatches, uploads = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
+        if as_tensor:
+            dev._run(dispatches, uploads=uploads)
+            return Tensor(out_buf, out_shape, data.dtype)
+        dev._run(dispatches, uploads=uploads, downloads=[out_buf])
+        return out_buf._staged()[:nbytes].view(data.dtype).reshape(out_shape).copy()
 
 
 def _check_indices(op: str, values, count: int, dims, mode: str, dim_of) -> None:
@@ -221,15 +222,24 @@ def _updates(updates, data, op: str):
     return upd
 
 
-def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: str = "clamp"):
+def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: str = "clamp",
+               reduction: str = "none"):
     """ONNX ScatterND: a copy of data with out[*indices[i.., :]] = updates[i..]; updates has shape
     indices.shape[:-1] + data.shape[indices.shape[-1]:]. Duplicate targets: the last update (row-major
-    order of the indices) wins."""
+    order of the indices) wins.
+
+    ``reduction`` "add", "mul", "min" or "max" (ONNX opsets 16/18): out[t] = out[t] op updates[i..] for
+    every update, duplicates included, combined in row-major order of the updates (bit-reproducible on
+    every device). Integers wrap; floats round to nearest even; min/max propagate NaN. float32 uses the
+    device's arithmetic, which may flush subnormals to zero on some GPUs (float16 and float64 never do).
+    bool: add/max are or, mul/min are and; other dtypes (complex, ...) raise TypeError. The grouping by
+    target reads the indices on the host (Tensor indices are downloaded). Details: dmlgpu/reduction.py."""
     mode = _mode(mode)
     data = _data(data, "data")
     dev = _device(device, data, indices, updates)
     idx, values = _indices(indices, mode, dev)
     upd = _updates(updates, data, "scatter_nd")
+    reduction = _reduction.check(reduction, data.dtype)
     dims = _check_nd("scatter_nd", data, idx, 0)
     upd_shape = nd_shape(data.shape, idx.shape, 0)
     if upd.shape != upd_shape:
@@ -238,6 +248,8 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     _check_indices("scatter_nd", values, upd.size, dims, mode, lambda pos: dims[pos[-1]])
     if data.size == 0 or upd.size == 0:
         return _copy_result(data, dev)
+    if reduction != "none":
+        return _reduction.scatter_nd(dev, data, idx, values, upd, reduction)
     index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape), 0,
                        data.dtype.itemsize)
     plan = Plan("scatter", index_map, idx.dtype,
@@ -246,14 +258,17 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
 
 
 def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | None = None,
-                     mode: str = "clamp"):
+                     mode: str = "clamp", reduction: str = "none"):
     """ONNX ScatterElements: a copy of data with out[.., indices[i,j,..] at axis, ..] = updates[i,j,..];
-    updates has indices' shape. Duplicate targets: the last update (row-major order) wins."""
+    updates has indices' shape. Duplicate targets: the last update (row-major order) wins.
+    ``reduction`` "add", "mul", "min" or "max": as for scatter_nd (ONNX opsets 16/18; deterministic;
+    float32 subnormals may be flushed on some GPUs)."""
     mode = _mode(mode)
     data = _data(data, "data")
     dev = _device(device, data, indices, updates)
     idx, values = _indices(indices, mode, dev)
     upd = _updates(updates, data, "scatter_elements")
+    reduction = _reduction.check(reduction, data.dtype)
     if data.ndim == 0:
         raise ValueError("scatter_elements: data must have at least one dimension")
     axis = _axis(axis, data.ndim)
@@ -262,6 +277,8 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
     _check_indices("scatter_elements", values, idx.size, dim, mode, lambda pos: dim)
     if data.size == 0 or idx.size == 0:
         return _copy_result(data, dev)
+    if reduction != "none":
+        return _reduction.scatter_elements(dev, data, idx, values, upd, axis, reduction)
     index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape), axis,
                              data.dtype.itemsize)
     plan = Plan("scatter", index_map, idx.dtype,

@@ -14,6 +14,19 @@ def variant(kernel: str, unit: int, index_bytes: int) -> str:
     return f"{kernel}_u{unit}_i{index_bytes * 8}"
 
 
+REDUCE_OPS = ("add", "mul", "min", "max")
+
+
+def reduce_variant(kind: str, bits: int, op: str) -> str:
+    """File stem of the scatter reduction kernel for an element type (kind "u", "i" or "f"; 8-64 bits) and an
+    operation (shaders/scatter_reduce.comp). Integer add and mul share the unsigned variant."""
+    assert kind in ("u", "i", "f") and op in REDUCE_OPS
+    assert bits in ((16, 32, 64) if kind == "f" else (8, 16, 32, 64))
+    if kind == "i" and op in ("add", "mul"):
+        kind = "u"
+    return f"scatter_reduce_{kind}{bits}_{op}"
+
+
 @functools.lru_cache(maxsize=None)
 def spirv(name: str) -> bytes:
     """The SPIR-V of a variant (or "fill"); FileNotFoundError names the build step when it is missing."""

@@ -8,6 +8,7 @@ from .dtypes import FeatureLevel
 from .errors import DescError, DeviceError
 from .index_map import Layout, copy_map, elements_map, nd_map, nd_shape, take_map, take_shape
 from .plan import Plan
+from .reduction import REDUCTIONS, ReducePlan
 from .runtime import Buffer, Device
 from .tensor_desc import TensorDesc
 
@@ -244,7 +245,12 @@ class GatherND1Desc(GatherNDDesc):
 @dataclass(frozen=True)
 class ScatterNDDesc(_OperatorDesc):
     """DML_SCATTER_ND_OPERATOR_DESC: output = input; output[indices[..]] = updates[..] (sub-blocks).
-    Duplicate targets: the update last in row-major order of the indices wins (dmlgpu's guarantee)."""
+    Duplicate targets: the update last in row-major order of the indices wins (dmlgpu's guarantee).
+
+    ``reduction`` (dmlgpu's extension to DirectML, ONNX ScatterND opset 18): "none" (DirectML's
+    operator), or "add", "mul", "min", "max": output[indices[..]] = output[indices[..]] op updates[..]
+    for every update, duplicates included, in row-major order (deterministic; see dmlgpu/reduction.py).
+    With a reduction, execute() reads the indices buffer back to the host to group the updates."""
 
     input: TensorDesc
     indices: TensorDesc
@@ -252,6 +258,7 @@ class ScatterNDDesc(_OperatorDesc):
     output: TensorDesc
     input_dimension_count: int
     indices_dimension_count: int
+    reduction: str = "none"
 
     OPERATOR = "SCATTER_ND"
     TENSORS = (("input", "InputTensor", "data"), ("indices", "IndicesTensor", "indices"),
@@ -265,6 +272,10 @@ class ScatterNDDesc(_OperatorDesc):
         in_lay, idx_lay, expected = _nd_layouts(inp, idx, self.input_dimension_count,
                                                 self.indices_dimension_count, 0)
         upd_lay = _conform(upd, expected, _ND_RULE)
+        reduction = _check_reduction(self.reduction)
+        if reduction != "none":
+            return ReducePlan.nd(reduction, inp.data_type.numpy, idx.data_type.numpy, _layout(out, len(in_lay.shape)),
+                                 idx_lay, upd_lay, copy_map(_layout(inp), _layout(out), inp.data_type.size))
         index_map = nd_map(_layout(out, len(in_lay.shape)), idx_lay, upd_lay, 0, inp.data_type.size)
         return Plan("scatter", index_map, idx.data_type.numpy,
                     copy_map(_layout(inp), _layout(out), inp.data_type.size))
@@ -273,13 +284,18 @@ class ScatterNDDesc(_OperatorDesc):
 @dataclass(frozen=True)
 class ScatterElementsDesc(_OperatorDesc):
     """DML_SCATTER_OPERATOR_DESC (SCATTER_ELEMENTS): output = input; output[.., indices[i,j,..], ..] =
-    updates[i,j,..]. Duplicate targets: the update last in row-major order wins (dmlgpu's guarantee)."""
+    updates[i,j,..]. Duplicate targets: the update last in row-major order wins (dmlgpu's guarantee).
+
+    ``reduction`` (dmlgpu's extension to DirectML, ONNX ScatterElements opset 18): "none" (DirectML's
+    operator), or "add", "mul", "min", "max", combining every update into its target, as ScatterNDDesc's.
+    With a reduction, execute() reads the indices buffer back to the host to group the updates."""
 
     input: TensorDesc
     indices: TensorDesc
     updates: TensorDesc
     output: TensorDesc
     axis: int
+    reduction: str = "none"
 
     OPERATOR = "SCATTER_ELEMENTS"
     TENSORS = ScatterNDDesc.TENSORS
@@ -292,9 +308,21 @@ class ScatterElementsDesc(_OperatorDesc):
         _check_same_sizes(out, inp)
         _check_same_but_axis(idx, inp, axis)
         _check_same_sizes(upd, idx)
+        reduction = _check_reduction(self.reduction)
+        if reduction != "none":
+            return ReducePlan.elements(reduction, inp.data_type.numpy, idx.data_type.numpy, _layout(out),
+                                       _layout(idx), _layout(upd), axis,
+                                       copy_map(_layout(inp), _layout(out), inp.data_type.size))
         index_map = elements_map(_layout(out), _layout(idx), _layout(upd), axis, inp.data_type.size)
         return Plan("scatter", index_map, idx.data_type.numpy,
                     copy_map(_layout(inp), _layout(out), inp.data_type.size))
+
+
+def _check_reduction(reduction) -> str:
+    """dmlgpu's Reduction member of the scatter descriptors: one of REDUCTIONS."""
+    if not isinstance(reduction, str) or reduction not in REDUCTIONS:
+        raise DescError(f"Reduction ({reduction!r}) must be one of {', '.join(map(repr, REDUCTIONS))}")
+    return reduction
 
 
 class CompiledOperator:
@@ -332,5 +360,6 @@ class CompiledOperator:
                 raise ValueError(f"{attr} holds {buf.nbytes} bytes; {member}.TotalTensorSizeInBytes is {need}")
         if self.plan.kind == "gather" and buffers["output"] is buffers["input"]:
             raise ValueError(f"{desc.OPERATOR} cannot write its output over its input: bind another buffer")
-        dispatches, uploads = self.plan.dispatches(self.device, reuse=True, **buffers)
-        self.device._run(dispatches, uploads=uploads)
+        with self.device._lock:
+            dispatches, uploads = self.plan.dispatches(self.device, reuse=True, **buffers)
+            self.device._run(dispatches, uploads=uploads)

@@ -61,3 +61,57 @@ def scatter_elements(data, indices, updates, axis=0):
         target = pos[:axis] + (int(resolved[pos]),) + pos[axis + 1:]
         out[target] = updates[pos]
     return out
+
+
+# ---- Scatter reductions (ONNX ScatterND / ScatterElements with reduction, opsets 16/18) ----
+
+REDUCTIONS = ("add", "mul", "min", "max")
+
+
+def combine(reduction, acc, x):
+    """One step of a scatter reduction, ``acc op x``, on arrays (or 0-d arrays) of one dtype, as dmlgpu
+    defines it: integers wrap; floats round to nearest even (NumPy's own add and multiply; float16 through
+    float32, as NumPy does); min/max propagate NaN (acc's when both are NaN) and take -0 < +0; bool:
+    add/max are or, mul/min are and."""
+    acc, x = np.asarray(acc), np.asarray(x)
+    assert acc.dtype == x.dtype and reduction in REDUCTIONS
+    if acc.dtype.kind == "b":
+        return acc | x if reduction in ("add", "max") else acc & x
+    if reduction in ("add", "mul"):
+        with np.errstate(all="ignore"):
+            out = acc + x if reduction == "add" else acc * x
+        return np.asarray(out, dtype=acc.dtype)
+    if acc.dtype.kind in "iu":
+        return np.minimum(acc, x) if reduction == "min" else np.maximum(acc, x)
+    # floats: NaN first, then the order with -0 < +0
+    a_neg, x_neg = np.signbit(acc), np.signbit(x)
+    if reduction == "min":
+        take_x = (x < acc) | ((x == acc) & x_neg & ~a_neg)
+    else:
+        take_x = (x > acc) | ((x == acc) & a_neg & ~x_neg)
+    out = np.where(take_x, x, acc)
+    out = np.where(np.isnan(x), x, out)
+    return np.asarray(np.where(np.isnan(acc), acc, out), dtype=acc.dtype)
+
+
+def scatter_nd_reduce(data, indices, updates, reduction):
+    """ONNX ScatterND with ``reduction``: a sequential loop over the update rows in row-major order."""
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    out = data.copy()
+    k = indices.shape[-1]
+    rows = updates.reshape((-1,) + data.shape[k:])
+    for (_, t), row in zip(_nd_targets(data.shape, indices, 0), rows):
+        out[t] = combine(reduction, out[t], row)
+    return out
+
+
+def scatter_elements_reduce(data, indices, updates, axis, reduction):
+    """ONNX ScatterElements with ``reduction``: a sequential loop over the updates in row-major order."""
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    axis %= data.ndim
+    out = data.copy()
+    resolved = resolve(indices, data.shape[axis])
+    for pos in np.ndindex(*indices.shape):
+        target = pos[:axis] + (int(resolved[pos]),) + pos[axis + 1:]
+        out[target] = combine(reduction, out[target], updates[pos])
+    return out

@@ -26,7 +26,7 @@ except ImportError as exc:  # importing dmlgpu works without kp; opening a devic
 else:
     _KP_IMPORT_ERROR = None
 
-KP_PATCH_LEVEL = 2
+KP_PATCH_LEVEL = 3
 
 # Vulkan flag bits
 _TRANSFER_WRITE, _SHADER_READ, _SHADER_WRITE = 0x1000, 0x20, 0x40
@@ -36,6 +36,7 @@ _BARRIER = (_SHADER_WRITE | _TRANSFER_WRITE, _SHADER_READ | _SHADER_WRITE, _STAG
             _STAGE_COMPUTE)
 _BEFORE_UPLOAD = (_SHADER_WRITE, _TRANSFER_WRITE, _STAGE_COMPUTE, _STAGE_TRANSFER)
 
+CANARY = 0x5EEDCAFE  # pattern of the guard words (test mode)
 _ALGORITHM_CACHE = 64  # reusable algorithms kept per device (oldest dropped first)
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
@@ -74,6 +75,35 @@ class DeviceInfo:
                    tuple(p["max_work_group_size"]), p["max_work_group_invocations"], p["timestamp_period"])
 
 
+def _vulkan_device_count() -> int:
+    """Physical devices the Vulkan loader finds, asked through ctypes: Kompute aborts the process when
+    there are none, so dmlgpu looks first. DeviceError when the loader or a driver is missing."""
+    import ctypes
+
+    class InstanceCreateInfo(ctypes.Structure):
+        _fields_ = [("sType", ctypes.c_int32), ("pNext", ctypes.c_void_p), ("flags", ctypes.c_uint32),
+                    ("pApplicationInfo", ctypes.c_void_p), ("enabledLayerCount", ctypes.c_uint32),
+                    ("ppEnabledLayerNames", ctypes.c_void_p), ("enabledExtensionCount", ctypes.c_uint32),
+                    ("ppEnabledExtensionNames", ctypes.c_void_p)]
+
+    try:
+        vk = ctypes.CDLL("libvulkan.so.1")
+    except OSError:
+        raise DeviceError(f"the Vulkan loader (libvulkan.so.1) is not installed; {INSTALL_HINT}") from None
+    instance = ctypes.c_void_p()
+    info = InstanceCreateInfo(sType=1)   # VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO
+    result = vk.vkCreateInstance(ctypes.byref(info), None, ctypes.byref(instance))
+    if result != 0:
+        raise DeviceError(f"no Vulkan instance could be created (VkResult {result}): no usable driver; "
+                          f"{INSTALL_HINT}")
+    count = ctypes.c_uint32(0)
+    result = vk.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), None)
+    vk.vkDestroyInstance(instance, None)
+    if result != 0 or count.value == 0:
+        raise DeviceError(f"Vulkan finds no device (VkResult {result}); {INSTALL_HINT}")
+    return count.value
+
+
 _devices_cache: list | None = None
 _devices_lock = threading.Lock()
 
@@ -84,6 +114,10 @@ def devices() -> list[DeviceInfo]:
     _require_kp()
     with _devices_lock:
         if _devices_cache is None:
+            from . import validation
+            if validation.requested():
+                validation.enable()
+            _vulkan_device_count()
             try:
                 mgr = kp.Manager()
                 listed = mgr.list_devices()
@@ -113,7 +147,13 @@ def default_device_index() -> int:
 
 
 class Buffer:
-    """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer()."""
+    """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer().
+
+    Test mode: with ``Device.canary_words`` > 0, every new buffer has that many extra guard words after
+    its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
+    words as part of the buffer, so a write past a tensor's end changes them and a read past it returns
+    them (and shows up in results).
+    """
 
     def __init__(self, device: "Device", nbytes: int, storage: bool = False):
         if nbytes <= 0 or nbytes % 4:
@@ -124,8 +164,11 @@ class Buffer:
                               f"({limit} bytes, {device.info.name})")
         self.device = device
         self.nbytes = nbytes
+        self.canary_words = 0 if storage else device.canary_words
         kind = kp.TensorTypes.storage if storage else kp.TensorTypes.device
-        self._tensor = device._mgr.tensor_t(np.zeros(nbytes // 4, dtype=np.uint32), kind)
+        words = np.zeros(nbytes // 4 + self.canary_words, dtype=np.uint32)
+        words[nbytes // 4:] = CANARY
+        self._tensor = device._mgr.tensor_t(words, kind)
         self._storage = storage
 
     def write(self, data) -> None:
@@ -144,6 +187,13 @@ class Buffer:
         self.device._run([], downloads=[self])
         return self._staged().copy()
 
+    def canary_intact(self) -> bool:
+        """Test mode: downloads the buffer and checks its guard words (True when there are none)."""
+        if not self.canary_words:
+            return True
+        self.device._run([], downloads=[self])
+        return bool((self._tensor.data()[self.nbytes // 4:] == CANARY).all())
+
     def _stage(self, src: np.ndarray) -> None:
         """Copies bytes into the host-side staging memory (uploaded by the next run that lists this buffer)."""
         staged = self._staged()
@@ -151,9 +201,10 @@ class Buffer:
         staged[src.size:] = 0
 
     def _staged(self) -> np.ndarray:
+        """The host-side copy of the buffer's nbytes (guard words excluded), as uint8."""
         if self._storage:
             raise DeviceError("a storage buffer has no host copy")
-        return self._tensor.data().view(np.uint8)
+        return self._tensor.data().view(np.uint8)[: self.nbytes]
 
     def __repr__(self) -> str:
         return f"<dmlgpu.Buffer {self.nbytes} bytes on {self.device.info.name}>"
@@ -186,6 +237,7 @@ class Device:
             raise DeviceError(f"device index {index} must be in [0, {len(listed) - 1}]")
         self.info = listed[index]
         self.feature_level = FeatureLevel.parse(feature_level)
+        self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
         self._lock = threading.RLock()
         try:
             self._mgr = kp.Manager(index)
@@ -193,6 +245,7 @@ class Device:
             raise DeviceError(f"Vulkan device {index} could not be opened ({exc}); {INSTALL_HINT}") from None
         self._algorithms: dict = {}
         self._local = threading.local()
+        self._submissions = 0
         self._owner: Buffer | None = None
         self._owner_clean = True
         self._dummy = Buffer(self, 4)
@@ -204,7 +257,9 @@ class Device:
         if data is None:
             if nbytes is None:
                 raise ValueError("give data or nbytes")
-            return Buffer(self._open(), (int(nbytes) + 3) // 4 * 4)
+            buf = Buffer(self._open(), (int(nbytes) + 3) // 4 * 4)
+            self._run([], uploads=[buf])     # device memory starts undefined: send the zeros
+            return buf
         src = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
         buf = Buffer(self._open(), max(4, (max(src.size, nbytes or 0) + 3) // 4 * 4))
         buf.write(src)
@@ -237,6 +292,14 @@ class Device:
         if self._closed:
             raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
         return self
+
+    def _output_buffer(self, nbytes: int) -> Buffer:
+        """A buffer that the next dispatch overwrites entirely: its contents are not initialised (in test
+        mode its guard words are uploaded)."""
+        buf = Buffer(self._open(), max(4, (int(nbytes) + 3) // 4 * 4))
+        if buf.canary_words:
+            self._run([], uploads=[buf])
+        return buf
 
     def _params(self, words: np.ndarray) -> Buffer:
         buf = Buffer(self, words.nbytes)
@@ -278,6 +341,14 @@ class Device:
 
     def _recording(self) -> "Recording | None":
         return getattr(self._local, "recording", None)
+
+    def _check_sizes(self, *nbytes: int) -> None:
+        """DeviceError, before any GPU work, if a buffer of one of these sizes would exceed the device."""
+        limit = self.info.max_storage_buffer_range
+        for n in nbytes:
+            if n > limit:
+                raise DeviceError(f"a tensor of {n} bytes exceeds this device's maxStorageBufferRange ({limit} "
+                                  f"bytes, {self.info.name}); split the operation into smaller ones")
 
     def _run(self, dispatches, uploads=(), downloads=()) -> None:
         """Uploads staged bytes, runs the dispatches in order (a barrier before each), downloads; waits.
@@ -325,6 +396,9 @@ class Device:
         seq.eval()
         if scatters:
             self._owner_clean = True
+        self._submissions += 1
+        if self._submissions % 256 == 0:
+            self._mgr.clear()   # let Kompute forget expired objects: host memory stays flat
 
 
 class Recording:

@@ -22,3 +22,18 @@ settings.load_profile("dmlgpu")
 def device():
     """The default device (lavapipe in CI)."""
     return dmlgpu.default_device()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With DMLGPU_VALIDATION=1 the whole run fails on any message of the Vulkan validation layer."""
+    from dmlgpu import validation
+    if not validation.requested() or validation.log_path() is None:
+        return
+    found = validation.messages()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"Vulkan validation ({validation.log_path()}): {len(found)} messages")
+        for m in found[:20]:
+            reporter.write_line(m[:2000])
+    if found:
+        session.exitstatus = 1

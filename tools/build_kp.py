@@ -21,6 +21,9 @@ Everything that fought back when building kp lives here, in one place:
   maxStorageBufferRange, maxPushConstantsSize, the shared-memory size and the timestamp period.
 * ``get_device_properties``/``list_devices`` report only a few limits; the patch adds the device type,
   maxStorageBufferRange, maxPushConstantsSize, the shared-memory size and the timestamp period.
+* The Manager keeps a weak reference to every tensor, algorithm and sequence it made and forgets the
+  expired ones only in ``clear()``, which Python cannot call: the patch exposes it (dmlgpu calls it
+  now and then, so that host memory stays flat over many operations).
 * ``Sequence.evalAwait`` blocks in vkWaitForFences, whose wake-up latency dominates a small operation on
   some drivers. The patch polls the fence for a short while (``DMLGPU_KP_SPIN_US``, default 2000 us) before
   blocking.
@@ -39,7 +42,7 @@ import sys
 import tarfile
 import tempfile
 
-PATCH_LEVEL = 2
+PATCH_LEVEL = 3
 KP_VERSION = "0.9.0"
 
 # (file, old text, new text): each old text must occur exactly once.
@@ -99,6 +102,10 @@ PATCHES = [
      '           py::arg("tensors"), py::arg("src_access"), py::arg("dst_access"),\n'
      '           py::arg("src_stage"), py::arg("dst_stage"));\n\n'
      '    py::class_<kp::OpMult, kp::OpBase, std::shared_ptr<kp::OpMult>>('),
+    ("python/src/main.cpp",
+     '      .def("destroy", &kp::Manager::destroy, DOC(kp, Manager, destroy))\n',
+     '      .def("destroy", &kp::Manager::destroy, DOC(kp, Manager, destroy))\n'
+     '      .def("clear", &kp::Manager::clear, "Forgets the expired tensors, algorithms and sequences.")\n'),
     ("python/src/utils.hpp",
      '      "timestamps_supported"_a =\n        (bool)properties.limits.timestampComputeAndGraphics);\n',
      '      "timestamps_supported"_a =\n        (bool)properties.limits.timestampComputeAndGraphics,\n'

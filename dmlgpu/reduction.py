@@ -1,0 +1,246 @@
+"""Scatter reductions: SCATTER_ND and SCATTER_ELEMENTS with ``reduction`` "add", "mul", "min" or "max".
+
+Semantics are ONNX's (ScatterND opset 18, ScatterElements opset 18): the output starts as a copy of the
+data, and each update is combined into its target with the data's value taking part, duplicates included.
+dmlgpu makes the result deterministic on every device, bit for bit: the updates of one target combine
+in a fixed order, the row-major order of the updates (that of ``reference.scatter_nd_reduce``, a plain
+sequential loop). Arithmetic (shaders/arith.glsl):
+
+* integers (int8..int64, uint8..uint64) wrap like NumPy's fixed-width arithmetic;
+* float16, float32, float64: IEEE round to nearest even. float16 goes through an exact conversion to
+  float32 and back; float64 is computed in software (shaders/softfloat64.glsl), subnormals included;
+  float32 uses the device's own add and multiply, which on some GPUs flush subnormal inputs and results
+  to zero (the one device-dependent case);
+* min/max: a NaN propagates (like numpy.minimum/maximum; the accumulated value's NaN when both are),
+  and -0 counts as less than +0 (IEEE 754-2019 minimum/maximum; NumPy's choice between equal zeros
+  depends on the dtype);
+* NaN results: a NaN operand comes back quieted; an invalid operation (inf - inf, 0 * inf) gives the
+  x86 default NaN (negative, quiet);
+* bool: "add" and "max" are logical or, "mul" and "min" logical and (NumPy's bool arithmetic).
+  Complex and other dtypes raise TypeError.
+
+Design: on the host, indices are resolved (negative ones wrapped, then clamped), each update row's target
+(scatter_nd: the output slice an index tuple addresses; scatter_elements: one element) becomes an output
+offset, and a stable sort groups the rows by target. The GPU gets, per run of equal targets, the target
+offset and the [start, end) of its rows, and one kernel (shaders/scatter_reduce.comp) iterates over
+(run, position within the slice): it reads the output once, combines the run's updates in order, and
+writes once. No value atomics, no races between runs (1- and 2-byte outputs use the race-free sub-word
+stores of units.glsl).
+
+Layer 1 (ScatterNDDesc/ScatterElementsDesc with ``reduction``): execute() reads the indices buffer back
+to the host for the grouping, so it costs one extra download and synchronisation.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+from .errors import DeviceError
+from .index_map import PARAM_WORDS, IndexMap, Layout, copy_map, resolve
+from .runtime import Buffer, Device, Dispatch
+from .tensor import Tensor
+
+REDUCTIONS = ("none", "add", "mul", "min", "max")
+
+# Parameter words after the slice's index map (shaders/scatter_reduce.comp).
+P_SLICE, P_TARGETS, P_STARTS, P_ROWS = PARAM_WORDS, PARAM_WORDS + 1, PARAM_WORDS + 2, PARAM_WORDS + 3
+REDUCE_PARAM_WORDS = PARAM_WORDS + 8
+_U32 = 2**32
+_BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
+
+
+def check_reduction(reduction) -> str:
+    """``reduction`` if it is one of REDUCTIONS, else ValueError."""
+    if not isinstance(reduction, str) or reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {', '.join(map(repr, REDUCTIONS))}, not {reduction!r}")
+    return reduction
+
+
+def kernel_for(dtype, reduction: str) -> str:
+    """The kernel variant of a reduction on elements of ``dtype``; TypeError for dtypes without arithmetic."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return kernels.reduce_variant("u", 8, _BOOL_OPS[reduction])
+    if (dtype.kind in "iu" and dtype.itemsize in (1, 2, 4, 8)) or (dtype.kind == "f" and dtype.itemsize in (2, 4, 8)):
+        return kernels.reduce_variant(dtype.kind, dtype.itemsize * 8, reduction)
+    raise TypeError(f"reduction {reduction!r} is not supported for dtype {dtype}: reductions take bool, "
+                    f"int8..int64, uint8..uint64, float16, float32 and float64 (only reduction='none' moves "
+                    f"any dtype)")
+
+
+def check(reduction, dtype) -> str:
+    """Validates ``reduction`` (ValueError) and, unless it is "none", that ``dtype`` supports it (TypeError)."""
+    reduction = check_reduction(reduction)
+    if reduction != "none":
+        kernel_for(dtype, reduction)
+    return reduction
+
+
+def _offsets(shape, strides) -> np.ndarray:
+    """Row-major flat list (int64) of the offsets sum(coordinate * stride) over ``shape``."""
+    out = np.zeros((), dtype=np.int64)
+    for n, s in zip(shape, strides):
+        out = (out[..., None] + np.arange(n, dtype=np.int64) * int(s))
+    return out.reshape(-1)
+
+
+def read_indices(buf: Buffer, layout: Layout, dtype) -> np.ndarray:
+    """The index values of a device buffer, as an array of ``layout``'s shape (a download)."""
+    dtype = np.dtype(dtype)
+    raw = buf.read()
+    flat = raw[: raw.size // dtype.itemsize * dtype.itemsize].view(dtype)
+    return flat[_offsets(layout.shape, layout.strides)].reshape(layout.shape)
+
+
+class ReducePlan:
+    """A scatter reduction: ``locate(index values)`` gives each update row's (output offset, updates
+    offset); ``slice_map`` maps a position within a row to its offsets in the output (data side) and in the
+    updates (dense side); ``copy`` (input -> output, skipped in place) as in plan.Plan."""
+
+    kind = "scatter_reduce"
+
+    def __init__(self, reduction: str, dtype, index_dtype, index_layout: Layout, locate, slice_map: IndexMap,
+                 copy: IndexMap | None = None):
+        assert reduction in REDUCTIONS[1:]
+        self.reduction = reduction
+        self.kernel = kernel_for(dtype, reduction)
+        self.index_dtype = np.dtype(index_dtype)
+        self.index_layout = index_layout
+        self._locate = locate
+        self.slice = slice_map.folded()                   # element-wise arithmetic: no wider units
+        self.slice_words = self.slice.params(False)       # DeviceError if it does not fit 32 bits
+        self.copy = copy.optimized() if copy is not None else None
+        self.copy_words = self.copy.params(False) if self.copy is not None else None
+
+    @classmethod
+    def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None) -> "ReducePlan":
+        """SCATTER_ND: out (the data/output layout), idx, upd: meaningful layouts as nd_map takes them."""
+        q, k, elem = len(idx.shape), idx.shape[-1], np.dtype(dtype).itemsize
+        slice_map = copy_map(Layout(out.shape[k:], out.strides[k:]), Layout(upd.shape[q - 1:], upd.strides[q - 1:]),
+                             elem)
+        dims = np.array(out.shape[:k], dtype=np.int64)
+        tuple_strides = np.array(out.strides[:k], dtype=np.int64)
+
+        def locate(values):
+            resolved = resolve(np.asarray(values).reshape(-1, k), dims)
+            return resolved @ tuple_strides, _offsets(idx.shape[:-1], upd.strides[:q - 1])
+        return cls(reduction, dtype, index_dtype, idx, locate, slice_map, copy)
+
+    @classmethod
+    def elements(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, axis: int,
+                 copy=None) -> "ReducePlan":
+        """SCATTER_ELEMENTS along ``axis``: every update is one element."""
+        elem = np.dtype(dtype).itemsize
+        others = tuple(0 if d == axis else s for d, s in enumerate(out.strides))
+
+        def locate(values):
+            resolved = resolve(np.asarray(values), out.shape[axis]).reshape(-1)
+            return _offsets(idx.shape, others) + resolved * out.strides[axis], _offsets(idx.shape, upd.strides)
+        return cls(reduction, dtype, index_dtype, idx, locate, IndexMap((), (), 0, elem), copy)
+
+    def tables(self, values) -> tuple[np.ndarray, np.ndarray]:
+        """(parameter words, run table words) for these index values (shaped like the index layout)."""
+        targets, rows = self._locate(values)
+        n = int(targets.size)
+        if n and (int(targets.max()) >= _U32 or int(rows.max()) >= _U32 or n >= _U32 // 2):
+            raise DeviceError("the scatter reduction addresses 2^32 or more units of a tensor; split it into "
+                              "smaller ones")
+        order = np.argsort(targets, kind="stable")
+        sorted_targets = targets[order]
+        starts = np.flatnonzero(np.concatenate(([True], sorted_targets[1:] != sorted_targets[:-1]))) if n else \
+            np.zeros(0, dtype=np.int64)
+        runs, slice_count = int(starts.size), self.slice.count
+        total = runs * slice_count
+        if total >= _U32 - 1:
+            raise DeviceError("the scatter reduction needs 2^32 or more iterations; split it into smaller ones")
+        table = np.concatenate((sorted_targets[starts], starts, [n], rows[order])).astype(np.uint32)
+        p = np.zeros(REDUCE_PARAM_WORDS, dtype=np.uint32)
+        p[:PARAM_WORDS] = self.slice_words
+        p[1] = total
+        p[P_SLICE], p[P_TARGETS], p[P_STARTS], p[P_ROWS] = slice_count, 0, runs, 2 * runs + 1
+        return p, table
+
+    def dispatches_for(self, device: Device, values, *, input: Buffer, output: Buffer,
+                       updates: Buffer) -> tuple[list, list]:
+        """(the dispatches, the buffers to upload first) for one execution with these index values."""
+        params, table = self.tables(values)
+        pbuf, tbuf = device._params(params), device._params(table)
+        out, uploads = [], [pbuf, tbuf]
+        c = self.copy
+        if c is not None and input is not output and c.count:
+            cbuf = device._params(self.copy_words)
+            uploads.append(cbuf)
+            out.append(Dispatch(kernels.variant("gather", c.unit, 4), (cbuf, device._dummy, input, output), c.count))
+        if params[1]:
+            out.append(Dispatch(self.kernel, (pbuf, tbuf, output, updates), int(params[1])))
+        return out, uploads
+
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer, updates: Buffer,
+                   reuse: bool = False) -> tuple[list, list]:
+        """Layer 1 (CompiledOperator.execute): reads the indices buffer back for the grouping."""
+        values = read_indices(indices, self.index_layout, self.index_dtype)
+        return self.dispatches_for(device, values, input=input, output=output, updates=updates)
+
+
+# ---- Layer 2 (dmlgpu.scatter_nd / scatter_elements with reduction != "none"; arguments validated) ----
+
+def _staged(device: Device, arr: np.ndarray) -> Buffer:
+    """A buffer holding ``arr``'s bytes, uploaded by the next run that lists it."""
+    src = np.frombuffer(memoryview(np.ascontiguousarray(arr)).cast("B"), dtype=np.uint8)
+    buf = Buffer(device, max(4, (src.size + 3) // 4 * 4))
+    buf._stage(src)
+    return buf
+
+
+def _execute(dev: Device, plan: ReducePlan, data, indices, values, updates):
+    """Runs a layer-2 reduction. ``values``: the indices on the host, or None (Tensor indices: downloaded
+    here). NumPy results for NumPy operands; a Tensor when an operand is a Tensor or the call is recorded."""
+    as_tensor = any(isinstance(x, Tensor) for x in (data, indices, updates)) or dev._recording() is not None
+    if values is None:
+        if dev._recording() is not None:
+            raise RuntimeError("a scatter reduction with Tensor indices cannot be recorded: it groups the "
+                               "updates by target on the host, from the index values")
+        values = indices.numpy()
+    dtype = data.dtype
+    if not dtype.isnative:          # the arithmetic needs native byte order
+        if as_tensor:
+            raise TypeError(f"a scatter reduction needs a native byte order, not dtype {dtype}")
+        native = dtype.newbyteorder("=")
+        return _execute(dev, plan, data.astype(native), indices, values, updates.astype(native)).astype(dtype)
+    dev._check_sizes(data.nbytes, updates.nbytes)
+    with dev._lock:
+        uploads = []
+        if isinstance(data, Tensor):        # a new output: the plan copies data into it
+            in_buf, out_buf = data.buffer, dev.buffer(nbytes=max(4, data.nbytes))
+        else:                               # the uploaded copy of data is the output: updated in place
+            in_buf = out_buf = _staged(dev, data)
+            uploads.append(out_buf)
+        if isinstance(updates, Tensor):
+            upd_buf = updates.buffer
+        else:
+            upd_buf = _staged(dev, updates)
+            uploads.append(upd_buf)
+        dispatches, more = plan.dispatches_for(dev, values, input=in_buf, output=out_buf, updates=upd_buf)
+        if as_tensor:
+            dev._run(dispatches, uploads=uploads + more)
+            return Tensor(out_buf, data.shape, dtype)
+        dev._run(dispatches, uploads=uploads + more, downloads=[out_buf])
+        return out_buf._staged()[: data.nbytes].view(dtype).reshape(data.shape).copy()
+
+
+def _copy(shape, elem: int) -> IndexMap:
+    return copy_map(Layout.packed(shape), Layout.packed(shape), elem)
+
+
+def scatter_nd(dev: Device, data, indices, values, updates, reduction: str):
+    plan = ReducePlan.nd(reduction, data.dtype, indices.dtype, Layout.packed(data.shape),
+                         Layout.packed(indices.shape), Layout.packed(updates.shape),
+                         _copy(data.shape, data.dtype.itemsize))
+    return _execute(dev, plan, data, indices, values, updates)
+
+
+def scatter_elements(dev: Device, data, indices, values, updates, axis: int, reduction: str):
+    plan = ReducePlan.elements(reduction, data.dtype, indices.dtype, Layout.packed(data.shape),
+                               Layout.packed(indices.shape), Layout.packed(updates.shape), axis,
+                               _copy(data.shape, data.dtype.itemsize))
+    return _execute(dev, plan, data, indices, values, updates)
