@@ -94,28 +94,43 @@ def _copy_result(data, device):
 
 
 def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
-    """Runs the plan. NumPy operands are uploaded; the result is a new NumPy array, or a Tensor when an
-    operand is a Tensor or the call is being recorded."""
+    """Runs the plan in one submission. NumPy operands are uploaded; the result is a new NumPy array, or
+    a Tensor when an operand is a Tensor or the call is being recorded."""
     as_tensor = any(isinstance(x, Tensor) for x in (data, indices, updates)) or dev._recording() is not None
-
-    def buffer(x):
-        return x.buffer if isinstance(x, Tensor) else dev.buffer(x)
-
     nbytes = int(np.prod(out_shape)) * data.dtype.itemsize
     dev._check_sizes(*(x.nbytes for x in (data, indices, updates) if x is not None), nbytes)
     with dev._lock:
-        in_buf, idx_buf = buffer(data), buffer(indices)
+        taken, uploads = [], []
+
+        def scratch(n):
+            buf = dev._output_buffer(n) if as_tensor else dev._take(n)
+            taken.append(buf)
+            return buf
+
+        def operand(x):
+            if isinstance(x, Tensor):
+                return x.buffer
+            buf = scratch(max(4, x.nbytes))
+            buf._stage(np.frombuffer(memoryview(np.ascontiguousarray(x)).cast("B"), dtype=np.uint8))
+            uploads.append(buf)
+            return buf
+
+        in_buf, idx_buf = operand(data), operand(indices)
         if plan.kind == "gather" or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
-            out_buf = dev._output_buffer(nbytes)
+            out_buf = scratch(nbytes)
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
-        upd_buf = buffer(updates) if updates is not None else None
-        dispatches, uploads = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
+        upd_buf = operand(updates) if updates is not None else None
+        dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf,
+                                             reuse=True)
         if as_tensor:
-            dev._run(dispatches, uploads=uploads)
+            dev._run(dispatches, uploads=params + uploads)
             return Tensor(out_buf, out_shape, data.dtype)
-        dev._run(dispatches, uploads=uploads, downloads=[out_buf])
-        return out_buf._staged()[:nbytes].view(data.dtype).reshape(out_shape).copy()
+        try:
+            dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])
+            return out_buf._staged()[:nbytes].view(data.dtype).reshape(out_shape).copy()
+        finally:
+            dev._give(*reversed(taken))
 
 
 def _check_indices(op: str, values, count: int, dims, mode: str, dim_of) -> None:

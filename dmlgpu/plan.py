@@ -24,18 +24,13 @@ class Plan:
         self.index_bytes = index_dtype.itemsize
         self.words = self.map.params(self.signed)          # raises DeviceError if it does not fit 32 bits
         self.copy_words = self.copy.params(False) if self.copy is not None else None
-        self._params: dict = {}
 
     def params(self, device: Device) -> tuple[list, list]:
-        """(the parameter buffers on ``device``, those of them not yet uploaded)."""
-        bufs = self._params.get(device)
-        if bufs is not None:
-            return bufs, []
-        bufs = [device._params(self.words)]
+        """(the parameter buffers on ``device``, those of them that are new and must be uploaded)."""
+        pairs = [device._params(self.words)]
         if self.copy_words is not None:
-            bufs.append(device._params(self.copy_words))
-        self._params[device] = bufs
-        return bufs, bufs
+            pairs.append(device._params(self.copy_words))
+        return [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, reuse: bool = False) -> tuple[list, list]:

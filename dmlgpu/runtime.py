@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +38,10 @@ _BARRIER = (_SHADER_WRITE | _TRANSFER_WRITE, _SHADER_READ | _SHADER_WRITE, _STAG
 _BEFORE_UPLOAD = (_SHADER_WRITE, _TRANSFER_WRITE, _STAGE_COMPUTE, _STAGE_TRANSFER)
 
 CANARY = 0x5EEDCAFE  # pattern of the guard words (test mode)
-_ALGORITHM_CACHE = 64  # reusable algorithms kept per device (oldest dropped first)
+_ALGORITHM_CACHE = 256  # reusable algorithms kept per device (oldest dropped first)
+_PARAMS_CACHE = 256     # parameter buffers kept per device
+_POOL_MAX_BYTES = 1 << 20  # scratch buffers up to this size are pooled ...
+_POOL_DEPTH = 8            # ... this many of each size
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
@@ -244,6 +248,8 @@ class Device:
         except Exception as exc:
             raise DeviceError(f"Vulkan device {index} could not be opened ({exc}); {INSTALL_HINT}") from None
         self._algorithms: dict = {}
+        self._param_buffers: dict = {}
+        self._pool: dict = {}
         self._local = threading.local()
         self._submissions = 0
         self._owner: Buffer | None = None
@@ -301,10 +307,40 @@ class Device:
             self._run([], uploads=[buf])
         return buf
 
-    def _params(self, words: np.ndarray) -> Buffer:
-        buf = Buffer(self, words.nbytes)
-        buf._stage(words.view(np.uint8))
+    def _params(self, words: np.ndarray) -> tuple[Buffer, bool]:
+        """(a buffer holding these kernel parameter words, True if it is new and must be uploaded).
+        Buffers are shared by equal words, so repeated operations reuse their cached algorithms."""
+        key = words.tobytes()
+        buf = self._param_buffers.pop(key, None)
+        fresh = buf is None
+        if fresh:
+            if len(self._param_buffers) >= _PARAMS_CACHE:
+                self._param_buffers.pop(next(iter(self._param_buffers)))
+            buf = Buffer(self, words.nbytes)
+            buf._stage(words.view(np.uint8))
+        self._param_buffers[key] = buf            # most recently used last
+        return buf, fresh
+
+    def _take(self, nbytes: int) -> Buffer:
+        """A scratch buffer of at least ``nbytes`` (contents undefined). Small ones come from a pool of
+        power-of-two sizes, so repeated small operations reuse buffers and cached algorithms."""
+        if nbytes > _POOL_MAX_BYTES:
+            return Buffer(self, max(4, (nbytes + 3) // 4 * 4))
+        size = max(256, 1 << (nbytes - 1).bit_length())
+        free = self._pool.setdefault(size, [])
+        if free:
+            return free.pop()
+        buf = Buffer(self, size)
+        buf.pooled = True
         return buf
+
+    def _give(self, *bufs: Buffer) -> None:
+        """Returns _take()n buffers; give them back in the reverse order of taking."""
+        for buf in bufs:
+            if getattr(buf, "pooled", False):
+                free = self._pool[buf.nbytes]
+                if len(free) < _POOL_DEPTH and buf not in free:
+                    free.append(buf)
 
     def _owner_scratch(self, words: int) -> Buffer:
         """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it)."""
@@ -314,23 +350,26 @@ class Device:
             size = min(size, self.info.max_storage_buffer_range // 4)
             self._owner = Buffer(self, 4 * max(size, words), storage=True)
             count = self._owner.nbytes // 4
-            params = self._params(np.array([count], dtype=np.uint32))
+            params, fresh = self._params(np.array([count], dtype=np.uint32))
             self._owner_clean = True
-            self._run([Dispatch("fill", (params, self._owner), count)], uploads=[params])
+            self._run([Dispatch("fill", (params, self._owner), count)], uploads=[params] if fresh else [])
         return self._owner
 
     def _algorithm(self, d: Dispatch):
-        """A Kompute algorithm (pipeline and bound buffers) for the dispatch; cached when ``d.reuse``."""
+        """A Kompute algorithm (pipeline and bound buffers) for the dispatch. With ``d.reuse`` it is cached
+        until one of its buffers is collected, so a repeated operation creates no pipeline."""
         groups = kernels.workgroups(d.count, self.info.max_workgroup_count[0])
         key = (d.kernel, groups) + tuple(id(b) for b in d.buffers)
-        cached = self._algorithms.get(key)
-        if cached is not None:
-            return cached[0]
+        algo = self._algorithms.get(key)
+        if algo is not None:
+            return algo
         algo = self._mgr.algorithm([b._tensor for b in d.buffers], kernels.spirv(d.kernel), (groups, 1, 1), [], [])
         if d.reuse:
             if len(self._algorithms) >= _ALGORITHM_CACHE:
                 self._algorithms.pop(next(iter(self._algorithms)))
-            self._algorithms[key] = (algo, d.buffers)  # the buffers stay alive while their algorithm is cached
+            self._algorithms[key] = algo
+            for b in d.buffers:    # the key names buffers by id: forget it when one of them goes
+                weakref.finalize(b, self._algorithms.pop, key, None)
         return algo
 
     def record(self, timestamps: bool = False) -> "Recording":
