@@ -17,7 +17,7 @@ from .errors import DeviceError
 from .index_map import INDEX_DTYPES
 from .plan import Plan
 from . import reduction as _reduction
-from .runtime import Device, default_device
+from .runtime import Device, as_bytes, default_device
 from .tensor import Tensor, empty, tensor
 
 MODES = ("clamp", "raise")
@@ -111,7 +111,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
             if isinstance(x, Tensor):
                 return x.buffer
             buf = scratch(max(4, x.nbytes))
-            buf._stage(np.frombuffer(memoryview(np.ascontiguousarray(x)).cast("B"), dtype=np.uint8))
+            buf._stage(as_bytes(x))
             uploads.append(buf)
             return buf
 
@@ -135,7 +135,8 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
 
 def _check_indices(op: str, values, count: int, dims, mode: str, dim_of) -> None:
     """mode="raise": IndexError for the first index outside [-dim, dim). Either mode: IndexError when
-    indices address a dimension of size 0, which has no element to clamp to."""
+    ``count`` (> 0) elements would be read or written through a dimension of size 0, which has no element
+    to clamp to."""
     dims = np.asarray(dims)
     if mode == "raise":
         check_in_range(values, dims, lambda pos, value: (
@@ -155,8 +156,8 @@ def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: 
         raise ValueError("gather: data must have at least one dimension")
     axis = _axis(axis, data.ndim)
     dim = data.shape[axis]
-    _check_indices("gather", values, idx.size, dim, mode, lambda pos: dim)
     out_shape = take_shape(data.shape, idx.shape, axis)
+    _check_indices("gather", values, int(np.prod(out_shape)), dim, mode, lambda pos: dim)
     if 0 in out_shape:
         return _empty_result(data, out_shape, dev)
     index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), axis,
@@ -221,8 +222,8 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
     dev = _device(device, data, indices)
     idx, values = _indices(indices, mode, dev)
     dims = _check_nd("gather_nd", data, idx, batch_dims)
-    _check_indices("gather_nd", values, idx.size, dims, mode, lambda pos: dims[pos[-1]])
     out_shape = nd_shape(data.shape, idx.shape, batch_dims)
+    _check_indices("gather_nd", values, int(np.prod(out_shape)), dims, mode, lambda pos: dims[pos[-1]])
     if 0 in out_shape:
         return _empty_result(data, out_shape, dev)
     index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), batch_dims,

@@ -183,12 +183,13 @@ INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.int64), np.
 
 
 def as_index_array(indices, what: str = "indices") -> np.ndarray:
-    """indices as an int32/uint32/int64/uint64 array; other integer dtypes widen to a 32-bit type."""
+    """indices as an int32/uint32/int64/uint64 array in native byte order: narrower integer dtypes widen
+    to 32 bits, values unchanged."""
     arr = np.asarray(indices)
     if arr.dtype in INDEX_DTYPES:
         return arr
     if arr.dtype.kind in "iu":
-        return arr.astype(np.int32 if arr.dtype.kind == "i" else np.uint32)
+        return arr.astype(np.dtype(f"{arr.dtype.kind}{max(4, arr.dtype.itemsize)}"))
     raise TypeError(f"{what} must have an integer dtype (int32, uint32, int64, uint64, or a narrower integer "
                     f"type), not {arr.dtype}")
 

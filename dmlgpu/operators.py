@@ -1,7 +1,10 @@
 """Layer 1: DirectML's operator descriptors, validated rule by rule, compiled and executed on buffers."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
+
+import numpy as np
 
 from . import dtypes
 from .dtypes import FeatureLevel
@@ -34,7 +37,7 @@ class _OperatorDesc:
     def _check_common(self, level: FeatureLevel) -> dict:
         needed = dtypes.OPERATOR_LEVELS[self.OPERATOR]
         if level.value < needed.value:
-            raise DescError(f"{self.OPERATOR} requires DML_FEATURE_LEVEL_{needed} or higher; "
+            raise DescError(f"{self.OPERATOR} requires DML_FEATURE_LEVEL_{str(needed).replace('.', '_')} or higher; "
                             f"the device's feature level is {level}")
         tensors = {}
         for attr, member, _ in self.TENSORS:
@@ -70,8 +73,9 @@ class _OperatorDesc:
 
 def _check_count(value, name: str, low: int, high: int, high_name: str, closed: bool) -> int:
     """``value`` must be a whole number in [low, high] (closed) or [low, high)."""
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
         raise DescError(f"{name} ({value!r}) must be a whole number")
+    value = int(value)
     if value < low or (value > high if closed else value >= high):
         bracket = "]" if closed else ")"
         raise DescError(f"{name} ({value}) must be in [{low}, {high_name} ({high}){bracket}")
@@ -358,8 +362,14 @@ class CompiledOperator:
             need = getattr(desc, attr).total_size_in_bytes
             if buf.nbytes < need:
                 raise ValueError(f"{attr} holds {buf.nbytes} bytes; {member}.TotalTensorSizeInBytes is {need}")
-        if self.plan.kind == "gather" and buffers["output"] is buffers["input"]:
-            raise ValueError(f"{desc.OPERATOR} cannot write its output over its input: bind another buffer")
+        out = buffers["output"]
+        for name in ("indices", "updates") + (("input",) if self.plan.kind == "gather" else ()):
+            if buffers.get(name) is out:
+                raise ValueError(f"{desc.OPERATOR} cannot write its output over its {name}: bind another buffer")
+        if out is buffers["input"] and (desc.output.sizes, desc.output.element_strides) != (
+                desc.input.sizes, desc.input.element_strides):
+            raise ValueError(f"{desc.OPERATOR} in place (output bound to the input's buffer) needs OutputTensor "
+                             f"and InputTensor of the same sizes and strides")
         with self.device._lock:
             dispatches, uploads = self.plan.dispatches(self.device, reuse=True, **buffers)
             self.device._run(dispatches, uploads=uploads)

@@ -37,7 +37,7 @@ import numpy as np
 from . import kernels
 from .errors import DeviceError
 from .index_map import PARAM_WORDS, IndexMap, Layout, copy_map, resolve
-from .runtime import Buffer, Device, Dispatch
+from .runtime import Buffer, Device, Dispatch, as_bytes
 from .tensor import Tensor
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")
@@ -84,6 +84,26 @@ def _offsets(shape, strides) -> np.ndarray:
     return out.reshape(-1)
 
 
+def _rows(shape, strides):
+    """The offsets over ``shape`` as _offsets gives them, or an int c when they are arange(size) * c (a
+    packed layout, or a scaled one), which spares building and gathering them."""
+    dims = [(int(n), int(s)) for n, s in zip(shape, strides) if n != 1]
+    step = c = dims[-1][1] if dims else 0
+    for n, s in reversed(dims):
+        if s != step:
+            return _offsets(shape, strides)
+        step *= n
+    return c
+
+
+def _staged(device: Device, arr: np.ndarray) -> Buffer:
+    """A new buffer holding ``arr``'s bytes, uploaded by the next run that lists it."""
+    src = as_bytes(arr)
+    buf = Buffer(device, max(4, (src.size + 3) // 4 * 4))
+    buf._stage(src)
+    return buf
+
+
 def read_indices(buf: Buffer, layout: Layout, dtype) -> np.ndarray:
     """The index values of a device buffer, as an array of ``layout``'s shape (a download)."""
     dtype = np.dtype(dtype)
@@ -93,8 +113,8 @@ def read_indices(buf: Buffer, layout: Layout, dtype) -> np.ndarray:
 
 
 class ReducePlan:
-    """A scatter reduction: ``locate(index values)`` gives each update row's (output offset, updates
-    offset); ``slice_map`` maps a position within a row to its offsets in the output (data side) and in the
+    """A scatter reduction: ``locate(index values)`` gives each update row's output offset and updates
+    offset (an array, or an int c when the updates offsets are arange(rows) * c); ``slice_map`` maps a position within a row to its offsets in the output (data side) and in the
     updates (dense side); ``copy`` (input -> output, skipped in place) as in plan.Plan."""
 
     kind = "scatter_reduce"
@@ -123,7 +143,8 @@ class ReducePlan:
 
         def locate(values):
             resolved = resolve(np.asarray(values).reshape(-1, k), dims)
-            return resolved @ tuple_strides, _offsets(idx.shape[:-1], upd.strides[:q - 1])
+            targets = resolved[:, 0] * tuple_strides[0] if k == 1 else resolved @ tuple_strides
+            return targets, _rows(idx.shape[:-1], upd.strides[:q - 1])
         return cls(reduction, dtype, index_dtype, idx, locate, slice_map, copy)
 
     @classmethod
@@ -134,26 +155,46 @@ class ReducePlan:
         others = tuple(0 if d == axis else s for d, s in enumerate(out.strides))
 
         def locate(values):
-            resolved = resolve(np.asarray(values), out.shape[axis]).reshape(-1)
-            return _offsets(idx.shape, others) + resolved * out.strides[axis], _offsets(idx.shape, upd.strides)
+            targets = resolve(np.asarray(values), out.shape[axis]).reshape(-1) * out.strides[axis]
+            if any(s and n > 1 for n, s in zip(idx.shape, others)):
+                targets += _offsets(idx.shape, others)
+            return targets, _rows(idx.shape, upd.strides)
         return cls(reduction, dtype, index_dtype, idx, locate, IndexMap((), (), 0, elem), copy)
 
     def tables(self, values) -> tuple[np.ndarray, np.ndarray]:
         """(parameter words, run table words) for these index values (shaped like the index layout)."""
-        targets, rows = self._locate(values)
+        targets, rows = self._locate(values)      # rows: offsets, or an int c for arange(n) * c
         n = int(targets.size)
-        if n and (int(targets.max()) >= _U32 or int(rows.max()) >= _U32 or n >= _U32 // 2):
+        last_row = (n - 1) * rows if isinstance(rows, int) else int(rows.max(initial=0))
+        if n and (int(targets.max()) >= _U32 or last_row >= _U32 or n >= _U32 // 2):
             raise DeviceError("the scatter reduction addresses 2^32 or more units of a tensor; split it into "
                               "smaller ones")
-        order = np.argsort(targets, kind="stable")
-        sorted_targets = targets[order]
-        starts = np.flatnonzero(np.concatenate(([True], sorted_targets[1:] != sorted_targets[:-1]))) if n else \
-            np.zeros(0, dtype=np.int64)
-        runs, slice_count = int(starts.size), self.slice.count
+        # A stable sort by target: sort (target, position) pairs packed in uint64 keys (unique keys, so any
+        # sort algorithm gives the stable order; NumPy's default sort is far faster than its stable argsort).
+        keys = targets.astype(np.uint64)
+        keys <<= np.uint64(32)
+        keys |= np.arange(n, dtype=np.uint64)
+        keys.sort()
+        if np.little_endian:
+            halves = keys.view(np.uint32).reshape(-1, 2)
+            order, sorted_targets = halves[:, 0], halves[:, 1]
+        else:
+            order = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            sorted_targets = (keys >> np.uint64(32)).astype(np.uint32)
+        change = np.flatnonzero(sorted_targets[1:] != sorted_targets[:-1]) + 1
+        runs, slice_count = int(change.size) + (1 if n else 0), self.slice.count
         total = runs * slice_count
         if total >= _U32 - 1:
             raise DeviceError("the scatter reduction needs 2^32 or more iterations; split it into smaller ones")
-        table = np.concatenate((sorted_targets[starts], starts, [n], rows[order])).astype(np.uint32)
+        table = np.empty(2 * runs + 1 + n, dtype=np.uint32)
+        if n:
+            table[0], table[1:runs] = sorted_targets[0], sorted_targets[change]
+            table[runs], table[runs + 1:2 * runs] = 0, change
+        table[2 * runs] = n
+        if isinstance(rows, int):
+            np.multiply(order, np.uint32(rows), out=table[2 * runs + 1:])
+        else:
+            table[2 * runs + 1:] = rows[order]
         p = np.zeros(REDUCE_PARAM_WORDS, dtype=np.uint32)
         p[:PARAM_WORDS] = self.slice_words
         p[1] = total
@@ -164,11 +205,11 @@ class ReducePlan:
                        updates: Buffer) -> tuple[list, list]:
         """(the dispatches, the buffers to upload first) for one execution with these index values."""
         params, table = self.tables(values)
-        pbuf, tbuf = device._params(params), device._params(table)
+        pbuf, tbuf = _staged(device, params), _staged(device, table)
         out, uploads = [], [pbuf, tbuf]
         c = self.copy
         if c is not None and input is not output and c.count:
-            cbuf = device._params(self.copy_words)
+            cbuf = _staged(device, self.copy_words)
             uploads.append(cbuf)
             out.append(Dispatch(kernels.variant("gather", c.unit, 4), (cbuf, device._dummy, input, output), c.count))
         if params[1]:
@@ -177,20 +218,13 @@ class ReducePlan:
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer, updates: Buffer,
                    reuse: bool = False) -> tuple[list, list]:
-        """Layer 1 (CompiledOperator.execute): reads the indices buffer back for the grouping."""
+        """Layer 1 (CompiledOperator.execute): reads the indices buffer back for the grouping. Nothing is
+        reused between executions (``reuse`` is accepted for Plan's signature): the run table is new each time."""
         values = read_indices(indices, self.index_layout, self.index_dtype)
         return self.dispatches_for(device, values, input=input, output=output, updates=updates)
 
 
 # ---- Layer 2 (dmlgpu.scatter_nd / scatter_elements with reduction != "none"; arguments validated) ----
-
-def _staged(device: Device, arr: np.ndarray) -> Buffer:
-    """A buffer holding ``arr``'s bytes, uploaded by the next run that lists it."""
-    src = np.frombuffer(memoryview(np.ascontiguousarray(arr)).cast("B"), dtype=np.uint8)
-    buf = Buffer(device, max(4, (src.size + 3) // 4 * 4))
-    buf._stage(src)
-    return buf
-
 
 def _execute(dev: Device, plan: ReducePlan, data, indices, values, updates):
     """Runs a layer-2 reduction. ``values``: the indices on the host, or None (Tensor indices: downloaded

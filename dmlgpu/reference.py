@@ -35,7 +35,7 @@ def gather_nd(data, indices, batch_dims=0):
     data, indices = np.asarray(data), np.asarray(indices)
     b, k = batch_dims, indices.shape[-1]
     out_shape = indices.shape[:-1] + data.shape[b + k:]
-    flat_data = data.reshape((-1,) + data.shape[b:])
+    flat_data = data.reshape((int(np.prod(data.shape[:b])),) + data.shape[b:])
     rows = [flat_data[(bi,) + t] for bi, t in _nd_targets(data.shape, indices, b)]
     if not rows:
         return np.empty(out_shape, dtype=data.dtype)
@@ -46,7 +46,7 @@ def scatter_nd(data, indices, updates):
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     out = data.copy()
     k = indices.shape[-1]
-    rows = updates.reshape((-1,) + data.shape[k:])
+    rows = updates.reshape((int(np.prod(indices.shape[:-1])),) + data.shape[k:])
     for (_, t), row in zip(_nd_targets(data.shape, indices, 0), rows):
         out[t] = row
     return out
@@ -99,7 +99,7 @@ def scatter_nd_reduce(data, indices, updates, reduction):
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     out = data.copy()
     k = indices.shape[-1]
-    rows = updates.reshape((-1,) + data.shape[k:])
+    rows = updates.reshape((int(np.prod(indices.shape[:-1])),) + data.shape[k:])
     for (_, t), row in zip(_nd_targets(data.shape, indices, 0), rows):
         out[t] = combine(reduction, out[t], row)
     return out

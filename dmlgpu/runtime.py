@@ -79,6 +79,13 @@ class DeviceInfo:
                    tuple(p["max_work_group_size"]), p["max_work_group_invocations"], p["timestamp_period"])
 
 
+def as_bytes(data) -> np.ndarray:
+    """The raw bytes of an array or bytes-like object, as a flat uint8 array (a view where possible)."""
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+
+
 def _vulkan_device_count() -> int:
     """Physical devices the Vulkan loader finds, asked through ctypes: Kompute aborts the process when
     there are none, so dmlgpu looks first. DeviceError when the loader or a driver is missing."""
@@ -177,7 +184,7 @@ class Buffer:
 
     def write(self, data) -> None:
         """Uploads raw bytes (any array or bytes-like object of at most nbytes bytes) at offset 0."""
-        src = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+        src = as_bytes(data)
         if src.size > self.nbytes:
             raise ValueError(f"{src.size} bytes do not fit a buffer of {self.nbytes} bytes")
         self._stage(src)
@@ -266,7 +273,7 @@ class Device:
             buf = Buffer(self._open(), (int(nbytes) + 3) // 4 * 4)
             self._run([], uploads=[buf])     # device memory starts undefined: send the zeros
             return buf
-        src = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+        src = as_bytes(data)
         buf = Buffer(self._open(), max(4, (max(src.size, nbytes or 0) + 3) // 4 * 4))
         buf.write(src)
         return buf

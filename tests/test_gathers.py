@@ -1,0 +1,463 @@
+"""Layer-2 gathers (gather, gather_elements, gather_nd) against the NumPy references: hypothesis-driven
+("fuzz" in the name: ``-k fuzz`` runs the campaign; DMLGPU_FUZZ_EXAMPLES sets its size), plus empty inputs,
+bad input, and a large case."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import dmlgpu
+from dmlgpu import reference
+
+from strategies import (EXTREMES, budget_shape, data_dtypes, empty_shapes, first_bad, index_dtypes, index_kinds,
+                        lay_out, layouts, modes, random_data, random_indices, same_bytes, seeds, shapes, snapshot,
+                        assert_index_error, py_resolve, MAX_DENSE)
+
+AxisError = np.exceptions.AxisError
+
+
+def _call_and_check(fn, args, kwargs, mode, idx, dims, expected_fn, callers):
+    """Runs ``fn``; in mode "raise" with a bad index expects IndexError naming the first bad one, else the
+    result must equal ``expected_fn()`` bit for bit. The caller's arrays must be unchanged either way."""
+    before = snapshot(*callers)
+    bad = first_bad(idx, dims) if mode == "raise" else None
+    if bad is not None:
+        with pytest.raises(IndexError) as excinfo:
+            fn(*args, **kwargs)
+        assert_index_error(excinfo, *bad)
+        out = None
+    else:
+        out = fn(*args, **kwargs)
+        same_bytes(out, expected_fn())
+    assert snapshot(*callers) == before, "the caller's arrays were modified"
+    return out
+
+
+def _all_in_range(idx, dims):
+    return first_bad(idx, dims) is None
+
+
+# ---------------------------------------------------------------- gather
+
+@given(st.data())
+def test_fuzz_gather(device, data):
+    shape = data.draw(shapes(), label="shape")
+    rank = len(shape)
+    axis = data.draw(st.integers(-rank, rank - 1), label="axis")
+    dim = shape[axis]
+    outer = int(np.prod(shape)) // dim
+    idx_shape = data.draw(shapes(min_rank=1, max_rank=3, max_elems=256, max_side=12), label="idx_shape")
+    idx_shape = budget_shape(idx_shape, MAX_DENSE // outer)
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    kinds, mode = data.draw(index_kinds(), label="kinds"), data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
+    idx = lay_out(random_indices(rng, idx_shape, dim, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
+
+    out = _call_and_check(dmlgpu.gather, (x, idx, axis), dict(device=device, mode=mode), mode, idx, dim,
+                          lambda: reference.gather(x, idx, axis), [x, idx])
+    if out is not None and _all_in_range(idx, dim):
+        same_bytes(out, np.take(x, idx.astype(np.int64), axis=axis))
+
+
+@pytest.mark.parametrize("idx_dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64])
+@pytest.mark.parametrize("value", [0, 3, -1, -5, 7, -8, 127])
+def test_gather_scalar_index(device, idx_dtype, value):
+    """A 0-d index (IndexDimensions 0): the axis disappears, like numpy.take with a scalar."""
+    x = np.arange(30, dtype=np.float32).reshape(2, 5, 3)
+    idx = np.array(value).astype(idx_dtype)
+    expected = reference.gather(x, idx, 1)
+    out = dmlgpu.gather(x, idx, axis=1, device=device)
+    same_bytes(out, expected)
+    assert out.shape == (2, 3)
+    if -5 <= int(idx) < 5:
+        same_bytes(out, np.take(x, int(idx), axis=1))
+
+
+@pytest.mark.parametrize("idx_dtype", [np.int32, np.int64, np.uint32, np.uint64, np.int8, np.int16])
+def test_gather_extreme_indices_clamp(device, idx_dtype):
+    """Extreme values clamp (2**40 must not wrap to its low 32 bits); negatives wrap once, then clamp."""
+    dim = 7
+    x = np.arange(3 * dim, dtype=np.int16).reshape(3, dim)
+    info = np.iinfo(idx_dtype)
+    values = [v for v in EXTREMES + (0, 6, 7, -1, -7, -8, 1 << 32 | 2, -(1 << 32) + 2, int(info.min), int(info.max))
+              if info.min <= v <= info.max]
+    signed = info.min < 0
+    idx = np.array(values, dtype=object).astype(idx_dtype)
+    out = dmlgpu.gather(x, idx, axis=1, device=device)
+    expected_cols = [py_resolve(int(v), dim, signed) for v in idx]
+    same_bytes(out, x[:, expected_cols])
+    same_bytes(out, reference.gather(x, idx, 1))
+
+
+def test_gather_2pow40_clamps(device):
+    x = np.arange(10, dtype=np.uint8)
+    for dt in (np.int64, np.uint64):
+        idx = np.array([2**40, 2**40 + 3, 2**32 + 1, 3], dtype=dt)
+        assert dmlgpu.gather(x, idx, device=device).tolist() == [9, 9, 9, 3]
+    idx = np.array([-(2**40), -(2**32) + 3, -2**63], dtype=np.int64)
+    assert dmlgpu.gather(x, idx, device=device).tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("dt", [">i8", ">u8", ">i4", ">u4", ">i2", "<i8"])
+def test_gather_non_native_index_dtypes_keep_values(device, dt):
+    """Other integer index dtypes (here byte-swapped ones) are converted without changing their values."""
+    x = np.arange(10, dtype=np.float32)
+    values = [3, 9, 11, 2**15 - 1] + ([2**40, 2**33 + 1] if np.dtype(dt).itemsize == 8 else [])
+    idx = np.array(values, dtype=dt)
+    same_bytes(dmlgpu.gather(x, idx, device=device), reference.gather(x, idx))
+    same_bytes(dmlgpu.gather(x, idx, device=device), x[[min(v, 9) for v in values]])
+
+
+@given(st.data())
+def test_fuzz_gather_empty(device, data):
+    """Zero-size dimensions: an empty result of numpy.take's shape and dtype (mode="clamp" never fails when
+    the result is empty), IndexError for a non-empty result from an empty axis (as numpy.take), or in
+    mode="raise" for any index outside its dimension."""
+    if data.draw(st.booleans(), label="empty_data"):
+        shape = data.draw(empty_shapes(), label="shape")
+        idx_shape = data.draw(shapes(min_rank=1, max_rank=3, max_elems=16, min_side=0, max_side=3), label="ishape")
+    else:
+        shape = data.draw(shapes(max_rank=4, max_elems=64), label="shape")
+        idx_shape = data.draw(empty_shapes(max_rank=3), label="ishape")
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    mode = data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = random_data(rng, shape, dtype)
+    dim = shape[axis]
+    idx = random_indices(rng, idx_shape, max(dim, 1), idx_dtype, ["in"])
+    before = snapshot(x, idx)
+    out_shape = tuple(shape[:axis % len(shape)]) + tuple(idx_shape) + tuple(shape[axis % len(shape) + 1:])
+    bad = first_bad(idx, dim)
+    if mode == "raise" and bad is not None:
+        with pytest.raises(IndexError) as excinfo:
+            dmlgpu.gather(x, idx, axis=axis, device=device, mode=mode)
+        assert_index_error(excinfo, *bad)
+    elif dim == 0 and int(np.prod(out_shape)):   # a non-empty result from an empty axis (numpy agrees)
+        with pytest.raises(IndexError):
+            np.take(x, idx.astype(np.int64), axis=axis)
+        with pytest.raises(IndexError):
+            dmlgpu.gather(x, idx, axis=axis, device=device, mode=mode)
+    else:
+        out = dmlgpu.gather(x, idx, axis=axis, device=device, mode=mode)
+        assert out.shape == out_shape and out.dtype == x.dtype
+        try:   # numpy.take also raises for some empty results from an empty axis, e.g. shape (0, 0), axis 0
+            expected = np.take(x, idx.astype(np.int64), axis=axis)
+        except IndexError:
+            assert dim == 0
+        else:
+            same_bytes(out, expected)
+    assert snapshot(x, idx) == before
+
+
+# ---------------------------------------------------------------- gather_elements
+
+@st.composite
+def elements_case(draw, max_rank=8):
+    """(data shape, axis, indices shape): indices of data's rank, no larger outside the axis."""
+    shape = draw(shapes(max_rank=max_rank), label="shape")
+    rank = len(shape)
+    axis = draw(st.integers(-rank, rank - 1), label="axis")
+    a = axis % rank
+    idx_shape = [draw(st.integers(1, n + 3)) if d == a else draw(st.integers(1, n)) for d, n in enumerate(shape)]
+    return shape, axis, budget_shape(idx_shape, 4096)
+
+
+@given(st.data())
+def test_fuzz_gather_elements(device, data):
+    shape, axis, idx_shape = data.draw(elements_case(), label="case")
+    dim = shape[axis]
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    kinds, mode = data.draw(index_kinds(), label="kinds"), data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
+    idx = lay_out(random_indices(rng, idx_shape, dim, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
+
+    out = _call_and_check(dmlgpu.gather_elements, (x, idx, axis), dict(device=device, mode=mode), mode, idx, dim,
+                          lambda: reference.gather_elements(x, idx, axis), [x, idx])
+    if out is not None and _all_in_range(idx, dim):
+        a = axis % len(shape)
+        window = tuple(slice(None) if d == a else slice(0, n) for d, n in enumerate(idx_shape))
+        same_bytes(out, np.take_along_axis(x[window], idx.astype(np.int64), axis=a))
+
+
+@given(st.data())
+def test_fuzz_gather_elements_empty(device, data):
+    shape = data.draw(shapes(max_rank=4, max_elems=64, min_side=0, max_side=4), label="shape")
+    rank = len(shape)
+    axis = data.draw(st.integers(-rank, rank - 1), label="axis")
+    a = axis % rank
+    idx_shape = [data.draw(st.integers(0, n + 2)) if d == a else data.draw(st.integers(0, n))
+                 for d, n in enumerate(shape)]
+    if 0 not in idx_shape and 0 not in shape:
+        idx_shape[data.draw(st.integers(0, rank - 1))] = 0
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    mode = data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = random_data(rng, shape, dtype)
+    idx = random_indices(rng, idx_shape, max(shape[a], 1), idx_dtype, ["in"])
+    before = snapshot(x, idx)
+    window = tuple(slice(None) if d == a else slice(0, n) for d, n in enumerate(idx_shape))
+    bad = first_bad(idx, shape[a])
+    if mode == "raise" and bad is not None:
+        with pytest.raises(IndexError) as excinfo:
+            dmlgpu.gather_elements(x, idx, axis=axis, device=device, mode=mode)
+        assert_index_error(excinfo, *bad)
+    else:
+        try:
+            expected = np.take_along_axis(x[window], idx.astype(np.int64), axis=a)
+        except IndexError:
+            with pytest.raises(IndexError):
+                dmlgpu.gather_elements(x, idx, axis=axis, device=device, mode=mode)
+        else:
+            same_bytes(dmlgpu.gather_elements(x, idx, axis=axis, device=device, mode=mode), expected)
+    assert snapshot(x, idx) == before
+
+
+# ---------------------------------------------------------------- gather_nd
+
+@st.composite
+def nd_case(draw, max_rank=8, max_batch=None):
+    """(data shape, batch_dims, indices shape) with indices rank batch_dims + 1..3."""
+    shape = draw(shapes(max_rank=max_rank), label="shape")
+    rank = len(shape)
+    b = draw(st.integers(0, rank - 1 if max_batch is None else min(max_batch, rank - 1)), label="batch_dims")
+    k = draw(st.integers(1, rank - b), label="k")
+    middle = draw(shapes(min_rank=0, max_rank=2, max_elems=64, max_side=10), label="middle")
+    batch = int(np.prod(shape[:b]))
+    row = int(np.prod(shape[b + k:]))
+    middle = budget_shape(middle, max(1, min(512 // batch, MAX_DENSE // (batch * row))))
+    return shape, b, tuple(shape[:b]) + tuple(middle) + (k,)
+
+
+@given(st.data())
+def test_fuzz_gather_nd(device, data):
+    shape, b, idx_shape = data.draw(nd_case(), label="case")
+    k = idx_shape[-1]
+    dims = np.array(shape[b:b + k], dtype=np.int64)
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    kinds, mode = data.draw(index_kinds(), label="kinds"), data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
+    idx = lay_out(random_indices(rng, idx_shape, dims, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
+
+    out = _call_and_check(dmlgpu.gather_nd, (x, idx, b), dict(device=device, mode=mode), mode, idx, dims,
+                          lambda: reference.gather_nd(x, idx, b), [x, idx])
+    if out is not None and b == 0 and _all_in_range(idx, dims):
+        i64 = idx.astype(np.int64)
+        same_bytes(out, x[tuple(i64[..., j] for j in range(k))])
+
+
+@given(st.data())
+def test_fuzz_gather_nd_empty(device, data):
+    """Zero-size dimensions in data or indices: the right empty shape; IndexError when a non-empty result
+    would have to read a zero-size dimension, or (mode="raise") for any index outside its dimension."""
+    shape = data.draw(shapes(max_rank=4, max_elems=64, min_side=0, max_side=3), label="shape")
+    rank = len(shape)
+    b = data.draw(st.integers(0, rank - 1), label="batch_dims")
+    k = data.draw(st.integers(1, rank - b), label="k")
+    middle = data.draw(shapes(min_rank=0, max_rank=2, max_elems=9, min_side=0, max_side=3), label="middle")
+    idx_shape = tuple(shape[:b]) + tuple(middle) + (k,)
+    if 0 not in shape and 0 not in idx_shape:
+        idx_shape = tuple(shape[:b]) + (0,) + tuple(middle) + (k,)
+    dims = np.array(shape[b:b + k], dtype=np.int64)
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    mode = data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = random_data(rng, shape, dtype)
+    idx = random_indices(rng, idx_shape, np.maximum(dims, 1), idx_dtype, ["in"])
+    before = snapshot(x, idx)
+    expected_shape = idx_shape[:-1] + tuple(shape[b + k:])
+    bad = first_bad(idx, dims)
+    if mode == "raise" and bad is not None:
+        with pytest.raises(IndexError) as excinfo:
+            dmlgpu.gather_nd(x, idx, b, device=device, mode=mode)
+        assert_index_error(excinfo, *bad)
+    elif int(np.prod(expected_shape)) and 0 in dims:
+        with pytest.raises(IndexError):
+            dmlgpu.gather_nd(x, idx, b, device=device, mode=mode)
+    else:
+        out = dmlgpu.gather_nd(x, idx, b, device=device, mode=mode)
+        assert out.shape == expected_shape and out.dtype == x.dtype
+        if b == 0 and bad is None:
+            i64 = idx.astype(np.int64)
+            same_bytes(out, x[tuple(i64[..., j] for j in range(k))])
+        elif out.size:
+            same_bytes(out, reference.gather_nd(x, idx, b))
+    assert snapshot(x, idx) == before
+
+
+# ---------------------------------------------------------------- mode="raise" specifics
+
+@pytest.mark.parametrize("fn", ["gather", "gather_elements", "gather_nd"])
+def test_raise_names_first_bad_index(device, fn):
+    x = np.arange(24, dtype=np.int32).reshape(4, 6)
+    if fn == "gather":
+        idx = np.array([[0, 3], [9, -5], [-4, 100]], dtype=np.int64)
+        args, pos, value = (x, idx, 0), (1, 0), 9
+    elif fn == "gather_elements":
+        idx = np.array([[0, 5, 2], [-6, -7, 6]], dtype=np.int32)
+        args, pos, value = (x, idx, 1), (1, 1), -7
+    else:
+        idx = np.array([[[3, 5]], [[1, 6]], [[4, 0]]], dtype=np.int64)
+        args, pos, value = (x, idx), (1, 0, 1), 6
+    before = snapshot(x, idx)
+    with pytest.raises(IndexError) as excinfo:
+        getattr(dmlgpu, fn)(*args, device=device, mode="raise")
+    assert_index_error(excinfo, pos, value)
+    assert snapshot(x, idx) == before
+    # mode="clamp" accepts the same indices
+    same_bytes(getattr(dmlgpu, fn)(*args, device=device), getattr(reference, fn)(*args))
+
+
+def test_raise_unsigned_huge_and_2pow40(device):
+    x = np.arange(5, dtype=np.float64)
+    with pytest.raises(IndexError) as excinfo:
+        dmlgpu.gather(x, np.array([1, 2**64 - 1, 7], dtype=np.uint64), device=device, mode="raise")
+    assert_index_error(excinfo, (1,), 2**64 - 1)
+    with pytest.raises(IndexError) as excinfo:
+        dmlgpu.gather(x, np.array([4, -5, 2**40], dtype=np.int64), device=device, mode="raise")
+    assert_index_error(excinfo, (2,), 2**40)
+
+
+# ---------------------------------------------------------------- bad input
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: dmlgpu.gather(X, np.array([0.0, 1.0]), device=d),
+    lambda d: dmlgpu.gather(X, np.array([0, 1], dtype=np.float16), device=d),
+    lambda d: dmlgpu.gather(X, np.array([True, False]), device=d),
+    lambda d: dmlgpu.gather_elements(X, np.zeros((2, 3, 4), dtype=np.float32), device=d),
+    lambda d: dmlgpu.gather_nd(X, np.zeros((1, 2), dtype=np.float64), device=d),
+    lambda d: dmlgpu.gather(X, np.array([0, 1], dtype=object), device=d),
+    lambda d: dmlgpu.gather(np.array([1, "a", None], dtype=object), np.array([0]), device=d),
+    lambda d: dmlgpu.gather_elements(np.array([[1, 2]], dtype=object), np.array([[0, 1]]), device=d),
+    lambda d: dmlgpu.gather_nd(np.array([1, 2], dtype=object), np.array([[0]]), device=d),
+    lambda d: dmlgpu.gather(np.zeros(4, dtype="S3"), np.array([0]), device=d),
+    lambda d: dmlgpu.gather(X, np.array([0]), axis=1.0, device=d),
+    lambda d: dmlgpu.gather(X, np.array([0]), device="cpu"),
+], ids=["float64-idx", "float16-idx", "bool-idx", "elements-float-idx", "nd-float-idx", "object-idx",
+        "object-data", "elements-object-data", "nd-object-data", "3-byte-items", "float-axis", "device-str"])
+def test_bad_input_type_error(device, call):
+    with pytest.raises(TypeError):
+        call(device)
+
+
+@pytest.mark.parametrize("call", [
+    # shapes
+    lambda d: dmlgpu.gather_elements(X, np.zeros((2, 3), dtype=np.int32), device=d),
+    lambda d: dmlgpu.gather_elements(X, np.zeros((3, 3, 4), dtype=np.int32), axis=1, device=d),
+    lambda d: dmlgpu.gather_elements(X, np.zeros((2, 3, 5), dtype=np.int32), axis=0, device=d),
+    lambda d: dmlgpu.gather_nd(X, np.zeros((1, 4), dtype=np.int32), device=d),
+    lambda d: dmlgpu.gather_nd(X, np.zeros((1, 0), dtype=np.int32), device=d),
+    lambda d: dmlgpu.gather_nd(X, np.zeros((3, 1), dtype=np.int32), batch_dims=1, device=d),
+    lambda d: dmlgpu.gather_nd(X, np.zeros((2, 3), dtype=np.int32), batch_dims=1, device=d),
+    lambda d: dmlgpu.gather_nd(X, np.array(0), device=d),
+    lambda d: dmlgpu.gather(np.array(1.0), np.array([0]), device=d),
+    lambda d: dmlgpu.gather_elements(np.array(1.0), np.array(0), device=d),
+    # batch_dims
+    lambda d: dmlgpu.gather_nd(X, np.zeros((2, 1), dtype=np.int32), batch_dims=-1, device=d),
+    lambda d: dmlgpu.gather_nd(X, np.zeros((2, 3, 1), dtype=np.int32), batch_dims=3, device=d),
+    lambda d: dmlgpu.gather_nd(X, np.zeros((2, 1), dtype=np.int32), batch_dims=2, device=d),
+    # modes
+    lambda d: dmlgpu.gather(X, np.array([0]), mode="wrap", device=d),
+    lambda d: dmlgpu.gather(X, np.array([0]), mode="CLAMP", device=d),
+    lambda d: dmlgpu.gather_elements(X, np.zeros((1, 1, 1), dtype=np.int32), mode=None, device=d),
+    lambda d: dmlgpu.gather_nd(X, np.zeros((1, 1), dtype=np.int32), mode="clip", device=d),
+], ids=["el-rank", "el-larger-outside-axis", "el-larger-last", "nd-k-too-big", "nd-k-zero", "nd-batch-mismatch",
+        "nd-batch-shape", "nd-0d-idx", "0d-data", "el-0d-data", "bd-negative", "bd-too-big", "bd-eq-idx-rank",
+        "mode-wrap", "mode-upper", "mode-none", "mode-clip"])
+def test_bad_input_value_error(device, call):
+    with pytest.raises(ValueError):
+        call(device)
+
+
+@pytest.mark.parametrize("batch_dims", [1.0, True, "1", None])
+def test_bad_batch_dims_type(device, batch_dims):
+    with pytest.raises((TypeError, ValueError)):
+        dmlgpu.gather_nd(X, np.zeros((2, 1), dtype=np.int32), batch_dims=batch_dims, device=device)
+
+
+@pytest.mark.parametrize("fn", [dmlgpu.gather, dmlgpu.gather_elements])
+@pytest.mark.parametrize("axis", [3, -4, 100])
+def test_bad_axis(device, fn, axis):
+    idx = np.zeros((1, 1, 1), dtype=np.int32)
+    with pytest.raises(AxisError):
+        fn(X, idx, axis=axis, device=device)
+
+
+def test_default_device_and_lists(device):
+    """No device= uses the default device; list inputs are accepted."""
+    assert dmlgpu.gather([[1, 2], [3, 4]], [1, -1, 0]).tolist() == [[3, 4], [3, 4], [1, 2]]
+    assert dmlgpu.gather_elements([[1, 2], [3, 4]], [[1, 0]], axis=0).tolist() == [[3, 2]]
+    assert dmlgpu.gather_nd([[1, 2], [3, 4]], [[1, 0], [0, 1]]).tolist() == [3, 2]
+
+
+# ---------------------------------------------------------------- large
+
+def _resolve_vec(v, dim):
+    v = v.astype(np.int64) if v.dtype.kind == "i" else np.minimum(v.astype(np.uint64), dim - 1).astype(np.int64)
+    v = np.where((v < 0) & (v >= -dim), v + dim, v)
+    return np.clip(v, 0, dim - 1)
+
+
+def test_large_gather_rows(device):
+    """~6 MiB of float32 rows gathered from a 4 MiB table, indices of every kind."""
+    rng = np.random.default_rng(1)
+    x = random_data(rng, (1024, 1024), np.float32)
+    idx = rng.integers(-1100, 1100, size=1536).astype(np.int64)
+    idx[::97] = rng.choice(np.array([2**40, -2**63, 2**63 - 1, 2**32, -2**32]), size=idx[::97].size)
+    before = snapshot(x, idx)
+    out = dmlgpu.gather(x, idx, axis=0, device=device)
+    same_bytes(out, x[_resolve_vec(idx, 1024)])
+    assert snapshot(x, idx) == before
+
+
+def test_large_gather_columns_uint16(device):
+    """~2.7 MiB result of 2-byte elements gathered along the last axis (no row vectorization)."""
+    rng = np.random.default_rng(2)
+    x = random_data(rng, (2048, 515), np.uint16)
+    idx = rng.integers(0, 2**32, size=(3, 231)).astype(np.uint32)
+    idx[0] %= 515
+    out = dmlgpu.gather(x, idx, axis=-1, device=device)
+    same_bytes(out, np.take(x, _resolve_vec(idx, 515), axis=-1))
+
+
+def test_large_gather_elements_and_nd(device):
+    rng = np.random.default_rng(3)
+    x = random_data(rng, (512, 1024), np.uint8)
+    idx = rng.integers(-600, 600, size=(512, 1000)).astype(np.int32)
+    same_bytes(dmlgpu.gather_elements(x, idx, axis=0, device=device),
+               np.take_along_axis(x[:, :1000], _resolve_vec(idx, 512), axis=0))
+    nd = rng.integers(-1, 1100, size=(700, 2)).astype(np.int64)
+    r0, r1 = _resolve_vec(nd[:, 0], 512), _resolve_vec(nd[:, 1], 1024)
+    same_bytes(dmlgpu.gather_nd(x, nd, device=device), x[r0, r1])
+
+
+@pytest.mark.parametrize("case", [
+    ("gather", (0, 0), np.array([0], np.int32), dict(axis=1), (0, 1)),
+    ("gather", (0, 0), np.array([0], np.int32), dict(axis=0), (1, 0)),
+    ("gather", (0, 3), np.array([[7, -9]], np.int64), dict(axis=1), (0, 1, 2)),
+    ("gather", (2, 0, 4), np.array([5], np.uint32), dict(axis=1), None),     # non-empty result: IndexError
+    ("gather_nd", (0, 0, 0), np.array([0], np.int32), {}, (0, 0)),
+    ("gather_nd", (3, 0, 2), np.array([[1, 0]], np.int64), {}, None),       # non-empty result: IndexError
+    ("gather_nd", (3, 0, 0), np.array([[1, 0]], np.int64), {}, (1, 0)),
+], ids=["take-empty-out", "take-empty-out-axis0", "take-empty-out-oob", "take-nonempty-out", "nd-empty-out", "nd-nonempty-out",
+        "nd-empty-out-2"])
+def test_empty_axis_clamp_mode(device, case):
+    """mode="clamp" never fails when the result is empty (numpy.take agrees: np.take(np.empty((0, 0)), [0],
+    axis=1) has shape (0, 1)); a non-empty result that would read a zero-size dimension is an IndexError."""
+    fn, shape, idx, kw, out_shape = case
+    x = np.zeros(shape, np.float32)
+    if out_shape is None:
+        with pytest.raises(IndexError):
+            getattr(dmlgpu, fn)(x, idx, device=device, **kw)
+        return
+    if fn == "gather" and kw["axis"] == 1:
+        assert np.take(x, idx, **kw).shape == out_shape
+    out = getattr(dmlgpu, fn)(x, idx, device=device, **kw)
+    assert out.shape == out_shape and out.dtype == x.dtype
+    with pytest.raises(IndexError):   # mode="raise" names the bad index even when the result is empty
+        getattr(dmlgpu, fn)(x, idx, device=device, mode="raise", **kw)

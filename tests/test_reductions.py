@@ -1,0 +1,503 @@
+"""Scatter reductions (reduction="add" | "mul" | "min" | "max"): the ONNX examples, properties against the
+sequential NumPy references (dmlgpu.reference.scatter_nd_reduce / scatter_elements_reduce), heavy
+duplicates, bit-exact float16/float32/float64 arithmetic against NumPy, integer wrapping, layer 1, Tensors.
+
+Results are compared bit for bit; a NaN matches any NaN only where NaN payloads are a platform's choice."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import dmlgpu
+from dmlgpu import DataType, DescError, TensorDesc, reference
+
+REDUCTIONS = ("add", "mul", "min", "max")
+ARITH_DTYPES = [np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+                                      np.uint64, np.float16, np.float32, np.float64, np.bool_)]
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def same(out, expected, loose_nan=True):
+    """Bit-equal arrays (any NaN matches any NaN with ``loose_nan``)."""
+    out, expected = np.asarray(out), np.asarray(expected)
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    if out.dtype.kind == "b":
+        return np.array_equal(out.view(np.uint8), expected.view(np.uint8))
+    bits = out.view(UINT[out.dtype.itemsize]) == expected.view(UINT[out.dtype.itemsize])
+    if loose_nan and out.dtype.kind == "f":
+        bits |= np.isnan(out) & np.isnan(expected)
+    return bool(bits.all())
+
+
+def values(rng, shape, dtype, reduction):
+    """Random values that keep every dtype exact and free of subnormals (float32 may flush them on GPUs)."""
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+    if reduction == "mul":   # factors near 1: long products stay normal
+        v = rng.uniform(0.5, 2.0, size=shape) * rng.choice([-1, 1], size=shape)
+    else:
+        v = rng.standard_normal(shape) * 100
+    return v.astype(dtype)
+
+
+# ---- The ONNX examples (operator docs and backend test cases), worked out from the definitions ----
+
+ND_DATA_3D = np.array([[[1, 2, 3, 4], [5, 6, 7, 8], [8, 7, 6, 5], [4, 3, 2, 1]],
+                       [[1, 2, 3, 4], [5, 6, 7, 8], [8, 7, 6, 5], [4, 3, 2, 1]],
+                       [[8, 7, 6, 5], [4, 3, 2, 1], [1, 2, 3, 4], [5, 6, 7, 8]],
+                       [[8, 7, 6, 5], [4, 3, 2, 1], [1, 2, 3, 4], [5, 6, 7, 8]]], dtype=np.float32)
+ND_UPDATES_3D = np.array([[[5, 5, 5, 5], [6, 6, 6, 6], [7, 7, 7, 7], [8, 8, 8, 8]],
+                          [[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3], [4, 4, 4, 4]]], dtype=np.float32)
+ND_EXPECTED_3D_SLICE0 = {   # indices [[0], [0]]: both updates combine into slice 0, the rest is unchanged
+    "add": [[7, 8, 9, 10], [13, 14, 15, 16], [18, 17, 16, 15], [16, 15, 14, 13]],
+    "mul": [[5, 10, 15, 20], [60, 72, 84, 96], [168, 147, 126, 105], [128, 96, 64, 32]],
+    "max": [[5, 5, 5, 5], [6, 6, 7, 8], [8, 7, 7, 7], [8, 8, 8, 8]],
+    "min": [[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3], [4, 3, 2, 1]],
+}
+ND_EXPECTED_1D = {          # data [1..8], indices [[4], [3], [1], [7]], updates [9, 10, 11, 12]
+    "add": [1, 13, 3, 14, 14, 6, 7, 20],
+    "mul": [1, 22, 3, 40, 45, 6, 7, 96],
+    "max": [1, 11, 3, 10, 9, 6, 7, 12],
+    "min": [1, 2, 3, 4, 5, 6, 7, 8],
+}
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_onnx_scatter_nd_1d(device, reduction):
+    data = np.arange(1, 9, dtype=np.float32)
+    out = dmlgpu.scatter_nd(data, np.array([[4], [3], [1], [7]], dtype=np.int64),
+                            np.array([9, 10, 11, 12], dtype=np.float32), device=device, reduction=reduction)
+    assert same(out, np.array(ND_EXPECTED_1D[reduction], dtype=np.float32))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_onnx_scatter_nd_3d(device, reduction):
+    out = dmlgpu.scatter_nd(ND_DATA_3D, np.array([[0], [0]], dtype=np.int64), ND_UPDATES_3D, device=device,
+                            reduction=reduction)
+    expected = ND_DATA_3D.copy()
+    expected[0] = ND_EXPECTED_3D_SLICE0[reduction]
+    assert same(out, expected)
+    assert same(reference.scatter_nd_reduce(ND_DATA_3D, np.array([[0], [0]]), ND_UPDATES_3D, reduction), expected)
+
+
+def test_onnx_scatter_nd_3d_distinct_targets(device):
+    """The ScatterND doc's 3-D example (indices [[0], [2]]) with add: each slice gets its own update."""
+    out = dmlgpu.scatter_nd(ND_DATA_3D, np.array([[0], [2]]), ND_UPDATES_3D, device=device, reduction="add")
+    expected = ND_DATA_3D.copy()
+    expected[0] += ND_UPDATES_3D[0]
+    expected[2] += ND_UPDATES_3D[1]
+    assert same(out, expected)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_onnx_scatter_elements_duplicate_indices(device, reduction):
+    """ScatterElements data [[1,2,3,4,5]], indices [[1,1]], updates [[1.1,2.1]], axis 1: add gives
+    [[1, 5.2, 3, 4, 5]] (2 + 1.1 + 2.1, in float32, in this order)."""
+    data = np.array([[1, 2, 3, 4, 5]], dtype=np.float32)
+    upd = np.array([[1.1, 2.1]], dtype=np.float32)
+    out = dmlgpu.scatter_elements(data, np.array([[1, 1]], dtype=np.int64), upd, axis=1, device=device,
+                                  reduction=reduction)
+    f = np.float32
+    target = {"add": (f(2) + f(1.1)) + f(2.1), "mul": (f(2) * f(1.1)) * f(2.1), "min": f(1.1), "max": f(2.1)}
+    expected = data.copy()
+    expected[0, 1] = target[reduction]
+    assert same(out, expected)
+    if reduction == "add":
+        np.testing.assert_allclose(out, [[1, 5.2, 3, 4, 5]], rtol=1e-6)
+
+
+def test_onnx_scatter_elements_2d_axis0(device):
+    """The ScatterElements doc's axis-0 example, with add on a zero data tensor: plain sums."""
+    data = np.zeros((3, 3), dtype=np.float32)
+    idx = np.array([[1, 0, 2], [0, 2, 1]])
+    upd = np.array([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]], dtype=np.float32)
+    out = dmlgpu.scatter_elements(data, idx, upd, axis=0, device=device, reduction="add")
+    expected = np.array([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]], dtype=np.float32)
+    assert same(out, expected)
+
+
+# ---- Properties against the sequential references ----
+
+@st.composite
+def nd_cases(draw):
+    dtype = draw(st.sampled_from(ARITH_DTYPES))
+    reduction = draw(st.sampled_from(REDUCTIONS))
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    k = draw(st.integers(1, rank))
+    batch = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+    index_dtype = draw(st.sampled_from([np.int32, np.int64, np.uint32, np.uint64]))
+    return dtype, reduction, shape, k, batch, np.dtype(index_dtype), draw(st.integers(0, 2**32 - 1))
+
+
+@given(nd_cases())
+def test_property_scatter_nd(device, case):
+    dtype, reduction, shape, k, batch, index_dtype, seed = case
+    rng = np.random.default_rng(seed)
+    data = values(rng, shape, dtype, reduction)
+    dims = np.array(shape[:k])
+    low = -dims if index_dtype.kind == "i" else 0                       # negative indices count from the end
+    idx = rng.integers(low, dims, size=batch + (k,)).astype(index_dtype)
+    upd = values(rng, batch + shape[k:], dtype, reduction)
+    out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction)
+    assert same(out, reference.scatter_nd_reduce(data, idx, upd, reduction), loose_nan=False)
+
+
+@st.composite
+def elements_cases(draw):
+    dtype = draw(st.sampled_from(ARITH_DTYPES))
+    reduction = draw(st.sampled_from(REDUCTIONS))
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    axis = draw(st.integers(-rank, rank - 1))
+    idx_shape = tuple(draw(st.integers(1, n)) if d != axis % rank else draw(st.integers(1, 12))
+                      for d, n in enumerate(shape))
+    index_dtype = draw(st.sampled_from([np.int32, np.int64, np.uint32, np.uint64]))
+    return dtype, reduction, shape, axis, idx_shape, np.dtype(index_dtype), draw(st.integers(0, 2**32 - 1))
+
+
+@given(elements_cases())
+def test_property_scatter_elements(device, case):
+    dtype, reduction, shape, axis, idx_shape, index_dtype, seed = case
+    rng = np.random.default_rng(seed)
+    data = values(rng, shape, dtype, reduction)
+    dim = shape[axis]
+    idx = rng.integers(-dim if index_dtype.kind == "i" else 0, dim, size=idx_shape).astype(index_dtype)
+    upd = values(rng, idx_shape, dtype, reduction)
+    out = dmlgpu.scatter_elements(data, idx, upd, axis=axis, device=device, reduction=reduction)
+    assert same(out, reference.scatter_elements_reduce(data, idx, upd, axis, reduction), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", ARITH_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_every_dtype_and_reduction(device, dtype, reduction):
+    """Rows of a 3-D tensor (scatter_nd) and elements along a middle axis (scatter_elements), with
+    negative and duplicate indices."""
+    rng = np.random.default_rng(hash((str(dtype), reduction)) % 2**32)
+    data = values(rng, (6, 3, 5), dtype, reduction)
+    idx = rng.integers(-6, 6, size=(4, 5, 1))
+    upd = values(rng, (4, 5, 3, 5), dtype, reduction)
+    assert same(dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction),
+                reference.scatter_nd_reduce(data, idx, upd, reduction), loose_nan=False)
+    idx = rng.integers(-3, 3, size=(6, 7, 5))
+    upd = values(rng, (6, 7, 5), dtype, reduction)
+    assert same(dmlgpu.scatter_elements(data, idx, upd, axis=1, device=device, reduction=reduction),
+                reference.scatter_elements_reduce(data, idx, upd, 1, reduction), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16], ids=str)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_heavy_duplicates(device, dtype, reduction):
+    """10,000 updates onto 10 targets: the order of combination is row-major, on every run."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(7)
+    data = values(rng, (10,), dtype, reduction)
+    idx = rng.integers(-10, 10, size=(10_000, 1))
+    upd = values(rng, (10_000,), dtype, reduction)
+    out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction)
+    assert same(out, reference.scatter_nd_reduce(data, idx, upd, reduction), loose_nan=False)
+    again = dmlgpu.scatter_elements(data, idx[:, 0], upd, device=device, reduction=reduction)
+    assert same(again, out, loose_nan=False)
+
+
+def test_heavy_duplicates_slices(device):
+    """5,000 update rows of 64 elements onto 3 slices, float32 add: one thread per slice element."""
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((3, 64)).astype(np.float32)
+    idx = rng.integers(0, 3, size=(5000, 1))
+    upd = rng.standard_normal((5000, 64)).astype(np.float32)
+    out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction="add")
+    expected = data.copy()
+    for i, row in zip(idx[:, 0], upd):   # the sequential order, vectorised over the row
+        expected[i] = expected[i] + row
+    assert same(out, expected, loose_nan=False)
+
+
+def test_clamped_indices(device):
+    """Out-of-range indices clamp (mode="clamp"), and take part in the reduction at the clamped target."""
+    data = np.zeros(4, dtype=np.int32)
+    idx = np.array([[-100], [100], [3], [-1], [0]])
+    upd = np.array([1, 10, 100, 1000, 10000], dtype=np.int32)
+    out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction="add")
+    assert out.tolist() == [10001, 0, 0, 1110]
+    assert same(out, reference.scatter_nd_reduce(data, idx, upd, "add"))
+
+
+def test_raise_mode(device):
+    data = np.zeros(4, dtype=np.float32)
+    with pytest.raises(IndexError, match="index 4"):
+        dmlgpu.scatter_nd(data, [[1], [4]], np.ones(2, np.float32), device=device, mode="raise", reduction="add")
+    out = dmlgpu.scatter_elements(data, [-4, 3, -4], np.ones(3, np.float32), device=device, mode="raise",
+                                  reduction="add")
+    assert out.tolist() == [2, 0, 0, 1]
+
+
+# ---- Arithmetic, bit for bit ----
+
+def _random_f64_bits(rng, n):
+    sign = rng.integers(0, 2, size=n, dtype=np.uint64) << np.uint64(63)
+    frac = rng.integers(0, 2**52, size=n, dtype=np.uint64)
+    parts = [
+        rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True),          # any bits (NaNs too)
+        sign | frac,                                                                  # subnormals, zeros
+        sign | (rng.integers(0, 2047, size=n, dtype=np.uint64) << np.uint64(52)) | frac,   # finite
+        sign | (rng.integers(1000, 1050, size=n, dtype=np.uint64) << np.uint64(52)) | frac,
+        rng.choice(np.array([0, 2**63, 0x7FF0000000000000, 0xFFF0000000000000, 1, 2**63 + 1,
+                             0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x7FEFFFFFFFFFFFFF, 0x3FF0000000000000,
+                             0xBFF0000000000000, 0x8010000000000000], dtype=np.uint64), size=n),
+    ]
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_float64_bit_exact(device, reduction):
+    """Software binary64 against NumPy (the host's IEEE arithmetic): rounding, subnormals, overflow,
+    infinities, signed zeros, cancellation, products near under- and overflow. When both operands are NaN,
+    which payload survives is the platform's choice: any NaN matches there."""
+    rng = np.random.default_rng(11)
+    a, b = _random_f64_bits(rng, 20_000), _random_f64_bits(rng, 20_000)
+    b = b[rng.permutation(b.size)]
+    q = a.size // 4
+    b[:q] = (a[:q] ^ np.uint64(2**63)) + rng.integers(-2, 3, size=q).astype(np.uint64)   # near-cancellation
+    ea = rng.integers(1, 2047, size=q, dtype=np.uint64)
+    eb = (np.uint64(1024 + 2047) - ea + rng.integers(-60, 60, size=q).astype(np.uint64)) % np.uint64(2047)
+    a[q:2 * q] = (ea << np.uint64(52)) | rng.integers(0, 2**52, size=q, dtype=np.uint64)
+    b[q:2 * q] = (eb << np.uint64(52)) | rng.integers(0, 2**52, size=q, dtype=np.uint64)
+    x, y = a.view(np.float64), b.view(np.float64)
+    out = dmlgpu.scatter_elements(x, np.arange(x.size), y, device=device, reduction=reduction)
+    with np.errstate(all="ignore"):
+        expected = x + y if reduction == "add" else x * y
+    both_nan = np.isnan(x) & np.isnan(y)
+    assert same(out[~both_nan], expected[~both_nan], loose_nan=False)
+    assert np.isnan(out[both_nan]).all()
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_float16_bit_exact(device, reduction):
+    """float16 through float32 against NumPy on random bit patterns (subnormals, infinities, NaNs)."""
+    rng = np.random.default_rng(12)
+    a = rng.integers(0, 2**16, size=100_000, dtype=np.uint16)
+    b = rng.integers(0, 2**16, size=100_000, dtype=np.uint16)
+    b[:20_000] = (a[:20_000] ^ np.uint16(0x8000)) + rng.integers(-2, 3, size=20_000).astype(np.uint16)
+    a[20_000:40_000] &= np.uint16(0x83FF)
+    x, y = a.view(np.float16), b.view(np.float16)
+    out = dmlgpu.scatter_elements(x, np.arange(x.size), y, device=device, reduction=reduction)
+    with np.errstate(all="ignore"):
+        expected = {"add": x + y, "mul": x * y}.get(reduction)
+    if expected is None:
+        expected = reference.combine(reduction, x, y)
+    both_nan = np.isnan(x) & np.isnan(y)
+    assert same(out[~both_nan], expected[~both_nan], loose_nan=False)
+    assert np.isnan(out[both_nan]).all()
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_float32_normal_values(device, reduction):
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(50_000) * 10.0 ** rng.integers(-15, 15, size=50_000)).astype(np.float32)
+    y = (rng.standard_normal(50_000) * 10.0 ** rng.integers(-15, 15, size=50_000)).astype(np.float32)
+    x[:100], y[:100] = np.inf, -np.inf         # inf - inf: NaN
+    x[100:200], y[100:200] = -0.0, 0.0
+    out = dmlgpu.scatter_elements(x, np.arange(x.size), y, device=device, reduction=reduction)
+    with np.errstate(all="ignore"):
+        expected = {"add": x + y, "mul": x * y}.get(reduction)
+    if expected is None:
+        expected = reference.combine(reduction, x, y)
+    assert same(out, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+def test_min_max_nan_and_signed_zero(device, dtype):
+    dtype = np.dtype(dtype)
+    nan = np.array(np.nan, dtype)
+    data = np.array([1, np.nan, 0.0, -0.0, 0.0, 5], dtype=dtype)
+    idx = np.array([0, 1, 2, 3, 4, 5, 0])
+    upd = np.array([np.nan, 2, -0.0, 0.0, 0.0, -np.inf, 3], dtype=dtype)
+    mn = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="min")
+    mx = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="max")
+    assert np.isnan(mn[0]) and np.isnan(mx[0]) and np.isnan(mn[1]) and np.isnan(mx[1])  # NaN propagates
+    assert np.signbit(mn[2]) and np.signbit(mn[3]) and not np.signbit(mx[2]) and not np.signbit(mx[3])
+    assert not np.signbit(mn[4]) and mn[5] == -np.inf and mx[5] == 5
+    assert same(mn, reference.scatter_elements_reduce(data, idx, upd, 0, "min"), loose_nan=False)
+    assert same(mx, reference.scatter_elements_reduce(data, idx, upd, 0, "max"), loose_nan=False)
+    del nan
+
+
+def test_integer_wrapping(device):
+    cases = [
+        (np.int8, "add", [127], [1], [-128]),
+        (np.uint8, "mul", [200], [3], [88]),
+        (np.int16, "mul", [-32768], [-1], [-32768]),
+        (np.uint32, "add", [2**32 - 1], [2], [1]),
+        (np.int64, "add", [2**63 - 1], [1], [-2**63]),
+        (np.uint64, "mul", [2**63 + 3], [6], [18]),
+        (np.int64, "mul", [-3037000499], [3037000499], [-9223372030926249001]),
+        (np.int64, "min", [-2**63 + 1], [-2**63], [-2**63]),
+        (np.uint64, "max", [2**63 - 1], [2**63], [2**63]),
+        (np.int32, "max", [-5], [-7], [-5]),
+        (np.int8, "min", [1], [-1], [-1]),
+    ]
+    for dtype, reduction, data, upd, expected in cases:
+        out = dmlgpu.scatter_elements(np.array(data, dtype), [0], np.array(upd, dtype), device=device,
+                                      reduction=reduction)
+        assert out.tolist() == expected, (dtype, reduction)
+
+
+def test_int64_random_wraps_like_numpy(device):
+    rng = np.random.default_rng(14)
+    for dtype in (np.int64, np.uint64):
+        x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, size=20_000, dtype=dtype, endpoint=True)
+        y = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, size=20_000, dtype=dtype, endpoint=True)
+        for reduction, expected in (("add", x + y), ("mul", x * y), ("min", np.minimum(x, y)),
+                                    ("max", np.maximum(x, y))):
+            out = dmlgpu.scatter_elements(x, np.arange(x.size), y, device=device, reduction=reduction)
+            assert same(out, expected), (dtype, reduction)
+
+
+def test_bool(device):
+    data = np.array([False, False, True, True])
+    idx = np.array([0, 1, 2, 3, 1, 2])
+    upd = np.array([False, True, False, True, False, True])
+    for reduction, expected in (("add", [0, 1, 1, 1]), ("max", [0, 1, 1, 1]), ("mul", [0, 0, 0, 1]),
+                                ("min", [0, 0, 0, 1])):
+        out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
+        assert out.dtype == bool and out.astype(int).tolist() == expected, reduction
+
+
+def test_sub_word_neighbours(device):
+    """int8 targets share words: concurrent runs on neighbouring bytes lose nothing."""
+    rng = np.random.default_rng(15)
+    data = rng.integers(-128, 128, size=4099, dtype=np.int8)
+    idx = rng.integers(0, data.size, size=40_000)
+    upd = rng.integers(-128, 128, size=idx.size, dtype=np.int8)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="add")
+    expected = data.copy()
+    np.add.at(expected, idx, upd)                   # integer addition: order does not matter
+    assert same(out, expected)
+
+
+def test_non_native_byte_order(device):
+    data = np.arange(6, dtype=">i4")
+    out = dmlgpu.scatter_elements(data, [1, 1, 5], np.array([10, 20, 30], ">i4"), device=device, reduction="add")
+    assert out.dtype == np.dtype(">i4") and out.tolist() == [0, 31, 2, 3, 4, 35]
+
+
+# ---- Arguments ----
+
+def test_reduction_none_is_plain_scatter(device):
+    data = np.zeros(3, np.float32)
+    out = dmlgpu.scatter_nd(data, [[1], [1]], np.array([1, 2], np.float32), device=device, reduction="none")
+    assert out.tolist() == [0, 2, 0]
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, "V8", "datetime64[s]"], ids=str)
+def test_unsupported_dtypes(device, dtype):
+    data = np.zeros(3, dtype)
+    with pytest.raises(TypeError, match="reduction 'add' is not supported"):
+        dmlgpu.scatter_nd(data, [[0]], np.zeros(1, dtype), device=device, reduction="add")
+    with pytest.raises(TypeError, match="reduction 'max' is not supported"):
+        dmlgpu.scatter_elements(data, [0], np.zeros(1, dtype), device=device, reduction="max")
+    if data.dtype.kind != "M":   # plain scatter moves the bytes (datetime64: see the report)
+        dmlgpu.scatter_elements(data, [0], np.zeros(1, dtype), device=device, reduction="none")
+
+
+@pytest.mark.parametrize("reduction", ["sum", "ADD", None, 1])
+def test_bad_reduction(device, reduction):
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        dmlgpu.scatter_nd(np.zeros(3), [[0]], np.zeros(1), device=device, reduction=reduction)
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        dmlgpu.scatter_elements(np.zeros(3), [0], np.zeros(1), device=device, reduction=reduction)
+
+
+def test_empty(device):
+    data = np.ones(3, np.float32)
+    out = dmlgpu.scatter_nd(data, np.zeros((0, 1), np.int64), np.zeros(0, np.float32), device=device,
+                            reduction="mul")
+    assert same(out, data)
+
+
+def test_tensors_and_recording(device):
+    data = np.arange(5, dtype=np.float32)
+    idx = np.array([[1], [1], [4]])
+    upd = np.array([1, 2, 3], np.float32)
+    expected = reference.scatter_nd_reduce(data, idx, upd, "add")
+    t = dmlgpu.scatter_nd(dmlgpu.tensor(data, device=device), dmlgpu.tensor(idx, device=device),
+                          dmlgpu.tensor(upd, device=device), reduction="add")
+    assert isinstance(t, dmlgpu.Tensor) and same(t.numpy(), expected)
+    with device.record():
+        r = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction="add")
+    assert same(r.numpy(), expected)
+    idx_t = dmlgpu.tensor(idx, device=device)
+    with pytest.raises(RuntimeError, match="cannot be recorded"):
+        with device.record():
+            dmlgpu.scatter_nd(data, idx_t, upd, device=device, reduction="add")
+
+
+# ---- Layer 1 ----
+
+def _buf(device, arr, nbytes=None):
+    return device.buffer(np.ascontiguousarray(arr), nbytes=nbytes)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_layer1_scatter_nd(device, in_place):
+    data = np.arange(1, 9, dtype=np.float32)
+    idx = np.array([[4], [3], [1], [7], [1]], dtype=np.uint32)
+    upd = np.array([9, 10, 11, 12, 2], dtype=np.float32)
+    f, u = DataType.FLOAT32, DataType.UINT32
+    desc = dmlgpu.ScatterNDDesc(TensorDesc(f, [1, 8]), TensorDesc(u, [5, 1]), TensorDesc(f, [1, 5]),
+                                TensorDesc(f, [1, 8]), 1, 2, reduction="mul")
+    op = device.compile(desc)
+    b_in = _buf(device, data)
+    b_out = b_in if in_place else device.buffer(nbytes=32)
+    op.execute(input=b_in, indices=_buf(device, idx), updates=_buf(device, upd), output=b_out)
+    out = b_out.read().view(np.float32)
+    assert same(out, reference.scatter_nd_reduce(data, idx, upd, "mul"))
+
+
+def test_layer1_scatter_elements_strided_output(device):
+    """A padded output (strides {12, 2}): only its elements change; the copy from input is strided."""
+    rng = np.random.default_rng(16)
+    data = rng.integers(-50, 50, size=(2, 5)).astype(np.int16)
+    idx = np.array([[4, 0, 4], [-1, -1, 2]], dtype=np.int32)
+    upd = rng.integers(-50, 50, size=(2, 3)).astype(np.int16)
+    i16, i32 = DataType.INT16, DataType.INT32
+    out_desc = TensorDesc(i16, [2, 5], strides=[12, 2])
+    desc = dmlgpu.ScatterElementsDesc(TensorDesc(i16, [2, 5]), TensorDesc(i32, [2, 3]), TensorDesc(i16, [2, 3]),
+                                      out_desc, axis=1, reduction="max")
+    op = device.compile(desc)
+    sentinel = np.full(out_desc.total_size_in_bytes // 2, 0x7777, dtype=np.int16)
+    b_out = _buf(device, sentinel)
+    op.execute(input=_buf(device, data), indices=_buf(device, idx), updates=_buf(device, upd), output=b_out)
+    raw = b_out.read().view(np.int16)
+    got = np.lib.stride_tricks.as_strided(raw, shape=(2, 5), strides=(24, 4))
+    assert same(got.copy(), reference.scatter_elements_reduce(data, idx, upd, 1, "max"))
+    mask = np.ones(raw.size, bool)
+    mask[(np.arange(2)[:, None] * 12 + np.arange(5) * 2).ravel()] = False
+    assert (raw[mask] == 0x7777).all()
+
+
+@pytest.mark.parametrize("reduction", ["sum", None, "Add"])
+def test_layer1_bad_reduction(device, reduction):
+    f, u = DataType.FLOAT32, DataType.UINT32
+    nd = dmlgpu.ScatterNDDesc(TensorDesc(f, [1, 8]), TensorDesc(u, [5, 1]), TensorDesc(f, [1, 5]),
+                              TensorDesc(f, [1, 8]), 1, 2, reduction=reduction)
+    el = dmlgpu.ScatterElementsDesc(TensorDesc(f, [1, 8]), TensorDesc(u, [1, 3]), TensorDesc(f, [1, 3]),
+                                    TensorDesc(f, [1, 8]), 1, reduction)
+    for desc in (nd, el):
+        with pytest.raises(DescError, match="Reduction"):
+            device.compile(desc)
+
+
+def test_layer1_default_is_none(device):
+    f, u = DataType.FLOAT32, DataType.UINT32
+    desc = dmlgpu.ScatterElementsDesc(TensorDesc(f, [1, 4]), TensorDesc(u, [1, 2]), TensorDesc(f, [1, 2]),
+                                      TensorDesc(f, [1, 4]), 1)
+    assert desc.reduction == "none"
+    op = device.compile(desc)
+    b = _buf(device, np.zeros(4, np.float32))
+    op.execute(input=b, indices=_buf(device, np.array([2, 2], np.uint32)),
+               updates=_buf(device, np.array([1, 2], np.float32)), output=b)
+    assert b.read().view(np.float32).tolist() == [0, 0, 2, 0]

@@ -1,0 +1,387 @@
+"""Layer-2 scatters (scatter_nd, scatter_elements) against the NumPy references: hypothesis-driven ("fuzz" in
+the name), duplicates (the last update in row-major order wins), sub-word dtypes written by many threads,
+empty inputs, bad input, and a large case."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import dmlgpu
+from dmlgpu import reference
+
+from strategies import (MAX_DENSE, assert_index_error, budget_shape, data_dtypes, first_bad, index_dtypes,
+                        index_kinds, lay_out, layouts, modes, random_data, random_indices, same_bytes, seeds,
+                        shapes, snapshot)
+
+AxisError = np.exceptions.AxisError
+
+
+def _call_and_check(fn, args, kwargs, mode, idx, dims, expected_fn, callers):
+    before = snapshot(*callers)
+    bad = first_bad(idx, dims) if mode == "raise" else None
+    if bad is not None:
+        with pytest.raises(IndexError) as excinfo:
+            fn(*args, **kwargs)
+        assert_index_error(excinfo, *bad)
+        out = None
+    else:
+        out = fn(*args, **kwargs)
+        same_bytes(out, expected_fn())
+    assert snapshot(*callers) == before, "the caller's arrays were modified"
+    return out
+
+
+def last_wins(targets: np.ndarray, n_targets: int, updates: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Vectorized sequential scatter of a flat list: base.copy() with base[targets[i]] = updates[i] in order."""
+    out = base.copy()
+    rev = targets[::-1]
+    uniq, first_in_rev = np.unique(rev, return_index=True)
+    last = targets.size - 1 - first_in_rev
+    out[uniq] = updates[last]
+    return out
+
+
+# ---------------------------------------------------------------- scatter_nd
+
+@st.composite
+def scatter_nd_case(draw):
+    """(data shape, indices shape): tuple size k in [1, rank] (k < rank: row slices), indices rank 1..3."""
+    shape = draw(shapes(), label="shape")
+    rank = len(shape)
+    k = draw(st.integers(1, rank), label="k")
+    middle = draw(shapes(min_rank=0, max_rank=2, max_elems=256, max_side=24), label="middle")
+    row = int(np.prod(shape[k:]))
+    middle = budget_shape(middle, max(1, min(512, MAX_DENSE // row)))
+    return shape, tuple(middle) + (k,)
+
+
+@given(st.data())
+def test_fuzz_scatter_nd(device, data):
+    shape, idx_shape = data.draw(scatter_nd_case(), label="case")
+    k = idx_shape[-1]
+    dims = np.array(shape[:k], dtype=np.int64)
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    kinds, mode = data.draw(index_kinds(), label="kinds"), data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
+    idx = lay_out(random_indices(rng, idx_shape, dims, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
+    upd = lay_out(random_data(rng, idx_shape[:-1] + shape[k:], dtype), data.draw(layouts(), label="u_layout"))
+
+    _call_and_check(dmlgpu.scatter_nd, (x, idx, upd), dict(device=device, mode=mode), mode, idx, dims,
+                    lambda: reference.scatter_nd(x, idx, upd), [x, idx, upd])
+
+
+# ---------------------------------------------------------------- scatter_elements
+
+@st.composite
+def elements_case(draw):
+    shape = draw(shapes(), label="shape")
+    rank = len(shape)
+    axis = draw(st.integers(-rank, rank - 1), label="axis")
+    a = axis % rank
+    idx_shape = [draw(st.integers(1, n + 3)) if d == a else draw(st.integers(1, n)) for d, n in enumerate(shape)]
+    return shape, axis, budget_shape(idx_shape, 2048)
+
+
+@given(st.data())
+def test_fuzz_scatter_elements(device, data):
+    shape, axis, idx_shape = data.draw(elements_case(), label="case")
+    dim = shape[axis]
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    kinds, mode = data.draw(index_kinds(), label="kinds"), data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
+    idx = lay_out(random_indices(rng, idx_shape, dim, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
+    upd = lay_out(random_data(rng, idx_shape, dtype), data.draw(layouts(), label="u_layout"))
+
+    _call_and_check(dmlgpu.scatter_elements, (x, idx, upd, axis), dict(device=device, mode=mode), mode, idx, dim,
+                    lambda: reference.scatter_elements(x, idx, upd, axis), [x, idx, upd])
+
+
+# ---------------------------------------------------------------- empty inputs
+
+@given(st.data())
+def test_fuzz_scatter_nd_empty(device, data):
+    """Zero-size data or updates: an unchanged copy; IndexError when updates are non-empty but a tuple
+    component addresses a zero-size dimension."""
+    shape = data.draw(shapes(max_rank=4, max_elems=64, min_side=0, max_side=3), label="shape")
+    k = data.draw(st.integers(1, len(shape)), label="k")
+    middle = data.draw(shapes(min_rank=0, max_rank=2, max_elems=9, min_side=0, max_side=3), label="middle")
+    if 0 not in shape and 0 not in middle:
+        middle = (0,) + tuple(middle)
+    idx_shape = tuple(middle) + (k,)
+    dims = np.array(shape[:k], dtype=np.int64)
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    mode = data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = random_data(rng, shape, dtype)
+    idx = random_indices(rng, idx_shape, np.maximum(dims, 1), idx_dtype, ["in"])
+    upd = random_data(rng, idx_shape[:-1] + tuple(shape[k:]), dtype)
+    before = snapshot(x, idx, upd)
+    bad = first_bad(idx, dims)
+    if mode == "raise" and bad is not None:
+        with pytest.raises(IndexError) as excinfo:
+            dmlgpu.scatter_nd(x, idx, upd, device=device, mode=mode)
+        assert_index_error(excinfo, *bad)
+    elif upd.size and 0 in dims:
+        with pytest.raises(IndexError):
+            dmlgpu.scatter_nd(x, idx, upd, device=device, mode=mode)
+    else:
+        out = dmlgpu.scatter_nd(x, idx, upd, device=device, mode=mode)
+        expected = x.copy()
+        if upd.size:   # x is empty here only if upd is: with numpy's own indexing as a cross-check
+            i64 = idx.astype(np.int64)
+            expected[tuple(i64[..., j] for j in range(k))] = upd
+        same_bytes(out, expected)
+        assert not np.shares_memory(out, x) and out is not x
+    assert snapshot(x, idx, upd) == before
+
+
+@given(st.data())
+def test_fuzz_scatter_elements_empty(device, data):
+    shape = data.draw(shapes(max_rank=4, max_elems=64, min_side=0, max_side=4), label="shape")
+    rank = len(shape)
+    axis = data.draw(st.integers(-rank, rank - 1), label="axis")
+    a = axis % rank
+    idx_shape = [data.draw(st.integers(0, n + 2)) if d == a else data.draw(st.integers(0, n))
+                 for d, n in enumerate(shape)]
+    if 0 not in idx_shape and 0 not in shape:
+        idx_shape[data.draw(st.integers(0, rank - 1))] = 0
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    mode = data.draw(modes, label="mode")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = random_data(rng, shape, dtype)
+    idx = random_indices(rng, idx_shape, max(shape[a], 1), idx_dtype, ["in"])
+    upd = random_data(rng, idx_shape, dtype)
+    before = snapshot(x, idx, upd)
+    bad = first_bad(idx, shape[a])
+    if mode == "raise" and bad is not None:
+        with pytest.raises(IndexError) as excinfo:
+            dmlgpu.scatter_elements(x, idx, upd, axis=axis, device=device, mode=mode)
+        assert_index_error(excinfo, *bad)
+    elif idx.size and shape[a] == 0:
+        with pytest.raises(IndexError):
+            dmlgpu.scatter_elements(x, idx, upd, axis=axis, device=device, mode=mode)
+    else:
+        out = dmlgpu.scatter_elements(x, idx, upd, axis=axis, device=device, mode=mode)
+        expected = x.copy()
+        if idx.size:
+            np.put_along_axis(expected[tuple(slice(None) if d == a else slice(0, n)
+                                             for d, n in enumerate(idx_shape))], idx.astype(np.int64), upd, a)
+        same_bytes(out, expected)
+    assert snapshot(x, idx, upd) == before
+
+
+# ---------------------------------------------------------------- duplicates
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.int16, np.float32, np.complex128])
+def test_heavy_duplicates_scatter_nd(device, dtype):
+    """100,000 updates onto 10 targets: the last one in row-major order wins."""
+    rng = np.random.default_rng(10)
+    x = random_data(rng, (10,), dtype)
+    targets = rng.integers(0, 10, size=100_000)
+    idx = targets.reshape(-1, 1).astype(np.int32)
+    upd = random_data(rng, (100_000,), dtype)
+    before = snapshot(x, idx, upd)
+    out = dmlgpu.scatter_nd(x, idx, upd, device=device)
+    same_bytes(out, last_wins(targets, 10, upd, x))
+    assert snapshot(x, idx, upd) == before
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16])
+def test_heavy_duplicates_scatter_elements(device, dtype):
+    """(1000, 100) updates onto a (10, 100) table along axis 0; negative and clamped indices alias the
+    in-range ones."""
+    rng = np.random.default_rng(11)
+    x = random_data(rng, (10, 100), dtype)
+    idx = rng.integers(-12, 12, size=(1000, 100)).astype(np.int64)
+    upd = random_data(rng, (1000, 100), dtype)
+    resolved = np.clip(np.where((idx < 0) & (idx >= -10), idx + 10, idx), 0, 9)
+    expected = x.copy()
+    for col in range(100):
+        expected[:, col] = last_wins(resolved[:, col], 10, upd[:, col], x[:, col])
+    out = dmlgpu.scatter_elements(x, idx, upd, axis=0, device=device)
+    same_bytes(out, expected)
+
+
+def test_heavy_duplicates_rows(device):
+    """scatter_nd with row slices (tuple size 1 of rank 3 data) and 20,000 duplicate rows."""
+    rng = np.random.default_rng(12)
+    x = random_data(rng, (7, 3, 5), np.uint8)
+    idx = rng.integers(-7, 7, size=(200, 100, 1)).astype(np.int16)
+    upd = random_data(rng, (200, 100, 3, 5), np.uint8)
+    flat_t = np.where(idx.reshape(-1) < 0, idx.reshape(-1) + 7, idx.reshape(-1)).astype(np.int64)
+    expected = x.copy()
+    rows = upd.reshape(-1, 3, 5)
+    uniq, first = np.unique(flat_t[::-1], return_index=True)
+    expected[uniq] = rows[flat_t.size - 1 - first]
+    same_bytes(dmlgpu.scatter_nd(x, idx, upd, device=device), expected)
+    same_bytes(dmlgpu.scatter_nd(x, idx[:3], upd[:3], device=device), reference.scatter_nd(x, idx[:3], upd[:3]))
+
+
+def test_repeated_calls_independent(device):
+    """The claim scratch is reset between scatters: a second scatter sees no stale claims."""
+    rng = np.random.default_rng(13)
+    for n in (5, 1000, 17, 70_000, 3):
+        x = random_data(rng, (n,), np.uint8)
+        targets = rng.integers(0, n, size=3 * n)
+        upd = random_data(rng, (3 * n,), np.uint8)
+        same_bytes(dmlgpu.scatter_elements(x, targets, upd, device=device), last_wins(targets, n, upd, x))
+
+
+# ---------------------------------------------------------------- sub-word dtypes: neighbours share a word
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_, np.uint16, np.float16])
+def test_adjacent_sub_word_writes(device, dtype):
+    """Every element written once, by different threads, in a random order: none lost or torn; then only
+    the even elements: the odd ones (same words) stay as they were."""
+    rng = np.random.default_rng(14)
+    n = 100_003
+    x = random_data(rng, (n,), dtype)
+    perm = rng.permutation(n)
+    upd = random_data(rng, (n,), dtype)
+    expected = x.copy()
+    expected[perm] = upd
+    same_bytes(dmlgpu.scatter_elements(x, perm.astype(np.uint32), upd, device=device), expected)
+    same_bytes(dmlgpu.scatter_nd(x, perm.reshape(-1, 1), upd, device=device), expected)
+
+    even = rng.permutation(np.arange(0, n, 2))
+    upd_even = random_data(rng, even.shape, dtype)
+    expected = x.copy()
+    expected[even] = upd_even
+    same_bytes(dmlgpu.scatter_elements(x, even, upd_even, device=device), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16])
+def test_sub_word_rows_straddling_words(device, dtype):
+    """Rows of 3 elements (not a multiple of 4 bytes) scattered in a 2-D table: rows straddle words."""
+    rng = np.random.default_rng(15)
+    x = random_data(rng, (9999, 3), dtype)
+    rows = rng.permutation(9999)[:6000]
+    idx = rows.reshape(-1, 1)
+    upd = random_data(rng, (6000, 3), dtype)
+    expected = x.copy()
+    expected[rows] = upd
+    same_bytes(dmlgpu.scatter_nd(x, idx, upd, device=device), expected)
+    # column-wise: scatter_elements along axis 1 with a per-row permutation of the 3 columns
+    cols = np.argsort(rng.random((9999, 3)), axis=1)
+    upd2 = random_data(rng, (9999, 3), dtype)
+    expected = x.copy()
+    np.put_along_axis(expected, cols, upd2, axis=1)
+    same_bytes(dmlgpu.scatter_elements(x, cols, upd2, axis=1, device=device), expected)
+
+
+# ---------------------------------------------------------------- mode="raise"
+
+@pytest.mark.parametrize("fn", ["scatter_nd", "scatter_elements"])
+def test_raise_names_first_bad_index_and_writes_nothing(device, fn):
+    x = np.arange(24, dtype=np.uint8).reshape(4, 6)
+    if fn == "scatter_nd":
+        idx = np.array([[0, 1], [3, -6], [4, 0], [0, 9]], dtype=np.int64)
+        upd = np.arange(4, dtype=np.uint8)
+        args, pos, value = (x, idx, upd), (2, 0), 4
+    else:
+        idx = np.array([[0, 1, 2], [5, 6, -7]], dtype=np.int32)
+        upd = np.ones((2, 3), dtype=np.uint8)
+        args, pos, value = (x, idx, upd, 1), (1, 1), 6
+    before = snapshot(x, idx, upd)
+    with pytest.raises(IndexError) as excinfo:
+        getattr(dmlgpu, fn)(*args, device=device, mode="raise")
+    assert_index_error(excinfo, pos, value)
+    assert snapshot(x, idx, upd) == before
+    same_bytes(getattr(dmlgpu, fn)(*args, device=device), getattr(reference, fn)(*args))
+    assert snapshot(x, idx, upd) == before
+
+
+def test_raise_unsigned(device):
+    x = np.zeros(5, dtype=np.float32)
+    idx = np.array([[1], [2**63], [2**64 - 1]], dtype=np.uint64)
+    with pytest.raises(IndexError) as excinfo:
+        dmlgpu.scatter_nd(x, idx, np.ones(3, np.float32), device=device, mode="raise")
+    assert_index_error(excinfo, (1, 0), 2**63)
+    out = dmlgpu.scatter_nd(x, idx, np.arange(3, dtype=np.float32), device=device)
+    assert out.tolist() == [0, 0, 0, 0, 2]
+
+
+# ---------------------------------------------------------------- bad input
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+I_ND = np.zeros((2, 1), dtype=np.int32)
+U_ND = np.zeros((2, 3, 4), dtype=np.float32)
+I_EL = np.zeros((2, 3, 4), dtype=np.int32)
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: dmlgpu.scatter_nd(X, I_ND.astype(np.float32), U_ND, device=d),
+    lambda d: dmlgpu.scatter_elements(X, I_EL.astype(np.float64), X, device=d),
+    lambda d: dmlgpu.scatter_nd(X, I_ND.astype(object), U_ND, device=d),
+    lambda d: dmlgpu.scatter_nd(X.astype(object), I_ND, U_ND.astype(object), device=d),
+    lambda d: dmlgpu.scatter_elements(X.astype(object), I_EL, X.astype(object), device=d),
+    lambda d: dmlgpu.scatter_nd(X, I_ND, U_ND.astype(np.float64), device=d),
+    lambda d: dmlgpu.scatter_nd(X, I_ND, U_ND.astype(np.int32), device=d),
+    lambda d: dmlgpu.scatter_elements(X, I_EL, X.astype(np.float16), device=d),
+    lambda d: dmlgpu.scatter_elements(X.astype(np.uint8), I_EL, X.astype(np.int8), device=d),
+], ids=["nd-float-idx", "el-float-idx", "nd-object-idx", "nd-object-data", "el-object-data", "nd-upd-f64",
+        "nd-upd-i32", "el-upd-f16", "el-upd-sign"])
+def test_bad_input_type_error(device, call):
+    before = snapshot(X, I_ND, U_ND, I_EL)
+    with pytest.raises(TypeError):
+        call(device)
+    assert snapshot(X, I_ND, U_ND, I_EL) == before
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: dmlgpu.scatter_nd(X, I_ND, U_ND[:, :2], device=d),
+    lambda d: dmlgpu.scatter_nd(X, I_ND, U_ND[0], device=d),
+    lambda d: dmlgpu.scatter_nd(X, np.zeros((2, 4), np.int32), np.zeros(2, np.float32), device=d),
+    lambda d: dmlgpu.scatter_nd(X, np.zeros((2, 0), np.int32), U_ND, device=d),
+    lambda d: dmlgpu.scatter_nd(X, np.array(0), X, device=d),
+    lambda d: dmlgpu.scatter_elements(X, I_EL, X[:, :2], device=d),
+    lambda d: dmlgpu.scatter_elements(X, I_EL[0], X[0], device=d),
+    lambda d: dmlgpu.scatter_elements(X, np.zeros((2, 4, 4), np.int32), np.zeros((2, 4, 4), np.float32),
+                                      axis=0, device=d),
+    lambda d: dmlgpu.scatter_elements(np.array(1.0), np.array(0), np.array(2.0), device=d),
+    lambda d: dmlgpu.scatter_nd(X, I_ND, U_ND, mode="wrap", device=d),
+    lambda d: dmlgpu.scatter_elements(X, I_EL, X, mode="", device=d),
+], ids=["nd-upd-shape", "nd-upd-rank", "nd-k-too-big", "nd-k-zero", "nd-0d-idx", "el-upd-shape", "el-rank",
+        "el-larger-outside-axis", "el-0d", "nd-mode", "el-mode"])
+def test_bad_input_value_error(device, call):
+    before = snapshot(X, I_ND, U_ND, I_EL)
+    with pytest.raises(ValueError):
+        call(device)
+    assert snapshot(X, I_ND, U_ND, I_EL) == before
+
+
+@pytest.mark.parametrize("axis", [3, -4, 2**40])
+def test_bad_axis(device, axis):
+    with pytest.raises(AxisError):
+        dmlgpu.scatter_elements(X, I_EL, X, axis=axis, device=device)
+
+
+# ---------------------------------------------------------------- large
+
+def test_large_scatter_uint8(device):
+    """~1M uint8 elements, 1M updates with duplicates, negative and clamped indices."""
+    rng = np.random.default_rng(16)
+    n = 1 << 20
+    x = random_data(rng, (n,), np.uint8)
+    idx = rng.integers(-n - 100, n + 100, size=n).astype(np.int64)
+    idx[::4099] = rng.choice(np.array([2**40, -2**63, 2**63 - 1, 2**32 + 5]), size=idx[::4099].size)
+    upd = random_data(rng, (n,), np.uint8)
+    before = snapshot(x, idx, upd)
+    resolved = np.clip(np.where((idx < 0) & (idx >= -n), idx + n, idx), 0, n - 1)
+    expected = last_wins(resolved, n, upd, x)
+    same_bytes(dmlgpu.scatter_elements(x, idx, upd, device=device), expected)
+    same_bytes(dmlgpu.scatter_nd(x, idx.reshape(-1, 1), upd, device=device), expected)
+    assert snapshot(x, idx, upd) == before
+
+
+def test_large_scatter_nd_2d_rows(device):
+    rng = np.random.default_rng(17)
+    x = random_data(rng, (1024, 1024), np.uint8)
+    idx = rng.integers(0, 1024, size=(3000, 1)).astype(np.uint32)
+    upd = random_data(rng, (3000, 1024), np.uint8)
+    expected = x.copy()
+    rows = idx[:, 0].astype(np.int64)
+    uniq, first = np.unique(rows[::-1], return_index=True)
+    expected[uniq] = upd[rows.size - 1 - first]
+    same_bytes(dmlgpu.scatter_nd(x, idx, upd, device=device), expected)
