@@ -27,7 +27,7 @@ except ImportError as exc:  # importing dmlgpu works without kp; opening a devic
 else:
     _KP_IMPORT_ERROR = None
 
-KP_PATCH_LEVEL = 3
+KP_PATCH_LEVEL = 4
 
 # Vulkan flag bits
 _TRANSFER_WRITE, _SHADER_READ, _SHADER_WRITE = 0x1000, 0x20, 0x40
@@ -254,6 +254,7 @@ class Device:
             self._mgr = kp.Manager(index)
         except Exception as exc:
             raise DeviceError(f"Vulkan device {index} could not be opened ({exc}); {INSTALL_HINT}") from None
+        self._immediate = self._mgr.sequence()
         self._algorithms: dict = {}
         self._param_buffers: dict = {}
         self._pool: dict = {}
@@ -409,7 +410,8 @@ class Device:
             return
         with self._lock:
             self._open()
-            seq = self._mgr.sequence()
+            seq = self._immediate                # one Sequence, re-recorded for every immediate run
+            seq.clear()
             holds = self._record_steps(seq, steps)
             self._submit(seq, holds)
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Quick start, step 2: brings the build up to date (as scripts/setup.sh, without the demo) and runs the
-# whole test suite on the default Vulkan device (lavapipe without a GPU). Extra arguments go to pytest.
+# whole test suite on the default Vulkan device (lavapipe without a GPU), with the Khronos validation
+# layer (synchronization validation included) on: any message it reports fails the run
+# (DMLGPU_VALIDATION=0 turns it off). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --no-demo
+export DMLGPU_VALIDATION="${DMLGPU_VALIDATION:-1}"
 exec .venv/bin/python -m pytest -q "$@"
