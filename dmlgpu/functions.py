@@ -64,6 +64,18 @@ def _indices(indices, mode: str, device):
     return arr, arr
 
 
+def _operands(op: str, data, indices, device, mode, updates=None):
+    """The checks every function starts with: (data, indices for the GPU, index values for host checks or
+    None, the device, the mode)."""
+    mode = _mode(mode)
+    data = _data(data, "data")
+    if data.ndim == 0:
+        raise ValueError(f"{op}: data must have at least one dimension")
+    dev = _device(device, data, indices, updates)
+    idx, values = _indices(indices, mode, dev)
+    return data, idx, values, dev, mode
+
+
 def _mode(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -148,12 +160,7 @@ def _check_indices(op: str, values, count: int, dims, mode: str, dim_of) -> None
 
 def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX Gather / numpy.take(data, indices, axis): shape data[:axis] + indices.shape + data[axis+1:]."""
-    mode = _mode(mode)
-    data = _data(data, "data")
-    dev = _device(device, data, indices)
-    idx, values = _indices(indices, mode, dev)
-    if data.ndim == 0:
-        raise ValueError("gather: data must have at least one dimension")
+    data, idx, values, dev, mode = _operands("gather", data, indices, device, mode)
     axis = _axis(axis, data.ndim)
     dim = data.shape[axis]
     out_shape = take_shape(data.shape, idx.shape, axis)
@@ -179,12 +186,7 @@ def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
 def gather_elements(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX GatherElements / numpy.take_along_axis: out[i][j] = data[indices[i][j]][j] (axis 0), and so
     on; indices has data's rank and may be smaller outside the axis; the result has indices' shape."""
-    mode = _mode(mode)
-    data = _data(data, "data")
-    dev = _device(device, data, indices)
-    idx, values = _indices(indices, mode, dev)
-    if data.ndim == 0:
-        raise ValueError("gather_elements: data must have at least one dimension")
+    data, idx, values, dev, mode = _operands("gather_elements", data, indices, device, mode)
     axis = _axis(axis, data.ndim)
     _check_elements_shapes("gather_elements", data, idx, axis)
     dim = data.shape[axis]
@@ -217,10 +219,7 @@ def _check_nd(op: str, data, idx, batch_dims: int):
 def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX GatherND: out[b.., i..] = data[b.., *indices[b.., i.., :]]; shape
     indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
-    mode = _mode(mode)
-    data = _data(data, "data")
-    dev = _device(device, data, indices)
-    idx, values = _indices(indices, mode, dev)
+    data, idx, values, dev, mode = _operands("gather_nd", data, indices, device, mode)
     dims = _check_nd("gather_nd", data, idx, batch_dims)
     out_shape = nd_shape(data.shape, idx.shape, batch_dims)
     _check_indices("gather_nd", values, int(np.prod(out_shape)), dims, mode, lambda pos: dims[pos[-1]])
@@ -250,10 +249,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     device's arithmetic, which may flush subnormals to zero on some GPUs (float16 and float64 never do).
     bool: add/max are or, mul/min are and; other dtypes (complex, ...) raise TypeError. The grouping by
     target reads the indices on the host (Tensor indices are downloaded). Details: dmlgpu/reduction.py."""
-    mode = _mode(mode)
-    data = _data(data, "data")
-    dev = _device(device, data, indices, updates)
-    idx, values = _indices(indices, mode, dev)
+    data, idx, values, dev, mode = _operands("scatter_nd", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_nd")
     reduction = _reduction.check(reduction, data.dtype)
     dims = _check_nd("scatter_nd", data, idx, 0)
@@ -279,14 +275,9 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
     updates has indices' shape. Duplicate targets: the last update (row-major order) wins.
     ``reduction`` "add", "mul", "min" or "max": as for scatter_nd (ONNX opsets 16/18; deterministic;
     float32 subnormals may be flushed on some GPUs)."""
-    mode = _mode(mode)
-    data = _data(data, "data")
-    dev = _device(device, data, indices, updates)
-    idx, values = _indices(indices, mode, dev)
+    data, idx, values, dev, mode = _operands("scatter_elements", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_elements")
     reduction = _reduction.check(reduction, data.dtype)
-    if data.ndim == 0:
-        raise ValueError("scatter_elements: data must have at least one dimension")
     axis = _axis(axis, data.ndim)
     _check_elements_shapes("scatter_elements", data, idx, axis, upd)
     dim = data.shape[axis]

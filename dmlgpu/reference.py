@@ -42,24 +42,27 @@ def gather_nd(data, indices, batch_dims=0):
     return np.stack(rows).reshape(out_shape)
 
 
-def scatter_nd(data, indices, updates):
+def scatter_nd(data, indices, updates, reduction="none"):
+    """ONNX ScatterND: a sequential loop over the update rows in row-major order (the last one of a
+    duplicated target wins, or, with a reduction, each one combines into it)."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     out = data.copy()
     k = indices.shape[-1]
     rows = updates.reshape((int(np.prod(indices.shape[:-1])),) + data.shape[k:])
     for (_, t), row in zip(_nd_targets(data.shape, indices, 0), rows):
-        out[t] = row
+        out[t] = combine(reduction, out[t], row)
     return out
 
 
-def scatter_elements(data, indices, updates, axis=0):
+def scatter_elements(data, indices, updates, axis=0, reduction="none"):
+    """ONNX ScatterElements: a sequential loop over the updates in row-major order."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     axis %= data.ndim
     out = data.copy()
     resolved = resolve(indices, data.shape[axis])
     for pos in np.ndindex(*indices.shape):
         target = pos[:axis] + (int(resolved[pos]),) + pos[axis + 1:]
-        out[target] = updates[pos]
+        out[target] = combine(reduction, out[target], updates[pos])
     return out
 
 
@@ -69,11 +72,13 @@ REDUCTIONS = ("add", "mul", "min", "max")
 
 
 def combine(reduction, acc, x):
-    """One step of a scatter reduction, ``acc op x``, on arrays (or 0-d arrays) of one dtype, as dmlgpu
+    """One step of a scatter reduction, ``acc op x`` ("none": x), on arrays (or 0-d arrays) of one dtype, as dmlgpu
     defines it: integers wrap; floats round to nearest even (NumPy's own add and multiply; float16 through
     float32, as NumPy does); min/max propagate NaN (acc's when both are NaN) and take -0 < +0; bool:
     add/max are or, mul/min are and."""
     acc, x = np.asarray(acc), np.asarray(x)
+    if reduction == "none":
+        return x
     assert acc.dtype == x.dtype and reduction in REDUCTIONS
     if acc.dtype.kind == "b":
         return acc | x if reduction in ("add", "max") else acc & x
@@ -92,26 +97,3 @@ def combine(reduction, acc, x):
     out = np.where(take_x, x, acc)
     out = np.where(np.isnan(x), x, out)
     return np.asarray(np.where(np.isnan(acc), acc, out), dtype=acc.dtype)
-
-
-def scatter_nd_reduce(data, indices, updates, reduction):
-    """ONNX ScatterND with ``reduction``: a sequential loop over the update rows in row-major order."""
-    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
-    out = data.copy()
-    k = indices.shape[-1]
-    rows = updates.reshape((int(np.prod(indices.shape[:-1])),) + data.shape[k:])
-    for (_, t), row in zip(_nd_targets(data.shape, indices, 0), rows):
-        out[t] = combine(reduction, out[t], row)
-    return out
-
-
-def scatter_elements_reduce(data, indices, updates, axis, reduction):
-    """ONNX ScatterElements with ``reduction``: a sequential loop over the updates in row-major order."""
-    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
-    axis %= data.ndim
-    out = data.copy()
-    resolved = resolve(indices, data.shape[axis])
-    for pos in np.ndindex(*indices.shape):
-        target = pos[:axis] + (int(resolved[pos]),) + pos[axis + 1:]
-        out[target] = combine(reduction, out[target], updates[pos])
-    return out

@@ -193,3 +193,15 @@ def lay_out(arr: np.ndarray, how: str) -> np.ndarray:
         view[...] = arr
         return view
     return arr
+
+
+@st.composite
+def elements_case(draw, budget=4096):
+    """(data shape, axis, indices shape): indices of data's rank, no larger outside the axis, at most
+    ``budget`` elements."""
+    shape = draw(shapes(), label="shape")
+    rank = len(shape)
+    axis = draw(st.integers(-rank, rank - 1), label="axis")
+    a = axis % rank
+    idx_shape = [draw(st.integers(1, n + 3)) if d == a else draw(st.integers(1, n)) for d, n in enumerate(shape)]
+    return shape, axis, budget_shape(idx_shape, budget)

@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 import dmlgpu
 from dmlgpu import reference
 
-from strategies import (EXTREMES, budget_shape, data_dtypes, empty_shapes, first_bad, index_dtypes, index_kinds,
+from strategies import (elements_case, EXTREMES, budget_shape, data_dtypes, empty_shapes, first_bad, index_dtypes, index_kinds,
                         lay_out, layouts, modes, random_data, random_indices, same_bytes, seeds, shapes, snapshot,
                         assert_index_error, py_resolve, MAX_DENSE)
 
@@ -151,17 +151,6 @@ def test_fuzz_gather_empty(device, data):
 
 
 # ---------------------------------------------------------------- gather_elements
-
-@st.composite
-def elements_case(draw, max_rank=8):
-    """(data shape, axis, indices shape): indices of data's rank, no larger outside the axis."""
-    shape = draw(shapes(max_rank=max_rank), label="shape")
-    rank = len(shape)
-    axis = draw(st.integers(-rank, rank - 1), label="axis")
-    a = axis % rank
-    idx_shape = [draw(st.integers(1, n + 3)) if d == a else draw(st.integers(1, n)) for d, n in enumerate(shape)]
-    return shape, axis, budget_shape(idx_shape, 4096)
-
 
 @given(st.data())
 def test_fuzz_gather_elements(device, data):

@@ -1,5 +1,5 @@
 """Scatter reductions (reduction="add" | "mul" | "min" | "max"): the ONNX examples, properties against the
-sequential NumPy references (dmlgpu.reference.scatter_nd_reduce / scatter_elements_reduce), heavy
+sequential NumPy references (dmlgpu.reference.scatter_nd / scatter_elements with a reduction), heavy
 duplicates, bit-exact float16/float32/float64 arithmetic against NumPy, integer wrapping, layer 1, Tensors.
 
 Results are compared bit for bit; a NaN matches any NaN only where NaN payloads are a platform's choice."""
@@ -79,7 +79,7 @@ def test_onnx_scatter_nd_3d(device, reduction):
     expected = ND_DATA_3D.copy()
     expected[0] = ND_EXPECTED_3D_SLICE0[reduction]
     assert same(out, expected)
-    assert same(reference.scatter_nd_reduce(ND_DATA_3D, np.array([[0], [0]]), ND_UPDATES_3D, reduction), expected)
+    assert same(reference.scatter_nd(ND_DATA_3D, np.array([[0], [0]]), ND_UPDATES_3D, reduction), expected)
 
 
 def test_onnx_scatter_nd_3d_distinct_targets(device):
@@ -142,7 +142,7 @@ def test_property_scatter_nd(device, case):
     idx = rng.integers(low, dims, size=batch + (k,)).astype(index_dtype)
     upd = values(rng, batch + shape[k:], dtype, reduction)
     out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction)
-    assert same(out, reference.scatter_nd_reduce(data, idx, upd, reduction), loose_nan=False)
+    assert same(out, reference.scatter_nd(data, idx, upd, reduction), loose_nan=False)
 
 
 @st.composite
@@ -167,7 +167,7 @@ def test_property_scatter_elements(device, case):
     idx = rng.integers(-dim if index_dtype.kind == "i" else 0, dim, size=idx_shape).astype(index_dtype)
     upd = values(rng, idx_shape, dtype, reduction)
     out = dmlgpu.scatter_elements(data, idx, upd, axis=axis, device=device, reduction=reduction)
-    assert same(out, reference.scatter_elements_reduce(data, idx, upd, axis, reduction), loose_nan=False)
+    assert same(out, reference.scatter_elements(data, idx, upd, axis, reduction), loose_nan=False)
 
 
 @pytest.mark.parametrize("dtype", ARITH_DTYPES, ids=str)
@@ -180,11 +180,11 @@ def test_every_dtype_and_reduction(device, dtype, reduction):
     idx = rng.integers(-6, 6, size=(4, 5, 1))
     upd = values(rng, (4, 5, 3, 5), dtype, reduction)
     assert same(dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction),
-                reference.scatter_nd_reduce(data, idx, upd, reduction), loose_nan=False)
+                reference.scatter_nd(data, idx, upd, reduction), loose_nan=False)
     idx = rng.integers(-3, 3, size=(6, 7, 5))
     upd = values(rng, (6, 7, 5), dtype, reduction)
     assert same(dmlgpu.scatter_elements(data, idx, upd, axis=1, device=device, reduction=reduction),
-                reference.scatter_elements_reduce(data, idx, upd, 1, reduction), loose_nan=False)
+                reference.scatter_elements(data, idx, upd, 1, reduction), loose_nan=False)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16], ids=str)
@@ -197,7 +197,7 @@ def test_heavy_duplicates(device, dtype, reduction):
     idx = rng.integers(-10, 10, size=(10_000, 1))
     upd = values(rng, (10_000,), dtype, reduction)
     out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction)
-    assert same(out, reference.scatter_nd_reduce(data, idx, upd, reduction), loose_nan=False)
+    assert same(out, reference.scatter_nd(data, idx, upd, reduction), loose_nan=False)
     again = dmlgpu.scatter_elements(data, idx[:, 0], upd, device=device, reduction=reduction)
     assert same(again, out, loose_nan=False)
 
@@ -222,7 +222,7 @@ def test_clamped_indices(device):
     upd = np.array([1, 10, 100, 1000, 10000], dtype=np.int32)
     out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction="add")
     assert out.tolist() == [10001, 0, 0, 1110]
-    assert same(out, reference.scatter_nd_reduce(data, idx, upd, "add"))
+    assert same(out, reference.scatter_nd(data, idx, upd, "add"))
 
 
 def test_raise_mode(device):
@@ -320,8 +320,8 @@ def test_min_max_nan_and_signed_zero(device, dtype):
     assert np.isnan(mn[0]) and np.isnan(mx[0]) and np.isnan(mn[1]) and np.isnan(mx[1])  # NaN propagates
     assert np.signbit(mn[2]) and np.signbit(mn[3]) and not np.signbit(mx[2]) and not np.signbit(mx[3])
     assert not np.signbit(mn[4]) and mn[5] == -np.inf and mx[5] == 5
-    assert same(mn, reference.scatter_elements_reduce(data, idx, upd, 0, "min"), loose_nan=False)
-    assert same(mx, reference.scatter_elements_reduce(data, idx, upd, 0, "max"), loose_nan=False)
+    assert same(mn, reference.scatter_elements(data, idx, upd, 0, "min"), loose_nan=False)
+    assert same(mx, reference.scatter_elements(data, idx, upd, 0, "max"), loose_nan=False)
     del nan
 
 
@@ -422,7 +422,7 @@ def test_tensors_and_recording(device):
     data = np.arange(5, dtype=np.float32)
     idx = np.array([[1], [1], [4]])
     upd = np.array([1, 2, 3], np.float32)
-    expected = reference.scatter_nd_reduce(data, idx, upd, "add")
+    expected = reference.scatter_nd(data, idx, upd, "add")
     t = dmlgpu.scatter_nd(dmlgpu.tensor(data, device=device), dmlgpu.tensor(idx, device=device),
                           dmlgpu.tensor(upd, device=device), reduction="add")
     assert isinstance(t, dmlgpu.Tensor) and same(t.numpy(), expected)
@@ -454,7 +454,7 @@ def test_layer1_scatter_nd(device, in_place):
     b_out = b_in if in_place else device.buffer(nbytes=32)
     op.execute(input=b_in, indices=_buf(device, idx), updates=_buf(device, upd), output=b_out)
     out = b_out.read().view(np.float32)
-    assert same(out, reference.scatter_nd_reduce(data, idx, upd, "mul"))
+    assert same(out, reference.scatter_nd(data, idx, upd, "mul"))
 
 
 def test_layer1_scatter_elements_strided_output(device):
@@ -473,7 +473,7 @@ def test_layer1_scatter_elements_strided_output(device):
     op.execute(input=_buf(device, data), indices=_buf(device, idx), updates=_buf(device, upd), output=b_out)
     raw = b_out.read().view(np.int16)
     got = np.lib.stride_tricks.as_strided(raw, shape=(2, 5), strides=(24, 4))
-    assert same(got.copy(), reference.scatter_elements_reduce(data, idx, upd, 1, "max"))
+    assert same(got.copy(), reference.scatter_elements(data, idx, upd, 1, "max"))
     mask = np.ones(raw.size, bool)
     mask[(np.arange(2)[:, None] * 12 + np.arange(5) * 2).ravel()] = False
     assert (raw[mask] == 0x7777).all()
