@@ -113,8 +113,14 @@ class IndexMap:
     def optimized(self) -> "IndexMap":
         return self.folded().vectorized()
 
-    def params(self, signed_indices: bool) -> np.ndarray:
-        """The kernel's parameter words (uint32[PARAM_WORDS]); DeviceError if the map exceeds 32 bits."""
+    def dense_packed(self) -> bool:
+        """True when iteration i addresses unit i of the dense tensor (its strides are the packed ones)."""
+        return tuple(d.dense for d in self.dims) == Layout.packed([d.size for d in self.dims]).strides
+
+    def params(self, signed_indices: bool, word_loop: bool = False) -> np.ndarray:
+        """The kernel's parameter words (uint32[PARAM_WORDS]); DeviceError if the map exceeds 32 bits.
+        ``word_loop``: a gather of 1- or 2-byte units into a packed dense tensor iterates over its 32-bit
+        words (no atomics); ignored otherwise. Word 1 is the kernel's loop count either way."""
         if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
             raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
                               f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
@@ -124,7 +130,10 @@ class IndexMap:
         if count >= _U32 - 1 or last_data >= _U32 or last_dense >= _U32:
             raise DeviceError("the operation addresses 2^32 or more units of a tensor; split it into smaller ones")
         p = np.zeros(PARAM_WORDS, dtype=np.uint32)
-        p[0:5] = [len(self.dims), count, len(self.tuple_dims), int(signed_indices), self.tuple_stride]
+        p[0:6] = [len(self.dims), count, len(self.tuple_dims), int(signed_indices), self.tuple_stride, count]
+        if word_loop and self.unit < 4 and self.dense_packed():
+            p[1] = -(-count * self.unit // 4)
+            p[3] |= 2
         for i, d in enumerate(self.dims):
             p[8 + i], p[16 + i], p[24 + i], p[32 + i] = d
         for k, (n, t) in enumerate(self.tuple_dims):

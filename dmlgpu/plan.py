@@ -22,7 +22,7 @@ class Plan:
         self.copy = copy_map.optimized() if copy_map is not None else None
         self.signed = index_dtype.kind == "i"
         self.index_bytes = index_dtype.itemsize
-        self.words = self.map.params(self.signed)          # raises DeviceError if it does not fit 32 bits
+        self.words = self.map.params(self.signed, word_loop=kind == "gather")  # DeviceError if over 32 bits
         self.copy_words = self.copy.params(False) if self.copy is not None else None
 
     def params(self, device: Device) -> tuple[list, list]:
@@ -40,7 +40,7 @@ class Plan:
         if self.kind == "gather":
             if m.count:
                 out.append(Dispatch(kernels.variant("gather", m.unit, self.index_bytes),
-                                    (params[0], indices, input, output), m.count, reuse))
+                                    (params[0], indices, input, output), int(self.words[1]), reuse))
             return out, uploads
         c = self.copy
         if input is not output and c.count:

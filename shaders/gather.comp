@@ -7,7 +7,29 @@ layout(std430, binding = 2) readonly buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 3) buffer Dense { UNIT_T DENSE[]; };
 #include "index_map.glsl"
 
+#if UNIT < 4
+// Iteration w assembles word w of a packed dense tensor from its 4 / UNIT units and stores it whole:
+// no atomics. A last, partial word keeps its other bytes.
+void process_word(uint w) {
+    const uint per_word = 4u / UNIT;
+    uint first = w * per_word;
+    uint n = min(per_word, P[P_UNITS] - first);
+    uint word = n == per_word ? 0u : DENSE[w];
+    for (uint j = 0u; j < n; ++j) {
+        uint shift = j * UNIT * 8u;
+        word = (word & ~(UNIT_MASK << shift)) | (LOAD_UNIT(DATA, map_offsets(first + j).data) << shift);
+    }
+    DENSE[w] = word;
+}
+#endif
+
 void process(uint i) {
+#if UNIT < 4
+    if ((P[P_FLAGS] & 2u) != 0u) {
+        process_word(i);
+        return;
+    }
+#endif
     Offsets o = map_offsets(i);
     STORE_UNIT(DENSE, o.dense, LOAD_UNIT(DATA, o.data));
 }
