@@ -22,7 +22,7 @@ import numpy as np
 from .errors import DeviceError
 
 MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes (after folding)
-PARAM_WORDS = 56      # size of the parameter block; layout in shaders/index_map.glsl
+PARAM_WORDS = 72      # size of the parameter block; layout in shaders/index_map.glsl
 UNITS = (16, 8, 4, 2, 1)
 _U32 = 2**32
 
@@ -111,7 +111,7 @@ class IndexMap:
         return self
 
     def optimized(self) -> "IndexMap":
-        return self.folded().vectorized()
+        return self.folded().vectorized().folded()
 
     def dense_packed(self) -> bool:
         """True when iteration i addresses unit i of the dense tensor (its strides are the packed ones)."""
@@ -130,15 +130,24 @@ class IndexMap:
         if count >= _U32 - 1 or last_data >= _U32 or last_dense >= _U32:
             raise DeviceError("the operation addresses 2^32 or more units of a tensor; split it into smaller ones")
         p = np.zeros(PARAM_WORDS, dtype=np.uint32)
-        p[0:6] = [len(self.dims), count, len(self.tuple_dims), int(signed_indices), self.tuple_stride, count]
+        p[0:6] = [sum(d.size > 1 for d in self.dims), count, len(self.tuple_dims), int(signed_indices), self.tuple_stride, count]
         if word_loop and self.unit < 4 and self.dense_packed():
             p[1] = -(-count * self.unit // 4)
             p[3] |= 2
-        for i, d in enumerate(self.dims):
+        for i, d in enumerate(d for d in self.dims if d.size > 1):   # size-1 dimensions add nothing
             p[8 + i], p[16 + i], p[24 + i], p[32 + i] = d
+            p[56 + i], p[64 + i] = _magic(d.size)
         for k, (n, t) in enumerate(self.tuple_dims):
             p[40 + k], p[48 + k] = n, t
         return p
+
+
+def _magic(n: int) -> tuple[int, int]:
+    """(m, l) such that i // n == (t + ((i - t) >> 1)) >> (l - 1) with t = (m * i) >> 32, for every
+    32-bit i and 2 <= n < 2^32 (Granlund-Montgomery; index_map.glsl's divide())."""
+    assert 2 <= n < _U32, "folded iteration sizes are at least 2"
+    l = (n - 1).bit_length()
+    return (_U32 * ((1 << l) - n)) // n + 1, l
 
 
 # ---- The three shapes of index maps. Each takes layouts of meaningful (unpadded) dimensions. ----

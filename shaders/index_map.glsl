@@ -21,6 +21,16 @@ const uint P_DATA = 24u;    // [8] data-tensor strides of the directly mapped di
 const uint P_INDEX = 32u;   // [8] index-tensor strides
 const uint P_TDIM = 40u;    // [8] size of the data dimension each tuple component indexes
 const uint P_TDATA = 48u;   // [8] data-tensor stride of that dimension
+const uint P_MAGIC = 56u;   // [8] magic multiplier of iteration size d (sizes are >= 2 after folding) ...
+const uint P_SHIFT = 64u;   // [8] ... and its shift l = ceil(log2(size)): see divide()
+const uint P_END = 72u;     // kernels with parameters of their own put them from here on
+
+// i / n for 2 <= n < 2^32 without a division instruction (Granlund-Montgomery): m = 2^32 (2^l - n) / n + 1.
+uint divide(uint i, uint m, uint l) {
+    uint hi, lo;
+    umulExtended(m, i, hi, lo);
+    return (hi + ((i - hi) >> 1u)) >> (l - 1u);
+}
 
 // An index given as a 64-bit two's complement (hi:lo) value, resolved into [0, dim):
 // negative values of signed types count from the end, then anything outside is clamped.
@@ -52,9 +62,9 @@ Offsets map_offsets(uint i) {
     uint dense = 0u, data = 0u, index = 0u;
     for (uint d = P[P_RANK]; d > 0u;) {
         --d;
-        uint n = P[P_SHAPE + d];
-        uint c = i % n;
-        i /= n;
+        uint q = divide(i, P[P_MAGIC + d], P[P_SHIFT + d]);
+        uint c = i - q * P[P_SHAPE + d];
+        i = q;
         dense += c * P[P_DENSE + d];
         data += c * P[P_DATA + d];
         index += c * P[P_INDEX + d];

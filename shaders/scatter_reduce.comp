@@ -20,10 +20,10 @@ layout(std430, binding = 3) readonly buffer Dense { UNIT_T DENSE[]; };
 #include "index_map.glsl"
 #include "arith.glsl"
 
-const uint P_SLICE = 56u;     // iterations per slice (elements of one update row)
-const uint P_TARGETS = 57u;   // word offsets of the three parts of TABLE
-const uint P_STARTS = 58u;
-const uint P_ROWS = 59u;
+const uint P_SLICE = P_END;           // iterations per slice (elements of one update row)
+const uint P_TARGETS = P_END + 1u;    // word offsets of the three parts of TABLE
+const uint P_STARTS = P_END + 2u;
+const uint P_ROWS = P_END + 3u;
 
 void process(uint i) {
     uint slice = P[P_SLICE];

@@ -1,0 +1,7 @@
+"""dmlgpu's benchmark harness: ``python -m bench`` (see ``python -m bench --help``).
+
+Runs each operator on named workloads (bench.workloads), times dmlgpu on the GPU with Vulkan timestamps
+(bench.gpu_timing), times a peer on the same data in the same process (bench.peers: PyTorch on CUDA when
+available, else NumPy), checks every dmlgpu result against the peer's, measures small-op latency
+(bench.latency), and writes a table, JSON, Markdown and a PNG plot (bench.report, bench.plot).
+"""

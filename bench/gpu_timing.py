@@ -1,0 +1,120 @@
+"""GPU time of dmlgpu operations from Vulkan timestamps.
+
+An operation is a layer-2 call on device-resident Tensors. ``capture`` records one such call in a
+Recording (whose run is the warm-up) and keeps the dispatches it recorded. ``time_dispatches`` records
+those dispatches ``repeats`` times into one Recording made with ``timestamps=True``, runs it once more
+(the first run warms it up), and returns each repetition's GPU time: from the timestamp after the
+previous repetition to the timestamp after its last dispatch (so barriers between dispatches count).
+As a cross-check it also times, on the host, one run of the same repetitions recorded without timestamps
+(``wall_ns_per_op``: submission and wait included, spread over the repetitions).
+
+Why replay rather than call the function ``repeats`` times in the recording: each layer-2 call in a
+Recording allocates a new output (and a new parameter buffer and Kompute algorithm), so 100 calls of a
+512 MiB gather would hold 50 GiB. Replaying the call's own dispatches on the same buffers times the same
+kernels with constant memory. This relies on dmlgpu internals, all of them here: ``Recording._steps``,
+``Device._run`` (inside a recording it appends steps), ``Dispatch.reuse`` / ``Device._algorithms`` (one
+Kompute algorithm per distinct dispatch, released by ``release``), and ``Plan`` + ``copy_map`` for the
+copy-shader reference (the gather kernel with tuple size 0).
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+
+import numpy as np
+
+import dmlgpu
+from dmlgpu.index_map import Layout, copy_map
+from dmlgpu.plan import Plan
+
+
+@dataclasses.dataclass
+class GpuTime:
+    """Per-operation GPU times of one timed Recording, in nanoseconds."""
+
+    samples_ns: list
+    dispatches_per_op: int
+    wall_ns_per_op: float      # cross-check: host wall time of one run of a recording without timestamps
+
+    @property
+    def median_ns(self) -> float:
+        return statistics.median(self.samples_ns)
+
+    def summary(self) -> dict:
+        s = sorted(self.samples_ns)
+        return {"median_ns": self.median_ns, "min_ns": s[0], "p90_ns": s[int(0.9 * (len(s) - 1))],
+                "samples": len(s), "dispatches_per_op": self.dispatches_per_op,
+                "wall_ns_per_op": self.wall_ns_per_op}
+
+
+def capture(device: dmlgpu.Device, call, *args):
+    """Runs ``call(*args)`` (layer-2 calls on Tensors) once in a Recording; returns (its result, the
+    dispatches it recorded, made reusable). One-time set-up dispatches (the scatter scratch fill) are left
+    out."""
+    with device.record() as rec:
+        result = call(*args)
+    dispatches = [dataclasses.replace(what, reuse=True) for kind, what in rec._steps
+                  if kind == "dispatch" and what.kernel != "fill"]
+    return result, dispatches
+
+
+def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> GpuTime:
+    """GPU time of each of ``repeats`` back-to-back repetitions of ``dispatches`` in one submission."""
+    if not dispatches:
+        raise ValueError("nothing to time: the operation recorded no dispatch")
+    with device.record(timestamps=True) as rec:   # ending the block runs it: the warm-up
+        for _ in range(repeats):
+            device._run(dispatches)
+    rec.run()
+    ts = rec.timestamps()
+    per_op = 2 * len(dispatches)                   # a dispatch is two timed steps: its barrier, itself
+    expected = 1 + per_op * repeats
+    if len(ts) != expected:
+        raise RuntimeError(f"expected {expected} timestamps, got {len(ts)}")
+    samples = [ts[(i + 1) * per_op] - ts[i * per_op] for i in range(repeats)]
+    del rec
+    with device.record() as plain:                 # the same without timestamps, timed on the host
+        for _ in range(repeats):
+            device._run(dispatches)
+    start = time.perf_counter()
+    plain.run()
+    wall_ns = (time.perf_counter() - start) / repeats * 1e9
+    return GpuTime(samples, len(dispatches), wall_ns)
+
+
+class CopyReference:
+    """The copy shader's bandwidth: dmlgpu's gather kernel with tuple size 0 (a plain copy of n bytes,
+    moving 2n bytes), measured once per byte count and remembered."""
+
+    def __init__(self, device: dmlgpu.Device, repeats: int):
+        self.device = device
+        self.repeats = repeats
+        self._cache: dict[int, GpuTime] = {}
+
+    @staticmethod
+    def copy_bytes(moved: int) -> int:
+        """Bytes to copy so that the copy moves about ``moved`` bytes (a multiple of 16, at least 16)."""
+        return max(16, moved // 2 // 16 * 16)
+
+    def measure(self, moved: int) -> tuple[int, GpuTime]:
+        """(bytes the copy moved, its GPU time) for a copy moving about ``moved`` bytes."""
+        n = self.copy_bytes(moved)
+        if n not in self._cache:
+            dev = self.device
+            expected = np.resize(np.arange(251, dtype=np.uint8), n)
+            src, dst = dev.buffer(expected), dev.buffer(nbytes=n)
+            plan = Plan("gather", copy_map(Layout.packed((n,)), Layout.packed((n,)), 1), np.uint32)
+            dispatches, uploads = plan.dispatches(dev, input=src, indices=dev._dummy, output=dst, reuse=True)
+            dev._run(dispatches, uploads=uploads)
+            if not np.array_equal(dst.read()[:n], expected):
+                raise RuntimeError(f"the copy shader's result is wrong ({n} bytes)")
+            self._cache[n] = time_dispatches(dev, dispatches, self.repeats)
+            release(dev)
+        return 2 * n, self._cache[n]
+
+
+def release(device: dmlgpu.Device) -> None:
+    """Drops the Kompute algorithms cached for reused dispatches (they keep their buffers alive)."""
+    with device._lock:
+        device._algorithms.clear()

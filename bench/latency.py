@@ -1,0 +1,93 @@
+"""Small-op latency: a small gather (a [1024, 16] float32 table by 32 int64 row numbers: 2 KiB out),
+host to host, in microseconds of wall time.
+
+* recorded round trip: a pre-recorded Recording (``rec.upload(idx)``, gather, ``rec.download(out)``);
+  each iteration writes new indices into ``idx.host``, calls ``rec.run()`` and copies ``out.host``;
+* function round trip: ``dmlgpu.gather(table, idx)`` on NumPy arrays (uploads both, downloads the result);
+* amortized: ``ops`` gathers on device-resident Tensors recorded into one submission; the wall time of
+  ``rec.run()`` divided by ``ops``; the same from the GPU timestamps of a second such recording (first to
+  last timestamp); and the host time the recording took, per op (its first run included).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+import dmlgpu
+
+from .clock import host_samples, median_us
+
+TABLE_SHAPE = (1024, 16)
+INDEX_COUNT = 32
+
+
+def inputs(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(the table, two sets of indices: iterations alternate between them)."""
+    table = rng.standard_normal(TABLE_SHAPE, dtype=np.float32)
+    idx = rng.integers(0, TABLE_SHAPE[0], (2, INDEX_COUNT), dtype=np.int64)
+    return table, idx
+
+
+def describe() -> str:
+    return (f"gather of {INDEX_COUNT} int64 rows from a [{TABLE_SHAPE[0]}, {TABLE_SHAPE[1]}] float32 table "
+            f"({INDEX_COUNT * TABLE_SHAPE[1] * 4} bytes out)")
+
+
+def dmlgpu_small_gather(device: dmlgpu.Device, table: np.ndarray, idx: np.ndarray, iters: int, budget_s: float,
+                        ops: int) -> tuple[dict, list[str]]:
+    """(microseconds per measurement, the mismatches found: empty when every result was right)."""
+    mismatches = []
+    table_t, idx_t = dmlgpu.tensor(table, device=device), dmlgpu.tensor(idx[0], device=device)
+
+    with device.record() as rec:
+        rec.upload(idx_t)
+        out = dmlgpu.gather(table_t, idx_t, axis=0)
+        rec.download(out)
+    state = {"i": 0, "result": None}
+
+    def recorded():
+        state["i"] += 1
+        idx_t.host[...] = idx[state["i"] % 2]
+        rec.run()
+        state["result"] = out.host.copy()
+
+    recorded()
+    recorded_s = host_samples(recorded, iters, budget_s, min_iters=20)
+    if not np.array_equal(state["result"], table[idx[state["i"] % 2]]):
+        mismatches.append("small gather through a pre-recorded Recording")
+
+    def function():
+        state["i"] += 1
+        state["result"] = dmlgpu.gather(table, idx[state["i"] % 2], axis=0, device=device)
+
+    function()
+    function_s = host_samples(function, iters, budget_s, min_iters=20)
+    if not np.array_equal(state["result"], table[idx[state["i"] % 2]]):
+        mismatches.append("small gather through the NumPy-in/NumPy-out function")
+
+    idx_t.write(idx[0])
+    start = time.perf_counter()
+    with device.record() as many:                  # ending the block runs it once (warm-up)
+        outs = [dmlgpu.gather(table_t, idx_t, axis=0) for _ in range(ops)]
+    record_s = time.perf_counter() - start
+    runs = []
+    for _ in range(3):
+        start = time.perf_counter()
+        many.run()
+        runs.append(time.perf_counter() - start)
+    if not all(np.array_equal(o.numpy(), table[idx[0]]) for o in (outs[0], outs[-1])):
+        mismatches.append(f"small gathers recorded {ops} to a submission")
+    with device.record(timestamps=True) as timed:  # apart: timestamps slow some drivers (lavapipe) down
+        for _ in range(ops):
+            dmlgpu.gather(table_t, idx_t, axis=0)
+    timed.run()
+    ts = timed.timestamps()
+    result = {"recorded_round_trip_us": median_us(recorded_s),
+              "function_round_trip_us": median_us(function_s),
+              "amortized_us": statistics.median(runs) / ops * 1e6,
+              "amortized_gpu_us": (ts[-1] - ts[0]) / ops / 1e3,
+              "record_us_per_op": record_s / ops * 1e6,
+              "ops": ops, "iterations": len(recorded_s)}
+    return result, mismatches

@@ -1,0 +1,153 @@
+"""The peer that dmlgpu is compared with, on the same data in the same process: PyTorch on CUDA when
+``torch.cuda.is_available()``, else NumPy on the host.
+
+Both offer: ``put`` (a NumPy array to the peer's tensor), ``fetch`` (back to NumPy), ``time`` (median
+time of a call over warmed iterations: CUDA events for PyTorch, perf_counter for NumPy), the small-op
+latency measurements, ``info`` (name and versions, for the report) and ``free_bytes`` (device memory free,
+when known).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from .clock import host_samples, median_us
+
+NUMPY_BUDGET_S = 1.0   # NumPy peer: stop timing a case after this long (at least 5 iterations)
+
+
+class PeerTime:
+    """Per-call times in nanoseconds and how they were taken."""
+
+    def __init__(self, samples_ns: list, method: str):
+        self.samples_ns = samples_ns
+        self.method = method
+
+    @property
+    def median_ns(self) -> float:
+        return statistics.median(self.samples_ns)
+
+    def summary(self) -> dict:
+        return {"median_ns": self.median_ns, "min_ns": min(self.samples_ns), "samples": len(self.samples_ns),
+                "method": self.method}
+
+
+class NumpyPeer:
+    kind = "numpy"
+
+    def info(self) -> dict:
+        return {"name": "numpy", "version": np.__version__, "device": "host CPU"}
+
+    def put(self, array: np.ndarray) -> np.ndarray:
+        return array
+
+    def fetch(self, x) -> np.ndarray:
+        return np.asarray(x)
+
+    def free_bytes(self) -> int | None:
+        return None
+
+    def release(self) -> None:
+        pass
+
+    def time(self, fn, args: dict, repeats: int) -> tuple[PeerTime, np.ndarray]:
+        """(median over up to ``repeats`` calls or NUMPY_BUDGET_S seconds, the result of a call)."""
+        result = fn(args)                                   # warm-up, and the result to check
+        samples = host_samples(lambda: fn(args), repeats, NUMPY_BUDGET_S)
+        return PeerTime([s * 1e9 for s in samples], "perf_counter"), result
+
+    def small_gather(self, table: np.ndarray, indices: np.ndarray, iters: int, budget_s: float, ops: int) -> dict:
+        """A small gather with NumPy (there is no device: a plain np.take), in microseconds."""
+        np.take(table, indices, axis=0)
+        samples = host_samples(lambda: np.take(table, indices, axis=0), iters, budget_s)
+        return {"round_trip_us": median_us(samples), "amortized_us": median_us(samples),
+                "how": "np.take(table, indices, axis=0)"}
+
+
+class TorchPeer:
+    kind = "torch"
+
+    def __init__(self, index: int = 0):
+        import torch
+        self.torch = torch
+        self.device = torch.device("cuda", index)
+        torch.cuda.set_device(self.device)
+
+    def info(self) -> dict:
+        t = self.torch
+        return {"name": "torch", "version": t.__version__, "cuda": t.version.cuda,
+                "device": t.cuda.get_device_name(self.device), "cuda_index": self.device.index}
+
+    def put(self, array: np.ndarray):
+        return self.torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+
+    def fetch(self, x) -> np.ndarray:
+        return x.cpu().numpy()
+
+    def free_bytes(self) -> int | None:
+        return self.torch.cuda.mem_get_info(self.device)[0]
+
+    def release(self) -> None:
+        self.torch.cuda.synchronize(self.device)
+        self.torch.cuda.empty_cache()
+
+    def time(self, fn, args: dict, repeats: int, warmup: int = 5):
+        """(median of ``repeats`` calls timed with CUDA events after ``warmup`` calls, the result of a call)."""
+        cuda = self.torch.cuda
+        for _ in range(warmup):
+            result = fn(args)
+        cuda.synchronize(self.device)
+        events = [(cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)) for _ in range(repeats)]
+        for start, end in events:
+            start.record()
+            fn(args)
+            end.record()
+        cuda.synchronize(self.device)
+        return PeerTime([s.elapsed_time(e) * 1e6 for s, e in events], "cuda events"), result
+
+    def small_gather(self, table: np.ndarray, indices: np.ndarray, iters: int, budget_s: float, ops: int) -> dict:
+        """A small gather with PyTorch, in microseconds: the round trip (indices .to('cuda'), index_select,
+        result .cpu()); and the amortized cost of ``ops`` device-resident index_selects, then one synchronize."""
+        t, dev = self.torch, self.device
+        table_d, idx_d = self.put(table), self.put(indices)
+
+        def once():
+            return table_d.index_select(0, t.from_numpy(indices).to(dev)).cpu()
+
+        once()
+        samples = host_samples(once, iters, budget_s)
+        totals = []
+        for _ in range(3):
+            t.cuda.synchronize(dev)
+            start = time.perf_counter()
+            for _ in range(ops):
+                table_d.index_select(0, idx_d)
+            t.cuda.synchronize(dev)
+            totals.append((time.perf_counter() - start) / ops)
+        return {"round_trip_us": median_us(samples), "amortized_us": median_us(totals),
+                "how": f"index_select(table, 0, indices.to('cuda')).cpu(); amortized: {ops} index_selects, "
+                       f"then synchronize"}
+
+
+def make_peer(choice: str = "auto", cuda_index: int | None = None, vulkan_name: str = ""):
+    """The peer: "torch" (needs CUDA), "numpy", or "auto" (torch if CUDA is available). ``cuda_index``
+    default: the CUDA device named like the Vulkan device, else 0."""
+    if choice not in ("auto", "torch", "numpy"):
+        raise ValueError(f"peer must be auto, torch or numpy, not {choice!r}")
+    if choice == "numpy":
+        return NumpyPeer()
+    try:
+        import torch
+        available = torch.cuda.is_available()
+    except ImportError:
+        available = False
+    if not available:
+        if choice == "torch":
+            raise RuntimeError("--peer torch needs PyTorch with CUDA (torch.cuda.is_available() is False)")
+        return NumpyPeer()
+    if cuda_index is None:
+        names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        cuda_index = names.index(vulkan_name) if vulkan_name in names else 0
+    return TorchPeer(cuda_index)

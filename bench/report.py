@@ -1,0 +1,149 @@
+"""The results as a text table (stdout), Markdown (for bench/RESULTS.md) and JSON.
+
+JSON format (``bench.json``):
+* ``meta``: date (UTC), command, device (index, name, type, max_storage_buffer_range in bytes,
+  timestamp_period_ns), peer (name, version; torch: cuda, device), dmlgpu (version, commit), numpy,
+  python, host, repeats, index_dtype, bytes_moved (the definition);
+* ``cases``: one per (workload, size): workload, group, operator, target_bytes; then either ``skipped``
+  (why), or ``error`` and ``traceback`` (strings), or: shape, dtype, moved_bytes; ``dmlgpu`` (median_ns,
+  min_ns, p90_ns, samples, dispatches_per_op, wall_ns_per_op: a host-timed cross-check, gbps: GB/s =
+  1e9 bytes/s); ``copy`` (the copy shader on as many bytes: the same fields, moved_bytes); copy_fraction
+  (dmlgpu GB/s / copy GB/s); ``peer`` (name, median_ns, min_ns, samples, method, gbps); ratio (dmlgpu
+  GB/s / peer GB/s); verified (bool); mismatch (str or null);
+* ``latency`` (or null): operation, ``dmlgpu`` (recorded_round_trip_us, function_round_trip_us,
+  amortized_us, amortized_gpu_us, record_us_per_op, ops, iterations), ``peer`` (name, round_trip_us,
+  amortized_us, how), mismatches (list of str).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .units import fmt_bytes, fmt_number
+
+JSON_NAME, MARKDOWN_NAME, PLOT_NAME = "bench.json", "bench.md", "bench.png"
+COLUMNS = ("workload", "moved", "dmlgpu us", "dmlgpu GB/s", "% copy", "peer GB/s", "dmlgpu/peer", "check")
+
+
+def failures(results: dict) -> list[str]:
+    """Every mismatch and error, as lines (empty when all results were verified correct)."""
+    out = []
+    for c in results["cases"]:
+        where = f"{c['workload']} {fmt_bytes(c['target_bytes'])}"
+        if c.get("error"):
+            out.append(f"{where}: ERROR {c['error']}")
+        elif c.get("verified") is False:
+            out.append(f"{where}: MISMATCH {c['mismatch']}")
+    lat = results.get("latency")
+    if lat:
+        out += [f"latency: MISMATCH in {m}" for m in lat["mismatches"]]
+    return out
+
+
+def _case_cells(c: dict) -> list[str]:
+    name, size = c["workload"], fmt_bytes(c.get("moved_bytes") or c["target_bytes"])
+    if c.get("skipped"):
+        return [name, size, "", "", "", "", "", f"skipped: {c['skipped']}"]
+    if c.get("error"):
+        return [name, size, "", "", "", "", "", f"ERROR: {c['error']}"]
+    d = c["dmlgpu"]
+    return [name, size, fmt_number(d["median_ns"] / 1e3), fmt_number(d["gbps"]), f"{100 * c['copy_fraction']:.0f}%",
+            fmt_number(c["peer"]["gbps"]), fmt_number(c["ratio"], 2), "ok" if c["verified"] else "MISMATCH"]
+
+
+def _latency_rows(lat: dict) -> tuple[list, list]:
+    """(rows, header) of the latency table."""
+    d, p = lat["dmlgpu"], lat["peer"]
+    peer = p["name"]
+    return [
+        ["round trip, pre-recorded Recording (upload idx, run, download)", fmt_number(d["recorded_round_trip_us"]),
+         fmt_number(p["round_trip_us"])],
+        ["round trip, NumPy-in/NumPy-out function call", fmt_number(d["function_round_trip_us"]),
+         fmt_number(p["round_trip_us"])],
+        [f"amortized per op, {d['ops']} ops in one submission (wall)", fmt_number(d["amortized_us"]),
+         fmt_number(p["amortized_us"])],
+        [f"amortized per op, {d['ops']} ops in one submission (GPU timestamps)", fmt_number(d["amortized_gpu_us"]),
+         ""],
+        [f"recording {d['ops']} ops (host time per op, first run included)", fmt_number(d["record_us_per_op"]), ""],
+    ], ["small-op latency: " + lat["operation"], "dmlgpu us", f"{peer} us"]
+
+
+def _text_table(header, rows, align: str) -> str:
+    """Columns padded to their widest cell; ``align`` has "l" or "r" per column."""
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+
+    def line(r):
+        return "  ".join(str(v).rjust(w) if a == "r" else str(v).ljust(w)
+                         for v, w, a in zip(r, widths, align)).rstrip()
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def text(results: dict) -> str:
+    """The plain-text report: a header, the cases, the latency table, and any failures."""
+    m = results["meta"]
+    peer = m["peer"]
+    lines = [f"dmlgpu benchmark, {m['date']}: device {m['device']['index']} {m['device']['name']} "
+             f"({m['device']['type']}); peer {_peer_text(peer)}; {m['repeats']} timed repetitions",
+             "GB/s = bytes moved (read + written, indices included) / median time; % copy: of the copy "
+             "shader's GB/s on as many bytes", ""]
+    lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], "lrrrrrrl"))
+    if results.get("latency"):
+        rows, header = _latency_rows(results["latency"])
+        lines += ["", _text_table(header, rows, "lrr")]
+    bad = failures(results)
+    lines += [""] + ([f"{len(bad)} FAILURES:"] + [f"  {b}" for b in bad] if bad else
+                     ["all results verified against the peer"])
+    return "\n".join(lines)
+
+
+def _peer_text(peer: dict) -> str:
+    if peer["name"] == "torch":
+        return f"torch {peer['version']} (CUDA {peer['cuda']}, {peer['device']})"
+    return f"numpy {peer['version']} ({peer['device']})"
+
+
+def _md_table(header, rows) -> str:
+    def row(cells):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "\n".join([row(header), row(["---"] * len(header))] + [row(r) for r in rows])
+
+
+def markdown(results: dict) -> str:
+    """A Markdown section for bench/RESULTS.md: the run's facts, the cases, the latency."""
+    m = results["meta"]
+    d = m["device"]
+    facts = [
+        ["date (UTC)", m["date"]],
+        ["device", f"{d['index']}: {d['name']} ({d['type']}), "
+                   f"maxStorageBufferRange {fmt_bytes(d['max_storage_buffer_range'])}"],
+        ["command", f"`{m['command']}`"],
+        ["peer", _peer_text(m["peer"])],
+        ["dmlgpu", f"{m['dmlgpu']['version']} (commit {m['dmlgpu']['commit'] or 'unknown'})"],
+        ["numpy / python", f"{m['numpy']} / {m['python']}"],
+        ["timing", f"dmlgpu: median of {m['repeats']} dispatches recorded in one submission, Vulkan timestamps; "
+                   f"peer: median of {m['repeats']} warmed iterations "
+                   + ("(CUDA events around each call: at small sizes they include PyTorch's launch overhead, "
+                      "while dmlgpu's dispatches are pre-recorded)" if m["peer"]["name"] == "torch"
+                      else "(perf_counter, at most ~1 s per case)")],
+        ["bytes moved", m["bytes_moved"] + f"; indices {m['index_dtype']}"],
+    ]
+    ran = [c for c in results["cases"] if not c.get("skipped")]
+    skipped = [c for c in results["cases"] if c.get("skipped")]
+    parts = [f"## {d['name']}, {m['date'][:10]}", "", _md_table(["", ""], facts), "",
+             _md_table(list(COLUMNS), [_case_cells(c) for c in ran])]
+    if skipped:
+        parts += ["", f"Skipped: {len(skipped)} cases (" + "; ".join(sorted({c['skipped'] for c in skipped})) + ")."]
+    if results.get("latency"):
+        rows, header = _latency_rows(results["latency"])
+        parts += ["", _md_table(header, rows)]
+    bad = failures(results)
+    parts += ["", (f"**{len(bad)} failures:** " + "; ".join(bad)) if bad else "All results verified against the peer."]
+    return "\n".join(parts) + "\n"
+
+
+def write_json(results: dict, path: Path) -> None:
+    path.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,171 @@
+"""Runs the benchmark: every (workload, size) case on dmlgpu and on the peer, then the small-op latency.
+Returns the results as one JSON-ready dict (the format is described in bench/report.py)."""
+from __future__ import annotations
+
+import datetime
+import gc
+import platform
+import subprocess
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import dmlgpu
+
+from . import latency
+from .gpu_timing import CopyReference, capture, release, time_dispatches
+from .progress import Progress
+from .units import fmt_bytes
+from .workloads import Workload
+
+MEMORY_HEADROOM = 0.8     # use at most this fraction of the free device memory (when the peer knows it)
+
+
+@dataclass
+class Settings:
+    """What to run. Sizes are target bytes moved; ``max_size`` caps them."""
+
+    workloads: list
+    sizes: list
+    max_size: int
+    repeats: int = 100              # timed dispatches per Recording; CUDA-event iterations of the peer
+    latency: bool = True
+    latency_iters: int = 1000       # round trips timed (or fewer: latency_budget_s)
+    latency_budget_s: float = 2.0
+    latency_ops: int = 1000         # small ops recorded into one submission
+    seed: int = 0
+    command: str = ""
+
+
+def default_max_size(info: dmlgpu.DeviceInfo, largest: int) -> int:
+    """``largest``, or twice maxStorageBufferRange if that is smaller (256 MiB moved on lavapipe)."""
+    return min(largest, 2 * info.max_storage_buffer_range)
+
+
+def run(device: dmlgpu.Device, peer, settings: Settings, progress: Progress) -> dict:
+    """Every case, then the latency; the results (bench/report.py describes them)."""
+    rng = np.random.default_rng(settings.seed)
+    copy_ref = CopyReference(device, settings.repeats)
+    plan = [(w, s) for w in settings.workloads for s in settings.sizes if s <= settings.max_size]
+    progress.start(len(plan))
+    cases = []
+    for w, size in plan:
+        progress.step(f"{w.name} {fmt_bytes(size)}")
+        cases.append(run_case(device, peer, copy_ref, w, size, settings.repeats, rng))
+        gc.collect()
+        peer.release()
+        bad = cases[-1].get("error") or (cases[-1].get("verified") is False and cases[-1].get("mismatch"))
+        if bad:
+            progress.warn(f"{w.name} {fmt_bytes(size)}: {bad}")
+    lat = None
+    if settings.latency:
+        progress.step("small-op latency")
+        lat = run_latency(device, peer, settings, rng)
+        if lat["mismatches"]:
+            progress.warn("small-op latency: MISMATCH in " + "; ".join(lat["mismatches"]))
+    progress.finish()
+    return {"meta": meta(device, peer, settings), "cases": cases, "latency": lat}
+
+
+def run_case(device, peer, copy_ref: CopyReference, w: Workload, target: int, repeats: int, rng) -> dict:
+    """One case as a dict: its timings, or ``skipped`` (why), or ``error``."""
+    row = {"workload": w.name, "group": w.group, "operator": w.operator, "target_bytes": target}
+    case = w.build(target, rng)
+    if case is None:
+        return {**row, "skipped": "smaller than one unit of the workload"}
+    row.update(shape=case.shape, moved_bytes=case.moved, dtype=str(next(iter(case.operands.values())).dtype))
+    limit = device.info.max_storage_buffer_range
+    largest = max(case.buffer_sizes())
+    if largest > limit:
+        return {**row, "skipped": f"a {fmt_bytes(largest)} buffer exceeds maxStorageBufferRange "
+                                  f"({fmt_bytes(limit)})"}
+    free = peer.free_bytes()
+    need = 2 * sum(case.buffer_sizes()) + case.moved      # dmlgpu's and the peer's copies, the copy test
+    if free is not None and need > MEMORY_HEADROOM * free:
+        return {**row, "skipped": f"needs about {fmt_bytes(need)} of device memory; {fmt_bytes(free)} free"}
+    try:
+        tensors = {k: dmlgpu.tensor(v, device=device) for k, v in case.operands.items()}
+        result, dispatches = capture(device, case.dmlgpu, tensors)
+        got = result.numpy()
+        gpu = time_dispatches(device, dispatches, repeats)
+        del tensors, result, dispatches
+        release(device)
+        copy_moved, copy = copy_ref.measure(case.moved)
+        peer_args = {k: peer.put(v) for k, v in {**case.operands, **case.aux}.items()}
+        peer_time, expected = peer.time(getattr(case, peer.kind), peer_args, repeats)
+        expected = peer.fetch(expected)
+        del peer_args
+    except Exception as exc:   # one failing case must not end the run: it is reported instead
+        release(device)
+        return {**row, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=-4)}
+    mismatch = compare(got, expected)
+    dml_gbps = case.moved / gpu.median_ns
+    copy_gbps = copy_moved / copy.median_ns
+    peer_gbps = case.moved / peer_time.median_ns
+    return {**row,
+            "dmlgpu": {**gpu.summary(), "gbps": dml_gbps},
+            "copy": {**copy.summary(), "moved_bytes": copy_moved, "gbps": copy_gbps},
+            "copy_fraction": dml_gbps / copy_gbps,
+            "peer": {**peer_time.summary(), "name": peer.kind, "gbps": peer_gbps},
+            "ratio": dml_gbps / peer_gbps,
+            "verified": mismatch is None, "mismatch": mismatch}
+
+
+def compare(got: np.ndarray, expected: np.ndarray) -> str | None:
+    """None if the arrays are equal bit for bit, else what differs."""
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        return f"got {got.shape} {got.dtype}, the peer {expected.shape} {expected.dtype}"
+    as_uint = np.dtype(f"u{got.dtype.itemsize}")
+    a = np.ascontiguousarray(got).view(as_uint)
+    b = np.ascontiguousarray(expected).view(as_uint)
+    diff = a != b
+    if not diff.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(diff)[0])
+    return (f"{int(diff.sum())} of {diff.size} elements differ; first at {where}: "
+            f"dmlgpu {got[where]!r}, peer {expected[where]!r}")
+
+
+def run_latency(device, peer, settings: Settings, rng) -> dict:
+    table, idx = latency.inputs(rng)
+    dml, mismatches = latency.dmlgpu_small_gather(device, table, idx, settings.latency_iters,
+                                                  settings.latency_budget_s, settings.latency_ops)
+    peer_result = peer.small_gather(table, idx[0], settings.latency_iters, settings.latency_budget_s,
+                                    settings.latency_ops)
+    return {"operation": latency.describe(), "dmlgpu": dml, "peer": {"name": peer.kind, **peer_result},
+            "mismatches": mismatches}
+
+
+def meta(device, peer, settings: Settings) -> dict:
+    info = device.info
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": settings.command,
+        "device": {"index": info.index, "name": info.name, "type": info.type,
+                   "max_storage_buffer_range": info.max_storage_buffer_range,
+                   "timestamp_period_ns": info.timestamp_period_ns},
+        "peer": peer.info(),
+        "dmlgpu": {"version": dmlgpu.__version__, "commit": _git_commit()},
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "repeats": settings.repeats,
+        "index_dtype": "int64",
+        "bytes_moved": "read + written, indices included: gathers 2*output + indices; "
+                       "scatters 2*data + updates + indices",
+    }
+
+
+def _git_commit() -> str | None:
+    """The repository's commit (with "+dirty" when the tree has changes), or None outside git."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + ("+dirty" if dirty else "")) or None

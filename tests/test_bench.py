@@ -1,0 +1,73 @@
+"""Smoke test of the benchmark harness (bench/): ``python -m bench --quick`` at one tiny size, in-process,
+on the default device (lavapipe in CI), with the NumPy peer; a few seconds."""
+import importlib.util
+import json
+
+import pytest
+
+from bench import cli, report
+from bench.units import fmt_bytes, parse_size, parse_sizes
+from bench.workloads import QUICK_WORKLOADS, WORKLOADS, select
+
+CASE_FIELDS = {"workload", "group", "operator", "target_bytes", "shape", "dtype", "moved_bytes", "dmlgpu", "copy",
+               "copy_fraction", "peer", "ratio", "verified", "mismatch"}
+TIMING_FIELDS = {"median_ns", "min_ns", "samples"}
+
+
+def test_quick_run_writes_verified_results(tmp_path, capsys):
+    rc = cli.main(["--quick", "--sizes", "4K", "--peer", "numpy", "--out", str(tmp_path), "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "all results verified against the peer" in out
+
+    results = json.loads((tmp_path / report.JSON_NAME).read_text())
+    meta = results["meta"]
+    assert {"date", "command", "device", "peer", "dmlgpu", "numpy", "repeats", "bytes_moved"} <= set(meta)
+    assert meta["peer"]["name"] == "numpy" and meta["repeats"] == 100
+    assert "--quick" in meta["command"]
+
+    cases = results["cases"]
+    assert {c["workload"] for c in cases} == set(QUICK_WORKLOADS)
+    measured = [c for c in cases if "skipped" not in c]
+    assert len(measured) == len(QUICK_WORKLOADS)          # 4 KiB is at least one unit of every quick workload
+    for c in measured:
+        assert CASE_FIELDS <= set(c), c.get("error")
+        assert c["verified"] is True and c["mismatch"] is None
+        assert TIMING_FIELDS <= set(c["dmlgpu"]) and c["dmlgpu"]["samples"] == 100
+        assert c["dmlgpu"]["median_ns"] > 0 and c["dmlgpu"]["gbps"] > 0 and c["peer"]["gbps"] > 0
+        assert c["ratio"] == pytest.approx(c["dmlgpu"]["gbps"] / c["peer"]["gbps"])
+        assert c["copy_fraction"] == pytest.approx(c["dmlgpu"]["gbps"] / c["copy"]["gbps"])
+        assert 0 < c["moved_bytes"] <= 2 * 4096
+
+    lat = results["latency"]
+    assert lat["mismatches"] == []
+    for key in ("recorded_round_trip_us", "function_round_trip_us", "amortized_us", "amortized_gpu_us"):
+        assert lat["dmlgpu"][key] > 0
+    assert lat["peer"]["round_trip_us"] > 0
+
+    md = (tmp_path / report.MARKDOWN_NAME).read_text()
+    assert meta["device"]["name"] in md and "numpy" in md and "python -m bench --quick" in md
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (tmp_path / report.PLOT_NAME).stat().st_size > 0
+
+
+def test_render_reads_a_saved_run(tmp_path, capsys):
+    assert cli.main(["--quick", "--sizes", "4K", "--workloads", "embedding-f32-d128", "--no-latency",
+                     "--peer", "numpy", "--repeats", "3", "--out", str(tmp_path), "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli.main(["--render", str(tmp_path / report.JSON_NAME), "--markdown"]) == 0
+    assert "| embedding-f32-d128 |" in capsys.readouterr().out
+
+
+def test_sizes_and_selection():
+    assert parse_size("4K") == 4096 and parse_size("1GiB") == 2**30 and parse_size("1.5M") == 3 * 2**19
+    assert parse_sizes("1M,4K,4096") == [4096, 2**20]
+    assert fmt_bytes(4096) == "4 KiB" and fmt_bytes(3 * 2**29) == "1.5 GiB"
+    with pytest.raises(ValueError):
+        parse_size("12Q")
+    int8 = [w.name for w in WORKLOADS if w.name.startswith("embedding-i8-")]
+    assert [w.name for w in select(["embedding-i8"])] == int8 and len(int8) == 4
+    assert [w.name for w in select(["embedding-i8-d1"])] == ["embedding-i8-d1"]
+    assert len(select(["scatter*"])) == 2
+    with pytest.raises(ValueError):
+        select(["nope"])
