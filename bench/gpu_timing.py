@@ -12,9 +12,10 @@ Why replay rather than call the function ``repeats`` times in the recording: eac
 Recording allocates a new output (and a new parameter buffer and Kompute algorithm), so 100 calls of a
 512 MiB gather would hold 50 GiB. Replaying the call's own dispatches on the same buffers times the same
 kernels with constant memory. This relies on dmlgpu internals, all of them here: ``Recording._steps``,
-``Device._run`` (inside a recording it appends steps), ``Dispatch.reuse`` / ``Device._algorithms`` (one
-Kompute algorithm per distinct dispatch, released by ``release``), and ``Plan`` + ``copy_map`` for the
-copy-shader reference (the gather kernel with tuple size 0).
+``Device._run`` (inside a recording it appends steps), ``Device._algorithms`` (one Kompute algorithm per
+distinct dispatch, released by ``release``), ``Dispatch.barrier`` (a dispatch recorded without a barrier
+of its own is one timed step, not two), and ``Plan`` + ``copy_map`` for the copy-shader reference (the
+gather kernel with tuple size 0).
 """
 from __future__ import annotations
 
@@ -50,12 +51,10 @@ class GpuTime:
 
 def capture(device: dmlgpu.Device, call, *args):
     """Runs ``call(*args)`` (layer-2 calls on Tensors) once in a Recording; returns (its result, the
-    dispatches it recorded, made reusable). One-time set-up dispatches (the scatter scratch fill) are left
-    out."""
+    dispatches it recorded). One-time set-up dispatches (the scatter scratch fill) are left out."""
     with device.record() as rec:
         result = call(*args)
-    dispatches = [dataclasses.replace(what, reuse=True) for kind, what in rec._steps
-                  if kind == "dispatch" and what.kernel != "fill"]
+    dispatches = [what for kind, what in rec._steps if kind == "dispatch" and what.kernel != "fill"]
     return result, dispatches
 
 
@@ -68,7 +67,7 @@ def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> Gp
             device._run(dispatches)
     rec.run()
     ts = rec.timestamps()
-    per_op = 2 * len(dispatches)                   # a dispatch is two timed steps: its barrier, itself
+    per_op = sum(2 if d.barrier else 1 for d in dispatches)   # timed steps: a barrier (if any), the dispatch
     expected = 1 + per_op * repeats
     if len(ts) != expected:
         raise RuntimeError(f"expected {expected} timestamps, got {len(ts)}")
@@ -105,7 +104,7 @@ class CopyReference:
             expected = np.resize(np.arange(251, dtype=np.uint8), n)
             src, dst = dev.buffer(expected), dev.buffer(nbytes=n)
             plan = Plan("gather", copy_map(Layout.packed((n,)), Layout.packed((n,)), 1), np.uint32)
-            dispatches, uploads = plan.dispatches(dev, input=src, indices=dev._dummy, output=dst, reuse=True)
+            dispatches, uploads = plan.dispatches(dev, input=src, indices=dev._dummy, output=dst)
             dev._run(dispatches, uploads=uploads)
             if not np.array_equal(dst.read()[:n], expected):
                 raise RuntimeError(f"the copy shader's result is wrong ({n} bytes)")
@@ -115,6 +114,6 @@ class CopyReference:
 
 
 def release(device: dmlgpu.Device) -> None:
-    """Drops the Kompute algorithms cached for reused dispatches (they keep their buffers alive)."""
+    """Drops the Kompute algorithms cached for the timed dispatches (they keep their buffers alive)."""
     with device._lock:
         device._algorithms.clear()

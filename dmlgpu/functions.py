@@ -133,8 +133,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
         upd_buf = operand(updates) if updates is not None else None
-        dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf,
-                                             reuse=True)
+        dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
         if as_tensor:
             dev._run(dispatches, uploads=params + uploads)
             return Tensor(out_buf, out_shape, data.dtype)

@@ -371,5 +371,5 @@ class CompiledOperator:
             raise ValueError(f"{desc.OPERATOR} in place (output bound to the input's buffer) needs OutputTensor "
                              f"and InputTensor of the same sizes and strides")
         with self.device._lock:
-            dispatches, uploads = self.plan.dispatches(self.device, reuse=True, **buffers)
+            dispatches, uploads = self.plan.dispatches(self.device, **buffers)
             self.device._run(dispatches, uploads=uploads)

@@ -33,22 +33,22 @@ class Plan:
         return [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
-                   updates: Buffer | None = None, reuse: bool = False) -> tuple[list, list]:
+                   updates: Buffer | None = None) -> tuple[list, list]:
         """(the dispatches, the buffers to upload first) for one execution on these buffers."""
         params, uploads = self.params(device)
         m, out = self.map, []
         if self.kind == "gather":
             if m.count:
                 out.append(Dispatch(kernels.variant("gather", m.unit, self.index_bytes),
-                                    (params[0], indices, input, output), int(self.words[1]), reuse))
+                                    (params[0], indices, input, output), int(self.words[1])))
             return out, uploads
-        c = self.copy
+        # claim, then the copy (independent of the claims: they may overlap), then the winners write
+        c, owner = self.copy, device._owner_scratch(-(-output.nbytes // m.unit)) if m.count else None
+        scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
+                            (params[0], indices, output, updates, owner), m.count)
+                   for kernel in ("scatter_claim", "scatter_write")] if m.count else []
+        out += scatter[:1]
         if input is not output and c.count:
             out.append(Dispatch(kernels.variant("gather", c.unit, 4), (params[1], device._dummy, input, output),
-                                c.count, reuse))
-        if m.count:
-            owner = device._owner_scratch(-(-output.nbytes // m.unit))
-            for kernel in ("scatter_claim", "scatter_write"):
-                out.append(Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
-                                    (params[0], indices, output, updates, owner), m.count, reuse))
-        return out, uploads
+                                int(self.copy_words[1]), barrier=not out))
+        return out + scatter[1:], uploads

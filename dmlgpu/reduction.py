@@ -216,10 +216,10 @@ class ReducePlan:
             out.append(Dispatch(self.kernel, (pbuf, tbuf, output, updates), int(params[1])))
         return out, uploads
 
-    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer, updates: Buffer,
-                   reuse: bool = False) -> tuple[list, list]:
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
+                   updates: Buffer) -> tuple[list, list]:
         """Layer 1 (CompiledOperator.execute): reads the indices buffer back for the grouping. Nothing is
-        reused between executions (``reuse`` is accepted for Plan's signature): the run table is new each time."""
+        reused between executions: the run table is new each time."""
         values = read_indices(indices, self.index_layout, self.index_dtype)
         return self.dispatches_for(device, values, input=input, output=output, updates=updates)
 

@@ -3,7 +3,9 @@
 Ordering: Kompute's OpAlgoDispatch records only a transfer-to-compute barrier, so dmlgpu records its own
 before every dispatch (``_BARRIER``): all earlier transfer and compute writes to the dispatch's buffers
 are made available and visible to its reads and writes, and all earlier reads of them finish first.
-Two dependent dispatches in one submission are therefore ordered (RAW, WAW and WAR alike). An upload
+Two dependent dispatches in one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch
+marked ``barrier=False`` (a scatter's copy, independent of the claim pass before it) shares the barrier
+of the dispatch before it, which then covers its buffers too, so the two may overlap. An upload
 recorded after dispatches waits for them to finish with its buffers (``_BEFORE_UPLOAD``); a download is
 preceded by Kompute's own compute-to-transfer barrier.
 """
@@ -228,7 +230,8 @@ class Dispatch:
     kernel: str
     buffers: tuple
     count: int
-    reuse: bool = False  # keep the Kompute algorithm for the next run with the same buffers
+    barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
+                          # recorded before that one then covers this one's buffers too
 
 
 class Device:
@@ -364,20 +367,19 @@ class Device:
         return self._owner
 
     def _algorithm(self, d: Dispatch):
-        """A Kompute algorithm (pipeline and bound buffers) for the dispatch. With ``d.reuse`` it is cached
-        until one of its buffers is collected, so a repeated operation creates no pipeline."""
-        groups = kernels.workgroups(d.count, self.info.max_workgroup_count[0])
+        """A Kompute algorithm (pipeline and bound buffers) for the dispatch, cached until one of its
+        buffers is collected, so that a repeated operation creates no pipeline."""
+        groups = kernels.workgroups(d.kernel, d.count, self.info.max_workgroup_count[0])
         key = (d.kernel, groups) + tuple(id(b) for b in d.buffers)
         algo = self._algorithms.get(key)
         if algo is not None:
             return algo
         algo = self._mgr.algorithm([b._tensor for b in d.buffers], kernels.spirv(d.kernel), (groups, 1, 1), [], [])
-        if d.reuse:
-            if len(self._algorithms) >= _ALGORITHM_CACHE:
-                self._algorithms.pop(next(iter(self._algorithms)))
-            self._algorithms[key] = algo
-            for b in d.buffers:    # the key names buffers by id: forget it when one of them goes
-                weakref.finalize(b, self._algorithms.pop, key, None)
+        if len(self._algorithms) >= _ALGORITHM_CACHE:
+            self._algorithms.pop(next(iter(self._algorithms)))
+        self._algorithms[key] = algo
+        for b in d.buffers:    # the key names buffers by id: forget it when one of them goes
+            weakref.finalize(b, self._algorithms.pop, key, None)
         return algo
 
     def record(self, timestamps: bool = False) -> "Recording":
@@ -418,10 +420,16 @@ class Device:
     def _record_steps(self, seq, steps) -> list:
         """Records steps into a kp Sequence; returns what must stay alive while it may run."""
         holds = []
-        for kind, what in steps:
+        for n, (kind, what) in enumerate(steps):
             if kind == "dispatch":
-                tensors = [b._tensor for b in what.buffers]
-                seq.record(kp.OpMemoryBarrier(tensors, *_BARRIER))
+                if what.barrier:    # covering the dispatches that may overlap this one, too
+                    group = [what.buffers]
+                    for later_kind, later in steps[n + 1:]:
+                        if later_kind != "dispatch" or later.barrier:
+                            break
+                        group.append(later.buffers)
+                    tensors = list({id(b): b._tensor for bufs in group for b in bufs}.values())
+                    seq.record(kp.OpMemoryBarrier(tensors, *_BARRIER))
                 algo = self._algorithm(what)
                 seq.record(kp.OpAlgoDispatch(algo))
                 holds.append((algo, what))
@@ -475,7 +483,8 @@ class Recording:
         if exc_type is None:
             with self.device._lock:
                 # Kompute writes a timestamp before the first and after every recorded Vulkan operation
-                ops = sum(2 if kind != "download" else 1 for kind, _ in self._steps)
+                ops = sum(1 if kind == "download" or kind == "dispatch" and not what.barrier else 2
+                          for kind, what in self._steps)
                 self._seq = self.device._mgr.sequence(0, ops + 1 if self._timestamps else 0)
                 self._holds = self.device._record_steps(self._seq, self._steps)
             self.run()
@@ -496,7 +505,8 @@ class Recording:
 
     def timestamps(self) -> list[float]:
         """GPU times in ns of the last run: one before the first recorded operation and one after each
-        (a dispatch is two operations: its barrier, then the dispatch). Needs record(timestamps=True)."""
+        (a dispatch is two operations, its barrier and itself, or one without a barrier of its own; an upload
+        is two, a download one). Needs record(timestamps=True)."""
         if not self._timestamps or self._seq is None:
             raise RuntimeError("timestamps need a finished recording made with record(timestamps=True)")
         period = self.device.info.timestamp_period_ns

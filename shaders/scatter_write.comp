@@ -4,9 +4,9 @@
 // A losing update reads the winner's claim or 0, never its own, so it writes nothing.
 #include "units.glsl"
 #include "bindings.glsl"
-layout(std430, binding = 2) buffer Data { UNIT_T DATA[]; };
-layout(std430, binding = 3) readonly buffer Dense { UNIT_T DENSE[]; };
-layout(std430, binding = 4) buffer Owner { uint OWNER[]; };
+layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
+layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
+layout(std430, binding = 4) restrict buffer Owner { uint OWNER[]; };
 #include "index_map.glsl"
 
 void process(uint i) {
