@@ -38,13 +38,6 @@ def spirv(name: str) -> bytes:
                                 f"'cmake -S . -B build && cmake --build build'") from None
 
 
-# Loop iterations one thread takes per round (shaders/gather.comp's ILP); 1 for the other kernels.
-ITERATIONS_PER_THREAD = {"gather": 4}
-_MAX_GROUPS = 1 << 20   # keeps a round's stride (threads x iterations per thread) below 2^32
-
-
-def workgroups(kernel: str, count: int, max_groups: int) -> int:
-    """Workgroups for ``count`` loop iterations of a kernel variant; the kernels' grid-stride loop covers
-    any remainder."""
-    per_thread = WORKGROUP_SIZE * ITERATIONS_PER_THREAD.get(kernel.split("_u")[0], 1)
-    return max(1, min(-(-count // per_thread), max_groups, _MAX_GROUPS))
+def workgroups(count: int, max_groups: int) -> int:
+    """Workgroups for ``count`` loop iterations; the kernels' grid-stride loop covers any remainder."""
+    return max(1, min(-(-count // WORKGROUP_SIZE), max_groups))

@@ -369,7 +369,7 @@ class Device:
     def _algorithm(self, d: Dispatch):
         """A Kompute algorithm (pipeline and bound buffers) for the dispatch, cached until one of its
         buffers is collected, so that a repeated operation creates no pipeline."""
-        groups = kernels.workgroups(d.kernel, d.count, self.info.max_workgroup_count[0])
+        groups = kernels.workgroups(d.count, self.info.max_workgroup_count[0])
         key = (d.kernel, groups) + tuple(id(b) for b in d.buffers)
         algo = self._algorithms.get(key)
         if algo is not None:
