@@ -6,7 +6,7 @@
 // the "data" tensor is the one addressed through the indices (gather: input; scatter: output).
 // All offsets are in units of UNIT bytes; index offsets in index elements.
 //
-// Needs: IDX64 (0/1), and the buffers P[] (params) and IDX[] (indices).
+// Needs: IDX64 (0/1), and the buffers P[] (params) and IDX[] (indices: uvec2[] when IDX64, else uint[]).
 
 const uint P_RANK = 0u;     // iteration dimensions after folding, 0..8
 const uint P_TOTAL = 1u;    // iterations of the kernel's loop (units of the dense tensor, or words: see bit 1)
@@ -44,8 +44,8 @@ uint resolve_index(uint lo, uint hi, uint dim, bool is_signed) {
 
 uint read_index(uint pos, uint dim, bool is_signed) {
 #if IDX64
-    uint lo = IDX[2u * pos];
-    uint hi = IDX[2u * pos + 1u];
+    uvec2 v = IDX[pos];
+    uint lo = v.x, hi = v.y;
 #else
     uint lo = IDX[pos];
     uint hi = (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u;
