@@ -205,3 +205,17 @@ def elements_case(draw, budget=4096):
     a = axis % rank
     idx_shape = [draw(st.integers(1, n + 3)) if d == a else draw(st.integers(1, n)) for d, n in enumerate(shape)]
     return shape, axis, budget_shape(idx_shape, budget)
+
+
+@st.composite
+def empty_elements_case(draw):
+    """(data shape, axis, indices shape) for the elements operations with a zero-size dimension in data
+    or indices."""
+    shape = draw(shapes(max_rank=4, max_elems=64, min_side=0, max_side=4), label="shape")
+    rank = len(shape)
+    axis = draw(st.integers(-rank, rank - 1), label="axis")
+    a = axis % rank
+    idx_shape = [draw(st.integers(0, n + 2)) if d == a else draw(st.integers(0, n)) for d, n in enumerate(shape)]
+    if 0 not in idx_shape and 0 not in shape:
+        idx_shape[draw(st.integers(0, rank - 1))] = 0
+    return shape, axis, idx_shape

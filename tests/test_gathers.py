@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 import dmlgpu
 from dmlgpu import reference
 
-from strategies import (elements_case, EXTREMES, budget_shape, data_dtypes, empty_shapes, first_bad, index_dtypes, index_kinds,
+from strategies import (elements_case, empty_elements_case, EXTREMES, budget_shape, data_dtypes, empty_shapes, first_bad, index_dtypes, index_kinds,
                         lay_out, layouts, modes, random_data, random_indices, same_bytes, seeds, shapes, snapshot,
                         assert_index_error, py_resolve, MAX_DENSE)
 
@@ -172,14 +172,8 @@ def test_fuzz_gather_elements(device, data):
 
 @given(st.data())
 def test_fuzz_gather_elements_empty(device, data):
-    shape = data.draw(shapes(max_rank=4, max_elems=64, min_side=0, max_side=4), label="shape")
-    rank = len(shape)
-    axis = data.draw(st.integers(-rank, rank - 1), label="axis")
-    a = axis % rank
-    idx_shape = [data.draw(st.integers(0, n + 2)) if d == a else data.draw(st.integers(0, n))
-                 for d, n in enumerate(shape)]
-    if 0 not in idx_shape and 0 not in shape:
-        idx_shape[data.draw(st.integers(0, rank - 1))] = 0
+    shape, axis, idx_shape = data.draw(empty_elements_case(), label="case")
+    a = axis % len(shape)
     dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
     mode = data.draw(modes, label="mode")
     rng = np.random.default_rng(data.draw(seeds, label="seed"))
