@@ -354,7 +354,14 @@ class Device:
                     free.append(buf)
 
     def _owner_scratch(self, words: int) -> Buffer:
-        """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it)."""
+        """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it):
+        one 32-bit word per unit of the output, so a scatter of 1-byte elements needs 4 bytes of it per
+        element. DeviceError, before any GPU work, if that exceeds maxStorageBufferRange."""
+        limit = self.info.max_storage_buffer_range
+        if 4 * words > limit:
+            raise DeviceError(f"this scatter needs {4 * words} bytes of claim scratch (4 bytes per unit of its "
+                              f"output, {words} units), more than this device's maxStorageBufferRange ({limit} "
+                              f"bytes, {self.info.name}); split the output into smaller tensors")
         if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
             size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
             size = 1 << (size - 1).bit_length()

@@ -269,3 +269,14 @@ def test_ten_thousand_calls_leave_memory_flat(device):
         dmlgpu.scatter_nd(data, idx.reshape(-1, 1), upd, device=device)
     grown = _rss_mib() - before
     assert grown < 8, f"resident memory grew by {grown:.1f} MiB over 10,000 calls"
+
+
+def test_scatter_whose_claim_scratch_exceeds_the_limit_is_refused_before_any_gpu_work(device, monkeypatch):
+    """A scatter keeps one 32-bit claim per output unit: 1-byte elements need 4 bytes of scratch each."""
+    n = device.info.max_storage_buffer_range // 4 + 64          # uint8 elements scattered one by one
+    data = np.zeros(n, np.uint8)
+    calls = []
+    monkeypatch.setattr(device, "_run", lambda *a, **k: calls.append(a))
+    with pytest.raises(dmlgpu.DeviceError, match="claim scratch"):
+        dmlgpu.scatter_elements(data, np.array([1, 3]), np.array([7, 9], np.uint8), device=device)
+    assert calls == []
