@@ -1,6 +1,6 @@
 """Cost of scatter reductions relative to plain scatter (reduction="none"), end to end from NumPy arrays.
 
-Usage: python scripts/bench_reductions.py [--updates 1M] [--targets 64K] [--repeat 5] [--dtype float32]
+Usage: python -m bench.reductions [--updates 1M] [--targets 64K] [--repeat 5] [--dtype float32]
 Prints, per operation and reduction, the median wall time of a call (upload, host grouping, GPU, download),
 the host-side grouping alone (resolve, stable sort, run table) and the ratio to reduction="none".
 """
