@@ -34,7 +34,6 @@ KP_PATCH_LEVEL = 4
 # Vulkan flag bits
 _TRANSFER_WRITE, _SHADER_READ, _SHADER_WRITE = 0x1000, 0x20, 0x40
 _STAGE_COMPUTE, _STAGE_TRANSFER = 0x800, 0x1000
-_TRANSFER_READ = 0x800
 _BARRIER = (_SHADER_WRITE | _TRANSFER_WRITE, _SHADER_READ | _SHADER_WRITE, _STAGE_COMPUTE | _STAGE_TRANSFER,
             _STAGE_COMPUTE)
 _BEFORE_UPLOAD = (_SHADER_WRITE, _TRANSFER_WRITE, _STAGE_COMPUTE, _STAGE_TRANSFER)
@@ -183,6 +182,7 @@ class Buffer:
         words[nbytes // 4:] = CANARY
         self._tensor = device._mgr.tensor_t(words, kind)
         self._storage = storage
+        self.pooled = False   # made by Device._take, goes back to its pool
 
     def write(self, data) -> None:
         """Uploads raw bytes (any array or bytes-like object of at most nbytes bytes) at offset 0."""
@@ -348,7 +348,7 @@ class Device:
     def _give(self, *bufs: Buffer) -> None:
         """Returns _take()n buffers; give them back in the reverse order of taking."""
         for buf in bufs:
-            if getattr(buf, "pooled", False):
+            if buf.pooled:
                 free = self._pool[buf.nbytes]
                 if len(free) < _POOL_DEPTH and buf not in free:
                     free.append(buf)
@@ -518,10 +518,6 @@ class Recording:
             raise RuntimeError("timestamps need a finished recording made with record(timestamps=True)")
         period = self.device.info.timestamp_period_ns
         return [t * period for t in self._seq.get_timestamps()]
-
-    @property
-    def dispatch_count(self) -> int:
-        return sum(kind == "dispatch" for kind, _ in self._steps)
 
 
 def _buffer_of(t) -> "Buffer":

@@ -1,5 +1,7 @@
-# Source on a GPU machine that has no package access, from the repo root, after copying .devkit/ there
-# (../shared/device/prepare.sh gathers it: the Vulkan loader, headers, fmt, glslang and the kp sdist).
+# Source on a GPU machine that has no package access, from the repo root, with a .devkit/ folder there
+# holding the kp sdist (pip download --no-binary :all: kp==0.9.0) and these Debian 12 amd64 packages
+# (apt-get download): libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 libvulkan-dev
+# libfmt-dev libfmt9 glslang-tools spirv-tools.
 # Installs the loader, unpacks the build inputs under /tmp/prefix, and builds kp with dmlgpu's patches
 # (tools/build_kp.py) for that machine's python3 into /tmp/site. Then: python3 -m dmlgpu info.
 _dmlgpu_device_env() {
