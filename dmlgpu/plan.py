@@ -23,7 +23,7 @@ class Plan:
         self.signed = index_dtype.kind == "i"
         self.index_bytes = index_dtype.itemsize
         self.words = self.map.params(self.signed, word_loop=kind == "gather")  # DeviceError if over 32 bits
-        self.copy_words = self.copy.params(False) if self.copy is not None else None
+        self.copy_words = self.copy.params(False, word_loop=True) if self.copy is not None else None
 
     def params(self, device: Device) -> tuple[list, list]:
         """(the parameter buffers on ``device``, those of them that are new and must be uploaded)."""
