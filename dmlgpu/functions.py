@@ -9,6 +9,8 @@ inside a Device.record() block.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .index_map import (Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map, nd_shape,
@@ -108,14 +110,15 @@ def _copy_result(data, device):
 def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
     """Runs the plan in one submission. NumPy operands are uploaded; the result is a new NumPy array, or
     a Tensor when an operand is a Tensor or the call is being recorded."""
-    as_tensor = any(isinstance(x, Tensor) for x in (data, indices, updates)) or dev._recording() is not None
+    recording = dev._recording() is not None
+    as_tensor = recording or any(isinstance(x, Tensor) for x in (data, indices, updates))
     nbytes = int(np.prod(out_shape)) * data.dtype.itemsize
     dev._check_sizes(*(x.nbytes for x in (data, indices, updates) if x is not None), nbytes)
     with dev._lock:
         taken, uploads = [], []
 
         def scratch(n):
-            buf = dev._output_buffer(n) if as_tensor else dev._take(n)
+            buf = dev._take(n)
             taken.append(buf)
             return buf
 
@@ -136,7 +139,11 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
         dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
         if as_tensor:
             dev._run(dispatches, uploads=params + uploads)
-            return Tensor(out_buf, out_shape, data.dtype)
+            result = Tensor(out_buf, out_shape, data.dtype)
+            if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
+                dev._give(*(b for b in reversed(taken) if b is not out_buf))
+                weakref.finalize(result, dev._give, out_buf)
+            return result
         try:
             dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])
             return out_buf._staged()[:nbytes].view(data.dtype).reshape(out_shape).copy()

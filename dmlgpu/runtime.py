@@ -182,7 +182,8 @@ class Buffer:
         words[nbytes // 4:] = CANARY
         self._tensor = device._mgr.tensor_t(words, kind)
         self._storage = storage
-        self.pooled = False   # made by Device._take, goes back to its pool
+        self.pooled = False   # made by Device._take, goes back to its pool ...
+        self.pinned = False   # ... unless a recording uses it
 
     def write(self, data) -> None:
         """Uploads raw bytes (any array or bytes-like object of at most nbytes bytes) at offset 0."""
@@ -310,14 +311,6 @@ class Device:
             raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
         return self
 
-    def _output_buffer(self, nbytes: int) -> Buffer:
-        """A buffer that the next dispatch overwrites entirely: its contents are not initialised (in test
-        mode its guard words are uploaded)."""
-        buf = Buffer(self._open(), max(4, (int(nbytes) + 3) // 4 * 4))
-        if buf.canary_words:
-            self._run([], uploads=[buf])
-        return buf
-
     def _params(self, words: np.ndarray) -> tuple[Buffer, bool]:
         """(a buffer holding these kernel parameter words, True if it is new and must be uploaded).
         Buffers are shared by equal words, so repeated operations reuse their cached algorithms."""
@@ -333,22 +326,25 @@ class Device:
         return buf, fresh
 
     def _take(self, nbytes: int) -> Buffer:
-        """A scratch buffer of at least ``nbytes`` (contents undefined). Small ones come from a pool of
-        power-of-two sizes, so repeated small operations reuse buffers and cached algorithms."""
-        if nbytes > _POOL_MAX_BYTES:
-            return Buffer(self, max(4, (nbytes + 3) // 4 * 4))
-        size = max(256, 1 << (nbytes - 1).bit_length())
-        free = self._pool.setdefault(size, [])
+        """A buffer of at least ``nbytes`` whose contents are undefined (test mode: its guard words are
+        uploaded). Small ones come from a pool of power-of-two sizes and go back with _give(), so that
+        repeated small operations reuse buffers and their cached algorithms."""
+        pooled = nbytes <= _POOL_MAX_BYTES
+        size = max(256, 1 << (nbytes - 1).bit_length()) if pooled else max(4, (nbytes + 3) // 4 * 4)
+        free = self._pool.setdefault(size, []) if pooled else []
         if free:
             return free.pop()
-        buf = Buffer(self, size)
-        buf.pooled = True
+        buf = Buffer(self._open(), size)
+        buf.pooled = pooled
+        if buf.canary_words:
+            self._run([], uploads=[buf])
         return buf
 
     def _give(self, *bufs: Buffer) -> None:
-        """Returns _take()n buffers; give them back in the reverse order of taking."""
+        """Returns _take()n buffers (not those a recording uses); give them back in the reverse order of
+        taking."""
         for buf in bufs:
-            if buf.pooled:
+            if buf.pooled and not buf.pinned:
                 free = self._pool[buf.nbytes]
                 if len(free) < _POOL_DEPTH and buf not in free:
                     free.append(buf)
@@ -488,6 +484,9 @@ class Recording:
     def __exit__(self, exc_type, exc, tb) -> None:
         self.device._local.recording = None
         if exc_type is None:
+            for kind, what in self._steps:     # these buffers stay out of the pools while it lives
+                for buf in what.buffers if kind == "dispatch" else what:
+                    buf.pinned = True
             with self.device._lock:
                 # Kompute writes a timestamp before the first and after every recorded Vulkan operation
                 ops = sum(1 if kind == "download" or kind == "dispatch" and not what.barrier else 2

@@ -12,6 +12,8 @@ class Tensor:
     Layer-2 functions accept Tensors wherever they accept arrays and then return Tensors. ``numpy()``
     downloads a copy; ``write(array)`` uploads; ``host`` is the host-side copy as an array view (what
     Recording.upload sends and Recording.download fills), for loops that avoid allocations.
+    A small Tensor returned by an operation (outside a recording) borrows its buffer from the device's
+    pool and gives it back when it is collected, so repeated operations reuse their compiled algorithms.
     """
 
     def __init__(self, buffer: Buffer, shape, dtype):

@@ -280,3 +280,17 @@ def test_scatter_whose_claim_scratch_exceeds_the_limit_is_refused_before_any_gpu
     with pytest.raises(dmlgpu.DeviceError, match="claim scratch"):
         dmlgpu.scatter_elements(data, np.array([1, 3]), np.array([7, 9], np.uint8), device=device)
     assert calls == []
+
+
+def test_eager_tensor_operations_reuse_buffers_and_algorithms(device):
+    table = dmlgpu.tensor(np.arange(4096, dtype=np.float32).reshape(256, 16), device=device)
+    idx = dmlgpu.tensor(np.array([3, 1, 2], np.int32), device=device)
+    for _ in range(5):
+        out = dmlgpu.gather(table, idx)
+    cached = len(device._algorithms)
+    results = [dmlgpu.gather(table, idx).numpy() for _ in range(50)]
+    assert len(device._algorithms) == cached, "repeated eager operations created new pipelines"
+    assert all(np.array_equal(r, np.arange(4096, dtype=np.float32).reshape(256, 16)[[3, 1, 2]]) for r in results)
+    kept = dmlgpu.gather(table, idx)          # a live Tensor keeps its buffer: a new result gets another
+    other = dmlgpu.gather(table, dmlgpu.tensor(np.array([0, 0, 0], np.int32), device=device))
+    assert kept.buffer is not other.buffer and kept.numpy()[0, 0] == 48 and other.numpy()[0, 0] == 0
