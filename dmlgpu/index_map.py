@@ -130,7 +130,8 @@ class IndexMap:
         if count >= _U32 - 1 or last_data >= _U32 or last_dense >= _U32:
             raise DeviceError("the operation addresses 2^32 or more units of a tensor; split it into smaller ones")
         p = np.zeros(PARAM_WORDS, dtype=np.uint32)
-        p[0:6] = [sum(d.size > 1 for d in self.dims), count, len(self.tuple_dims), int(signed_indices), self.tuple_stride, count]
+        rank = sum(d.size > 1 for d in self.dims)
+        p[0:6] = [rank, count, len(self.tuple_dims), int(signed_indices), self.tuple_stride, count]
         if word_loop and self.unit < 4 and self.dense_packed():
             p[1] = -(-count * self.unit // 4)
             p[3] |= 2
