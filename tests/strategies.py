@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 DATA_DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.float16, np.int32,
@@ -219,3 +220,20 @@ def empty_elements_case(draw):
     if 0 not in idx_shape and 0 not in shape:
         idx_shape[draw(st.integers(0, rank - 1))] = 0
     return shape, axis, idx_shape
+
+
+def call_and_check(fn, args, kwargs, mode, idx, dims, expected_fn, callers):
+    """Runs ``fn``; in mode "raise" with a bad index expects IndexError naming the first bad one, else the
+    result must equal ``expected_fn()`` bit for bit. The caller's arrays must be unchanged either way."""
+    before = snapshot(*callers)
+    bad = first_bad(idx, dims) if mode == "raise" else None
+    if bad is not None:
+        with pytest.raises(IndexError) as excinfo:
+            fn(*args, **kwargs)
+        assert_index_error(excinfo, *bad)
+        out = None
+    else:
+        out = fn(*args, **kwargs)
+        same_bytes(out, expected_fn())
+    assert snapshot(*callers) == before, "the caller's arrays were modified"
+    return out

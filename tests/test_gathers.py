@@ -8,28 +8,11 @@ from hypothesis import given, strategies as st
 import dmlgpu
 from dmlgpu import reference
 
-from strategies import (elements_case, empty_elements_case, EXTREMES, budget_shape, data_dtypes, empty_shapes, first_bad, index_dtypes, index_kinds,
+from strategies import (call_and_check, elements_case, empty_elements_case, EXTREMES, budget_shape, data_dtypes, empty_shapes, first_bad, index_dtypes, index_kinds,
                         lay_out, layouts, modes, random_data, random_indices, same_bytes, seeds, shapes, snapshot,
                         assert_index_error, py_resolve, MAX_DENSE)
 
 AxisError = np.exceptions.AxisError
-
-
-def _call_and_check(fn, args, kwargs, mode, idx, dims, expected_fn, callers):
-    """Runs ``fn``; in mode "raise" with a bad index expects IndexError naming the first bad one, else the
-    result must equal ``expected_fn()`` bit for bit. The caller's arrays must be unchanged either way."""
-    before = snapshot(*callers)
-    bad = first_bad(idx, dims) if mode == "raise" else None
-    if bad is not None:
-        with pytest.raises(IndexError) as excinfo:
-            fn(*args, **kwargs)
-        assert_index_error(excinfo, *bad)
-        out = None
-    else:
-        out = fn(*args, **kwargs)
-        same_bytes(out, expected_fn())
-    assert snapshot(*callers) == before, "the caller's arrays were modified"
-    return out
 
 
 def _all_in_range(idx, dims):
@@ -53,7 +36,7 @@ def test_fuzz_gather(device, data):
     x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
     idx = lay_out(random_indices(rng, idx_shape, dim, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
 
-    out = _call_and_check(dmlgpu.gather, (x, idx, axis), dict(device=device, mode=mode), mode, idx, dim,
+    out = call_and_check(dmlgpu.gather, (x, idx, axis), dict(device=device, mode=mode), mode, idx, dim,
                           lambda: reference.gather(x, idx, axis), [x, idx])
     if out is not None and _all_in_range(idx, dim):
         same_bytes(out, np.take(x, idx.astype(np.int64), axis=axis))
@@ -162,7 +145,7 @@ def test_fuzz_gather_elements(device, data):
     x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
     idx = lay_out(random_indices(rng, idx_shape, dim, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
 
-    out = _call_and_check(dmlgpu.gather_elements, (x, idx, axis), dict(device=device, mode=mode), mode, idx, dim,
+    out = call_and_check(dmlgpu.gather_elements, (x, idx, axis), dict(device=device, mode=mode), mode, idx, dim,
                           lambda: reference.gather_elements(x, idx, axis), [x, idx])
     if out is not None and _all_in_range(idx, dim):
         a = axis % len(shape)
@@ -224,7 +207,7 @@ def test_fuzz_gather_nd(device, data):
     x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
     idx = lay_out(random_indices(rng, idx_shape, dims, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
 
-    out = _call_and_check(dmlgpu.gather_nd, (x, idx, b), dict(device=device, mode=mode), mode, idx, dims,
+    out = call_and_check(dmlgpu.gather_nd, (x, idx, b), dict(device=device, mode=mode), mode, idx, dims,
                           lambda: reference.gather_nd(x, idx, b), [x, idx])
     if out is not None and b == 0 and _all_in_range(idx, dims):
         i64 = idx.astype(np.int64)

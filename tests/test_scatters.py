@@ -8,26 +8,11 @@ from hypothesis import given, strategies as st
 import dmlgpu
 from dmlgpu import reference
 
-from strategies import (elements_case, empty_elements_case, MAX_DENSE, assert_index_error, budget_shape, data_dtypes, first_bad, index_dtypes,
+from strategies import (call_and_check, elements_case, empty_elements_case, MAX_DENSE, assert_index_error, budget_shape, data_dtypes, first_bad, index_dtypes,
                         index_kinds, lay_out, layouts, modes, random_data, random_indices, same_bytes, seeds,
                         shapes, snapshot)
 
 AxisError = np.exceptions.AxisError
-
-
-def _call_and_check(fn, args, kwargs, mode, idx, dims, expected_fn, callers):
-    before = snapshot(*callers)
-    bad = first_bad(idx, dims) if mode == "raise" else None
-    if bad is not None:
-        with pytest.raises(IndexError) as excinfo:
-            fn(*args, **kwargs)
-        assert_index_error(excinfo, *bad)
-        out = None
-    else:
-        out = fn(*args, **kwargs)
-        same_bytes(out, expected_fn())
-    assert snapshot(*callers) == before, "the caller's arrays were modified"
-    return out
 
 
 def last_wins(targets: np.ndarray, n_targets: int, updates: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -66,7 +51,7 @@ def test_fuzz_scatter_nd(device, data):
     idx = lay_out(random_indices(rng, idx_shape, dims, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
     upd = lay_out(random_data(rng, idx_shape[:-1] + shape[k:], dtype), data.draw(layouts(), label="u_layout"))
 
-    _call_and_check(dmlgpu.scatter_nd, (x, idx, upd), dict(device=device, mode=mode), mode, idx, dims,
+    call_and_check(dmlgpu.scatter_nd, (x, idx, upd), dict(device=device, mode=mode), mode, idx, dims,
                     lambda: reference.scatter_nd(x, idx, upd), [x, idx, upd])
 
 
@@ -83,7 +68,7 @@ def test_fuzz_scatter_elements(device, data):
     idx = lay_out(random_indices(rng, idx_shape, dim, idx_dtype, kinds), data.draw(layouts(), label="i_layout"))
     upd = lay_out(random_data(rng, idx_shape, dtype), data.draw(layouts(), label="u_layout"))
 
-    _call_and_check(dmlgpu.scatter_elements, (x, idx, upd, axis), dict(device=device, mode=mode), mode, idx, dim,
+    call_and_check(dmlgpu.scatter_elements, (x, idx, upd, axis), dict(device=device, mode=mode), mode, idx, dim,
                     lambda: reference.scatter_elements(x, idx, upd, axis), [x, idx, upd])
 
 
