@@ -13,12 +13,11 @@ import weakref
 
 import numpy as np
 
-from .index_map import (Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map, nd_shape,
-                        take_map, take_shape)
-from .errors import DeviceError
-from .index_map import INDEX_DTYPES
-from .plan import Plan
 from . import reduction as _reduction
+from .errors import DeviceError
+from .index_map import (INDEX_DTYPES, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
+                        nd_shape, take_map, take_shape)
+from .plan import Plan
 from .runtime import Device, as_bytes, default_device
 from .tensor import Tensor, empty, tensor
 
@@ -53,7 +52,7 @@ def _data(arr, what: str):
     return a
 
 
-def _indices(indices, mode: str, device):
+def _indices(indices, mode: str):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
     if isinstance(indices, Tensor):
         if indices.dtype not in INDEX_DTYPES:
@@ -74,7 +73,7 @@ def _operands(op: str, data, indices, device, mode, updates=None):
     if data.ndim == 0:
         raise ValueError(f"{op}: data must have at least one dimension")
     dev = _device(device, data, indices, updates)
-    idx, values = _indices(indices, mode, dev)
+    idx, values = _indices(indices, mode)
     return data, idx, values, dev, mode
 
 
