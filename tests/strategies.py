@@ -210,7 +210,7 @@ def elements_case(draw, budget=4096):
 
 @st.composite
 def empty_elements_case(draw):
-    """(data shape, axis, indices shape) for the elements operations with a zero-size dimension in data
+    """(data, indices, axis, mode, rng) for the elements operations, with a zero-size dimension in data
     or indices."""
     shape = draw(shapes(max_rank=4, max_elems=64, min_side=0, max_side=4), label="shape")
     rank = len(shape)
@@ -219,7 +219,12 @@ def empty_elements_case(draw):
     idx_shape = [draw(st.integers(0, n + 2)) if d == a else draw(st.integers(0, n)) for d, n in enumerate(shape)]
     if 0 not in idx_shape and 0 not in shape:
         idx_shape[draw(st.integers(0, rank - 1))] = 0
-    return shape, axis, idx_shape
+    dtype, idx_dtype = draw(data_dtypes, label="dtype"), draw(index_dtypes, label="idx_dtype")
+    mode = draw(modes, label="mode")
+    rng = np.random.default_rng(draw(seeds, label="seed"))
+    x = random_data(rng, shape, dtype)
+    idx = random_indices(rng, idx_shape, max(shape[a], 1), idx_dtype, ["in"])
+    return x, idx, axis, mode, rng
 
 
 def call_and_check(fn, args, kwargs, mode, idx, dims, expected_fn, callers):

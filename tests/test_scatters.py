@@ -113,14 +113,9 @@ def test_fuzz_scatter_nd_empty(device, data):
 
 @given(st.data())
 def test_fuzz_scatter_elements_empty(device, data):
-    shape, axis, idx_shape = data.draw(empty_elements_case(), label="case")
-    a = axis % len(shape)
-    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
-    mode = data.draw(modes, label="mode")
-    rng = np.random.default_rng(data.draw(seeds, label="seed"))
-    x = random_data(rng, shape, dtype)
-    idx = random_indices(rng, idx_shape, max(shape[a], 1), idx_dtype, ["in"])
-    upd = random_data(rng, idx_shape, dtype)
+    x, idx, axis, mode, rng = data.draw(empty_elements_case(), label="case")
+    shape, idx_shape, a = x.shape, idx.shape, axis % x.ndim
+    upd = random_data(rng, idx_shape, x.dtype)
     before = snapshot(x, idx, upd)
     bad = first_bad(idx, shape[a])
     if mode == "raise" and bad is not None:
