@@ -15,7 +15,7 @@ import numpy as np
 
 from . import reduction as _reduction
 from .errors import DeviceError
-from .index_map import (INDEX_DTYPES, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
+from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
 from .plan import Plan
 from .runtime import Device, as_bytes, default_device
@@ -129,7 +129,8 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
             uploads.append(buf)
             return buf
 
-        in_buf, idx_buf = operand(data), operand(indices)
+        in_buf = operand(data)   # a reduction groups its updates from host index values: no indices upload
+        idx_buf = None if plan.kind == "scatter_reduce" else operand(indices)
         if plan.kind == "gather" or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
             out_buf = scratch(nbytes)
         else:                            # the uploaded copy of data is the output: update it in place
@@ -265,12 +266,12 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     _check_indices("scatter_nd", values, upd.size, dims, mode, lambda pos: dims[pos[-1]])
     if data.size == 0 or upd.size == 0:
         return _copy_result(data, dev)
+    layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
     if reduction != "none":
-        return _reduction.scatter_nd(dev, data, idx, values, upd, reduction)
-    index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape), 0,
-                       data.dtype.itemsize)
-    plan = Plan("scatter", index_map, idx.dtype,
-                copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize))
+        values = _host_values(dev, idx, values)
+        plan = _reduction.ReducePlan.nd(reduction, data.dtype, idx.dtype, *layouts, _self_copy(data), values)
+        return _run_native(dev, plan, data, idx, upd)
+    plan = Plan("scatter", nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
 
 
@@ -289,10 +290,37 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
     _check_indices("scatter_elements", values, idx.size, dim, mode, lambda pos: dim)
     if data.size == 0 or idx.size == 0:
         return _copy_result(data, dev)
+    layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
     if reduction != "none":
-        return _reduction.scatter_elements(dev, data, idx, values, upd, axis, reduction)
-    index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape), axis,
-                             data.dtype.itemsize)
-    plan = Plan("scatter", index_map, idx.dtype,
-                copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize))
+        values = _host_values(dev, idx, values)
+        plan = _reduction.ReducePlan.elements(reduction, data.dtype, idx.dtype, *layouts, axis, _self_copy(data),
+                                              values)
+        return _run_native(dev, plan, data, idx, upd)
+    plan = Plan("scatter", elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
+
+
+def _self_copy(data) -> IndexMap:
+    """The copy of data into a scatter's output of the same packed layout."""
+    return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
+
+
+def _host_values(dev: Device, idx, values):
+    """The index values on the host for a reduction's grouping: downloaded when they live in a Tensor."""
+    if values is not None:
+        return values
+    if dev._recording() is not None:
+        raise RuntimeError("a scatter reduction with Tensor indices cannot be recorded: it groups the "
+                           "updates by target on the host, from the index values")
+    return idx.numpy()
+
+
+def _run_native(dev: Device, plan, data, idx, upd):
+    """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
+    byte order are converted there and back."""
+    if data.dtype.isnative:
+        return _run(dev, plan, data, idx, data.shape, updates=upd)
+    if any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
+        raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
+    native = data.dtype.newbyteorder("=")
+    return _run(dev, plan, data.astype(native), idx, data.shape, updates=upd.astype(native)).astype(data.dtype)

@@ -43,12 +43,20 @@ class Plan:
                                     (params[0], indices, input, output), int(self.words[1])))
             return out, uploads
         # claim, then the copy (independent of the claims: they may overlap), then the winners write
-        c, owner = self.copy, device._owner_scratch(-(-output.nbytes // m.unit)) if m.count else None
+        owner = device._owner_scratch(-(-output.nbytes // m.unit)) if m.count else None
         scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
                             (params[0], indices, output, updates, owner), m.count)
                    for kernel in ("scatter_claim", "scatter_write")] if m.count else []
         out += scatter[:1]
-        if input is not output and c.count:
-            out.append(Dispatch(kernels.variant("gather", c.unit, 4), (params[1], device._dummy, input, output),
-                                int(self.copy_words[1]), barrier=not out))
+        if input is not output and self.copy.count:
+            out.append(copy_dispatch(device, self.copy.unit, self.copy_words, params[1], input, output,
+                                     barrier=not out))
         return out + scatter[1:], uploads
+
+
+def copy_dispatch(device: Device, unit: int, words: np.ndarray, params: Buffer, input: Buffer, output: Buffer,
+                  barrier: bool = True) -> Dispatch:
+    """The strided copy input -> output (the gather kernel with tuple size 0) of a copy map with access unit
+    ``unit`` and parameter words ``words`` (``IndexMap.params(False, word_loop=True)``), held by ``params``."""
+    return Dispatch(kernels.variant("gather", unit, 4), (params, device._dummy, input, output), int(words[1]),
+                    barrier=barrier)

@@ -3,7 +3,7 @@
 Semantics are ONNX's (ScatterND opset 18, ScatterElements opset 18): the output starts as a copy of the
 data, and each update is combined into its target with the data's value taking part, duplicates included.
 dmlgpu makes the result deterministic on every device, bit for bit: the updates of one target combine
-in a fixed order, the row-major order of the updates (that of ``reference.scatter_nd_reduce``, a plain
+in a fixed order, the row-major order of the updates (that of ``reference.scatter_nd`` with a reduction, a plain
 sequential loop). Arithmetic (shaders/arith.glsl):
 
 * integers (int8..int64, uint8..uint64) wrap like NumPy's fixed-width arithmetic;
@@ -37,8 +37,8 @@ import numpy as np
 from . import kernels
 from .errors import DeviceError
 from .index_map import PARAM_WORDS, IndexMap, Layout, copy_map, resolve
+from .plan import copy_dispatch
 from .runtime import Buffer, Device, Dispatch, as_bytes
-from .tensor import Tensor
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")
 
@@ -120,7 +120,7 @@ class ReducePlan:
     kind = "scatter_reduce"
 
     def __init__(self, reduction: str, dtype, index_dtype, index_layout: Layout, locate, slice_map: IndexMap,
-                 copy: IndexMap | None = None):
+                 copy: IndexMap | None = None, values=None):
         assert reduction in REDUCTIONS[1:]
         self.reduction = reduction
         self.kernel = kernel_for(dtype, reduction)
@@ -130,10 +130,12 @@ class ReducePlan:
         self.slice = slice_map.folded()                   # element-wise arithmetic: no wider units
         self.slice_words = self.slice.params(False)       # DeviceError if it does not fit 32 bits
         self.copy = copy.optimized() if copy is not None else None
-        self.copy_words = self.copy.params(False) if self.copy is not None else None
+        self.copy_words = self.copy.params(False, word_loop=True) if self.copy is not None else None
+        self.values = values    # the index values on the host (layer 2), or None: read from the buffer
 
     @classmethod
-    def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None) -> "ReducePlan":
+    def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None,
+           values=None) -> "ReducePlan":
         """SCATTER_ND: out (the data/output layout), idx, upd: meaningful layouts as nd_map takes them."""
         q, k, elem = len(idx.shape), idx.shape[-1], np.dtype(dtype).itemsize
         slice_map = copy_map(Layout(out.shape[k:], out.strides[k:]), Layout(upd.shape[q - 1:], upd.strides[q - 1:]),
@@ -145,11 +147,11 @@ class ReducePlan:
             resolved = resolve(np.asarray(values).reshape(-1, k), dims)
             targets = resolved[:, 0] * tuple_strides[0] if k == 1 else resolved @ tuple_strides
             return targets, _rows(idx.shape[:-1], upd.strides[:q - 1])
-        return cls(reduction, dtype, index_dtype, idx, locate, slice_map, copy)
+        return cls(reduction, dtype, index_dtype, idx, locate, slice_map, copy, values)
 
     @classmethod
     def elements(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, axis: int,
-                 copy=None) -> "ReducePlan":
+                 copy=None, values=None) -> "ReducePlan":
         """SCATTER_ELEMENTS along ``axis``: every update is one element."""
         elem = np.dtype(dtype).itemsize
         others = tuple(0 if d == axis else s for d, s in enumerate(out.strides))
@@ -159,7 +161,7 @@ class ReducePlan:
             if any(s and n > 1 for n, s in zip(idx.shape, others)):
                 targets += _offsets(idx.shape, others)
             return targets, _rows(idx.shape, upd.strides)
-        return cls(reduction, dtype, index_dtype, idx, locate, IndexMap((), (), 0, elem), copy)
+        return cls(reduction, dtype, index_dtype, idx, locate, IndexMap((), (), 0, elem), copy, values)
 
     def tables(self, values) -> tuple[np.ndarray, np.ndarray]:
         """(parameter words, run table words) for these index values (shaped like the index layout)."""
@@ -201,80 +203,20 @@ class ReducePlan:
         p[P_SLICE], p[P_TARGETS], p[P_STARTS], p[P_ROWS] = slice_count, 0, runs, 2 * runs + 1
         return p, table
 
-    def dispatches_for(self, device: Device, values, *, input: Buffer, output: Buffer,
-                       updates: Buffer) -> tuple[list, list]:
-        """(the dispatches, the buffers to upload first) for one execution with these index values."""
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer | None, output: Buffer,
+                   updates: Buffer) -> tuple[list, list]:
+        """(the dispatches, the buffers to upload first) for one execution. The grouping uses ``values``
+        when the plan has them (layer 2), else reads the indices buffer back to the host (layer 1). The run
+        table is new each time."""
+        values = self.values if self.values is not None else read_indices(indices, self.index_layout,
+                                                                            self.index_dtype)
         params, table = self.tables(values)
         pbuf, tbuf = _staged(device, params), _staged(device, table)
         out, uploads = [], [pbuf, tbuf]
-        c = self.copy
-        if c is not None and input is not output and c.count:
-            cbuf = _staged(device, self.copy_words)
-            uploads.append(cbuf)
-            out.append(Dispatch(kernels.variant("gather", c.unit, 4), (cbuf, device._dummy, input, output), c.count))
+        if self.copy is not None and input is not output and self.copy.count:
+            cbuf, fresh = device._params(self.copy_words)
+            uploads += [cbuf] if fresh else []
+            out.append(copy_dispatch(device, self.copy.unit, self.copy_words, cbuf, input, output))
         if params[1]:
             out.append(Dispatch(self.kernel, (pbuf, tbuf, output, updates), int(params[1])))
         return out, uploads
-
-    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
-                   updates: Buffer) -> tuple[list, list]:
-        """Layer 1 (CompiledOperator.execute): reads the indices buffer back for the grouping. Nothing is
-        reused between executions: the run table is new each time."""
-        values = read_indices(indices, self.index_layout, self.index_dtype)
-        return self.dispatches_for(device, values, input=input, output=output, updates=updates)
-
-
-# ---- Layer 2 (dmlgpu.scatter_nd / scatter_elements with reduction != "none"; arguments validated) ----
-
-def _execute(dev: Device, plan: ReducePlan, data, indices, values, updates):
-    """Runs a layer-2 reduction. ``values``: the indices on the host, or None (Tensor indices: downloaded
-    here). NumPy results for NumPy operands; a Tensor when an operand is a Tensor or the call is recorded."""
-    as_tensor = any(isinstance(x, Tensor) for x in (data, indices, updates)) or dev._recording() is not None
-    if values is None:
-        if dev._recording() is not None:
-            raise RuntimeError("a scatter reduction with Tensor indices cannot be recorded: it groups the "
-                               "updates by target on the host, from the index values")
-        values = indices.numpy()
-    dtype = data.dtype
-    if not dtype.isnative:          # the arithmetic needs native byte order
-        if as_tensor:
-            raise TypeError(f"a scatter reduction needs a native byte order, not dtype {dtype}")
-        native = dtype.newbyteorder("=")
-        return _execute(dev, plan, data.astype(native), indices, values, updates.astype(native)).astype(dtype)
-    dev._check_sizes(data.nbytes, updates.nbytes)
-    with dev._lock:
-        uploads = []
-        if isinstance(data, Tensor):        # a new output: the plan copies data into it
-            in_buf, out_buf = data.buffer, dev.buffer(nbytes=max(4, data.nbytes))
-        else:                               # the uploaded copy of data is the output: updated in place
-            in_buf = out_buf = _staged(dev, data)
-            uploads.append(out_buf)
-        if isinstance(updates, Tensor):
-            upd_buf = updates.buffer
-        else:
-            upd_buf = _staged(dev, updates)
-            uploads.append(upd_buf)
-        dispatches, more = plan.dispatches_for(dev, values, input=in_buf, output=out_buf, updates=upd_buf)
-        if as_tensor:
-            dev._run(dispatches, uploads=uploads + more)
-            return Tensor(out_buf, data.shape, dtype)
-        dev._run(dispatches, uploads=uploads + more, downloads=[out_buf])
-        return out_buf._staged()[: data.nbytes].view(dtype).reshape(data.shape).copy()
-
-
-def _copy(shape, elem: int) -> IndexMap:
-    return copy_map(Layout.packed(shape), Layout.packed(shape), elem)
-
-
-def scatter_nd(dev: Device, data, indices, values, updates, reduction: str):
-    plan = ReducePlan.nd(reduction, data.dtype, indices.dtype, Layout.packed(data.shape),
-                         Layout.packed(indices.shape), Layout.packed(updates.shape),
-                         _copy(data.shape, data.dtype.itemsize))
-    return _execute(dev, plan, data, indices, values, updates)
-
-
-def scatter_elements(dev: Device, data, indices, values, updates, axis: int, reduction: str):
-    plan = ReducePlan.elements(reduction, data.dtype, indices.dtype, Layout.packed(data.shape),
-                               Layout.packed(indices.shape), Layout.packed(updates.shape), axis,
-                               _copy(data.shape, data.dtype.itemsize))
-    return _execute(dev, plan, data, indices, values, updates)
