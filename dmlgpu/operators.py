@@ -279,10 +279,10 @@ class ScatterNDDesc(_OperatorDesc):
         reduction = _check_reduction(self.reduction)
         if reduction != "none":
             return ReducePlan.nd(reduction, inp.data_type.numpy, idx.data_type.numpy, _layout(out, len(in_lay.shape)),
-                                 idx_lay, upd_lay, copy_map(_layout(inp), _layout(out), inp.data_type.size))
+                                 idx_lay, upd_lay, _input_copy(inp, out))
         index_map = nd_map(_layout(out, len(in_lay.shape)), idx_lay, upd_lay, 0, inp.data_type.size)
         return Plan("scatter", index_map, idx.data_type.numpy,
-                    copy_map(_layout(inp), _layout(out), inp.data_type.size))
+                    _input_copy(inp, out))
 
 
 @dataclass(frozen=True)
@@ -316,10 +316,15 @@ class ScatterElementsDesc(_OperatorDesc):
         if reduction != "none":
             return ReducePlan.elements(reduction, inp.data_type.numpy, idx.data_type.numpy, _layout(out),
                                        _layout(idx), _layout(upd), axis,
-                                       copy_map(_layout(inp), _layout(out), inp.data_type.size))
+                                       _input_copy(inp, out))
         index_map = elements_map(_layout(out), _layout(idx), _layout(upd), axis, inp.data_type.size)
         return Plan("scatter", index_map, idx.data_type.numpy,
-                    copy_map(_layout(inp), _layout(out), inp.data_type.size))
+                    _input_copy(inp, out))
+
+
+def _input_copy(inp: TensorDesc, out: TensorDesc):
+    """A scatter's copy of InputTensor into OutputTensor, through both tensors' strides."""
+    return copy_map(_layout(inp), _layout(out), inp.data_type.size)
 
 
 def _check_reduction(reduction) -> str:
