@@ -198,14 +198,20 @@ def lay_out(arr: np.ndarray, how: str) -> np.ndarray:
 
 @st.composite
 def elements_case(draw, budget=4096):
-    """(data shape, axis, indices shape): indices of data's rank, no larger outside the axis, at most
-    ``budget`` elements."""
+    """(data, indices, axis, mode, rng) for the elements operations: indices of data's rank, no larger
+    outside the axis, at most ``budget`` of them, both in drawn layouts."""
     shape = draw(shapes(), label="shape")
     rank = len(shape)
     axis = draw(st.integers(-rank, rank - 1), label="axis")
     a = axis % rank
     idx_shape = [draw(st.integers(1, n + 3)) if d == a else draw(st.integers(1, n)) for d, n in enumerate(shape)]
-    return shape, axis, budget_shape(idx_shape, budget)
+    idx_shape = budget_shape(idx_shape, budget)
+    dtype, idx_dtype = draw(data_dtypes, label="dtype"), draw(index_dtypes, label="idx_dtype")
+    kinds, mode = draw(index_kinds(), label="kinds"), draw(modes, label="mode")
+    rng = np.random.default_rng(draw(seeds, label="seed"))
+    x = lay_out(random_data(rng, shape, dtype), draw(layouts(), label="x_layout"))
+    idx = lay_out(random_indices(rng, idx_shape, shape[axis], idx_dtype, kinds), draw(layouts(), label="i_layout"))
+    return x, idx, axis, mode, rng
 
 
 @st.composite
