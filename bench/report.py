@@ -9,7 +9,9 @@ JSON format (``bench.json``):
   min_ns, p90_ns, samples, dispatches_per_op, wall_ns_per_op: a host-timed cross-check, gbps: GB/s =
   1e9 bytes/s); ``copy`` (the copy shader on as many bytes: the same fields, moved_bytes); copy_fraction
   (dmlgpu GB/s / copy GB/s); ``peer`` (name, median_ns, min_ns, samples, method, gbps); ratio (dmlgpu
-  GB/s / peer GB/s); verified (bool); mismatch (str or null);
+  GB/s / peer GB/s); ``eager`` (first_ns, median_ns, samples: wall time of the eager call on device Tensors,
+  the case's first call and steady state; over_gpu_ns: median minus the GPU median); verified (bool);
+  mismatch (str or null);
 * ``latency`` (or null): operation, ``dmlgpu`` (recorded_round_trip_us, function_round_trip_us,
   amortized_us, amortized_gpu_us, record_us_per_op, ops, iterations), ``peer`` (name, round_trip_us,
   amortized_us, how), mismatches (list of str).
@@ -22,7 +24,8 @@ from pathlib import Path
 from .units import fmt_bytes, fmt_number
 
 JSON_NAME, MARKDOWN_NAME, PLOT_NAME = "bench.json", "bench.md", "bench.png"
-COLUMNS = ("workload", "moved", "dmlgpu us", "dmlgpu GB/s", "% copy", "peer GB/s", "dmlgpu/peer", "check")
+COLUMNS = ("workload", "moved", "dmlgpu us", "dmlgpu GB/s", "% copy", "peer GB/s", "dmlgpu/peer", "eager us",
+           "eager - GPU us", "first eager us", "check")
 
 
 def failures(results: dict) -> list[str]:
@@ -42,13 +45,16 @@ def failures(results: dict) -> list[str]:
 
 def _case_cells(c: dict) -> list[str]:
     name, size = c["workload"], fmt_bytes(c.get("moved_bytes") or c["target_bytes"])
+    blank = [""] * (len(COLUMNS) - 3)
     if c.get("skipped"):
-        return [name, size, "", "", "", "", "", f"skipped: {c['skipped']}"]
+        return [name, size, *blank, f"skipped: {c['skipped']}"]
     if c.get("error"):
-        return [name, size, "", "", "", "", "", f"ERROR: {c['error']}"]
-    d = c["dmlgpu"]
+        return [name, size, *blank, f"ERROR: {c['error']}"]
+    d, e = c["dmlgpu"], c.get("eager")
+    eager = [fmt_number(e["median_ns"] / 1e3), fmt_number(e["over_gpu_ns"] / 1e3), fmt_number(e["first_ns"] / 1e3)] \
+        if e else ["", "", ""]
     return [name, size, fmt_number(d["median_ns"] / 1e3), fmt_number(d["gbps"]), f"{100 * c['copy_fraction']:.0f}%",
-            fmt_number(c["peer"]["gbps"]), fmt_number(c["ratio"], 2), "ok" if c["verified"] else "MISMATCH"]
+            fmt_number(c["peer"]["gbps"]), fmt_number(c["ratio"], 2), *eager, "ok" if c["verified"] else "MISMATCH"]
 
 
 def _latency_rows(lat: dict) -> tuple[list, list]:
@@ -85,8 +91,9 @@ def text(results: dict) -> str:
     lines = [f"dmlgpu benchmark, {m['date']}: device {m['device']['index']} {m['device']['name']} "
              f"({m['device']['type']}); peer {_peer_text(peer)}; {m['repeats']} timed repetitions",
              "GB/s = bytes moved (read + written, indices included) / median time; % copy: of the copy "
-             "shader's GB/s on as many bytes", ""]
-    lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], "lrrrrrrl"))
+             "shader's GB/s on as many bytes; eager: wall time of the call on device Tensors (steady-state "
+             "median, and the case's first call)", ""]
+    lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], "lrrrrrrrrrl"))
     if results.get("latency"):
         rows, header = _latency_rows(results["latency"])
         lines += ["", _text_table(header, rows, "lrr")]

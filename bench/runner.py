@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime
 import gc
 import platform
+import statistics
 import subprocess
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +17,14 @@ import numpy as np
 import dmlgpu
 
 from . import latency
+from .clock import host_samples
 from .gpu_timing import CopyReference, capture, release, time_dispatches
 from .progress import Progress
 from .units import fmt_bytes
 from .workloads import Workload
 
 MEMORY_HEADROOM = 0.8     # use at most this fraction of the free device memory (when the peer knows it)
+EAGER_BUDGET_S = 2.0      # stop timing a case's eager calls after this long (at least 5)
 
 
 @dataclass
@@ -87,6 +91,7 @@ def run_case(device, peer, copy_ref: CopyReference, w: Workload, target: int, re
         return {**row, "skipped": f"needs about {fmt_bytes(need)} of device memory; {fmt_bytes(free)} free"}
     try:
         tensors = {k: dmlgpu.tensor(v, device=device) for k, v in case.operands.items()}
+        eager = eager_wall(device, case.dmlgpu, tensors, repeats)
         result, dispatches = capture(device, case.dmlgpu, tensors)
         got = result.numpy()
         gpu = time_dispatches(device, dispatches, repeats)
@@ -106,11 +111,23 @@ def run_case(device, peer, copy_ref: CopyReference, w: Workload, target: int, re
     peer_gbps = case.moved / peer_time.median_ns
     return {**row,
             "dmlgpu": {**gpu.summary(), "gbps": dml_gbps},
+            "eager": {**eager, "over_gpu_ns": eager["median_ns"] - gpu.median_ns},
             "copy": {**copy.summary(), "moved_bytes": copy_moved, "gbps": copy_gbps},
             "copy_fraction": dml_gbps / copy_gbps,
             "peer": {**peer_time.summary(), "name": peer.kind, "gbps": peer_gbps},
             "ratio": dml_gbps / peer_gbps,
             "verified": mismatch is None, "mismatch": mismatch}
+
+
+def eager_wall(device, call, tensors: dict, repeats: int) -> dict:
+    """Wall time of the eager call a user makes on device Tensors (returns when the GPU is done): the first
+    call of the case (its output allocated anew) and the median of ``repeats`` more (steady state), in ns."""
+    start = time.perf_counter()
+    del_me = call(tensors)
+    first = time.perf_counter() - start
+    del del_me
+    samples = host_samples(lambda: call(tensors), repeats, EAGER_BUDGET_S)
+    return {"first_ns": first * 1e9, "median_ns": statistics.median(samples) * 1e9, "samples": len(samples)}
 
 
 def compare(got: np.ndarray, expected: np.ndarray) -> str | None:

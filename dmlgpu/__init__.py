@@ -11,7 +11,8 @@ from .errors import DescError, DeviceError
 from .functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
 from .operators import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
                         ScatterElementsDesc, ScatterNDDesc)
-from .runtime import Buffer, Device, DeviceInfo, Recording, default_device, devices
+from .device import Device, default_device
+from .runtime import Buffer, DeviceInfo, Recording, devices
 from .tensor import Tensor, empty, tensor
 from .tensor_desc import TensorDesc
 

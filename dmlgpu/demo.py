@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from . import examples, functions, reference
-from .runtime import Device
+from .device import Device
 
 
 def _show(name, arr) -> str:

@@ -9,8 +9,6 @@ inside a Device.record() block.
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from . import reduction as _reduction
@@ -18,7 +16,8 @@ from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
 from .plan import Plan
-from .runtime import Device, as_bytes, default_device
+from .device import Device, default_device
+from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
 
 MODES = ("clamp", "raise")
@@ -116,39 +115,33 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
     with dev._lock:
         taken, uploads = [], []
 
-        def scratch(n):
-            buf = dev._take(n)
-            taken.append(buf)
-            return buf
-
         def operand(x):
             if isinstance(x, Tensor):
                 return x.buffer
-            buf = scratch(max(4, x.nbytes))
+            buf = dev._take(x.nbytes)
             buf._stage(as_bytes(x))
+            taken.append(buf)
             uploads.append(buf)
             return buf
 
         in_buf = operand(data)   # a reduction groups its updates from host index values: no indices upload
         idx_buf = None if plan.kind == "scatter_reduce" else operand(indices)
         if plan.kind == "gather" or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
-            out_buf = scratch(nbytes)
+            out_buf = dev._take(nbytes)      # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
         upd_buf = operand(updates) if updates is not None else None
         dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
         if as_tensor:
             dev._run(dispatches, uploads=params + uploads)
-            result = Tensor(out_buf, out_shape, data.dtype)
             if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
-                dev._give(*(b for b in reversed(taken) if b is not out_buf))
-                weakref.finalize(result, dev._give, out_buf)
-            return result
+                dev._give(*(b for b in taken if b is not out_buf))
+            return Tensor(out_buf, out_shape, data.dtype)
         try:
-            dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])
-            return out_buf._staged()[:nbytes].view(data.dtype).reshape(out_shape).copy()
+            out = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
+            return out[:nbytes].view(data.dtype).reshape(out_shape)
         finally:
-            dev._give(*reversed(taken))
+            dev._give(*{id(b): b for b in taken + [out_buf]}.values())
 
 
 def _check_indices(op: str, values, count: int, dims, mode: str, dim_of) -> None:

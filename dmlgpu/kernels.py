@@ -29,7 +29,7 @@ def reduce_variant(kind: str, bits: int, op: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def spirv(name: str) -> bytes:
-    """The SPIR-V of a variant (or "fill"); FileNotFoundError names the build step when it is missing."""
+    """The SPIR-V of a variant; FileNotFoundError names the build step when it is missing."""
     path = importlib.resources.files(__package__) / "shaders" / f"{name}.spv"
     try:
         return path.read_bytes()

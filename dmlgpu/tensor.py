@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .runtime import Buffer, Device, default_device
+from .device import Device, default_device
+from .runtime import Buffer
 
 
 class Tensor:
@@ -12,8 +13,8 @@ class Tensor:
     Layer-2 functions accept Tensors wherever they accept arrays and then return Tensors. ``numpy()``
     downloads a copy; ``write(array)`` uploads; ``host`` is the host-side copy as an array view (what
     Recording.upload sends and Recording.download fills), for loops that avoid allocations.
-    A small Tensor returned by an operation (outside a recording) borrows its buffer from the device's
-    pool and gives it back when it is collected, so repeated operations reuse their compiled algorithms.
+    Its buffer comes from the device's caching allocator and goes back to it when the Tensor is collected,
+    so repeated operations allocate nothing and reuse their algorithms.
     """
 
     def __init__(self, buffer: Buffer, shape, dtype):
@@ -31,18 +32,21 @@ class Tensor:
 
     @property
     def host(self) -> np.ndarray:
-        return self.buffer._staged()[: self.nbytes].view(self.dtype).reshape(self.shape)
+        return self.buffer.host[: self.nbytes].view(self.dtype).reshape(self.shape)
 
     def numpy(self) -> np.ndarray:
         """A new NumPy array with the tensor's current contents."""
-        return self.buffer.read()[: self.nbytes].view(self.dtype).reshape(self.shape)
+        if self.device._recording() is not None:
+            raise RuntimeError("numpy() cannot run inside a recording: record download() and read Tensor.host "
+                               "after the block")
+        return self.device._read_range(self.buffer, 0, self.nbytes).view(self.dtype).reshape(self.shape)
 
     def write(self, array) -> None:
         """Uploads ``array`` (same shape; cast to the tensor's dtype)."""
         arr = np.asarray(array, dtype=self.dtype)
         if arr.shape != self.shape:
             raise ValueError(f"array of shape {arr.shape} does not match the tensor's shape {self.shape}")
-        self.buffer.write(arr)
+        self.buffer.write(arr)     # one copy, from arr to device memory or to staging
 
     def __repr__(self) -> str:
         return f"<dmlgpu.Tensor {self.shape} {self.dtype} on {self.device.info.name}>"

@@ -50,7 +50,7 @@ def test_validation_layer_reports_nothing_for_scatters_and_gathers():
 def test_validation_layer_catches_the_scatter_hazard_without_dmlgpus_barrier():
     """The claim and write passes of a scatter depend on each other: with the compute-to-compute barrier
     replaced by Kompute's transfer-to-compute one, synchronization validation reports the hazard."""
-    patch = "runtime._BARRIER = (0x1000, 0x20, 0x1000, 0x800)"
+    patch = "runtime.device.BEFORE_DISPATCH = (0x1000, 0x20, 0x1000, 0x800)"
     r = _python(_SCATTERS.format(patch=patch), DMLGPU_VALIDATION="1")
     assert r.returncode == 0, r.stderr
     assert "MESSAGES 0" not in r.stdout and "SYNC-HAZARD" in r.stdout, r.stdout
@@ -287,9 +287,12 @@ def test_eager_tensor_operations_reuse_buffers_and_algorithms(device):
     idx = dmlgpu.tensor(np.array([3, 1, 2], np.int32), device=device)
     for _ in range(5):
         out = dmlgpu.gather(table, idx)
-    cached = len(device._algorithms)
+    before = device.memory_stats()
     results = [dmlgpu.gather(table, idx).numpy() for _ in range(50)]
-    assert len(device._algorithms) == cached, "repeated eager operations created new pipelines"
+    after = device.memory_stats()
+    assert after["algorithms"] == before["algorithms"], "repeated eager operations created new algorithms"
+    assert after["pipelines"] == before["pipelines"], "repeated eager operations built new pipelines"
+    assert after["device_allocations"] == before["device_allocations"], "repeated operations allocated memory"
     assert all(np.array_equal(r, np.arange(4096, dtype=np.float32).reshape(256, 16)[[3, 1, 2]]) for r in results)
     kept = dmlgpu.gather(table, idx)          # a live Tensor keeps its buffer: a new result gets another
     other = dmlgpu.gather(table, dmlgpu.tensor(np.array([0, 0, 0], np.int32), device=device))

@@ -1,0 +1,44 @@
+"""dmlgpu.Device: a Vulkan device (runtime.Device) that also carries the DirectML feature level layer-1
+validation follows, and compiles operator descriptors; and the default device the functions use."""
+from __future__ import annotations
+
+import threading
+
+from . import runtime
+from .dtypes import FeatureLevel
+from .operators import CompiledOperator
+
+
+class Device(runtime.Device):
+    """A Vulkan device for dmlgpu's operators.
+
+    ``index``: as listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else
+    the first device. ``feature_level``: the DirectML feature level layer-1 validation follows.
+    ``memory_limit``, ``direct_memory``: see dmlgpu.runtime.Device. One Device may be used from several
+    threads: its submissions are serialised by a lock.
+    """
+
+    def __init__(self, index: int | None = None, *, feature_level="4.1", memory_limit: int | None = None,
+                 direct_memory: bool | None = None):
+        self.feature_level = FeatureLevel.parse(feature_level)
+        super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory)
+
+    def compile(self, desc) -> CompiledOperator:
+        """Validates an operator descriptor at this device's feature level; returns a CompiledOperator."""
+        return CompiledOperator(self._open(), desc)
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()[:-1]}, feature level {self.feature_level}>"
+
+
+_default: Device | None = None
+_default_lock = threading.Lock()
+
+
+def default_device() -> Device:
+    """The Device that functions use when no ``device=`` is given (opened on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None or _default._closed:
+            _default = Device()
+        return _default

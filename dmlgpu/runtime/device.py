@@ -1,0 +1,475 @@
+"""A Vulkan device opened through Kompute: its buffers, and recording and running kernel dispatches.
+
+Ordering: Kompute's OpAlgoDispatch records only a transfer-to-compute barrier, so dmlgpu records its own
+before every dispatch (``BEFORE_DISPATCH``): all earlier transfer and compute writes to the dispatch's
+buffers are made available and visible to its reads and writes, and all earlier reads of them finish first.
+Two dependent dispatches in one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch
+marked ``barrier=False`` (a scatter's copy, independent of the claim pass before it) shares the barrier
+of the dispatch before it, which then covers its buffers too, so the two may overlap. Copies into and out of
+device buffers are preceded by ``BEFORE_COPY``; memory the host reads after a submission (staging, or
+mapped device buffers on unified memory) is made visible to it by ``BEFORE_HOST_READ`` at the end.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels
+from ..errors import DeviceError
+from . import transfers
+from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
+    open_manager
+from .memory import Allocator, Block
+from .pipelines import Pipelines
+from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
+
+CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
+_PARAMS_CACHE = 256      # parameter buffers kept per device
+_FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the operation's own submission
+
+
+def as_bytes(data) -> np.ndarray:
+    """The raw bytes of an array or bytes-like object, as a flat uint8 array (a view where possible)."""
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+
+
+class _HostMemory:
+    """Exposes mapped memory to NumPy while keeping its owner (a Buffer) alive: arrays made from it hold it."""
+
+    def __init__(self, owner, view: np.ndarray, nbytes: int):
+        self.owner = owner
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (view.ctypes.data, False),
+                                    "version": 3}
+
+
+class Buffer:
+    """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer() (and by operations
+    for their results), backed by a block of the device's caching allocator, which gets it back when the
+    Buffer is collected.
+
+    Test mode: with ``Device.canary_words`` > 0, every new buffer has that many extra guard words after
+    its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
+    words as part of the buffer, so a write past a tensor's end changes them and a read past it returns
+    them (and shows up in results).
+    """
+
+    def __init__(self, device: "Device", nbytes: int):
+        if nbytes <= 0 or nbytes % 4:
+            raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
+        device._check_sizes(nbytes)
+        self.device = device
+        self.nbytes = nbytes
+        self.canary_words = device.canary_words
+        self._block: Block = device._allocator.allocate(nbytes + 4 * self.canary_words)
+        self._tensor = self._block.tensor
+        self._finalizer = weakref.finalize(self, device._allocator.free, self._block)
+        self._pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
+        self._mirror = None                       # host-visible copy for recordings (staging devices only)
+        self._host: np.ndarray | None = None
+        self.pinned = False                       # a recording uses it: Device._give leaves it alone
+        if self.canary_words:
+            device._fill(self, CANARY, nbytes, 4 * self.canary_words)
+
+    def write(self, data, offset: int = 0) -> None:
+        """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4)."""
+        src = as_bytes(data)
+        if offset < 0 or offset % 4 or offset + src.size > self.nbytes:
+            raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
+                             f"(the offset must be a multiple of 4)")
+        if src.size:
+            self.device._write(self, offset, src)
+
+    def read(self) -> np.ndarray:
+        """Downloads the buffer: a new uint8 array of nbytes bytes."""
+        if self.device._recording() is not None:
+            raise RuntimeError("read() cannot run inside a recording: record download() and read the "
+                               "host copy after the block")
+        return self.device._run([], downloads=[self])[0]
+
+    @property
+    def host(self) -> np.ndarray:
+        """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
+        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped."""
+        if self._host is None:
+            if self._block.view is not None:
+                view = self._block.view
+            else:
+                self._mirror = self.device._mgr.buffer(self._block.size // 4,
+                                                       transfers.download_memory_flags(self.device.info))
+                view = self._mirror.host_view()
+            self._host = np.asarray(_HostMemory(self, view, self.nbytes))
+        return self._host
+
+    def canary_intact(self) -> bool:
+        """Test mode: downloads the buffer and checks its guard words (True when there are none)."""
+        if not self.canary_words:
+            return True
+        words = self.device._read_range(self, self.nbytes, 4 * self.canary_words).view(np.uint32)
+        return bool((words == CANARY).all())
+
+    def _stage(self, src: np.ndarray) -> None:
+        """Keeps ``src`` (flat uint8, not copied: it must not change before the run) to be uploaded by the
+        next run that lists this buffer among its uploads."""
+        self._pending = src
+
+    def _release(self) -> None:
+        """Gives the block back to the allocator now (the Buffer must not be used afterwards)."""
+        self._finalizer()
+
+    def __repr__(self) -> str:
+        return f"<dmlgpu.Buffer {self.nbytes} bytes on {self.device.info.name}>"
+
+
+@dataclass
+class Dispatch:
+    """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count."""
+
+    kernel: str
+    buffers: tuple
+    count: int
+    barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
+                          # recorded before that one then covers this one's buffers too
+
+
+_open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
+
+
+@atexit.register
+def _save_pipeline_caches() -> None:
+    for dev in list(_open_devices):
+        if not dev._closed:
+            dev._pipelines.save()
+
+
+class Device:
+    """A Vulkan device opened through Kompute.
+
+    ``index``: as listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else
+    the first device. ``memory_limit``: the most bytes of device memory this Device's allocator holds at once
+    (in use and cached), or None for what the driver gives. ``direct_memory``: read and write buffers through
+    mapped memory instead of staging copies; default: DMLGPU_DIRECT_MEMORY (0 or 1) if set, else on
+    unified-memory devices (DeviceInfo.unified_memory).
+    One Device may be used from several threads: its submissions are serialised by a lock.
+    """
+
+    def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
+                 direct_memory: bool | None = None):
+        listed = devices()
+        if index is None:
+            index = default_device_index()
+        if not 0 <= index < len(listed):
+            raise DeviceError(f"device index {index} must be in [0, {len(listed) - 1}]")
+        self.info: DeviceInfo = listed[index]
+        if direct_memory is None:
+            env = os.environ.get("DMLGPU_DIRECT_MEMORY", "")
+            direct_memory = self.info.unified_memory if env == "" else env != "0"
+        elif direct_memory and not self.info.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT):
+            raise DeviceError(f"{self.info.name} has no host-visible device memory: direct_memory=True is not possible")
+        self.direct_memory = bool(direct_memory)
+        self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
+        self._lock = threading.RLock()
+        self._mgr = open_manager(index)
+        flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
+        max_block = min(self.info.max_storage_buffer_range, 2**32 - 4) // 4 * 4   # kp sizes are 32-bit
+        self._allocator = Allocator(lambda size: self._mgr.buffer(size // 4, flags), self._forget, max_block,
+                                    memory_limit, self.direct_memory)
+        self._pipelines = Pipelines(self._mgr, self.info)
+        self._staging = Staging(self._mgr, self.info)
+        self._immediate = self._mgr.sequence()
+        self._param_buffers: dict = {}
+        self._local = threading.local()
+        self._submissions = 0
+        self._owner: Buffer | None = None
+        self._owner_clean = True
+        self._closed = False
+        self._dummy = Buffer(self, 4)
+        _open_devices.add(self)
+
+    # ---- public ----
+    def buffer(self, data=None, nbytes: int | None = None) -> Buffer:
+        """A new device buffer: of ``nbytes`` zero bytes, or holding ``data``'s bytes (padded with zeros to
+        a multiple of 4, or to ``nbytes`` if that is larger)."""
+        self._open()
+        if data is None:
+            if nbytes is None:
+                raise ValueError("give data or nbytes")
+            buf = Buffer(self, max(4, (int(nbytes) + 3) // 4 * 4))
+            self._fill(buf, 0, 0, buf.nbytes)
+            return buf
+        src = as_bytes(data)
+        buf = Buffer(self, max(4, (max(src.size, nbytes or 0) + 3) // 4 * 4))
+        if buf.nbytes > src.size:
+            self._fill(buf, 0, src.size // 4 * 4, buf.nbytes - src.size // 4 * 4)
+        buf.write(src)
+        return buf
+
+    def memory_stats(self) -> dict:
+        """The caching allocator's counters, in bytes and counts: ``allocated_bytes`` (blocks of live
+        buffers), ``cached_bytes`` (free blocks kept for reuse), ``reserved_bytes`` (both),
+        ``peak_allocated_bytes``, ``device_allocations`` (vkAllocateMemory calls), ``cache_hits`` (requests
+        served from the cache), ``cache_releases`` (blocks destroyed by empty_cache or to make room),
+        ``pipelines`` (VkPipelines built) and ``algorithms`` (descriptor sets kept for buffer sets)."""
+        with self._lock:
+            stats = self._allocator.memory_stats()
+            stats["pipelines"] = self._pipelines.pipeline_count
+            stats["algorithms"] = len(self._pipelines)
+            return stats
+
+    def empty_cache(self) -> None:
+        """Releases the device memory of every cached (free) block; buffers in use keep theirs."""
+        with self._lock:
+            self._open()
+            self._allocator.empty_cache()
+
+    def close(self) -> None:
+        """Releases the device (saving its pipeline cache); using it afterwards raises DeviceError."""
+        with self._lock:
+            if not self._closed:
+                self._pipelines.save()
+                self._closed = True
+                self._pipelines.clear()
+                self._mgr.destroy()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<dmlgpu.Device {self.info.index}: {self.info.name} ({self.info.type})>"
+
+    def record(self, timestamps: bool = False) -> "Recording":
+        """A recording: ``with dev.record() as rec:`` captures the operations run on this device by this
+        thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again.
+        ``timestamps=True``: the GPU writes a timestamp after each recorded step (Recording.timestamps)."""
+        from .recording import Recording
+        return Recording(self._open(), timestamps)
+
+    # ---- internal: buffers ----
+    def _open(self) -> "Device":
+        if self._closed:
+            raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
+        return self
+
+    def _check_sizes(self, *nbytes: int) -> None:
+        """DeviceError, before any GPU work, if a buffer of one of these sizes would exceed the device."""
+        limit = self._allocator.max_block
+        for n in nbytes:
+            if n > limit:
+                raise DeviceError(f"a tensor of {n} bytes exceeds this device's maxStorageBufferRange ({limit} "
+                                  f"bytes, {self.info.name}); split the operation into smaller ones")
+
+    def _take(self, nbytes: int) -> Buffer:
+        """A buffer of at least ``nbytes`` (a multiple of 4) whose contents are undefined."""
+        return Buffer(self._open(), max(4, (nbytes + 3) // 4 * 4))
+
+    def _give(self, *bufs: Buffer) -> None:
+        """Returns _take()n buffers to the allocator now (those a recording uses stay until it goes)."""
+        for buf in bufs:
+            if not buf.pinned:
+                buf._release()
+
+    def _params(self, words: np.ndarray) -> tuple[Buffer, bool]:
+        """(a buffer holding these kernel parameter words, True if it is new: its words are staged and it
+        must be listed among the uploads of the run that uses it). Buffers are shared by equal words, so
+        repeated operations reuse their algorithms."""
+        key = words.tobytes()
+        buf = self._param_buffers.pop(key, None)
+        fresh = buf is None
+        if fresh:
+            if len(self._param_buffers) >= _PARAMS_CACHE:
+                self._param_buffers.pop(next(iter(self._param_buffers)))
+            buf = Buffer(self, words.nbytes)
+            buf._stage(np.frombuffer(key, dtype=np.uint8))
+        self._param_buffers[key] = buf            # most recently used last
+        return buf, fresh
+
+    def _owner_scratch(self, words: int) -> Buffer:
+        """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it):
+        one 32-bit word per unit of the output, so a scatter of 1-byte elements needs 4 bytes of it per
+        element. DeviceError, before any GPU work, if that exceeds the largest buffer."""
+        limit = self._allocator.max_block       # maxStorageBufferRange (and kp's 32-bit sizes)
+        if 4 * words > limit:
+            raise DeviceError(f"this scatter needs {4 * words} bytes of claim scratch (4 bytes per unit of its "
+                              f"output, {words} units), more than this device's maxStorageBufferRange ({limit} "
+                              f"bytes, {self.info.name}); split the output into smaller tensors")
+        if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
+            size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
+            size = min(1 << (size - 1).bit_length(), limit // 4)
+            self._owner = None
+            self._owner = Buffer(self, 4 * max(size, words))
+            self._fill(self._owner, 0, 0, self._owner.nbytes)
+            self._owner_clean = True
+        return self._owner
+
+    def _forget(self, block: Block) -> None:
+        """Called before a cached block is destroyed: nothing may refer to it afterwards."""
+        self._pipelines.forget(block)
+        self._immediate.clear()
+
+    # ---- internal: transfers ----
+    def _write(self, buf: Buffer, offset: int, src: np.ndarray) -> None:
+        """Uploads ``src`` (flat uint8) into ``buf`` at byte ``offset``, now."""
+        with self._lock:
+            self._open()
+            if buf._block.view is not None:
+                transfers.host_copy(buf._block.view[offset:offset + src.size], src)
+            else:
+                self._staging.write(buf._tensor, offset, src)
+
+    def _read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
+        """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included)."""
+        with self._lock:
+            self._open()
+            if buf._block.view is not None:
+                return buf._block.view[offset:offset + nbytes].copy()
+            out = np.empty(nbytes, dtype=np.uint8)
+            self._staging.read(buf._tensor, offset, out)
+            return out
+
+    def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
+        """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
+        if nbytes <= 0:
+            return
+        with self._lock:
+            seq = self._immediate
+            seq.clear()
+            seq.record(kp.OpMemoryBarrier([buf._tensor], *BEFORE_COPY))
+            seq.record(kp.OpFill(buf._tensor, offset, nbytes, word))
+            if self.direct_memory:
+                seq.record(kp.OpMemoryBarrier([buf._tensor], *BEFORE_HOST_READ))
+            self._submit(seq, False)
+
+    # ---- internal: running ----
+    def _recording(self):
+        return getattr(self._local, "recording", None)
+
+    def _run(self, dispatches, uploads=(), downloads=()) -> list:
+        """Uploads the buffers' staged bytes, runs the dispatches in order (a barrier before each),
+        downloads; waits. Returns the downloaded bytes: a new uint8 array of each buffer's nbytes.
+        Inside a recording of this thread the steps are appended to it instead (returns [])."""
+        rec = self._recording()
+        if rec is not None:
+            rec._append(dispatches, uploads, downloads)
+            return []
+        with self._lock:
+            self._open()
+            pending = [b for b in uploads if b._pending is not None]
+            up = sum(b._pending.size for b in pending)
+            down = sum(b.nbytes for b in downloads)
+            fused = self.direct_memory or (up <= _FUSE_MAX and down <= _FUSE_MAX)
+            seq = self._immediate
+            seq.clear()
+            ops, holds = [], list(dispatches)
+            if self.direct_memory:
+                for b in pending:
+                    transfers.host_copy(b._block.view[:b._pending.size], b._pending)
+            elif fused:
+                ops += self._staged_uploads(pending)
+            else:
+                for b in pending:
+                    self._staging.write(b._tensor, 0, b._pending)
+            for b in pending:
+                b._pending = None
+            ops += self._dispatch_ops(dispatches, holds)
+            results = []
+            if self.direct_memory:
+                ops += self._host_read_ops(dispatches)
+            elif fused and downloads:
+                ops += self._staged_downloads(downloads)
+            for op in ops:
+                seq.record(op)
+            if ops:
+                self._submit(seq, self._uses_owner(dispatches))
+            if self.direct_memory:
+                results = [b._block.view[:b.nbytes].copy() for b in downloads]
+            elif fused:
+                view, pos = self._staging.slots("down")[0].view, 0
+                for b in downloads:
+                    results.append(view[pos:pos + b.nbytes].copy())
+                    pos += -(-b.nbytes // 16) * 16
+            else:
+                for b in downloads:
+                    out = np.empty(b.nbytes, dtype=np.uint8)
+                    self._staging.read(b._tensor, 0, out)
+                    results.append(out)
+            return results
+
+    def _staged_uploads(self, bufs) -> list:
+        """Copies the buffers' pending bytes into the upload staging buffer; returns the ops that move them
+        on (one submission with the operation)."""
+        if not bufs:
+            return []
+        slot = self._staging.slots("up")[0]
+        slot.wait()
+        ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
+        pos = 0
+        for b in bufs:
+            n = b._pending.size
+            transfers.host_copy(slot.view[pos:pos + n], b._pending)
+            ops.append(kp.OpCopyRegion(slot.tensor, b._tensor, pos, 0, n))
+            pos += -(-n // 16) * 16
+        return ops
+
+    def _staged_downloads(self, bufs) -> list:
+        """The ops that copy the buffers into the download staging buffer, packed at 16-byte offsets."""
+        slot = self._staging.slots("down")[0]
+        slot.wait()
+        ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
+        pos = 0
+        for b in bufs:
+            ops.append(kp.OpCopyRegion(b._tensor, slot.tensor, 0, pos, b.nbytes))
+            pos += -(-b.nbytes // 16) * 16
+        ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
+        return ops
+
+    def _dispatch_ops(self, dispatches, holds: list) -> list:
+        """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
+        ops = []
+        for n, d in enumerate(dispatches):
+            if d.barrier:
+                group = [d.buffers]
+                for later in dispatches[n + 1:]:
+                    if later.barrier:
+                        break
+                    group.append(later.buffers)
+                tensors = list({id(b): b._tensor for bufs in group for b in bufs}.values())
+                ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
+            algo = self._algorithm(d)
+            ops.append(kp.OpAlgoDispatch(algo))
+            holds.append(algo)
+        return ops
+
+    def _host_read_ops(self, dispatches) -> list:
+        """Unified memory: the barrier that makes what the dispatches wrote visible to host reads (so that
+        reading a mapped buffer afterwards needs no submission of its own)."""
+        written = {id(b): b._tensor for d in dispatches for b in d.buffers}
+        return [kp.OpMemoryBarrier(list(written.values()), *BEFORE_HOST_READ)] if written else []
+
+    def _uses_owner(self, dispatches) -> bool:
+        return self._owner is not None and any(b is self._owner for d in dispatches for b in d.buffers)
+
+    def _algorithm(self, d: Dispatch):
+        """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch."""
+        groups = kernels.workgroups(d.count, self.info.max_workgroup_count[0])
+        return self._pipelines.algorithm(d.kernel, groups, tuple(b._block for b in d.buffers))
+
+    def _submit(self, seq, scatters: bool) -> None:
+        """Submits a recorded Sequence and waits. While scatters run, the claim scratch is marked unclean,
+        so an interrupted run makes the next scatter re-zero it."""
+        if scatters:
+            self._owner_clean = False
+        seq.eval()
+        if scatters:
+            self._owner_clean = True
+        self._submissions += 1
+        if self._submissions % 256 == 0:
+            self._mgr.clear()   # let Kompute forget expired objects: host memory stays flat

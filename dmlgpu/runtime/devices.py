@@ -1,0 +1,175 @@
+"""Finding Vulkan devices: the patched Kompute module, the device list with the limits dmlgpu needs, and
+the default device's index. Kompute aborts the process when Vulkan has no device, so the loader is asked
+first (through ctypes)."""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+from ..errors import DeviceError
+
+try:
+    import kp
+except ImportError as exc:  # importing dmlgpu works without kp; opening a device says what is missing
+    kp = None
+    _KP_IMPORT_ERROR = exc
+else:
+    _KP_IMPORT_ERROR = None
+
+# The patches of tools/kp-patches the runtime calls into (kp.__dmlgpu_patches__ lists those a build has).
+REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", "0006-python-eval-async-gil",
+                    "0007-python-memory-barrier", "0008-python-manager-clear", "0009-python-device-properties",
+                    "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines")
+
+DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
+
+# VkMemoryPropertyFlagBits and VkMemoryHeapFlagBits
+DEVICE_LOCAL, HOST_VISIBLE, HOST_COHERENT, HOST_CACHED = 0x1, 0x2, 0x4, 0x8
+HEAP_DEVICE_LOCAL = 0x1
+
+INSTALL_HINT = ("install a Vulkan driver (on Debian/Ubuntu without a GPU: 'apt-get install mesa-vulkan-drivers' "
+                "for lavapipe) and run the README's set-up command")
+
+
+def require_kp() -> None:
+    """DeviceError unless the patched kp is importable, with every patch the runtime needs."""
+    if kp is None:
+        raise DeviceError(f"the Kompute module 'kp' is not importable ({_KP_IMPORT_ERROR}); "
+                          "build it with 'python tools/build_kp.py'")
+    missing = [p for p in REQUIRED_PATCHES if p not in getattr(kp, "__dmlgpu_patches__", ())]
+    if missing:
+        raise DeviceError(f"the installed 'kp' lacks dmlgpu's patches {', '.join(missing)}; "
+                          "rebuild it with 'python tools/build_kp.py --force'")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A Vulkan device as dmlgpu.devices() lists it; limits in bytes or counts. ``memory_heaps``: (size in
+    bytes, VkMemoryHeapFlags) per heap; ``memory_types``: (VkMemoryPropertyFlags, heap index) per type."""
+
+    index: int
+    name: str
+    type: str
+    max_storage_buffer_range: int
+    max_push_constants_size: int
+    max_workgroup_count: tuple
+    max_workgroup_size: tuple
+    max_workgroup_invocations: int
+    timestamp_period_ns: float
+    memory_heaps: tuple
+    memory_types: tuple
+    vendor_id: int
+    device_id: int
+    driver_version: int
+    pipeline_cache_uuid: bytes
+
+    @classmethod
+    def from_kp(cls, index: int, p: dict) -> "DeviceInfo":
+        return cls(index, p["device_name"], DEVICE_TYPES.get(p["device_type"], "other"),
+                   p["max_storage_buffer_range"], p["max_push_constants_size"], tuple(p["max_work_group_count"]),
+                   tuple(p["max_work_group_size"]), p["max_work_group_invocations"], p["timestamp_period"],
+                   tuple(tuple(h) for h in p["memory_heaps"]), tuple(tuple(t) for t in p["memory_types"]),
+                   p["vendor_id"], p["vendor_device_id"], p["driver_version"], bytes(p["pipeline_cache_uuid"]))
+
+    @property
+    def device_memory(self) -> int:
+        """Bytes of the largest device-local memory heap."""
+        return max((size for size, flags in self.memory_heaps if flags & HEAP_DEVICE_LOCAL), default=0)
+
+    def has_memory(self, flags: int) -> bool:
+        """True when some memory type has all of these VkMemoryPropertyFlags."""
+        return any(t & flags == flags for t, _ in self.memory_types)
+
+    @property
+    def unified_memory(self) -> bool:
+        """True for a device whose device-local memory is the host's own (a CPU or an integrated GPU) and can
+        be mapped: dmlgpu then reads and writes buffers directly, without staging copies. (A discrete GPU's
+        host-visible device memory, behind the PCIe BAR, is slow to read from the host: staging it is.)"""
+        return self.type in ("CPU", "integrated GPU") and self.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT)
+
+
+def _vulkan_device_count() -> int:
+    """Physical devices the Vulkan loader finds, asked through ctypes: Kompute aborts the process when
+    there are none, so dmlgpu looks first. DeviceError when the loader or a driver is missing."""
+    import ctypes
+
+    class InstanceCreateInfo(ctypes.Structure):
+        _fields_ = [("sType", ctypes.c_int32), ("pNext", ctypes.c_void_p), ("flags", ctypes.c_uint32),
+                    ("pApplicationInfo", ctypes.c_void_p), ("enabledLayerCount", ctypes.c_uint32),
+                    ("ppEnabledLayerNames", ctypes.c_void_p), ("enabledExtensionCount", ctypes.c_uint32),
+                    ("ppEnabledExtensionNames", ctypes.c_void_p)]
+
+    try:
+        vk = ctypes.CDLL("libvulkan.so.1")
+    except OSError:
+        raise DeviceError(f"the Vulkan loader (libvulkan.so.1) is not installed; {INSTALL_HINT}") from None
+    instance = ctypes.c_void_p()
+    info = InstanceCreateInfo(sType=1)   # VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO
+    result = vk.vkCreateInstance(ctypes.byref(info), None, ctypes.byref(instance))
+    if result != 0:
+        raise DeviceError(f"no Vulkan instance could be created (VkResult {result}): no usable driver; "
+                          f"{INSTALL_HINT}")
+    count = ctypes.c_uint32(0)
+    result = vk.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), None)
+    vk.vkDestroyInstance(instance, None)
+    if result != 0 or count.value == 0:
+        raise DeviceError(f"Vulkan finds no device (VkResult {result}); {INSTALL_HINT}")
+    return count.value
+
+
+_devices_cache: list | None = None
+_spare_manager = None     # the kp.Manager that listed the devices (it opened device 0): the first Device(0) takes it
+_devices_lock = threading.Lock()
+
+
+def devices() -> list[DeviceInfo]:
+    """The Vulkan devices, with the limits that matter to dmlgpu. DeviceError if there are none."""
+    global _devices_cache, _spare_manager
+    require_kp()
+    with _devices_lock:
+        if _devices_cache is None:
+            from .. import validation
+            if validation.requested():
+                validation.enable()
+            _vulkan_device_count()
+            try:
+                mgr = kp.Manager()
+                listed = mgr.list_devices()
+            except Exception as exc:
+                raise DeviceError(f"no Vulkan device could be opened ({exc}); {INSTALL_HINT}") from None
+            _devices_cache = [DeviceInfo.from_kp(i, p) for i, p in enumerate(listed)]
+            _spare_manager = mgr
+        return list(_devices_cache)
+
+
+def open_manager(index: int):
+    """A kp.Manager on device ``index`` (the one that listed the devices, if it is device 0 and unused)."""
+    global _spare_manager
+    devices()
+    with _devices_lock:
+        if index == 0 and _spare_manager is not None:
+            mgr, _spare_manager = _spare_manager, None
+            return mgr
+    try:
+        return kp.Manager(index)
+    except Exception as exc:
+        raise DeviceError(f"Vulkan device {index} could not be opened ({exc}); {INSTALL_HINT}") from None
+
+
+def default_device_index() -> int:
+    """DMLGPU_DEVICE if set, else the first discrete GPU, else the first device."""
+    listed = devices()
+    env = os.environ.get("DMLGPU_DEVICE")
+    if env not in (None, ""):
+        try:
+            index = int(env)
+        except ValueError:
+            raise DeviceError(f"DMLGPU_DEVICE ({env!r}) must be a device index, 0 to {len(listed) - 1}") from None
+        if not 0 <= index < len(listed):
+            raise DeviceError(f"DMLGPU_DEVICE ({index}) must be a device index, 0 to {len(listed) - 1}")
+        return index
+    for info in listed:
+        if info.type == "discrete GPU":
+            return info.index
+    return 0

@@ -1,0 +1,130 @@
+"""A caching allocator of device memory, in the spirit of PyTorch's CUDA caching allocator.
+
+Every buffer dmlgpu makes is a *block*: one Vulkan buffer (a kp buffer without a host array) whose size is a
+size class at least as large as the request. Freed blocks are kept and handed out again for requests of
+the same class, so steady-state operations allocate nothing (and reuse the descriptor sets bound to their
+blocks). Classes: powers of two from 256 bytes to 1 MiB, then 8 classes per doubling (at most 12.5 % over
+the request), never above the device's maxStorageBufferRange.
+
+When an allocation fails (the driver is out of memory, or the device's ``memory_limit`` would be passed),
+the allocator releases every cached block and tries once more, then raises DeviceError naming the size
+asked for and what is in use. Blocks are returned from any thread (a collected Buffer's finalizer) through
+a queue that the allocator drains under the device's lock.
+"""
+from __future__ import annotations
+
+import collections
+
+from ..errors import DeviceError
+
+SMALL = 1 << 20        # classes up to here are powers of two
+MIN_CLASS = 256
+
+
+class Block:
+    """One device buffer: ``tensor`` (the kp buffer), ``size`` (its class, bytes), ``view`` (a uint8 NumPy
+    view of its mapped memory, or None when it is not host-visible)."""
+
+    __slots__ = ("tensor", "size", "view", "__weakref__")
+
+    def __init__(self, tensor, size: int, mapped: bool):
+        self.tensor = tensor
+        self.size = size
+        self.view = tensor.host_view() if mapped else None
+
+
+def size_class(nbytes: int, limit: int) -> int:
+    """The block size serving a request of ``nbytes`` (at most ``limit``, which is then the size itself)."""
+    if nbytes <= SMALL:
+        size = max(MIN_CLASS, 1 << (nbytes - 1).bit_length())
+    else:
+        step = 1 << (nbytes.bit_length() - 4)      # 8 classes per doubling
+        size = -(-nbytes // step) * step
+    return size if size <= limit else -(-nbytes // 4) * 4
+
+
+class Allocator:
+    """Blocks of one device. ``create(size)`` makes a kp buffer of ``size`` bytes (RuntimeError when the
+    driver cannot); ``release(block)`` is called before a cached block is destroyed (to drop what refers to
+    it); ``limit``: the most bytes of blocks (in use and cached) at once, or None."""
+
+    def __init__(self, create, release, max_block: int, limit: int | None, mapped: bool):
+        self._create = create
+        self._release = release
+        self.max_block = max_block
+        self.limit = limit
+        self.mapped = mapped
+        self._free: dict[int, list[Block]] = {}
+        self._returned: collections.deque = collections.deque()   # freed from any thread, drained later
+        self.stats = dict(allocated_bytes=0, cached_bytes=0, peak_allocated_bytes=0, device_allocations=0,
+                          cache_hits=0, cache_releases=0)
+
+    def allocate(self, nbytes: int) -> Block:
+        """A block of at least ``nbytes`` bytes (contents undefined)."""
+        self._drain()
+        size = size_class(max(4, nbytes), self.max_block)
+        free = self._free.get(size)
+        if free:
+            block = free.pop()
+            self.stats["cached_bytes"] -= size
+            self.stats["cache_hits"] += 1
+        else:
+            block = self._new_block(size, nbytes)
+        s = self.stats
+        s["allocated_bytes"] += size
+        s["peak_allocated_bytes"] = max(s["peak_allocated_bytes"], s["allocated_bytes"])
+        return block
+
+    def free(self, block: Block) -> None:
+        """Takes a block back into the cache (safe from any thread, at any time)."""
+        self._returned.append(block)
+
+    def empty_cache(self) -> None:
+        """Destroys every cached block (blocks in use stay)."""
+        self._drain()
+        for size, blocks in self._free.items():
+            for block in blocks:
+                self._destroy(block)
+            self.stats["cached_bytes"] -= size * len(blocks)
+            blocks.clear()
+
+    def memory_stats(self) -> dict:
+        self._drain()
+        s = dict(self.stats)
+        s["reserved_bytes"] = s["allocated_bytes"] + s["cached_bytes"]
+        return s
+
+    # ---- internal ----
+    def _drain(self) -> None:
+        while self._returned:
+            block = self._returned.popleft()
+            self._free.setdefault(block.size, []).append(block)
+            self.stats["allocated_bytes"] -= block.size
+            self.stats["cached_bytes"] += block.size
+
+    def _new_block(self, size: int, nbytes: int) -> Block:
+        for attempt in (0, 1):
+            reserved = self.stats["allocated_bytes"] + self.stats["cached_bytes"]
+            try:
+                if self.limit is not None and reserved + size > self.limit:
+                    raise RuntimeError(f"the device's memory_limit ({self.limit} bytes) would be exceeded")
+                block = Block(self._create(size), size, self.mapped)
+                self.stats["device_allocations"] += 1
+                return block
+            except RuntimeError as exc:
+                if attempt == 0 and self.stats["cached_bytes"]:
+                    self.empty_cache()       # free the cached blocks, then try once more
+                    continue
+                s = self.stats
+                raise DeviceError(
+                    f"out of device memory: a buffer of {nbytes} bytes (a block of {size}) could not be allocated "
+                    f"({exc}); in use: {s['allocated_bytes']} bytes in live buffers, {s['cached_bytes']} cached, "
+                    f"peak {s['peak_allocated_bytes']}. Free Tensors you no longer need (del, or let them go out "
+                    f"of scope) or split the operation") from None
+        raise AssertionError("unreachable")
+
+    def _destroy(self, block: Block) -> None:
+        self._release(block)
+        block.view = None
+        block.tensor.destroy()
+        self.stats["cache_releases"] += 1

@@ -1,0 +1,105 @@
+"""Kernel pipelines: one VkPipeline per kernel variant and device (kp patch 0013 shares them between
+algorithms), a Kompute algorithm (a descriptor set binding the pipeline's buffers) per buffer set, and the
+device's VkPipelineCache kept on disk so that a new process does not compile its kernels again.
+
+The cache file lives in ``DMLGPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/dmlgpu``, else ``~/.cache/dmlgpu``, one
+file per device and driver (vendor, device id, driver version, pipelineCacheUUID in its name; the driver
+also checks the data's header and ignores data that is not its own). It is written when a device that
+created new pipelines is closed or the process exits; a cache directory that cannot be written is skipped.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import tempfile
+
+from .. import kernels
+
+
+def cache_dir() -> pathlib.Path:
+    env = os.environ.get("DMLGPU_CACHE_DIR")
+    if env:
+        return pathlib.Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "dmlgpu"
+
+
+def cache_file(info) -> pathlib.Path:
+    name = (f"pipelines-{info.vendor_id:04x}-{info.device_id:04x}-{info.driver_version:08x}-"
+            f"{info.pipeline_cache_uuid.hex()}.bin")
+    return cache_dir() / name
+
+
+class Pipelines:
+    """The algorithms of one device: ``algorithm(kernel, groups, tensors, key)`` returns the kp algorithm of
+    a kernel variant bound to these kp buffers with this workgroup count, made once and kept (at most
+    ``capacity``, least recently used dropped first); ``forget(token)`` drops those that bind a block."""
+
+    def __init__(self, mgr, info, capacity: int = 1024):
+        self._mgr = mgr
+        self._info = info
+        self._capacity = capacity
+        self._algorithms: dict = {}
+        self._by_block: dict = {}          # id(block) -> keys of the algorithms binding it
+        self._saved = 0
+        self._load()
+
+    def __len__(self) -> int:
+        return len(self._algorithms)
+
+    @property
+    def pipeline_count(self) -> int:
+        """Distinct pipelines this device has built (one per kernel variant used)."""
+        return self._mgr.pipeline_count()
+
+    def algorithm(self, kernel: str, groups: int, blocks: tuple):
+        key = (kernel, groups) + tuple(id(b) for b in blocks)
+        algo = self._algorithms.pop(key, None)
+        if algo is None:
+            algo = self._mgr.algorithm([b.tensor for b in blocks], kernels.spirv(kernel), (groups, 1, 1), [], [])
+            if len(self._algorithms) >= self._capacity:
+                self._drop(next(iter(self._algorithms)))
+            for b in blocks:
+                self._by_block.setdefault(id(b), set()).add(key)
+        self._algorithms[key] = algo              # most recently used last
+        return algo
+
+    def forget(self, block) -> None:
+        """Drops the algorithms that bind ``block`` (before it is destroyed)."""
+        for key in list(self._by_block.pop(id(block), ())):
+            self._drop(key)
+
+    def clear(self) -> None:
+        self._algorithms.clear()
+        self._by_block.clear()
+
+    def save(self) -> None:
+        """Writes the pipeline cache to disk if pipelines were built since it was loaded or last saved."""
+        count = self.pipeline_count
+        if count <= self._saved:
+            return
+        path = cache_file(self._info)
+        try:
+            data = self._mgr.pipeline_cache_data()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, delete=False) as f:
+                f.write(data)
+            os.replace(f.name, path)
+            self._saved = count
+        except OSError:
+            pass           # a read-only or missing cache directory: the next process compiles again
+
+    # ---- internal ----
+    def _drop(self, key) -> None:
+        self._algorithms.pop(key, None)
+        for block_id in key[2:]:
+            keys = self._by_block.get(block_id)
+            if keys is not None:
+                keys.discard(key)
+
+    def _load(self) -> None:
+        try:
+            data = cache_file(self._info).read_bytes()
+        except OSError:
+            return
+        self._mgr.load_pipeline_cache(data)

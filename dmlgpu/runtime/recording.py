@@ -1,0 +1,124 @@
+"""Recordings: operations captured into one Vulkan submission that can be run again (Device.record)."""
+from __future__ import annotations
+
+from .device import Buffer, Device, Dispatch
+from .devices import kp
+from .transfers import BEFORE_COPY, BEFORE_HOST_READ
+
+
+class Recording:
+    """Operations recorded into one Vulkan submission (see Device.record). Layer-2 functions called in the
+    block return dmlgpu.Tensors whose contents are valid once the block has ended (and after each run()).
+    ``upload(*tensors)`` re-sends the tensors' host copies (Tensor.host) at that point of each run;
+    ``download(*tensors)`` refreshes their host copies. mode="raise" cannot be recorded. On unified memory
+    (Device.direct_memory) a tensor's host copy is its device buffer itself: uploads and downloads then
+    move nothing, and host writes take effect when run() submits."""
+
+    def __init__(self, device: Device, timestamps: bool = False):
+        self.device = device
+        self._timestamps = timestamps
+        self._steps: list = []
+        self._seq = None
+        self._holds: list = []
+        self._scatters = False
+
+    def __enter__(self) -> "Recording":
+        if self.device._recording() is not None:
+            raise RuntimeError("this thread is already recording on this device")
+        if self._seq is not None:
+            raise RuntimeError("this recording is finished: run() submits it again")
+        self.device._local.recording = self
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.device._local.recording = None
+        if exc_type is not None:
+            return
+        dev = self.device
+        for kind, what in self._steps:     # these buffers stay out of the allocator while it lives
+            for buf in what.buffers if kind == "dispatch" else what:
+                buf.pinned = True
+        with dev._lock:
+            ops = self._ops()
+            # Kompute writes a timestamp before the first and after every recorded Vulkan command
+            self._seq = dev._mgr.sequence(0, len(ops) + 1 if self._timestamps else 0)
+            for op in ops:
+                self._seq.record(op)
+            dispatches = [what for kind, what in self._steps if kind == "dispatch"]
+            self._scatters = dev._uses_owner(dispatches)
+        self.run()
+
+    def upload(self, *tensors) -> None:
+        self._steps.append(("upload", tuple(_buffer_of(t) for t in tensors)))
+
+    def download(self, *tensors) -> None:
+        self._steps.append(("download", tuple(_buffer_of(t) for t in tensors)))
+
+    def run(self) -> None:
+        """Submits the recorded operations again and waits for them."""
+        if self._seq is None:
+            raise RuntimeError("the recording has not ended yet")
+        with self.device._lock:
+            self.device._open()
+            self.device._submit(self._seq, self._scatters)
+
+    def timestamps(self) -> list[float]:
+        """GPU times in ns of the last run: one before the first recorded Vulkan command and one after each.
+        A dispatch is two commands, its barrier and itself, or one without a barrier of its own; an upload
+        or download on a staging device is a barrier and a copy per buffer (a download also a barrier
+        before the host reads); on unified memory an upload is none and a download one barrier. A
+        recording with dispatches ends with one more barrier on unified memory."""
+        if not self._timestamps or self._seq is None:
+            raise RuntimeError("timestamps need a finished recording made with record(timestamps=True)")
+        period = self.device.info.timestamp_period_ns
+        return [t * period for t in self._seq.get_timestamps()]
+
+    # ---- internal ----
+    def _append(self, dispatches, uploads, downloads) -> None:
+        """Device._run inside the block: staged bytes go to the buffers' host copies now, to be uploaded at
+        this point of every run."""
+        for buf in uploads:
+            if buf._pending is not None:
+                buf.host[:buf._pending.size] = buf._pending
+                buf._pending = None
+        if uploads:
+            self._steps.append(("upload", tuple(uploads)))
+        self._steps.extend(("dispatch", d) for d in dispatches)
+        if downloads:
+            self._steps.append(("download", tuple(downloads)))
+
+    def _ops(self) -> list:
+        dev, ops, run = self.device, [], []
+        direct = dev.direct_memory
+        for kind, what in self._steps + [("end", ())]:
+            if kind == "dispatch":
+                run.append(what)
+                continue
+            if run:
+                ops += dev._dispatch_ops(run, self._holds)
+                run = []
+            if kind == "upload" and not direct:
+                ops.append(kp.OpMemoryBarrier([b._tensor for b in what], *BEFORE_COPY))
+                ops += [kp.OpCopyRegion(_mirror(b), b._tensor, 0, 0, b.nbytes) for b in what]
+            elif kind == "download" and direct:
+                ops.append(kp.OpMemoryBarrier([b._tensor for b in what], *BEFORE_HOST_READ))
+            elif kind == "download":
+                ops.append(kp.OpMemoryBarrier([b._tensor for b in what], *BEFORE_COPY))
+                ops += [kp.OpCopyRegion(b._tensor, _mirror(b), 0, 0, b.nbytes) for b in what]
+                ops.append(kp.OpMemoryBarrier([_mirror(b) for b in what], *BEFORE_HOST_READ))
+        if direct:
+            ops += dev._host_read_ops([what for kind, what in self._steps if kind == "dispatch"])
+        return ops
+
+
+def _mirror(buf: Buffer):
+    """The host-visible copy of a buffer on a staging device (made on first use of Buffer.host)."""
+    buf.host
+    return buf._mirror
+
+
+def _buffer_of(t) -> Buffer:
+    buf = getattr(t, "buffer", t)
+    if not isinstance(buf, Buffer):
+        raise TypeError(f"expected a dmlgpu.Tensor or Buffer, not {type(t).__name__}")
+    return buf

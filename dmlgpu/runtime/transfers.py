@@ -1,0 +1,127 @@
+"""Moving bytes between host arrays and device buffers.
+
+* Unified memory (a CPU device such as lavapipe, an integrated GPU: ``DeviceInfo.unified_memory``): device
+  buffers are mapped, and the host reads and writes them directly: one copy, no staging.
+* Otherwise, bytes stream through reusable staging buffers in host-visible memory (for downloads,
+  host-cached memory where the device has it): ``CHUNK`` bytes at a time, two chunks in flight, so the
+  host's copy of one chunk overlaps the device's copy of the other; one host copy between the caller's
+  array and staging, no other. Large host copies are split over a few threads (NumPy releases the GIL).
+  Small transfers instead join the submission of the operation itself (``Device._run``).
+
+Ordering: every device-side copy is preceded by a barrier on the device buffer (earlier shader and transfer
+writes, and reads, finish first) and a download's copy is followed by a barrier that makes the staging
+memory visible to the host before the fence is waited on.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+
+import numpy as np
+
+from .devices import HOST_CACHED, HOST_COHERENT, HOST_VISIBLE, kp
+
+CHUNK = 32 << 20            # bytes of one staging buffer
+_PARALLEL_MIN = 8 << 20     # host copies at least this large are split over threads
+_THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
+
+# Vulkan access and stage bits, and the barriers the runtime records (src access, dst access, src stage,
+# dst stage)
+SHADER_READ, SHADER_WRITE, TRANSFER_READ, TRANSFER_WRITE, HOST_READ = 0x20, 0x40, 0x800, 0x1000, 0x2000
+STAGE_COMPUTE, STAGE_TRANSFER, STAGE_HOST = 0x800, 0x1000, 0x4000
+# before a dispatch: earlier transfer and shader writes visible to its reads and writes
+BEFORE_DISPATCH = (SHADER_WRITE | TRANSFER_WRITE, SHADER_READ | SHADER_WRITE, STAGE_COMPUTE | STAGE_TRANSFER,
+                   STAGE_COMPUTE)
+# before a copy into or out of a device buffer: earlier writes (and reads, an execution dependency) done
+BEFORE_COPY = (SHADER_WRITE | TRANSFER_WRITE, TRANSFER_READ | TRANSFER_WRITE, STAGE_COMPUTE | STAGE_TRANSFER,
+               STAGE_TRANSFER)
+# before the host reads memory the device wrote (staging, or mapped device buffers)
+BEFORE_HOST_READ = (SHADER_WRITE | TRANSFER_WRITE, HOST_READ, STAGE_COMPUTE | STAGE_TRANSFER, STAGE_HOST)
+
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def host_copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[:] = src for flat uint8 arrays of one size; large copies on several threads."""
+    global _pool
+    n = dst.size
+    if n < _PARALLEL_MIN or _THREADS == 1:
+        np.copyto(dst, src)
+        return
+    if _pool is None:
+        _pool = concurrent.futures.ThreadPoolExecutor(_THREADS, thread_name_prefix="dmlgpu-copy")
+    step = -(-n // _THREADS + 4095) // 4096 * 4096
+    list(_pool.map(lambda a: np.copyto(dst[a:a + step], src[a:a + step]), range(0, n, step)))
+
+
+def download_memory_flags(info) -> int:
+    """Host-visible memory for downloads: host-cached where the device has it (uncached reads are slow)."""
+    cached = HOST_VISIBLE | HOST_COHERENT | HOST_CACHED
+    return cached if info.has_memory(cached) else HOST_VISIBLE | HOST_COHERENT
+
+
+class Slot:
+    """A staging buffer and a Sequence that copies through it; ``busy`` while that copy may run."""
+
+    def __init__(self, mgr, flags: int):
+        self.tensor = mgr.buffer(CHUNK // 4, flags)
+        self.view = self.tensor.host_view()
+        self.seq = mgr.sequence()
+        self.busy = False
+        self.pending = None        # a download's (destination array slice, bytes) to copy out once done
+
+    def wait(self) -> None:
+        if self.busy:
+            self.seq.eval_await()
+            self.busy = False
+            if self.pending is not None:
+                dst, n = self.pending
+                host_copy(dst, self.view[:n])
+                self.pending = None
+
+
+class Staging:
+    """The staging buffers of one device (made on first use): two for uploads, two for downloads."""
+
+    def __init__(self, mgr, info):
+        self._mgr = mgr
+        self._flags = {"up": HOST_VISIBLE | HOST_COHERENT, "down": download_memory_flags(info)}
+        self._slots: dict[str, list[Slot]] = {}
+
+    def slots(self, direction: str) -> list[Slot]:
+        if direction not in self._slots:
+            self._slots[direction] = [Slot(self._mgr, self._flags[direction]) for _ in range(2)]
+        return self._slots[direction]
+
+    def write(self, tensor, offset: int, src: np.ndarray) -> None:
+        """Uploads ``src`` (flat uint8) into the device buffer ``tensor`` at byte ``offset``; waits."""
+        slots = self.slots("up")
+        for i, pos in enumerate(range(0, src.size, CHUNK)):
+            slot = slots[i % 2]
+            slot.wait()
+            n = min(CHUNK, src.size - pos)
+            host_copy(slot.view[:n], src[pos:pos + n])
+            slot.seq.clear()
+            slot.seq.record(kp.OpMemoryBarrier([tensor], *BEFORE_COPY))
+            slot.seq.record(kp.OpCopyRegion(slot.tensor, tensor, 0, offset + pos, n))
+            slot.seq.eval_async()
+            slot.busy = True
+        for slot in slots:
+            slot.wait()
+
+    def read(self, tensor, offset: int, out: np.ndarray) -> None:
+        """Downloads ``out.size`` bytes of the device buffer ``tensor`` from byte ``offset`` into ``out``."""
+        slots = self.slots("down")
+        for i, pos in enumerate(range(0, out.size, CHUNK)):
+            slot = slots[i % 2]
+            slot.wait()
+            n = min(CHUNK, out.size - pos)
+            slot.seq.clear()
+            slot.seq.record(kp.OpMemoryBarrier([tensor], *BEFORE_COPY))
+            slot.seq.record(kp.OpCopyRegion(tensor, slot.tensor, offset + pos, 0, n))
+            slot.seq.record(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
+            slot.seq.eval_async()
+            slot.busy = True
+            slot.pending = (out[pos:pos + n], n)
+        for slot in slots:
+            slot.wait()

@@ -1,0 +1,200 @@
+"""The runtime: the caching allocator, transfers (direct on unified memory, and through staging), pipelines
+shared between buffer sets, the pipeline cache on disk, and out-of-memory errors."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu import reference
+from dmlgpu.runtime import memory, transfers
+
+
+@pytest.fixture(scope="module")
+def staged():
+    """A device that moves bytes through staging buffers (as discrete GPUs do), whatever the device."""
+    dev = dmlgpu.Device(direct_memory=False)
+    yield dev
+    dev.close()
+
+
+# ---- the allocator ----
+
+@pytest.mark.parametrize("n, size", [(1, 256), (256, 256), (257, 512), (1 << 20, 1 << 20),
+                                     ((1 << 20) + 1, (1 << 20) + (1 << 17)), (3 << 20, 3 << 20),
+                                     ((3 << 20) + 1, (3 << 20) + (1 << 18))])
+def test_size_classes(n, size):
+    assert memory.size_class(n, 1 << 30) == size
+    assert size - n < max(256, n // 8 + 1)
+
+
+def test_size_class_never_exceeds_the_limit():
+    assert memory.size_class(1000, 600) == 1000
+    assert memory.size_class((1 << 20) + 4, (1 << 20) + 8) == (1 << 20) + 4
+
+
+def test_freed_blocks_are_reused_and_counted(device):
+    device.empty_cache()
+    before = device.memory_stats()
+    buf = device.buffer(nbytes=100_000)             # class 128 KiB
+    s = device.memory_stats()
+    assert s["allocated_bytes"] - before["allocated_bytes"] == 1 << 17
+    assert s["device_allocations"] == before["device_allocations"] + 1
+    assert s["peak_allocated_bytes"] >= s["allocated_bytes"]
+    del buf
+    s = device.memory_stats()
+    assert s["allocated_bytes"] == before["allocated_bytes"] and s["cached_bytes"] == before["cached_bytes"] + (1 << 17)
+    again = device.buffer(nbytes=120_000)           # the same class: served from the cache
+    s2 = device.memory_stats()
+    assert s2["device_allocations"] == s["device_allocations"] and s2["cache_hits"] == s["cache_hits"] + 1
+    assert not again.read().any(), "buffer(nbytes=) must be zeros, also in a reused block"
+    del again
+    device.empty_cache()
+    s3 = device.memory_stats()
+    assert s3["cached_bytes"] == 0 and s3["cache_releases"] > s2["cache_releases"]
+    assert s3["reserved_bytes"] == s3["allocated_bytes"]
+
+
+def test_out_of_memory_raises_device_error_and_the_device_keeps_working():
+    with dmlgpu.Device(memory_limit=4 << 20) as dev:
+        table = np.arange(1 << 18, dtype=np.float32)             # 1 MiB
+        t = dmlgpu.tensor(table, device=dev)
+        with pytest.raises(dmlgpu.DeviceError, match=r"out of device memory: a buffer of 8388608 bytes"):
+            dev.buffer(nbytes=8 << 20)
+        with pytest.raises(dmlgpu.DeviceError, match="in use"):
+            dmlgpu.gather(t, np.zeros(3 << 18, np.int32))        # a 3 MiB output on top of 1 MiB + indices
+        ids = np.array([5, -1, 7])
+        assert dmlgpu.gather(t, ids).numpy().tolist() == table[ids].tolist()
+        # cached blocks are released to make room before failing
+        blocks = [dev.buffer(nbytes=1 << 20) for _ in range(2)]
+        del blocks
+        assert dev.memory_stats()["cached_bytes"] >= 2 << 20
+        big = dev.buffer(nbytes=(2 << 20) + 8)                  # another class: needs the cached memory
+        assert dev.memory_stats()["cache_releases"] >= 1 and big.nbytes == (2 << 20) + 8
+
+
+def test_a_failing_driver_allocation_raises_instead_of_crashing(device):
+    with pytest.raises(RuntimeError, match="[Mm]emory type"):
+        device._mgr.buffer(16, 0x40)          # VK_MEMORY_PROPERTY_PROTECTED_BIT: no such memory here
+    assert dmlgpu.gather(np.arange(4), [2], device=device).tolist() == [2]
+
+
+def test_mixed_sizes_leave_device_memory_flat(device):
+    rng = np.random.default_rng(0)
+    sizes = [4 << 10, 100 << 10, 1 << 20, 3 << 20]
+    tables = {n: dmlgpu.tensor(rng.integers(0, 255, n, dtype=np.uint8), device=device) for n in sizes}
+    ids = {n: dmlgpu.tensor(rng.integers(0, n, n // 4, dtype=np.int32), device=device) for n in sizes}
+    reserved = []
+    for i in range(300):
+        n = sizes[i % len(sizes)]
+        out = dmlgpu.gather(tables[n], ids[n])
+        if i % 50 == 0:
+            assert np.array_equal(out.numpy(), tables[n].numpy()[ids[n].numpy()])
+        del out
+        reserved.append(device.memory_stats()["reserved_bytes"])
+    assert len(set(reserved[100:])) == 1, "device memory grew after the first hundred calls"
+
+
+# ---- transfers ----
+
+@pytest.mark.parametrize("n", [4, 1000, 5 << 20, (70 << 20) + 12])
+def test_buffer_round_trip_through_staging_and_directly(device, staged, n):
+    data = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+    for dev in (device, staged):
+        buf = dev.buffer(data)
+        got = buf.read()
+        assert got.size == -(-n // 4) * 4 and np.array_equal(got[:n], data) and not got[n:].any()
+        t = dmlgpu.tensor(data, device=dev)
+        assert np.array_equal(t.numpy(), data)
+
+
+def test_write_at_an_offset(staged, device):
+    for dev in (device, staged):
+        buf = dev.buffer(nbytes=64)
+        buf.write(np.arange(8, dtype=np.uint8), offset=16)
+        assert buf.read().tolist() == [0] * 16 + list(range(8)) + [0] * 40
+        with pytest.raises(ValueError, match="do not fit"):
+            buf.write(np.zeros(16, np.uint8), offset=56)
+
+
+@pytest.mark.parametrize("rows", [3, 40_000])        # small (one submission) and large (streamed) operands
+def test_operations_on_a_staging_device(staged, rows):
+    rng = np.random.default_rng(rows)
+    table = rng.standard_normal((rows, 64), dtype=np.float32)
+    ids = rng.integers(-rows, rows, rows)
+    assert np.array_equal(dmlgpu.gather(table, ids, device=staged), table[ids])
+    upd = rng.standard_normal((rows, 64), dtype=np.float32)
+    got = dmlgpu.scatter_nd(table, ids.reshape(-1, 1), upd, device=staged)
+    assert np.array_equal(got, reference.scatter_nd(table, ids.reshape(-1, 1), upd))
+    t = dmlgpu.tensor(table, device=staged)
+    assert np.array_equal(dmlgpu.gather(t, dmlgpu.tensor(ids, device=staged)).numpy(), table[ids])
+
+
+def test_recording_uploads_and_downloads_on_a_staging_device(staged):
+    table = np.arange(64, dtype=np.float32).reshape(16, 4)
+    t = dmlgpu.tensor(table, device=staged)
+    ids = dmlgpu.tensor(np.zeros(3, np.int32), device=staged)
+    with staged.record() as rec:
+        rec.upload(ids)
+        out = dmlgpu.gather(t, ids)
+        rec.download(out)
+    for new in ([1, 2, 3], [15, -1, 0]):
+        ids.host[...] = new
+        rec.run()
+        assert np.array_equal(out.host, table[new])
+
+
+def test_host_copy_in_parallel_pieces():
+    src = np.random.default_rng(1).integers(0, 256, (20 << 20) + 3, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    transfers.host_copy(dst, src)
+    assert np.array_equal(dst, src)
+
+
+# ---- pipelines ----
+
+def test_one_pipeline_per_kernel_variant_whatever_the_buffers(device):
+    rng = np.random.default_rng(2)
+    tables = [dmlgpu.tensor(rng.standard_normal((50 + i, 3), dtype=np.float32), device=device) for i in range(4)]
+    ids = dmlgpu.tensor(np.array([1, 0, 2], np.int64), device=device)
+    dmlgpu.gather(tables[0], ids)
+    before = device.memory_stats()
+    outs = [dmlgpu.gather(t, ids) for t in tables[1:]]           # new buffer sets, same kernel variant
+    after = device.memory_stats()
+    assert after["pipelines"] == before["pipelines"]
+    assert after["algorithms"] > before["algorithms"]
+    for t, out in zip(tables[1:], outs):
+        assert np.array_equal(out.numpy(), t.numpy()[[1, 0, 2]])
+
+
+def test_pipeline_cache_is_saved_and_loaded(tmp_path):
+    code = textwrap.dedent("""
+        import numpy as np, dmlgpu
+        from dmlgpu.runtime import pipelines
+        dev = dmlgpu.Device()
+        path = pipelines.cache_file(dev.info)
+        print("EXISTED", path.exists())
+        print("RESULT", dmlgpu.gather(np.arange(10, dtype=np.int16), [9, -2], device=dev).tolist())
+        print("PIPELINES", dev.memory_stats()["pipelines"])
+    """)
+    env = dict(os.environ, DMLGPU_CACHE_DIR=str(tmp_path))
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert "EXISTED False" in first.stdout and "RESULT [9, 8]" in first.stdout
+    files = list(tmp_path.glob("pipelines-*.bin"))
+    assert len(files) == 1 and files[0].stat().st_size > 0
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert "EXISTED True" in second.stdout and "RESULT [9, 8]" in second.stdout
+
+
+def test_unwritable_cache_directory_is_skipped(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    code = "import numpy as np, dmlgpu; print(dmlgpu.gather(np.arange(5), [4]).tolist())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, DMLGPU_CACHE_DIR=str(blocked / "sub")))
+    assert r.returncode == 0 and "[4]" in r.stdout, r.stderr
