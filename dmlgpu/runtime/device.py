@@ -392,7 +392,7 @@ class Device:
             if self.direct_memory:
                 results = [b._block.view[:b.nbytes].copy() for b in downloads]
             elif fused:
-                view, pos = self._staging.slots("down")[0].view, 0
+                view, pos = self._staging.slot("down", 0, 0).view, 0
                 for b in downloads:
                     results.append(view[pos:pos + b.nbytes].copy())
                     pos += -(-b.nbytes // 16) * 16
@@ -408,8 +408,7 @@ class Device:
         on (one submission with the operation)."""
         if not bufs:
             return []
-        slot = self._staging.slots("up")[0]
-        slot.wait()
+        slot = self._staging.slot("up", 0, sum(-(-b._pending.size // 16) * 16 for b in bufs))
         ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
         pos = 0
         for b in bufs:
@@ -421,8 +420,7 @@ class Device:
 
     def _staged_downloads(self, bufs) -> list:
         """The ops that copy the buffers into the download staging buffer, packed at 16-byte offsets."""
-        slot = self._staging.slots("down")[0]
-        slot.wait()
+        slot = self._staging.slot("down", 0, sum(-(-b.nbytes // 16) * 16 for b in bufs))
         ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
         pos = 0
         for b in bufs:

@@ -61,10 +61,12 @@ def download_memory_flags(info) -> int:
 
 
 class Slot:
-    """A staging buffer and a Sequence that copies through it; ``busy`` while that copy may run."""
+    """A staging buffer of ``size`` bytes and a Sequence that copies through it; ``busy`` while that copy may
+    run."""
 
-    def __init__(self, mgr, flags: int):
-        self.tensor = mgr.buffer(CHUNK // 4, flags)
+    def __init__(self, mgr, flags: int, size: int):
+        self.size = size
+        self.tensor = mgr.buffer(size // 4, flags)
         self.view = self.tensor.host_view()
         self.seq = mgr.sequence()
         self.busy = False
@@ -81,24 +83,30 @@ class Slot:
 
 
 class Staging:
-    """The staging buffers of one device (made on first use): two for uploads, two for downloads."""
+    """The staging buffers of one device: two for uploads, two for downloads, each made on first use as
+    large as needed (a power of two from 64 KiB to CHUNK) and replaced by a larger one when needed."""
 
     def __init__(self, mgr, info):
         self._mgr = mgr
         self._flags = {"up": HOST_VISIBLE | HOST_COHERENT, "down": download_memory_flags(info)}
-        self._slots: dict[str, list[Slot]] = {}
+        self._slots: dict[str, list] = {"up": [None, None], "down": [None, None]}
 
-    def slots(self, direction: str) -> list[Slot]:
-        if direction not in self._slots:
-            self._slots[direction] = [Slot(self._mgr, self._flags[direction]) for _ in range(2)]
-        return self._slots[direction]
+    def slot(self, direction: str, i: int, nbytes: int) -> Slot:
+        """Staging buffer ``i`` (0 or 1) of a direction ("up", "down"), idle, holding at least ``nbytes``."""
+        slot = self._slots[direction][i]
+        if slot is not None:
+            slot.wait()
+        if slot is None or slot.size < nbytes:
+            size = min(CHUNK, max(64 << 10, 1 << (nbytes - 1).bit_length()))
+            slot = self._slots[direction][i] = Slot(self._mgr, self._flags[direction], size)
+        return slot
 
     def write(self, tensor, offset: int, src: np.ndarray) -> None:
         """Uploads ``src`` (flat uint8) into the device buffer ``tensor`` at byte ``offset``; waits."""
-        slots = self.slots("up")
+        used = []
         for i, pos in enumerate(range(0, src.size, CHUNK)):
-            slot = slots[i % 2]
-            slot.wait()
+            slot = self.slot("up", i % 2, min(CHUNK, src.size))
+            used.append(slot)
             n = min(CHUNK, src.size - pos)
             host_copy(slot.view[:n], src[pos:pos + n])
             slot.seq.clear()
@@ -106,15 +114,15 @@ class Staging:
             slot.seq.record(kp.OpCopyRegion(slot.tensor, tensor, 0, offset + pos, n))
             slot.seq.eval_async()
             slot.busy = True
-        for slot in slots:
+        for slot in used:
             slot.wait()
 
     def read(self, tensor, offset: int, out: np.ndarray) -> None:
         """Downloads ``out.size`` bytes of the device buffer ``tensor`` from byte ``offset`` into ``out``."""
-        slots = self.slots("down")
+        used = []
         for i, pos in enumerate(range(0, out.size, CHUNK)):
-            slot = slots[i % 2]
-            slot.wait()
+            slot = self.slot("down", i % 2, min(CHUNK, out.size))
+            used.append(slot)
             n = min(CHUNK, out.size - pos)
             slot.seq.clear()
             slot.seq.record(kp.OpMemoryBarrier([tensor], *BEFORE_COPY))
@@ -123,5 +131,5 @@ class Staging:
             slot.seq.eval_async()
             slot.busy = True
             slot.pending = (out[pos:pos + n], n)
-        for slot in slots:
+        for slot in used:
             slot.wait()
