@@ -9,13 +9,14 @@ inside a Device.record() block.
 """
 from __future__ import annotations
 
+import math
 import numpy as np
 
 from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import Plan
+from .plan import Plan, make_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
@@ -110,7 +111,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
     a Tensor when an operand is a Tensor or the call is being recorded."""
     recording = dev._recording() is not None
     as_tensor = recording or any(isinstance(x, Tensor) for x in (data, indices, updates))
-    nbytes = int(np.prod(out_shape)) * data.dtype.itemsize
+    nbytes = math.prod(out_shape) * data.dtype.itemsize
     dev._check_sizes(*(x.nbytes for x in (data, indices, updates) if x is not None), nbytes)
     with dev._lock:
         taken, uploads = [], []
@@ -163,12 +164,12 @@ def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: 
     axis = _axis(axis, data.ndim)
     dim = data.shape[axis]
     out_shape = take_shape(data.shape, idx.shape, axis)
-    _check_indices("gather", values, int(np.prod(out_shape)), dim, mode, lambda pos: dim)
+    _check_indices("gather", values, math.prod(out_shape), dim, mode, lambda pos: dim)
     if 0 in out_shape:
         return _empty_result(data, out_shape, dev)
     index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), axis,
                          data.dtype.itemsize)
-    return _run(dev, Plan("gather", index_map, idx.dtype), data, idx, out_shape)
+    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, out_shape)
 
 
 def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
@@ -194,7 +195,7 @@ def gather_elements(data, indices, axis: int = 0, *, device: Device | None = Non
         return _empty_result(data, idx.shape, dev)
     index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape), axis,
                              data.dtype.itemsize)
-    return _run(dev, Plan("gather", index_map, idx.dtype), data, idx, idx.shape)
+    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, idx.shape)
 
 
 def _check_nd(op: str, data, idx, batch_dims: int):
@@ -221,12 +222,12 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
     data, idx, values, dev, mode = _operands("gather_nd", data, indices, device, mode)
     dims = _check_nd("gather_nd", data, idx, batch_dims)
     out_shape = nd_shape(data.shape, idx.shape, batch_dims)
-    _check_indices("gather_nd", values, int(np.prod(out_shape)), dims, mode, lambda pos: dims[pos[-1]])
+    _check_indices("gather_nd", values, math.prod(out_shape), dims, mode, lambda pos: dims[pos[-1]])
     if 0 in out_shape:
         return _empty_result(data, out_shape, dev)
     index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), batch_dims,
                        data.dtype.itemsize)
-    return _run(dev, Plan("gather", index_map, idx.dtype), data, idx, out_shape)
+    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, out_shape)
 
 
 def _updates(updates, data, op: str):
@@ -264,7 +265,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
         values = _host_values(dev, idx, values)
         plan = _reduction.ReducePlan.nd(reduction, data.dtype, idx.dtype, *layouts, _self_copy(data), values)
         return _run_native(dev, plan, data, idx, upd)
-    plan = Plan("scatter", nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
+    plan = make_plan("scatter", nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
 
 
@@ -289,7 +290,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
         plan = _reduction.ReducePlan.elements(reduction, data.dtype, idx.dtype, *layouts, axis, _self_copy(data),
                                               values)
         return _run_native(dev, plan, data, idx, upd)
-    plan = Plan("scatter", elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, _self_copy(data))
+    plan = make_plan("scatter", elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
 
 

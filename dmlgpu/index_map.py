@@ -14,6 +14,7 @@ index values on the host (``mode="raise"`` and the NumPy references).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import NamedTuple, Sequence
 
@@ -74,7 +75,7 @@ class IndexMap:
     @property
     def count(self) -> int:
         """Number of iterations (units of the dense tensor)."""
-        return int(np.prod([d.size for d in self.dims], dtype=object))
+        return math.prod(d.size for d in self.dims)
 
     def folded(self) -> "IndexMap":
         """Size-1 dimensions dropped; neighbours contiguous in all three tensors merged."""

@@ -1,6 +1,8 @@
 """A validated operation ready to run: its index map(s), and the dispatches that run it on a device."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import kernels
@@ -52,6 +54,13 @@ class Plan:
             out.append(copy_dispatch(device, self.copy.unit, self.copy_words, params[1], input, output,
                                      barrier=not out))
         return out + scatter[1:], uploads
+
+
+@functools.lru_cache(maxsize=1024)
+def make_plan(kind: str, index_map: IndexMap, index_dtype, copy_map: IndexMap | None = None) -> Plan:
+    """``Plan(...)``, made once for equal arguments (index maps are values): a repeated call skips folding,
+    vectorizing and packing the parameter words."""
+    return Plan(kind, index_map, np.dtype(index_dtype), copy_map)
 
 
 def copy_dispatch(device: Device, unit: int, words: np.ndarray, params: Buffer, input: Buffer, output: Buffer,

@@ -1,6 +1,7 @@
 """dmlgpu.Tensor: an array that lives in a device buffer, for chaining operations without host copies."""
 from __future__ import annotations
 
+import math
 import numpy as np
 
 from .device import Device, default_device
@@ -27,7 +28,7 @@ class Tensor:
 
     device = property(lambda self: self.buffer.device)
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
     nbytes = property(lambda self: self.size * self.dtype.itemsize)
 
     @property
@@ -63,5 +64,5 @@ def empty(shape, dtype, device: Device | None = None) -> Tensor:
     """A new Tensor of zero bytes."""
     dev = device or default_device()
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(int(s) for s in shape) * dtype.itemsize
     return Tensor(dev.buffer(nbytes=max(4, nbytes)), shape, dtype)
