@@ -1,6 +1,6 @@
 """Finding Vulkan devices: the patched Kompute module, the device list with the limits dmlgpu needs, and
-the default device's index. Kompute aborts the process when Vulkan has no device, so the loader is asked
-first (through ctypes)."""
+the default device's index. (Unpatched, Kompute aborted the process when Vulkan had no driver; kp patch
+0014 makes that an exception, which becomes a DeviceError saying what to install.)"""
 from __future__ import annotations
 
 import os
@@ -20,7 +20,8 @@ else:
 # The patches of tools/kp-patches the runtime calls into (kp.__dmlgpu_patches__ lists those a build has).
 REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", "0006-python-eval-async-gil",
                     "0007-python-memory-barrier", "0008-python-manager-clear", "0009-python-device-properties",
-                    "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines")
+                    "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines",
+                    "0014-manager-instance-errors")
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
@@ -89,35 +90,6 @@ class DeviceInfo:
         return self.type in ("CPU", "integrated GPU") and self.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT)
 
 
-def _vulkan_device_count() -> int:
-    """Physical devices the Vulkan loader finds, asked through ctypes: Kompute aborts the process when
-    there are none, so dmlgpu looks first. DeviceError when the loader or a driver is missing."""
-    import ctypes
-
-    class InstanceCreateInfo(ctypes.Structure):
-        _fields_ = [("sType", ctypes.c_int32), ("pNext", ctypes.c_void_p), ("flags", ctypes.c_uint32),
-                    ("pApplicationInfo", ctypes.c_void_p), ("enabledLayerCount", ctypes.c_uint32),
-                    ("ppEnabledLayerNames", ctypes.c_void_p), ("enabledExtensionCount", ctypes.c_uint32),
-                    ("ppEnabledExtensionNames", ctypes.c_void_p)]
-
-    try:
-        vk = ctypes.CDLL("libvulkan.so.1")
-    except OSError:
-        raise DeviceError(f"the Vulkan loader (libvulkan.so.1) is not installed; {INSTALL_HINT}") from None
-    instance = ctypes.c_void_p()
-    info = InstanceCreateInfo(sType=1)   # VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO
-    result = vk.vkCreateInstance(ctypes.byref(info), None, ctypes.byref(instance))
-    if result != 0:
-        raise DeviceError(f"no Vulkan instance could be created (VkResult {result}): no usable driver; "
-                          f"{INSTALL_HINT}")
-    count = ctypes.c_uint32(0)
-    result = vk.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), None)
-    vk.vkDestroyInstance(instance, None)
-    if result != 0 or count.value == 0:
-        raise DeviceError(f"Vulkan finds no device (VkResult {result}); {INSTALL_HINT}")
-    return count.value
-
-
 _devices_cache: list | None = None
 _spare_manager = None     # the kp.Manager that listed the devices (it opened device 0): the first Device(0) takes it
 _devices_lock = threading.Lock()
@@ -132,7 +104,6 @@ def devices() -> list[DeviceInfo]:
             from .. import validation
             if validation.requested():
                 validation.enable()
-            _vulkan_device_count()
             try:
                 mgr = kp.Manager()
                 listed = mgr.list_devices()
