@@ -31,6 +31,7 @@ from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
 CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
 _PARAMS_CACHE = 256      # parameter buffers kept per device
 _FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the operation's own submission
+_REPLAYS = 16            # recorded dispatch-only runs kept per device, submitted again when repeated
 
 
 def as_bytes(data) -> np.ndarray:
@@ -182,7 +183,8 @@ class Device:
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info)
         self._staging = Staging(self._mgr, self.info)
-        self._immediate = self._mgr.sequence()
+        self._immediate = self._mgr.sequence()     # re-recorded for runs that move host data
+        self._replays: dict = {}    # dispatches only (on these blocks) -> the kp Sequence recorded for them
         self._param_buffers: dict = {}
         self._local = threading.local()
         self._submissions = 0
@@ -314,6 +316,18 @@ class Device:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
         self._pipelines.forget(block)
         self._immediate.clear()
+        for seq in self._replays.values():
+            seq.clear()
+        self._replays.clear()
+
+    def _replay_sequence(self):
+        """A cleared kp Sequence for a run that may be submitted again as recorded (the least recently used
+        one once _REPLAYS are kept)."""
+        if len(self._replays) < _REPLAYS:
+            return self._mgr.sequence()
+        seq = self._replays.pop(next(iter(self._replays)))
+        seq.clear()
+        return seq
 
     # ---- internal: transfers ----
     def _write(self, buf: Buffer, offset: int, src: np.ndarray) -> None:
@@ -363,11 +377,21 @@ class Device:
         with self._lock:
             self._open()
             pending = [b for b in uploads if b._pending is not None]
+            key = None if pending or downloads or not dispatches else \
+                tuple((d.kernel, d.count, d.barrier) + tuple(id(b._block) for b in d.buffers) for d in dispatches)
+            if key is not None:
+                seq = self._replays.pop(key, None)
+                if seq is not None:          # the same dispatches on the same blocks: submit what is recorded
+                    self._replays[key] = seq
+                    self._submit(seq, self._uses_owner(dispatches))
+                    return []
+                seq = self._replay_sequence()
+            else:
+                seq = self._immediate
+                seq.clear()
             up = sum(b._pending.size for b in pending)
             down = sum(b.nbytes for b in downloads)
             fused = self.direct_memory or (up <= _FUSE_MAX and down <= _FUSE_MAX)
-            seq = self._immediate
-            seq.clear()
             ops, holds = [], list(dispatches)
             if self.direct_memory:
                 for b in pending:
@@ -389,6 +413,8 @@ class Device:
                 seq.record(op)
             if ops:
                 self._submit(seq, self._uses_owner(dispatches))
+                if key is not None:
+                    self._replays[key] = seq
             if self.direct_memory:
                 results = [b._block.view[:b.nbytes].copy() for b in downloads]
             elif fused:
