@@ -4,7 +4,8 @@ Layer 1 (DirectML-faithful): TensorDesc, GatherDesc, GatherElementsDesc, GatherN
 ScatterNDDesc, ScatterElementsDesc, Device.compile(desc).execute(...) on Device.buffer()s.
 Layer 2 (NumPy-style, ONNX semantics): gather, gather_elements, gather_nd, scatter_nd, scatter_elements,
 on NumPy arrays or device-resident Tensors (tensor(), empty()); Device.record() batches operations into
-one submission. NumPy's names with NumPy's semantics: take, take_along_axis, put_along_axis.
+one submission. NumPy's names with NumPy's semantics: take, take_along_axis, put_along_axis. An ONNX backend
+(onnx.backend.base.Backend, needs the onnx package): dmlgpu.onnx.
 """
 from .dtypes import DataType, FeatureLevel
 from .errors import DescError, DeviceError
