@@ -109,6 +109,7 @@ def _broadcast_to(x: np.ndarray | Tensor, shape: tuple, what: str) -> np.ndarray
 def _along_axis(arr: np.ndarray | Tensor, indices: Any, axis: int | None) -> tuple:
     """(arr, its axis, indices as an index array or Tensor) for the along-axis functions, NumPy's checks
     made: axis None flattens arr and needs 1-d indices."""
+    idx: np.ndarray | Tensor
     if isinstance(indices, Tensor):
         if indices.dtype.kind not in "iu":
             raise IndexError(f"indices must be an integer array, not {indices.dtype}")
