@@ -4,11 +4,13 @@ Layer 1 (DirectML-faithful): TensorDesc, GatherDesc, GatherElementsDesc, GatherN
 ScatterNDDesc, ScatterElementsDesc, Device.compile(desc).execute(...) on Device.buffer()s.
 Layer 2 (NumPy-style, ONNX semantics): gather, gather_elements, gather_nd, scatter_nd, scatter_elements,
 on NumPy arrays or device-resident Tensors (tensor(), empty()); Device.record() batches operations into
-one submission.
+one submission. NumPy's names with NumPy's semantics: take, take_along_axis, put_along_axis. An ONNX backend
+(onnx.backend.base.Backend, needs the onnx package): dmlgpu.onnx.
 """
 from .dtypes import DataType, FeatureLevel
 from .errors import DescError, DeviceError
 from .functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
+from .numpy_api import put_along_axis, take, take_along_axis
 from .operators import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
                         ScatterElementsDesc, ScatterNDDesc)
 from .device import Device, default_device
@@ -22,5 +24,5 @@ __all__ = [
     "Buffer", "CompiledOperator", "Recording", "Tensor", "empty", "tensor", "DataType", "DescError", "Device", "DeviceError", "DeviceInfo", "FeatureLevel",
     "GatherDesc", "GatherElementsDesc", "GatherND1Desc", "GatherNDDesc", "ScatterElementsDesc", "ScatterNDDesc",
     "TensorDesc", "default_device", "devices", "gather", "gather_elements", "gather_nd", "scatter_elements",
-    "scatter_nd",
+    "scatter_nd", "put_along_axis", "take", "take_along_axis",
 ]

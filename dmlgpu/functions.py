@@ -1,8 +1,9 @@
 """Layer 2: NumPy-style gather and scatter functions with ONNX semantics.
 
-Each takes NumPy arrays (any dtype whose item size is 1, 2, 4, 8 or 16 bytes: values move bit-exact) or
-dmlgpu.Tensors, ``device=`` (default: the device of a Tensor operand, else dmlgpu.default_device()) and
-``mode=``: "clamp" (DirectML's behaviour: negative indices count from the end, then out-of-range ones are
+Each takes NumPy arrays (any dtype whose item size is 1, 2, 4, 8 or 16 bytes: values move bit-exact), what
+NumPy can view without a copy (PyTorch CPU tensors and other DLPack producers, ``__array__``, the buffer
+protocol: see _host_array) or dmlgpu.Tensors, ``device=`` (default: the device of a Tensor operand, else
+dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour: negative indices count from the end, then out-of-range ones are
 clamped) or "raise" (IndexError naming the first offending index, before any GPU work). Inputs are never
 modified. Results are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made
 inside a Device.record() block.
@@ -40,9 +41,25 @@ def _device(device, *operands) -> Device:
     return device._open()
 
 
+def _host_array(x) -> np.ndarray:
+    """``x`` as a NumPy array, without a copy where NumPy can view it: an ndarray, a ``__dlpack__`` producer
+    on the CPU (PyTorch, JAX, CuPy's host arrays...), ``__array__``, the buffer protocol; lists and scalars
+    are converted. A DLPack producer on another device raises TypeError naming the fix."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__"):
+        try:
+            return np.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            if not hasattr(x, "__array__"):
+                raise TypeError(f"NumPy cannot view a {type(x).__name__} through DLPack ({e}); pass an array on "
+                                f"the CPU") from e
+    return np.asarray(x)
+
+
 def _data(arr, what: str):
     """A NumPy array (or a Tensor, as it is) whose items dmlgpu can move."""
-    a = arr if isinstance(arr, Tensor) else np.asarray(arr)
+    a = arr if isinstance(arr, Tensor) else _host_array(arr)
     if a.dtype.hasobject:
         raise TypeError(f"{what} has dtype {a.dtype}, which holds Python objects; "
                         "use a numeric, boolean or other fixed-size dtype")
@@ -61,7 +78,7 @@ def _indices(indices, mode: str):
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
                                "before any GPU work")
         return indices, (indices.numpy() if mode == "raise" else None)
-    arr = as_index_array(indices)
+    arr = as_index_array(_host_array(indices))
     return arr, arr
 
 
@@ -231,7 +248,7 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
 
 
 def _updates(updates, data, op: str):
-    upd = updates if isinstance(updates, Tensor) else np.asarray(updates)
+    upd = updates if isinstance(updates, Tensor) else _host_array(updates)
     if upd.dtype != data.dtype:
         raise TypeError(f"{op}: updates has dtype {upd.dtype}; it must be data's dtype ({data.dtype})")
     return upd

@@ -1,4 +1,5 @@
-"""The compiled kernel variants (dmlgpu/shaders/*.spv, built by CMakeLists.txt) and how to launch them."""
+"""The compiled kernel variants (dmlgpu/shaders/*.spv, built by CMakeLists.txt when the package is built:
+``pip install .``, ``pip wheel .`` or scripts/setup.sh) and how to launch them."""
 from __future__ import annotations
 
 import functools
@@ -34,8 +35,8 @@ def spirv(name: str) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path} is missing: compile the shaders with "
-                                f"'cmake -S . -B build && cmake --build build'") from None
+        raise FileNotFoundError(f"{path} is missing: build dmlgpu with 'pip install .' or 'bash scripts/setup.sh' "
+                                f"(they compile the shaders)") from None
 
 
 def workgroups(count: int, max_groups: int) -> int:

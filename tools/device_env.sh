@@ -16,6 +16,7 @@ _dmlgpu_device_env() {
   export LD_LIBRARY_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PATH=/tmp/prefix/usr/bin:$PATH
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  export DMLGPU_TREE_ONLY=1     # the tree is used as it is, not installed (tests/test_packaging.py)
   local pb; pb=$(python3 -c "import pybind11,os;print(os.path.dirname(pybind11.__file__))")
   CMAKE_PREFIX_PATH=/tmp/prefix/usr:$pb VULKAN_SDK=/tmp/prefix/usr \
     python3 tools/build_kp.py --sdist $kit/kp-0.9.0.tar.gz --target /tmp/site > /tmp/kpbuild.log 2>&1 ||

@@ -1,0 +1,177 @@
+"""NumPy's names with NumPy's semantics and signatures, computed on the device: ``take``, ``take_along_axis``
+and ``put_along_axis``.
+
+They accept what the layer-2 functions accept (NumPy arrays, anything NumPy can view without a copy, lists,
+dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where NumPy does:
+
+- indices follow NumPy's rules: ``take``'s ``mode`` is "raise" (the default: an index outside [-n, n) raises
+  IndexError before any GPU work), "wrap" (modulo n) or "clip" (into [0, n - 1]: negative indices become
+  0, as in NumPy; layer 2's "clamp" would count them from the end); ``take_along_axis`` and
+  ``put_along_axis`` raise IndexError for an index outside [-n, n);
+- ``take_along_axis`` and ``put_along_axis`` broadcast the dimensions other than ``axis`` as NumPy does
+  (a NumPy operand is broadcast on the host; a Tensor operand must already have the broadcast shape);
+- ``put_along_axis`` writes into ``arr`` (a NumPy array, or a Tensor, whose new contents are uploaded
+  again from the host) and returns None; where several values land on one element, the last one in
+  row-major order wins, as in NumPy.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from .functions import _axis, _data, _host_array, gather, gather_elements, scatter_elements
+from .index_map import as_index_array, check_in_range
+from .runtime import Device
+from .tensor import Tensor
+
+TAKE_MODES = ("raise", "wrap", "clip")
+
+
+def _flat(a: np.ndarray | Tensor) -> np.ndarray | Tensor:
+    """``a`` as one dimension (a Tensor: a view of the same buffer)."""
+    if isinstance(a, Tensor):
+        return Tensor(a.buffer, (a.size,), a.dtype)
+    return np.reshape(a, -1)
+
+
+def _host_indices(indices: Any, what: str = "indices") -> np.ndarray:
+    """The index values on the host (a Tensor's are downloaded); IndexError, as NumPy's, for a non-integer
+    dtype."""
+    arr = indices.numpy() if isinstance(indices, Tensor) else _host_array(indices)
+    if arr.dtype.kind not in "iu":
+        raise IndexError(f"{what} must be an integer array, not {arr.dtype}")
+    return as_index_array(arr, what)
+
+
+def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None = None,
+         mode: Literal["raise", "wrap", "clip"] = "raise", *, device: Device | None = None) -> Any:
+    """numpy.take on the device: elements of ``a`` (flattened when ``axis`` is None) at ``indices`` along
+    ``axis``; shape a.shape[:axis] + indices.shape + a.shape[axis+1:]. ``out``: a NumPy array of that shape
+    that receives the result (cast safely) and is returned. A 0-d result of NumPy operands is a NumPy
+    scalar, as NumPy's. Tensor operands give a Tensor (unless ``out`` is given)."""
+    if mode not in TAKE_MODES:
+        raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
+    data = _data(a, "a")
+    if axis is None:
+        data, axis = _flat(data), 0
+    axis = _axis(axis, data.ndim, "a")
+    n = data.shape[axis]
+    if mode == "raise":
+        result = gather(data, indices, axis, device=device, mode="raise")
+    else:
+        values = indices.numpy() if isinstance(indices, Tensor) else as_index_array(_host_array(indices))
+        if n == 0:
+            if values.size:
+                raise IndexError("cannot do a non-empty take from an empty axis")
+        elif values.dtype.kind == "u":
+            values = np.minimum(values, n - 1) if mode == "clip" else values % np.uint64(n)
+        else:
+            values = values.astype(np.int64)
+            values = np.clip(values, 0, n - 1) if mode == "clip" else values % n
+        result = gather(data, values, axis, device=device, mode="raise")
+    if out is not None:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
+        if out.shape != result.shape:
+            raise ValueError(f"out has shape {out.shape}; the result has shape {result.shape}")
+        np.copyto(out, result.numpy() if isinstance(result, Tensor) else result, casting="safe")
+        return out
+    if isinstance(result, np.ndarray) and result.ndim == 0:
+        return result[()]
+    return result
+
+
+def _broadcast_along(arr_shape: tuple, idx_shape: tuple, axis: int) -> tuple:
+    """NumPy's broadcast of the dimensions other than ``axis`` (ValueError where they do not broadcast);
+    the ``axis`` entry is indices'."""
+    if len(arr_shape) != len(idx_shape):
+        raise ValueError(f"indices (rank {len(idx_shape)}) and arr (rank {len(arr_shape)}) must have the same "
+                         f"number of dimensions")
+    shape = []
+    for d, (a, i) in enumerate(zip(arr_shape, idx_shape)):
+        if d != axis and a != i and 1 not in (a, i):
+            raise ValueError(f"shape mismatch: arr {arr_shape} and indices {idx_shape} do not broadcast together "
+                             f"outside axis {axis} (dimension {d}: {a} and {i})")
+        shape.append(i if d == axis else max(a, i) if 0 not in (a, i) else 0)
+    return tuple(shape)
+
+
+def _broadcast_to(x: np.ndarray | Tensor, shape: tuple, what: str) -> np.ndarray | Tensor:
+    if x.shape == shape:
+        return x
+    if isinstance(x, Tensor):
+        raise ValueError(f"{what} is a Tensor of shape {x.shape}, which would need broadcasting to {shape}: "
+                         f"pass a NumPy array, or a Tensor of the broadcast shape")
+    return np.broadcast_to(x, shape)
+
+
+def _along_axis(arr: np.ndarray | Tensor, indices: Any, axis: int | None) -> tuple:
+    """(arr, its axis, indices as an index array or Tensor) for the along-axis functions, NumPy's checks
+    made: axis None flattens arr and needs 1-d indices."""
+    idx: np.ndarray | Tensor
+    if isinstance(indices, Tensor):
+        if indices.dtype.kind not in "iu":
+            raise IndexError(f"indices must be an integer array, not {indices.dtype}")
+        idx = indices
+    else:
+        idx = _host_indices(indices)
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError(f"when axis is None, indices must have one dimension, not {idx.ndim}")
+        return _flat(arr), 0, idx
+    return arr, _axis(axis, arr.ndim, "arr"), idx
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: Device | None = None) -> Any:
+    """numpy.take_along_axis on the device: out[..., j, ...] = arr[..., indices[..., j, ...], ...] along
+    ``axis`` (None: the flattened arr with 1-d indices), the other dimensions broadcast as NumPy does."""
+    data, axis, idx = _along_axis(_data(arr, "arr"), indices, axis)
+    shape = _broadcast_along(data.shape, idx.shape, axis)
+    data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
+    idx = _broadcast_to(idx, shape, "indices")
+    return gather_elements(data, idx, axis, device=device, mode="raise")
+
+
+def put_along_axis(arr: np.ndarray | Tensor, indices: Any, values: Any, axis: int | None, *,
+                   device: Device | None = None) -> None:
+    """numpy.put_along_axis on the device: arr[..., indices[..., j, ...], ...] = values[..., j, ...] along
+    ``axis`` (None: the flattened arr with 1-d indices), in place. indices broadcast against arr outside
+    the axis, values (cast to arr's dtype) against the result; the last value for an element wins."""
+    if not isinstance(arr, (np.ndarray, Tensor)):
+        raise TypeError(f"arr must be a NumPy array or a dmlgpu.Tensor (it is written in place), "
+                        f"not {type(arr).__name__}")
+    if isinstance(arr, np.ndarray) and not arr.flags.writeable:
+        raise ValueError("arr is read-only")
+    data = _data(arr, "arr")
+    shape_in = data.shape
+    data, axis, idx = _along_axis(data, indices, axis)
+    idx = idx.numpy() if isinstance(idx, Tensor) else idx
+    shape = _broadcast_along(data.shape, idx.shape, axis)
+    n = data.shape[axis]
+    check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
+                                              f"axis {axis} with size {n}")
+    vals = values.numpy() if isinstance(values, Tensor) else _host_array(values)
+    vals = np.broadcast_to(vals.astype(data.dtype, copy=False), shape)
+    if vals.size == 0:
+        return
+    # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
+    # indices broadcast over is written at 0 every time, in row-major order, as NumPy's assignment does.
+    strides = np.cumprod((1,) + data.shape[:0:-1])[::-1]
+    target = np.zeros(shape, dtype=np.int64)
+    for d, size in enumerate(data.shape):
+        if d == axis:
+            coord = idx.astype(np.int64)
+            coord = np.where(coord < 0, coord + n, coord)
+        elif size == 1:
+            continue
+        else:
+            coord = np.arange(size, dtype=np.int64).reshape((-1,) + (1,) * (len(shape) - 1 - d))
+        target = target + coord * int(strides[d])
+    result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
+                              device=device, mode="raise")
+    result = result.numpy() if isinstance(result, Tensor) else result
+    if isinstance(arr, Tensor):
+        arr.write(result.reshape(arr.shape))
+    else:
+        arr[...] = result.reshape(shape_in)
