@@ -35,7 +35,7 @@ from onnx import numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device as OnnxDevice, DeviceType, namedtupledict
 
 from . import functions
-from .runtime import Device, default_device
+from .device import Device, default_device
 
 MODE = "raise"   # ONNX: an index outside [-n, n) is an error
 
