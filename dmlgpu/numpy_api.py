@@ -10,8 +10,8 @@ dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where N
   ``put_along_axis`` raise IndexError for an index outside [-n, n);
 - ``take_along_axis`` and ``put_along_axis`` broadcast the dimensions other than ``axis`` as NumPy does
   (a NumPy operand is broadcast on the host; a Tensor operand must already have the broadcast shape);
-- ``put_along_axis`` writes into ``arr`` (a NumPy array, or a Tensor, whose new contents are uploaded
-  again from the host) and returns None; where several values land on one element, the last one in
+- ``put_along_axis`` writes into ``arr`` (a NumPy array, or a Tensor: the scattered result is copied into
+  its buffer on the device; the element targets are computed on the host) and returns None; where several values land on one element, the last one in
   row-major order wins, as in NumPy.
 """
 from __future__ import annotations
@@ -170,8 +170,10 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: Any, values: Any, axis: in
         target = target + coord * int(strides[d])
     result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
                               device=device, mode="raise")
-    result = result.numpy() if isinstance(result, Tensor) else result
     if isinstance(arr, Tensor):
-        arr.write(result.reshape(arr.shape))
+        if isinstance(result, Tensor):           # on arr's device: copied there, no host round trip
+            arr.device._copy(result.buffer, arr.buffer, arr.nbytes)
+        else:
+            arr.write(result.reshape(arr.shape))
     else:
-        arr[...] = result.reshape(shape_in)
+        arr[...] = (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in)

@@ -349,6 +349,20 @@ class Device:
             self._staging.read(buf._tensor, offset, out)
             return out
 
+    def _copy(self, src: Buffer, dst: Buffer, nbytes: int) -> None:
+        """Copies the first ``nbytes`` of ``src`` into ``dst`` on the device, now (no host round trip)."""
+        if nbytes <= 0:
+            return
+        with self._lock:
+            self._open()
+            seq = self._immediate
+            seq.clear()
+            seq.record(kp.OpMemoryBarrier([src._tensor, dst._tensor], *BEFORE_COPY))
+            seq.record(kp.OpCopyRegion(src._tensor, dst._tensor, 0, 0, nbytes))
+            if self.direct_memory:
+                seq.record(kp.OpMemoryBarrier([dst._tensor], *BEFORE_HOST_READ))
+            self._submit(seq, False)
+
     def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
         """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
         if nbytes <= 0:
