@@ -1,11 +1,22 @@
-"""``python -m dmlgpu info`` lists the Vulkan devices; ``python -m dmlgpu demo`` runs the demo."""
+"""``python -m dmlgpu info`` lists the Vulkan devices; ``python -m dmlgpu demo`` runs the demo;
+``python -m dmlgpu bench [roundtrip | reductions] [options]`` runs the benchmark harness (dmlgpu.bench)."""
 import argparse
 import sys
 
+BENCH_SECTIONS = ("roundtrip", "reductions")    # python -m dmlgpu bench SECTION: dmlgpu.bench.SECTION.main
+
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        rest = argv[1:]
+        if rest[:1] and rest[0] in BENCH_SECTIONS:
+            import importlib
+            return importlib.import_module(f"dmlgpu.bench.{rest[0]}").main(rest[1:])
+        from .bench import cli
+        return cli.main(rest)
     ap = argparse.ArgumentParser(prog="python -m dmlgpu", description=__doc__)
-    ap.add_argument("command", choices=["info", "demo"])
+    ap.add_argument("command", choices=["info", "demo", "bench"])
     args = ap.parse_args(argv)
     from . import runtime
     if args.command == "info":
@@ -14,7 +25,7 @@ def main(argv=None) -> int:
             mark = "*" if d.index == default else " "
             print(f"{mark} {d.index}: {d.name} ({d.type})\n"
                   f"     maxStorageBufferRange {d.max_storage_buffer_range} bytes, "
-                  f"maxPushConstantsSize {d.max_push_constants_size} bytes\n"
+                  f"maxPushConstantsSize {d.max_push_constants_size} bytes, device memory {d.device_memory} bytes\n"
                   f"     workgroups: count {d.max_workgroup_count}, size {d.max_workgroup_size}, "
                   f"invocations {d.max_workgroup_invocations}; timestamp period {d.timestamp_period_ns} ns")
         print("(* = default device: DMLGPU_DEVICE, else the first discrete GPU, else the first device)")

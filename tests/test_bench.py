@@ -1,13 +1,13 @@
-"""Smoke test of the benchmark harness (bench/): ``python -m bench --quick`` at one tiny size, in-process,
+"""Smoke test of the benchmark harness (dmlgpu/bench/): ``python -m dmlgpu bench --quick`` at one tiny size, in-process,
 on the default device (lavapipe in CI), with the NumPy peer; a few seconds."""
 import importlib.util
 import json
 
 import pytest
 
-from bench import cli, report
-from bench.units import fmt_bytes, parse_size, parse_sizes
-from bench.workloads import QUICK_WORKLOADS, WORKLOADS, select
+from dmlgpu.bench import cli, report
+from dmlgpu.bench.units import fmt_bytes, parse_size, parse_sizes
+from dmlgpu.bench.workloads import QUICK_WORKLOADS, WORKLOADS, select
 
 CASE_FIELDS = {"workload", "group", "operator", "target_bytes", "shape", "dtype", "moved_bytes", "dmlgpu", "copy",
                "copy_fraction", "peer", "ratio", "verified", "mismatch"}
@@ -46,7 +46,7 @@ def test_quick_run_writes_verified_results(tmp_path, capsys):
     assert lat["peer"]["round_trip_us"] > 0
 
     md = (tmp_path / report.MARKDOWN_NAME).read_text()
-    assert meta["device"]["name"] in md and "numpy" in md and "python -m bench --quick" in md
+    assert meta["device"]["name"] in md and "numpy" in md and "python -m dmlgpu bench --quick" in md
     if importlib.util.find_spec("matplotlib") is not None:
         assert (tmp_path / report.PLOT_NAME).stat().st_size > 0
 

@@ -273,6 +273,6 @@ def select(patterns: list[str] | None, quick: bool = False) -> list[Workload]:
     for pat in patterns:
         hits = [w for w in WORKLOADS if fnmatch.fnmatchcase(w.name, pat) or w.name.startswith(pat + "-")]
         if not hits:
-            raise ValueError(f"no workload matches {pat!r} (python -m bench --list shows them)")
+            raise ValueError(f"no workload matches {pat!r} (python -m dmlgpu bench --list shows them)")
         chosen += [w for w in hits if w not in chosen]
     return [w for w in WORKLOADS if w in chosen]

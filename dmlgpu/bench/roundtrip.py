@@ -1,4 +1,4 @@
-"""What a user's eager calls cost end to end (``python -m bench.roundtrip``):
+"""What a user's eager calls cost end to end (``python -m dmlgpu bench roundtrip``):
 
 * NumPy in, NumPy out: ``dmlgpu.gather(table, ids)`` on host arrays (upload table and ids, gather, download)
   against the peer's equivalent round trip: PyTorch ``torch.from_numpy(t).cuda()``, ``index_select``,
@@ -135,7 +135,7 @@ def mixed_calls(device, calls: int, largest: int = 64 * MIB) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.roundtrip", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m dmlgpu bench roundtrip", description=__doc__.splitlines()[0])
     ap.add_argument("--device", type=int, default=None)
     ap.add_argument("--cases", default=None, help="table:out:row bytes, comma-separated (default: by device)")
     ap.add_argument("--repeats", type=int, default=10)
@@ -176,5 +176,3 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())

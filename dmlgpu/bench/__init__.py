@@ -1,4 +1,6 @@
-"""dmlgpu's benchmark harness: ``python -m bench`` (see ``python -m bench --help``).
+"""dmlgpu's benchmark harness: ``python -m dmlgpu bench`` (see ``python -m dmlgpu bench --help``); also
+``python -m dmlgpu bench roundtrip`` (eager calls end to end, bench.roundtrip) and ``python -m dmlgpu bench
+reductions`` (scatter reductions, bench.reductions).
 
 Runs each operator on named workloads (bench.workloads), times dmlgpu on the GPU with Vulkan timestamps
 (bench.gpu_timing), times a peer on the same data in the same process (bench.peers: PyTorch on CUDA when

@@ -177,7 +177,7 @@ def meta(device, peer, settings: Settings) -> dict:
 
 def _git_commit() -> str | None:
     """The repository's commit (with "+dirty" when the tree has changes), or None outside git."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parent.parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
                               timeout=10).stdout.strip()

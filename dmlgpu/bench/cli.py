@@ -1,12 +1,12 @@
-"""``python -m bench``: dmlgpu's gather/scatter benchmark against PyTorch (CUDA) or NumPy.
+"""``python -m dmlgpu bench``: dmlgpu's gather/scatter benchmark against PyTorch (CUDA) or NumPy.
 
 Examples::
 
-    python -m bench                          # every workload, 4 KiB .. 1 GiB moved (256 MiB on lavapipe)
-    python -m bench --quick                  # a small subset, two small sizes (a smoke test)
-    python -m bench --sizes 16K,1M,16M       # a medium run for lavapipe (~4 min; 256 MiB cases take long)
-    python -m bench --workloads embedding-f32 --sizes 1M,64M --device 1 --out /tmp/bench
-    python -m bench --render bench/results/bench.json --markdown   # re-render a saved run
+    python -m dmlgpu bench                          # every workload, 4 KiB .. 1 GiB moved (256 MiB on lavapipe)
+    python -m dmlgpu bench --quick                  # a small subset, two small sizes (a smoke test)
+    python -m dmlgpu bench --sizes 16K,1M,16M       # a medium run for lavapipe (~4 min; 256 MiB cases take long)
+    python -m dmlgpu bench --workloads embedding-f32 --sizes 1M,64M --device 1 --out /tmp/bench
+    python -m dmlgpu bench --render dmlgpu-bench/bench.json --markdown   # re-render a saved run
 
 Writes bench.json, bench.md (a section to paste into bench/RESULTS.md) and bench.png to ``--out``;
 prints the table to stdout and progress to stderr. Exit status 1 if any result was wrong or failed.
@@ -24,11 +24,11 @@ from .progress import Progress
 from .units import fmt_bytes, parse_size, parse_sizes
 from .workloads import DEFAULT_SIZES, QUICK_SIZES, WORKLOADS, select
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = Path("dmlgpu-bench")     # in the current directory
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m dmlgpu bench", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     p.add_argument("--device", type=int, default=None, help="Vulkan device index (default: dmlgpu's default)")
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
         workloads = select(args.workloads.split(",") if args.workloads else None, quick=args.quick)
         sizes = parse_sizes(args.sizes) if args.sizes else list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
     except ValueError as exc:
-        print(f"python -m bench: {exc}", file=sys.stderr)
+        print(f"python -m dmlgpu bench: {exc}", file=sys.stderr)
         return 2
     device = dmlgpu.Device(args.device)
     max_size = parse_size(args.max_size) if args.max_size else default_max_size(device.info, max(sizes))
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     settings = Settings(workloads=workloads, sizes=sizes, max_size=max_size, repeats=args.repeats,
                         latency=not args.no_latency, latency_iters=200 if quick else 1000,
                         latency_budget_s=0.5 if quick else 2.0, latency_ops=100 if quick else 1000,
-                        command=" ".join(["python -m bench"] + [shlex.quote(a) for a in
+                        command=" ".join(["python -m dmlgpu bench"] + [shlex.quote(a) for a in
                                                                  (sys.argv[1:] if argv is None else argv)]))
     print(f"dmlgpu on {device.info.name} ({device.info.type}); peer: {peer.kind}; "
           f"{len(workloads)} workloads x {len([s for s in sizes if s <= max_size])} sizes", file=sys.stderr)

@@ -1,6 +1,0 @@
-"""``python -m bench``: see bench.cli."""
-import sys
-
-from .cli import main
-
-sys.exit(main())
