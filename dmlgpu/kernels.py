@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 
-WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/bindings.glsl)
+WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
 
 
@@ -25,6 +25,29 @@ def reduce_variant(kind: str, bits: int, op: str) -> str:
     if kind == "i" and op in ("add", "mul"):
         kind = "u"
     return f"scatter_reduce_{kind}{bits}_{op}"
+
+
+def keys_variant(index_bytes: int) -> str:
+    """File stem of a scatter reduction's key kernel (shaders/reduce_keys.comp) for an index width (4 or 8)."""
+    assert index_bytes in (4, 8)
+    return f"reduce_keys_i{index_bytes * 8}"
+
+
+RADIX_PASSES = ("radix_hist", "radix_scan", "radix_scatter")   # one digit of the radix sort (shaders/radix.glsl)
+RADIX_BITS = 8                # bits sorted per pass
+RADIX_TILE = 16 * WORKGROUP_SIZE   # pairs per tile of the histogram and scatter passes (radix.glsl's TILE)
+ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
+
+
+def atomic_variant(kind: str, op: str, index_bytes: int) -> str | None:
+    """File stem of the 32-bit atomic scatter reduction (shaders/scatter_atomic.comp) for integers of ``kind``
+    ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign."""
+    if kind == "i" and op == "add":
+        kind = "u"
+    if (kind, op) not in ATOMIC_REDUCTIONS:
+        return None
+    assert index_bytes in (4, 8)
+    return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}"
 
 
 @functools.lru_cache(maxsize=None)

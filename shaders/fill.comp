@@ -1,6 +1,7 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // WORDS[i] = 0 for i < P[0]: zeroes the scatter owner scratch once, when it is allocated.
-layout(local_size_x = 256) in;
+#include "workgroup.glsl"
 layout(std430, binding = 0) readonly buffer Params { uint P[]; };
 layout(std430, binding = 1) buffer Words { uint WORDS[]; };
 void main() {

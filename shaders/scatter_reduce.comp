@@ -1,37 +1,37 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Scatter reduction (dmlgpu/reduction.py): output[target] = combine(... combine(output[target], u_0) ..., u_n)
-// over the updates of each distinct target, in row-major order of the updates: deterministic, no atomics
-// on values. The host groups the update rows by target (a stable sort) and uploads the run table:
-//   TABLE[P_TARGETS + r]       output offset of run r's target slice
-//   TABLE[P_STARTS + r .. + 1] [start, end) of run r in the rows list
-//   TABLE[P_ROWS + j]          updates offset of the j-th update row, grouped by run
-// Iteration i is (run, position within the slice); map_offsets() (tuple size 0) gives the position's
-// offsets within the slice in the output (.data) and in an update row (.dense).
-// Element type and operation: ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
+// Scatter reduction, last step (dmlgpu/reduction.py): output[target] = combine(... combine(output[target],
+// u_0) ..., u_m) over the updates of each target, in row-major order of the updates: deterministic, no
+// atomics on values. Its input is the (key, row) pairs of reduce_keys.comp stably sorted by key, so each
+// target's rows form one run, in row-major order:
+//   KEYS[j]  target offset >> P[P_KEY_SHIFT] of the j-th sorted row
+//   ROWS[j]  its updates offset
+// Iteration i is (sorted position j, position within the slice). Only the head of a run (j == 0 or
+// KEYS[j - 1] != KEYS[j]) works: it folds the run's rows in order; the others return at once.
+// map_offsets() (tuple size 0) gives a slice position's offsets in the output (.data) and in an update row
+// (.dense). Element type and operation: ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
 #define UNIT ELEM_BYTES
 #define IDX64 0
 #include "units.glsl"
-layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
-layout(std430, binding = 1) readonly buffer Table { uint IDX[]; };
+#include "workgroup.glsl"
+layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
+layout(std430, binding = 1) restrict readonly buffer Keys { uint IDX[]; };   // IDX: index_map.glsl's name
 layout(std430, binding = 2) buffer Data { UNIT_T DATA[]; };
-layout(std430, binding = 3) readonly buffer Dense { UNIT_T DENSE[]; };
+layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
+layout(std430, binding = 4) restrict readonly buffer Rows { uint ROWS[]; };
 #include "index_map.glsl"
 #include "arith.glsl"
-
 const uint P_SLICE = P_END;           // iterations per slice (elements of one update row)
-const uint P_TARGETS = P_END + 1u;    // word offsets of the three parts of TABLE
-const uint P_STARTS = P_END + 2u;
-const uint P_ROWS = P_END + 3u;
-
+const uint P_KEY_SHIFT = P_END + 1u;  // target offset = key << P[P_KEY_SHIFT]
+const uint P_ROWS = P_END + 2u;       // number of sorted rows
 void process(uint i) {
     uint slice = P[P_SLICE];
-    uint run = i / slice;
-    Offsets o = map_offsets(i - run * slice);
-    uint target = IDX[P[P_TARGETS] + run] + o.data;
-    uint begin = IDX[P[P_STARTS] + run], end = IDX[P[P_STARTS] + run + 1u];
-    uint rows = P[P_ROWS];
+    uint j = i / slice;
+    uint key = IDX[j];
+    if (j != 0u && IDX[j - 1u] == key)
+        return;
+    Offsets o = map_offsets(i - j * slice);
+    uint target = (key << P[P_KEY_SHIFT]) + o.data;
 #if UNIT < 4
     // An atomic read: threads of neighbouring targets update the other bits of this word concurrently.
     uint b = target * UNIT;
@@ -39,8 +39,9 @@ void process(uint i) {
 #else
     ELEM_T acc = DATA[target];
 #endif
-    for (uint j = begin; j < end; ++j)
-        acc = combine(acc, LOAD_UNIT(DENSE, IDX[rows + j] + o.dense));
+    uint rows = P[P_ROWS];
+    for (uint r = j; r < rows && IDX[r] == key; ++r)
+        acc = combine(acc, LOAD_UNIT(DENSE, ROWS[r] + o.dense));
     STORE_UNIT(DATA, target, acc);
 }
 #include "grid_loop.glsl"
