@@ -37,10 +37,13 @@ the update *rows* (scatter_elements: every element; scatter_nd: each index tuple
    assumption); consecutive passes are ordered by the runtime's compute-to-compute barriers. Stability
    makes each target's rows a run in row-major order, so the order is the same on every device and every
    run, whatever the scheduling.
-3. fold (shaders/scatter_reduce.comp, n * m iterations: sorted position, slice position): the head of a
-   run (position 0, or a key that differs from its predecessor's) reads the output once, combines the
-   run's updates in order, and writes once; every other position returns at once. No value atomics, no
-   races between runs (1- and 2-byte outputs use the race-free sub-word stores of units.glsl).
+3. fold (shaders/scatter_reduce.comp, n / 16 * m iterations: chunk of 16 sorted rows, slice position):
+   run boundaries are where a sorted key differs from its predecessor's. An invocation folds every run
+   whose head (first row) lies in its chunk, the last one to its end even past the chunk: it reads the
+   output once, combines the run's updates in order, and writes once. Each run is folded by exactly one
+   invocation, and each invocation goes through about 16 rows whatever the run lengths (a single target
+   of n rows is one invocation's sequential loop: inherently sequential). No value atomics, no races
+   between runs (1- and 2-byte outputs use the race-free sub-word stores of units.glsl).
 
 Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) skip the grouping:
 shaders/scatter_atomic.comp combines each update into its target with one atomicAdd/Min/Max. Wrapping
@@ -65,7 +68,8 @@ REDUCTIONS = ("none", "add", "mul", "min", "max")
 
 # Parameter words after an index map's (shaders/reduce_keys.comp, shaders/scatter_reduce.comp).
 P_KEY_SHIFT = PARAM_WORDS                                        # reduce_keys.comp
-P_SLICE, P_FOLD_SHIFT, P_ROWS = PARAM_WORDS, PARAM_WORDS + 1, PARAM_WORDS + 2   # scatter_reduce.comp
+P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK = range(PARAM_WORDS, PARAM_WORDS + 4)        # scatter_reduce.comp
+FOLD_CHUNK = 16       # sorted rows per invocation of the fold
 EXTRA_WORDS = 8
 _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
 
@@ -141,9 +145,8 @@ class ReducePlan:
         self.keys_words[P_KEY_SHIFT] = shift
         self.fold_words = np.zeros(PARAM_WORDS + EXTRA_WORDS, dtype=np.uint32)
         self.fold_words[:PARAM_WORDS] = slice_map.params(False)
-        self.fold_words[1] = self.rows * self.slice_count      # the loop: (sorted row, slice position)
-        self.fold_words[P_SLICE], self.fold_words[P_FOLD_SHIFT], self.fold_words[P_ROWS] = \
-            self.slice_count, shift, self.rows
+        self.fold_words[1] = -(-self.rows // FOLD_CHUNK) * self.slice_count   # (chunk, slice position)
+        self.fold_words[P_SLICE:P_CHUNK + 1] = self.slice_count, shift, self.rows, FOLD_CHUNK
         self.tiles = -(-self.rows // kernels.RADIX_TILE)
         self.pass_words = [np.array([self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1,
                                      self.tiles], dtype=np.uint32)
