@@ -50,6 +50,12 @@ def atomic_variant(kind: str, op: str, index_bytes: int) -> str | None:
     return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}"
 
 
+def fold_blocks_variant(name: str) -> str | None:
+    """The variant of a scatter reduction kernel that folds long runs by blocks (float32 add and mul:
+    scatter_reduce.comp's FOLD_BLOCKS), or None."""
+    return f"{name}_blocks" if name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul") else None
+
+
 @functools.lru_cache(maxsize=None)
 def spirv(name: str) -> bytes:
     """The SPIR-V of a variant (or "fill"); FileNotFoundError names the build step when it is missing."""

@@ -43,7 +43,10 @@ the update *rows* (scatter_elements: every element; scatter_nd: each index tuple
    output once, combines the run's updates in order, and writes once. Each run is folded by exactly one
    invocation, and each invocation goes through about 16 rows whatever the run lengths (a single target
    of n rows is one invocation's sequential loop: inherently sequential). No value atomics, no races
-   between runs (1- and 2-byte outputs use the race-free sub-word stores of units.glsl).
+   between runs (1- and 2-byte outputs use the race-free sub-word stores of units.glsl). float32 add and
+   mul have a variant for GPUs that folds long runs by blocks of 16 (loads together, then the device's
+   adds in a row; the same bits: see scatter_reduce.comp), chosen on every device type but CPU, where it
+   measures 2x slower on lavapipe (FOLD_BLOCKS overrides the choice).
 
 Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) skip the grouping:
 shaders/scatter_atomic.comp combines each update into its target with one atomicAdd/Min/Max. Wrapping
@@ -70,6 +73,7 @@ REDUCTIONS = ("none", "add", "mul", "min", "max")
 P_KEY_SHIFT = PARAM_WORDS                                        # reduce_keys.comp
 P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK = range(PARAM_WORDS, PARAM_WORDS + 4)        # scatter_reduce.comp
 FOLD_CHUNK = 16       # sorted rows per invocation of the fold
+FOLD_BLOCKS = None    # fold float32 add/mul runs by blocks: None = on every device but CPUs (lavapipe), or a bool
 EXTRA_WORDS = 8
 _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
 
@@ -201,6 +205,7 @@ class ReducePlan:
                         Dispatch("radix_scan", (p, hist), kernels.WORKGROUP_SIZE * kernels.WORKGROUP_SIZE),
                         Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
                 keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
-        out.append(Dispatch(self.kernel, (params(self.fold_words), keys, output, updates, rows),
-                            int(self.fold_words[1])))
+        blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
+        kernel = (blocks and kernels.fold_blocks_variant(self.kernel)) or self.kernel
+        out.append(Dispatch(kernel, (params(self.fold_words), keys, output, updates, rows), int(self.fold_words[1])))
         return out, uploads

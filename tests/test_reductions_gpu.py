@@ -227,3 +227,24 @@ def test_layer2_tensor_indices_never_downloaded(device, monkeypatch, op):
     assert downloads.seen == [] and isinstance(out, dmlgpu.Tensor)
     monkeypatch.undo()
     assert same(out.numpy(), sequential(data, idx, upd, "add"), loose_nan=False)
+
+
+@pytest.mark.parametrize("blocks", [False, True])
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_fold_variants(device, monkeypatch, blocks, reduction):
+    """float32 add and mul fold long runs plainly or by blocks (the GPU variant, forced here): the same bits,
+    infinities, invalid operations (inf - inf, 0 * inf), NaN operands and signed zeros included."""
+    monkeypatch.setattr(dmlgpu.reduction, "FOLD_BLOCKS", blocks)
+    rng = np.random.default_rng(31)
+    m, n = 7, 6000
+    data = values(rng, (m,), np.dtype(np.float32), reduction)
+    data[3] = np.float32(-0.0)
+    idx = rng.integers(0, m, size=n)
+    idx[:40] = 5                                       # a run whose first blocks are clean
+    upd = values(rng, (n,), np.dtype(np.float32), reduction)
+    specials = np.array([np.inf, -np.inf, 0.0, -0.0], dtype=np.float32)
+    upd[rng.integers(40, n, size=30)] = rng.choice(specials, size=30)
+    upd[rng.integers(40, n, size=3)] = np.array([0x7FC01234], dtype=np.uint32).view(np.float32)[0]
+    idx[idx == 2] = 1                                  # target 2 keeps its data
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
+    assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
