@@ -1,7 +1,8 @@
-"""Scatter reductions on device Tensors: wall time per call (steady state, the call waits for the GPU) of
-each reduction next to the plain scatter (reduction="none") of the same shapes, and, where PyTorch with
+"""Scatter reductions on device Tensors: wall time per call (steady state, the call waits for the GPU) and
+GPU time (the call's dispatches recorded once and rerun, from GPU timestamps) of each reduction next to the
+plain scatter (reduction="none") of the same shapes ("vs none": GPU time ratio), and, where PyTorch with
 CUDA is present, torch's scatter_reduce / index_add_ / index_reduce_ on the same data, with and without
-torch.use_deterministic_algorithms(True).
+torch.use_deterministic_algorithms(True); for add, NumPy's np.add.at on the host.
 
 Usage: python -m bench.reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
                                   [--dist uniform,zipf,one] [--repeat 5]
@@ -39,6 +40,19 @@ def median_time(fn, repeat: int, sync=lambda: None) -> float:
         fn()
         sync()
         times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def gpu_time(dev, fn, repeat: int) -> float:
+    """Median seconds of GPU work per call of fn(): one call recorded with timestamps, run ``repeat`` times
+    (host work and scratch allocation excluded)."""
+    with dev.record(timestamps=True) as rec:
+        fn()
+    times = []
+    for _ in range(repeat):
+        rec.run()
+        ts = rec.timestamps()
+        times.append((ts[-1] - ts[0]) * 1e-9)
     return statistics.median(times)
 
 
@@ -113,7 +127,7 @@ def main(argv=None) -> None:
     rng = np.random.default_rng(0)
     print(f"{dev.info.name}: {n} update rows of {w} onto {m} targets, device Tensors, median wall time of "
           f"{args.repeat} calls" + ("" if peer else " (no torch with CUDA: no peer)"))
-    print(f"{'dtype':8} {'dist':8} {'reduction':9} {'dmlgpu':>10} {'vs none':>8}  torch")
+    print(f"{'dtype':8} {'dist':8} {'reduction':9} {'wall':>10} {'GPU':>10} {'vs none':>8}  torch (wall)")
     for dtype in map(np.dtype, args.dtype.split(",")):
         for dist in args.dist.split(","):
             shape = (m, w) if w > 1 else (m,)
@@ -125,16 +139,20 @@ def main(argv=None) -> None:
             fn = dmlgpu.scatter_nd if w > 1 else dmlgpu.scatter_elements
             base = None
             for reduction in REDUCTIONS:
+                call = lambda: fn(t_data, t_idx, t_upd, reduction=reduction)   # noqa: E731
                 try:
-                    t = median_time(lambda: fn(t_data, t_idx, t_upd, reduction=reduction), args.repeat)
-                except TypeError:
+                    t = median_time(call, args.repeat)
+                except TypeError:           # no arithmetic for this dtype
                     continue
-                base = base or t
+                g = gpu_time(dev, call, args.repeat)
+                base = base or g
                 peers = torch_times(peer, reduction, data, idx, upd, w, args.repeat) if peer else {}
+                if reduction == "add":      # the host's sequential reference point (np.add.at)
+                    peers["np.add.at (host)"] = median_time(lambda: np.add.at(data.copy(), idx, upd), args.repeat) * 1e3
                 shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else f"{k}: {v}"
                                   for k, v in peers.items())
-                print(f"{str(dtype):8} {dist:8} {reduction:9} {t * 1e3:7.2f} ms {t / base:7.2f}x  {shown}",
-                      flush=True)
+                print(f"{str(dtype):8} {dist:8} {reduction:9} {t * 1e3:7.2f} ms {g * 1e3:7.2f} ms {g / base:7.2f}x  "
+                      f"{shown}", flush=True)
 
 
 if __name__ == "__main__":

@@ -33,9 +33,12 @@ def keys_variant(index_bytes: int) -> str:
     return f"reduce_keys_i{index_bytes * 8}"
 
 
-RADIX_PASSES = ("radix_hist", "radix_scan", "radix_scatter")   # one digit of the radix sort (shaders/radix.glsl)
+# One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
+# counts), radix_scan, radix_scatter.
 RADIX_BITS = 8                # bits sorted per pass
-RADIX_TILE = 16 * WORKGROUP_SIZE   # pairs per tile of the histogram and scatter passes (radix.glsl's TILE)
+RADIX = 1 << RADIX_BITS
+RADIX_TILE = 16 * WORKGROUP_SIZE        # pairs per tile of the histogram and scatter passes (radix.glsl's TILE)
+RADIX_SCAN_BLOCK = 16 * WORKGROUP_SIZE  # tile counts per block of the scan passes (radix.glsl's SCAN_BLOCK)
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 
 

@@ -30,9 +30,11 @@ the update *rows* (scatter_elements: every element; scatter_nd: each index tuple
    offset is its *value*. Keys of distinct targets differ; keys of one target are equal.
 2. a stable LSD radix sort of the (key, value) pairs by key (shaders/radix.glsl), 8 bits per pass, over
    only the bits the largest key has (none for a single target, one pass up to 256 targets, three up to
-   2^24). Each pass is reduce-then-scan: per-tile digit counts; per digit, an exclusive scan of its counts
-   over the tiles; then each tile moves its pairs, in order, to (start of the digit) + (the digit's count in
-   earlier tiles) + (the pair's rank among those of its digit earlier in the tile: a bit mask per digit in
+   2^24). Each pass is reduce-then-scan: per-tile digit counts (digit-major: count[digit][tile]); their
+   exclusive prefix sum in that order, by blocks (each block's sum, then each block scanned from the sum of
+   the blocks before it), which gives each (digit, tile) its place in the output: all pairs of smaller
+   digits and those of its digit in earlier tiles come before; then each tile moves its pairs, in order,
+   to that place + the pair's rank among those of its digit earlier in the tile (a bit mask per digit in
    shared memory and population counts). No workgroup waits for another (no forward-progress
    assumption); consecutive passes are ordered by the runtime's compute-to-compute barriers. Stability
    makes each target's rows a run in row-major order, so the order is the same on every device and every
@@ -54,7 +56,7 @@ addition, min and max are associative and commutative, so every order gives the 
 sequential reference; on lavapipe it measures several times faster than the sort (bench/reductions.py).
 
 Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
-plus 256), taken from the device's scratch (Device._take) and given back by the caller after the run.
+plus one per block of 4096 counts), taken from the device's scratch (Device._take) and given back by the caller after the run.
 Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within
 maxStorageBufferRange.
 """
@@ -152,8 +154,9 @@ class ReducePlan:
         self.fold_words[1] = -(-self.rows // FOLD_CHUNK) * self.slice_count   # (chunk, slice position)
         self.fold_words[P_SLICE:P_CHUNK + 1] = self.slice_count, shift, self.rows, FOLD_CHUNK
         self.tiles = -(-self.rows // kernels.RADIX_TILE)
+        self.blocks = -(-kernels.RADIX * self.tiles // kernels.RADIX_SCAN_BLOCK)
         self.pass_words = [np.array([self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1,
-                                     self.tiles], dtype=np.uint32)
+                                     self.tiles, self.blocks], dtype=np.uint32)
                            for b in range(0, self.key_bits, kernels.RADIX_BITS)]
 
     @classmethod
@@ -183,7 +186,7 @@ class ReducePlan:
             return buf
 
         if self.atomic is None:
-            hist_bytes = 4 * (kernels.WORKGROUP_SIZE * self.tiles + kernels.WORKGROUP_SIZE)
+            hist_bytes = 4 * (kernels.RADIX * self.tiles + self.blocks)
             device._check_sizes(4 * self.rows, hist_bytes if self.pass_words else 0)
         if self.copy is not None and input is not output and self.copy.count:
             out.append(copy_dispatch(device, self.copy.unit, self.copy_words, params(self.copy_words), input,
@@ -198,11 +201,13 @@ class ReducePlan:
         if self.pass_words:
             other_keys, other_rows = take(4 * self.rows), take(4 * self.rows)
             hist = take(hist_bytes)
-            tile_groups = self.tiles * kernels.WORKGROUP_SIZE
+            tile_groups, block_groups = self.tiles * kernels.WORKGROUP_SIZE, self.blocks * kernels.WORKGROUP_SIZE
             for words in self.pass_words:
                 p = params(words)
-                out += [Dispatch("radix_hist", (p, keys, hist), tile_groups),
-                        Dispatch("radix_scan", (p, hist), kernels.WORKGROUP_SIZE * kernels.WORKGROUP_SIZE),
+                out.append(Dispatch("radix_hist", (p, keys, hist), tile_groups))
+                if self.blocks > 1:
+                    out.append(Dispatch("radix_reduce", (p, hist), block_groups))
+                out += [Dispatch("radix_scan", (p, hist), block_groups),
                         Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
                 keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
