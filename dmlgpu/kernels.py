@@ -27,10 +27,11 @@ def reduce_variant(kind: str, bits: int, op: str) -> str:
     return f"scatter_reduce_{kind}{bits}_{op}"
 
 
-def keys_variant(index_bytes: int) -> str:
-    """File stem of a scatter reduction's key kernel (shaders/reduce_keys.comp) for an index width (4 or 8)."""
-    assert index_bytes in (4, 8)
-    return f"reduce_keys_i{index_bytes * 8}"
+def keys_variant(index_bytes: int, values: int = 0) -> str:
+    """File stem of a scatter reduction's key kernel (shaders/reduce_keys.comp) for an index width (4 or 8),
+    carrying the update values of ``values`` (1, 2 or 4) bytes, or the updates offsets (0)."""
+    assert index_bytes in (4, 8) and values in (0, 1, 2, 4)
+    return f"reduce_keys{f'_v{values}' if values else ''}_i{index_bytes * 8}"
 
 
 # One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
@@ -53,10 +54,16 @@ def atomic_variant(kind: str, op: str, index_bytes: int) -> str | None:
     return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}"
 
 
-def fold_blocks_variant(name: str) -> str | None:
-    """The variant of a scatter reduction kernel that folds long runs by blocks (float32 add and mul:
-    scatter_reduce.comp's FOLD_BLOCKS), or None."""
-    return f"{name}_blocks" if name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul") else None
+def fold_variant(name: str, blocks: bool, values: bool) -> str:
+    """The variant of a scatter reduction kernel (reduce_variant) that folds long runs by blocks where it
+    has one (float32 add and mul: scatter_reduce.comp's FOLD_BLOCKS) if ``blocks``, and reads the update
+    values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``."""
+    if blocks and name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul"):
+        name += "_blocks"
+    if values:
+        assert not name.endswith(("64_add", "64_mul", "64_min", "64_max"))
+        name += "_values"
+    return name
 
 
 @functools.lru_cache(maxsize=None)

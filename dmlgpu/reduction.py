@@ -27,7 +27,9 @@ the update *rows* (scatter_elements: every element; scatter_nd: each index tuple
 1. keys (shaders/reduce_keys.comp, n iterations): row r's target offset in the output, through
    index_map.glsl (indices read, negative ones wrapped, then clamped, exactly as every other kernel
    does), shifted right by the low bits that every target offset has at zero, is its *key*; its updates
-   offset is its *value*. Keys of distinct targets differ; keys of one target are equal.
+   offset is its *value* (rows of one element of at most 4 bytes: the update itself, so that the sort
+   carries the updates and the fold reads them in order). Keys of distinct targets differ; keys of one
+   target are equal.
 2. a stable LSD radix sort of the (key, value) pairs by key (shaders/radix.glsl), 8 bits per pass, over
    only the bits the largest key has (none for a single target, one pass up to 256 targets, three up to
    2^24). Each pass is reduce-then-scan: per-tile digit counts (digit-major: count[digit][tile]); their
@@ -56,7 +58,8 @@ addition, min and max are associative and commutative, so every order gives the 
 sequential reference; on lavapipe it measures several times faster than the sort (bench/reductions.py).
 
 Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
-plus one per block of 4096 counts), taken from the device's scratch (Device._take) and given back by the caller after the run.
+plus one per block of 4096 counts), taken from the device's scratch (Device._take) and given back by the
+caller after the run.
 Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within
 maxStorageBufferRange.
 """
@@ -145,7 +148,10 @@ class ReducePlan:
         shift = min(map(_trailing_zeros, strides), default=0)
         last = sum((d.size - 1) * d.data for d in row_map.dims) + sum((size - 1) * t for size, t in row_map.tuple_dims)
         self.key_bits = (last >> shift).bit_length()
-        self.keys_kernel = kernels.keys_variant(index_bytes)
+        # rows of one element of at most 4 bytes: the sort carries the update values themselves, so the fold
+        # reads them in order instead of gathering them
+        self.values = self.slice_count == 1 and elem <= 4
+        self.keys_kernel = kernels.keys_variant(index_bytes, elem if self.values else 0)
         self.keys_words = np.zeros(PARAM_WORDS + EXTRA_WORDS, dtype=np.uint32)
         self.keys_words[:PARAM_WORDS] = row_map.params(signed)
         self.keys_words[P_KEY_SHIFT] = shift
@@ -196,7 +202,8 @@ class ReducePlan:
                                 int(self.full_words[1])))
             return out, uploads
         keys, rows = take(4 * self.rows), take(4 * self.rows)
-        out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows), self.rows,
+        out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows)
+                            + ((updates,) if self.values else ()), self.rows,
                             barrier=not out))       # independent of the copy: they may overlap
         if self.pass_words:
             other_keys, other_rows = take(4 * self.rows), take(4 * self.rows)
@@ -211,6 +218,6 @@ class ReducePlan:
                         Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
                 keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
-        kernel = (blocks and kernels.fold_blocks_variant(self.kernel)) or self.kernel
+        kernel = kernels.fold_variant(self.kernel, blocks, self.values)
         out.append(Dispatch(kernel, (params(self.fold_words), keys, output, updates, rows), int(self.fold_words[1])))
         return out, uploads

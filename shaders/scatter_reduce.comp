@@ -5,7 +5,7 @@
 // atomics on values. Its input is the (key, row) pairs of reduce_keys.comp stably sorted by key, so each
 // target's rows form one run, in row-major order:
 //   KEYS[j]  target offset >> P[P_KEY_SHIFT] of the j-th sorted row
-//   ROWS[j]  its updates offset
+//   ROWS[j]  its updates offset, or with VALUES (rows of one element of at most 4 bytes) the update itself
 // Iteration i is (chunk c of P[P_CHUNK] consecutive sorted rows, position within the slice): it folds every
 // run whose head (first row) lies in chunk c, the last one to its end even past the chunk, so each run is
 // folded by one invocation, in order, and every invocation has about P[P_CHUNK] rows to go through
@@ -23,6 +23,14 @@ layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 layout(std430, binding = 4) restrict readonly buffer Rows { uint ROWS[]; };
 #include "index_map.glsl"
 #include "arith.glsl"
+// The update of sorted row j at offset ``dense`` within the row.
+ELEM_T update(uint j, uint dense) {
+#if defined(VALUES) && VALUES
+    return ROWS[j];
+#else
+    return LOAD_UNIT(DENSE, ROWS[j] + dense);
+#endif
+}
 #if defined(FOLD_BLOCKS) && ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)
 // Variant FOLD_BLOCKS (float32 add and mul, for GPUs): inside a run, blocks of FAST_BLOCK updates, their
 // loads issued together and the device's own operations in a row (a long run's critical path: one add
@@ -36,15 +44,15 @@ uint fold_block(uint acc, uint j, uint dense) {
     precise float s = uintBitsToFloat(acc);
     for (uint k = 0u; k < FAST_BLOCK; ++k) {
 #if OP == OP_ADD
-        s = s + uintBitsToFloat(DENSE[ROWS[j + k] + dense]);
+        s = s + uintBitsToFloat(update(j + k, dense));
 #else
-        s = s * uintBitsToFloat(DENSE[ROWS[j + k] + dense]);
+        s = s * uintBitsToFloat(update(j + k, dense));
 #endif
     }
     uint bits = floatBitsToUint(s);
     uint redo = f32_is_nan(bits) ? FAST_BLOCK : 0u;   // a loop, not a branch: SIMD CPUs skip it when no lane needs it
     for (uint k = 0u; k < redo; ++k)
-        acc = combine(acc, DENSE[ROWS[j + k] + dense]);
+        acc = combine(acc, update(j + k, dense));
     return redo == 0u ? bits : acc;
 }
 #endif
@@ -81,7 +89,7 @@ void process(uint i) {
 #else
         do {
 #endif
-            acc = combine(acc, LOAD_UNIT(DENSE, ROWS[j] + o.dense));
+            acc = combine(acc, update(j, o.dense));
             ++j;
 #ifdef FAST_BLOCK
         }

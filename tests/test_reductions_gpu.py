@@ -248,3 +248,28 @@ def test_fold_variants(device, monkeypatch, blocks, reduction):
     idx[idx == 2] = 1                                  # target 2 keeps its data
     out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
     assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
+
+
+@pytest.mark.parametrize("n, m", [(1, 1), (TILE + 1, 300), (3 * TILE + 5, 70_000)])
+def test_scratch_guard_words(n, m):
+    """With guard words after every buffer (Device.canary_words), no pass of the sort or the fold writes
+    past its scratch buffers or the output, and reads past them would show in the result."""
+    dev = dmlgpu.Device()
+    try:
+        dev.canary_words = 64
+        rng = np.random.default_rng(n + m)
+        data = rng.standard_normal(m).astype(np.float32)
+        idx = rng.integers(0, m, size=n)
+        upd = rng.standard_normal(n).astype(np.float32)
+        plan = plan_for(n, m)
+        bufs = {"input": dev.buffer(data), "indices": dev.buffer(idx), "updates": dev.buffer(upd)}
+        bufs["output"] = bufs["input"]              # in place: the plan has no copy
+        taken = []
+        dispatches, uploads = plan.dispatches(dev, take=lambda nbytes: taken.append(dev._take(nbytes)) or taken[-1],
+                                              **bufs)
+        dev._run(dispatches, uploads=uploads)
+        assert all(b.canary_intact() for b in list(bufs.values()) + taken)
+        out = bufs["output"].read()[: data.nbytes].view(np.float32)
+        assert same(out, sequential(data, idx, upd, "add"), loose_nan=False)
+    finally:
+        dev.close()
