@@ -52,10 +52,12 @@ the update *rows* (scatter_elements: every element; scatter_nd: each index tuple
    adds in a row; the same bits: see scatter_reduce.comp), chosen on every device type but CPU, where it
    measures 2x slower on lavapipe (FOLD_BLOCKS overrides the choice).
 
-Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) skip the grouping:
-shaders/scatter_atomic.comp combines each update into its target with one atomicAdd/Min/Max. Wrapping
-addition, min and max are associative and commutative, so every order gives the same bits as the
-sequential reference; on lavapipe it measures several times faster than the sort (bench/reductions.py).
+Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) with rows of fewer
+than 8 elements skip the grouping: shaders/scatter_atomic.comp combines each update into its target with
+one atomicAdd/Min/Max. Wrapping addition, min and max are associative and commutative, so every order
+gives the same bits as the sequential reference. The atomics cost per element and the sort per row: on
+lavapipe (bench/reductions.py) the atomics take a fifth of the sort's time for single elements, as long
+at 8 elements per row, and three times as long at 64.
 
 Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
 plus one per block of 4096 counts), taken from the device's scratch (Device._take) and given back by the
@@ -78,6 +80,7 @@ REDUCTIONS = ("none", "add", "mul", "min", "max")
 P_KEY_SHIFT = PARAM_WORDS                                        # reduce_keys.comp
 P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK = range(PARAM_WORDS, PARAM_WORDS + 4)        # scatter_reduce.comp
 FOLD_CHUNK = 16       # sorted rows per invocation of the fold
+ATOMIC_MAX_SLICE = 8  # rows of fewer elements take the atomics where they can (see "Order-free reductions")
 FOLD_BLOCKS = None    # fold float32 add/mul runs by blocks: None = on every device but CPUs (lavapipe), or a bool
 EXTRA_WORDS = 8
 _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
@@ -134,14 +137,15 @@ class ReducePlan:
         self.copy_words = self.copy.params(False, word_loop=True) if self.copy is not None else None
         full = scatter_map.folded()                       # element-wise arithmetic: no wider units
         self.full_words = full.params(signed)             # DeviceError if it does not fit 32 bits
-        self.atomic = (kernels.atomic_variant(dtype.kind, reduction, index_bytes)
-                       if dtype.kind in "iu" and dtype.itemsize == 4 else None)
-        if self.atomic is not None:
-            return
         elem = scatter_map.unit
         row_map = IndexMap(scatter_map.dims[:rows], scatter_map.tuple_dims, scatter_map.tuple_stride, elem).folded()
         slice_map = IndexMap(scatter_map.dims[rows:], (), 0, elem).folded()
         self.rows, self.slice_count = row_map.count, slice_map.count
+        self.atomic = (kernels.atomic_variant(dtype.kind, reduction, index_bytes)
+                       if dtype.kind in "iu" and dtype.itemsize == 4 and self.slice_count < ATOMIC_MAX_SLICE
+                       else None)
+        if self.atomic is not None:
+            return
         # keys: target offsets without the low bits that all of them have at zero
         strides = [d.data for d in row_map.dims if d.size > 1 and d.data] + \
                   [t for size, t in row_map.tuple_dims if size > 1 and t]

@@ -128,15 +128,20 @@ def test_zipf_skew(device, reduction):
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint32], ids=str)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-def test_atomics_path(device, dtype, reduction):
-    """32-bit integer add, min and max go through atomics (order-free: the same bits as the sequential
-    reference, which the test checks), mul through the sort."""
+@pytest.mark.parametrize("width", [7, 8])
+def test_atomics_path(device, dtype, reduction, width):
+    """32-bit integer add, min and max with rows of fewer than 8 elements go through atomics (order-free:
+    the same bits as the sequential reference, which the test checks); mul and wider rows through the
+    sort."""
     assert (plan_for(10, 10, dtype, reduction).atomic is None) == (reduction == "mul")
     rng = np.random.default_rng(26)
     dtype = np.dtype(dtype)
-    data = values(rng, (300, 7), dtype, reduction)
+    data = values(rng, (300, width), dtype, reduction)
     idx = rng.integers(-300, 300, size=(5000, 1))
-    upd = values(rng, (5000, 7), dtype, reduction)
+    upd = values(rng, (5000, width), dtype, reduction)
+    plan = ReducePlan.nd(reduction, dtype, idx.dtype, Layout.packed(data.shape), Layout.packed(idx.shape),
+                         Layout.packed(upd.shape))
+    assert (plan.atomic is None) == (reduction == "mul" or width >= 8)
     out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction)
     assert same(out, reference.scatter_nd(data, idx, upd, reduction))
 
