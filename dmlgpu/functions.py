@@ -133,23 +133,28 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
     with dev._lock:
         taken, uploads = [], []
 
+        def scratch(n):             # operands' copies and a reduction's sort: given back after the run
+            buf = dev._take(n)
+            taken.append(buf)
+            return buf
+
         def operand(x):
             if isinstance(x, Tensor):
                 return x.buffer
-            buf = dev._take(x.nbytes)
+            buf = scratch(x.nbytes)
             buf._stage(as_bytes(x))
-            taken.append(buf)
             uploads.append(buf)
             return buf
 
-        in_buf = operand(data)   # a reduction groups its updates from host index values: no indices upload
-        idx_buf = None if plan.kind == "scatter_reduce" else operand(indices)
+        in_buf = operand(data)
+        idx_buf = operand(indices)
         if plan.kind == "gather" or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
             out_buf = dev._take(nbytes)      # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
         upd_buf = operand(updates) if updates is not None else None
-        dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf)
+        dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf,
+                                             take=scratch)
         if as_tensor:
             dev._run(dispatches, uploads=params + uploads)
             if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
@@ -265,7 +270,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     every device). Integers wrap; floats round to nearest even; min/max propagate NaN. float32 uses the
     device's arithmetic, which may flush subnormals to zero on some GPUs (float16 and float64 never do).
     bool: add/max are or, mul/min are and; other dtypes (complex, ...) raise TypeError. The grouping by
-    target reads the indices on the host (Tensor indices are downloaded). Details: dmlgpu/reduction.py."""
+    target runs on the GPU (Tensor indices are never downloaded). Details: dmlgpu/reduction.py."""
     data, idx, values, dev, mode = _operands("scatter_nd", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_nd")
     reduction = _reduction.check(reduction, data.dtype)
@@ -279,8 +284,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
         return _copy_result(data, dev)
     layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
     if reduction != "none":
-        values = _host_values(dev, idx, values)
-        plan = _reduction.ReducePlan.nd(reduction, data.dtype, idx.dtype, *layouts, _self_copy(data), values)
+        plan = _reduction.ReducePlan.nd(reduction, data.dtype, idx.dtype, *layouts, _self_copy(data))
         return _run_native(dev, plan, data, idx, upd)
     plan = make_plan("scatter", nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
@@ -303,9 +307,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
         return _copy_result(data, dev)
     layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
     if reduction != "none":
-        values = _host_values(dev, idx, values)
-        plan = _reduction.ReducePlan.elements(reduction, data.dtype, idx.dtype, *layouts, axis, _self_copy(data),
-                                              values)
+        plan = _reduction.ReducePlan.elements(reduction, data.dtype, idx.dtype, *layouts, axis, _self_copy(data))
         return _run_native(dev, plan, data, idx, upd)
     plan = make_plan("scatter", elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
@@ -314,16 +316,6 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
 def _self_copy(data) -> IndexMap:
     """The copy of data into a scatter's output of the same packed layout."""
     return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
-
-
-def _host_values(dev: Device, idx, values):
-    """The index values on the host for a reduction's grouping: downloaded when they live in a Tensor."""
-    if values is not None:
-        return values
-    if dev._recording() is not None:
-        raise RuntimeError("a scatter reduction with Tensor indices cannot be recorded: it groups the "
-                           "updates by target on the host, from the index values")
-    return idx.numpy()
 
 
 def _run_native(dev: Device, plan, data, idx, upd):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 
-WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/bindings.glsl)
+WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
 
 
@@ -26,6 +26,45 @@ def reduce_variant(kind: str, bits: int, op: str) -> str:
     if kind == "i" and op in ("add", "mul"):
         kind = "u"
     return f"scatter_reduce_{kind}{bits}_{op}"
+
+
+def keys_variant(index_bytes: int, values: int = 0) -> str:
+    """File stem of a scatter reduction's key kernel (shaders/reduce_keys.comp) for an index width (4 or 8),
+    carrying the update values of ``values`` (1, 2 or 4) bytes, or the updates offsets (0)."""
+    assert index_bytes in (4, 8) and values in (0, 1, 2, 4)
+    return f"reduce_keys{f'_v{values}' if values else ''}_i{index_bytes * 8}"
+
+
+# One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
+# counts), radix_scan, radix_scatter.
+RADIX_BITS = 8                # bits sorted per pass
+RADIX = 1 << RADIX_BITS
+RADIX_TILE = 16 * WORKGROUP_SIZE        # pairs per tile of the histogram and scatter passes (radix.glsl's TILE)
+RADIX_SCAN_BLOCK = 16 * WORKGROUP_SIZE  # tile counts per block of the scan passes (radix.glsl's SCAN_BLOCK)
+ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
+
+
+def atomic_variant(kind: str, op: str, index_bytes: int) -> str | None:
+    """File stem of the 32-bit atomic scatter reduction (shaders/scatter_atomic.comp) for integers of ``kind``
+    ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign."""
+    if kind == "i" and op == "add":
+        kind = "u"
+    if (kind, op) not in ATOMIC_REDUCTIONS:
+        return None
+    assert index_bytes in (4, 8)
+    return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}"
+
+
+def fold_variant(name: str, blocks: bool, values: bool) -> str:
+    """The variant of a scatter reduction kernel (reduce_variant) that folds long runs by blocks where it
+    has one (float32 add and mul: scatter_reduce.comp's FOLD_BLOCKS) if ``blocks``, and reads the update
+    values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``."""
+    if blocks and name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul"):
+        name += "_blocks"
+    if values:
+        assert not name.endswith(("64_add", "64_mul", "64_min", "64_max"))
+        name += "_values"
+    return name
 
 
 @functools.lru_cache(maxsize=None)

@@ -254,7 +254,7 @@ class ScatterNDDesc(_OperatorDesc):
     ``reduction`` (dmlgpu's extension to DirectML, ONNX ScatterND opset 18): "none" (DirectML's
     operator), or "add", "mul", "min", "max": output[indices[..]] = output[indices[..]] op updates[..]
     for every update, duplicates included, in row-major order (deterministic; see dmlgpu/reduction.py).
-    With a reduction, execute() reads the indices buffer back to the host to group the updates."""
+    The grouping of the updates by target runs on the GPU: execute() reads nothing back."""
 
     input: TensorDesc
     indices: TensorDesc
@@ -292,7 +292,7 @@ class ScatterElementsDesc(_OperatorDesc):
 
     ``reduction`` (dmlgpu's extension to DirectML, ONNX ScatterElements opset 18): "none" (DirectML's
     operator), or "add", "mul", "min", "max", combining every update into its target, as ScatterNDDesc's.
-    With a reduction, execute() reads the indices buffer back to the host to group the updates."""
+    The grouping of the updates by target runs on the GPU: execute() reads nothing back."""
 
     input: TensorDesc
     indices: TensorDesc
@@ -375,6 +375,16 @@ class CompiledOperator:
                 desc.input.sizes, desc.input.element_strides):
             raise ValueError(f"{desc.OPERATOR} in place (output bound to the input's buffer) needs OutputTensor "
                              f"and InputTensor of the same sizes and strides")
-        with self.device._lock:
-            dispatches, uploads = self.plan.dispatches(self.device, **buffers)
-            self.device._run(dispatches, uploads=uploads)
+        dev = self.device
+        with dev._lock:
+            taken = []
+
+            def take(nbytes):                 # scratch (a reduction's sort), given back after the run
+                buf = dev._take(nbytes)
+                taken.append(buf)
+                return buf
+
+            dispatches, uploads = self.plan.dispatches(dev, take=take, **buffers)
+            dev._run(dispatches, uploads=uploads)
+            if dev._recording() is None:
+                dev._give(*reversed(taken))

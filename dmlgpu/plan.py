@@ -35,8 +35,10 @@ class Plan:
         return [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
-                   updates: Buffer | None = None) -> tuple[list, list]:
-        """(the dispatches, the buffers to upload first) for one execution on these buffers."""
+                   updates: Buffer | None = None, take=None) -> tuple[list, list]:
+        """(the dispatches, the buffers to upload first) for one execution on these buffers. ``take``: the
+        scratch allocator that reduction.ReducePlan uses (a Plan needs none: its claim scratch is the
+        device's)."""
         params, uploads = self.params(device)
         m, out = self.map, []
         if self.kind == "gather":

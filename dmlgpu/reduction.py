@@ -19,33 +19,70 @@ sequential loop). Arithmetic (shaders/arith.glsl):
 * bool: "add" and "max" are logical or, "mul" and "min" logical and (NumPy's bool arithmetic).
   Complex and other dtypes raise TypeError.
 
-Design: on the host, indices are resolved (negative ones wrapped, then clamped), each update row's target
-(scatter_nd: the output slice an index tuple addresses; scatter_elements: one element) becomes an output
-offset, and a stable sort groups the rows by target. The GPU gets, per run of equal targets, the target
-offset and the [start, end) of its rows, and one kernel (shaders/scatter_reduce.comp) iterates over
-(run, position within the slice): it reads the output once, combines the run's updates in order, and
-writes once. No value atomics, no races between runs (1- and 2-byte outputs use the race-free sub-word
-stores of units.glsl).
+Design (everything on the GPU; the host does O(1) work per call: it reads no index and sorts nothing).
+The scatter's index map (that of the plain scatter: updates = dense side, output = data side) splits into
+the update *rows* (scatter_elements: every element; scatter_nd: each index tuple's slice) and the *slice*
+(a row's elements). n rows, m elements per row:
 
-Layer 1 (ScatterNDDesc/ScatterElementsDesc with ``reduction``): execute() reads the indices buffer back
-to the host for the grouping, so it costs one extra download and synchronisation.
+1. keys (shaders/reduce_keys.comp, n iterations): row r's target offset in the output, through
+   index_map.glsl (indices read, negative ones wrapped, then clamped, exactly as every other kernel
+   does), shifted right by the low bits that every target offset has at zero, is its *key*; its updates
+   offset is its *value* (rows of one element of at most 4 bytes: the update itself, so that the sort
+   carries the updates and the fold reads them in order). Keys of distinct targets differ; keys of one
+   target are equal.
+2. a stable LSD radix sort of the (key, value) pairs by key (shaders/radix.glsl), 8 bits per pass, over
+   only the bits the largest key has (none for a single target, one pass up to 256 targets, three up to
+   2^24). Each pass is reduce-then-scan: per-tile digit counts (digit-major: count[digit][tile]); their
+   exclusive prefix sum in that order, by blocks (each block's sum, then each block scanned from the sum of
+   the blocks before it), which gives each (digit, tile) its place in the output: all pairs of smaller
+   digits and those of its digit in earlier tiles come before; then each tile moves its pairs, in order,
+   to that place + the pair's rank among those of its digit earlier in the tile (a bit mask per digit in
+   shared memory and population counts). No workgroup waits for another (no forward-progress
+   assumption); consecutive passes are ordered by the runtime's compute-to-compute barriers. Stability
+   makes each target's rows a run in row-major order, so the order is the same on every device and every
+   run, whatever the scheduling.
+3. fold (shaders/scatter_reduce.comp, n / 16 * m iterations: chunk of 16 sorted rows, slice position):
+   run boundaries are where a sorted key differs from its predecessor's. An invocation folds every run
+   whose head (first row) lies in its chunk, the last one to its end even past the chunk: it reads the
+   output once, combines the run's updates in order, and writes once. Each run is folded by exactly one
+   invocation, and each invocation goes through about 16 rows whatever the run lengths (a single target
+   of n rows is one invocation's sequential loop: inherently sequential). No value atomics, no races
+   between runs (1- and 2-byte outputs use the race-free sub-word stores of units.glsl). float32 add and
+   mul have a variant for GPUs that folds long runs by blocks of 16 (loads together, then the device's
+   adds in a row; the same bits: see scatter_reduce.comp), chosen on every device type but CPU, where it
+   measures 2x slower on lavapipe (FOLD_BLOCKS overrides the choice).
+
+Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) with rows of fewer
+than 8 elements skip the grouping: shaders/scatter_atomic.comp combines each update into its target with
+one atomicAdd/Min/Max. Wrapping addition, min and max are associative and commutative, so every order
+gives the same bits as the sequential reference. The atomics cost per element and the sort per row: on
+lavapipe (dmlgpu/bench/reductions.py) the atomics take a fifth of the sort's time for single elements, as long
+at 8 elements per row, and three times as long at 64.
+
+Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
+plus one per block of 4096 counts), taken from the device's scratch (Device._take) and given back by the
+caller after the run.
+Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within
+maxStorageBufferRange.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import kernels
-from .errors import DeviceError
-from .index_map import PARAM_WORDS, IndexMap, Layout, copy_map, resolve
+from .index_map import PARAM_WORDS, IndexMap, Layout, elements_map, nd_map
 from .plan import copy_dispatch
-from .runtime import Buffer, Device, Dispatch, as_bytes
+from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")
 
-# Parameter words after the slice's index map (shaders/scatter_reduce.comp).
-P_SLICE, P_TARGETS, P_STARTS, P_ROWS = PARAM_WORDS, PARAM_WORDS + 1, PARAM_WORDS + 2, PARAM_WORDS + 3
-REDUCE_PARAM_WORDS = PARAM_WORDS + 8
-_U32 = 2**32
+# Parameter words after an index map's (shaders/reduce_keys.comp, shaders/scatter_reduce.comp).
+P_KEY_SHIFT = PARAM_WORDS                                        # reduce_keys.comp
+P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK = range(PARAM_WORDS, PARAM_WORDS + 4)        # scatter_reduce.comp
+FOLD_CHUNK = 16       # sorted rows per invocation of the fold
+ATOMIC_MAX_SLICE = 8  # rows of fewer elements take the atomics where they can (see "Order-free reductions")
+FOLD_BLOCKS = None    # fold float32 add/mul runs by blocks: None = on every device but CPUs (lavapipe), or a bool
+EXTRA_WORDS = 8
 _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
 
 
@@ -76,147 +113,115 @@ def check(reduction, dtype) -> str:
     return reduction
 
 
-def _offsets(shape, strides) -> np.ndarray:
-    """Row-major flat list (int64) of the offsets sum(coordinate * stride) over ``shape``."""
-    out = np.zeros((), dtype=np.int64)
-    for n, s in zip(shape, strides):
-        out = (out[..., None] + np.arange(n, dtype=np.int64) * int(s))
-    return out.reshape(-1)
-
-
-def _rows(shape, strides):
-    """The offsets over ``shape`` as _offsets gives them, or an int c when they are arange(size) * c (a
-    packed layout, or a scaled one), which spares building and gathering them."""
-    dims = [(int(n), int(s)) for n, s in zip(shape, strides) if n != 1]
-    step = c = dims[-1][1] if dims else 0
-    for n, s in reversed(dims):
-        if s != step:
-            return _offsets(shape, strides)
-        step *= n
-    return c
-
-
-def _staged(device: Device, arr: np.ndarray) -> Buffer:
-    """A new buffer holding ``arr``'s bytes, uploaded by the next run that lists it."""
-    src = as_bytes(arr)
-    buf = Buffer(device, max(4, (src.size + 3) // 4 * 4))
-    buf._stage(src)
-    return buf
-
-
-def read_indices(buf: Buffer, layout: Layout, dtype) -> np.ndarray:
-    """The index values of a device buffer, as an array of ``layout``'s shape (a download)."""
-    dtype = np.dtype(dtype)
-    raw = buf.read()
-    flat = raw[: raw.size // dtype.itemsize * dtype.itemsize].view(dtype)
-    return flat[_offsets(layout.shape, layout.strides)].reshape(layout.shape)
+def _trailing_zeros(x: int) -> int:
+    return (x & -x).bit_length() - 1
 
 
 class ReducePlan:
-    """A scatter reduction: ``locate(index values)`` gives each update row's output offset and updates
-    offset (an array, or an int c when the updates offsets are arange(rows) * c); ``slice_map`` maps a position within a row to its offsets in the output (data side) and in the
-    updates (dense side); ``copy`` (input -> output, skipped in place) as in plan.Plan."""
+    """A scatter reduction. ``scatter_map``: the scatter's index map as the plain scatter builds it
+    (nd_map / elements_map: dense = updates, data = output, in elements), whose first ``rows`` dimensions
+    enumerate the update rows and the others a row's slice; ``copy`` (input -> output, skipped in place) as
+    in plan.Plan. Everything that does not depend on the buffers (kernels, parameter words, the number of
+    sort passes) is worked out here, once."""
 
     kind = "scatter_reduce"
 
-    def __init__(self, reduction: str, dtype, index_dtype, index_layout: Layout, locate, slice_map: IndexMap,
-                 copy: IndexMap | None = None, values=None):
+    def __init__(self, reduction: str, dtype, index_dtype, scatter_map: IndexMap, rows: int,
+                 copy: IndexMap | None = None):
         assert reduction in REDUCTIONS[1:]
+        dtype, index_dtype = np.dtype(dtype), np.dtype(index_dtype)
         self.reduction = reduction
         self.kernel = kernel_for(dtype, reduction)
-        self.index_dtype = np.dtype(index_dtype)
-        self.index_layout = index_layout
-        self._locate = locate
-        self.slice = slice_map.folded()                   # element-wise arithmetic: no wider units
-        self.slice_words = self.slice.params(False)       # DeviceError if it does not fit 32 bits
+        signed, index_bytes = index_dtype.kind == "i", index_dtype.itemsize
         self.copy = copy.optimized() if copy is not None else None
         self.copy_words = self.copy.params(False, word_loop=True) if self.copy is not None else None
-        self.values = values    # the index values on the host (layer 2), or None: read from the buffer
+        full = scatter_map.folded()                       # element-wise arithmetic: no wider units
+        self.full_words = full.params(signed)             # DeviceError if it does not fit 32 bits
+        elem = scatter_map.unit
+        row_map = IndexMap(scatter_map.dims[:rows], scatter_map.tuple_dims, scatter_map.tuple_stride, elem).folded()
+        slice_map = IndexMap(scatter_map.dims[rows:], (), 0, elem).folded()
+        self.rows, self.slice_count = row_map.count, slice_map.count
+        self.atomic = (kernels.atomic_variant(dtype.kind, reduction, index_bytes)
+                       if dtype.kind in "iu" and dtype.itemsize == 4 and self.slice_count < ATOMIC_MAX_SLICE
+                       else None)
+        if self.atomic is not None:
+            return
+        # keys: target offsets without the low bits that all of them have at zero
+        strides = [d.data for d in row_map.dims if d.size > 1 and d.data] + \
+                  [t for size, t in row_map.tuple_dims if size > 1 and t]
+        shift = min(map(_trailing_zeros, strides), default=0)
+        last = sum((d.size - 1) * d.data for d in row_map.dims) + sum((size - 1) * t for size, t in row_map.tuple_dims)
+        self.key_bits = (last >> shift).bit_length()
+        # rows of one element of at most 4 bytes: the sort carries the update values themselves, so the fold
+        # reads them in order instead of gathering them
+        self.values = self.slice_count == 1 and elem <= 4
+        self.keys_kernel = kernels.keys_variant(index_bytes, elem if self.values else 0)
+        self.keys_words = np.zeros(PARAM_WORDS + EXTRA_WORDS, dtype=np.uint32)
+        self.keys_words[:PARAM_WORDS] = row_map.params(signed)
+        self.keys_words[P_KEY_SHIFT] = shift
+        self.fold_words = np.zeros(PARAM_WORDS + EXTRA_WORDS, dtype=np.uint32)
+        self.fold_words[:PARAM_WORDS] = slice_map.params(False)
+        self.fold_words[1] = -(-self.rows // FOLD_CHUNK) * self.slice_count   # (chunk, slice position)
+        self.fold_words[P_SLICE:P_CHUNK + 1] = self.slice_count, shift, self.rows, FOLD_CHUNK
+        self.tiles = -(-self.rows // kernels.RADIX_TILE)
+        self.blocks = -(-kernels.RADIX * self.tiles // kernels.RADIX_SCAN_BLOCK)
+        self.pass_words = [np.array([self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1,
+                                     self.tiles, self.blocks], dtype=np.uint32)
+                           for b in range(0, self.key_bits, kernels.RADIX_BITS)]
 
     @classmethod
-    def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None,
-           values=None) -> "ReducePlan":
+    def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None) -> "ReducePlan":
         """SCATTER_ND: out (the data/output layout), idx, upd: meaningful layouts as nd_map takes them."""
-        q, k, elem = len(idx.shape), idx.shape[-1], np.dtype(dtype).itemsize
-        slice_map = copy_map(Layout(out.shape[k:], out.strides[k:]), Layout(upd.shape[q - 1:], upd.strides[q - 1:]),
-                             elem)
-        dims = np.array(out.shape[:k], dtype=np.int64)
-        tuple_strides = np.array(out.strides[:k], dtype=np.int64)
-
-        def locate(values):
-            resolved = resolve(np.asarray(values).reshape(-1, k), dims)
-            targets = resolved[:, 0] * tuple_strides[0] if k == 1 else resolved @ tuple_strides
-            return targets, _rows(idx.shape[:-1], upd.strides[:q - 1])
-        return cls(reduction, dtype, index_dtype, idx, locate, slice_map, copy, values)
+        scatter_map = nd_map(out, idx, upd, 0, np.dtype(dtype).itemsize)
+        return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape) - 1, copy)
 
     @classmethod
     def elements(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, axis: int,
-                 copy=None, values=None) -> "ReducePlan":
-        """SCATTER_ELEMENTS along ``axis``: every update is one element."""
-        elem = np.dtype(dtype).itemsize
-        others = tuple(0 if d == axis else s for d, s in enumerate(out.strides))
+                 copy=None) -> "ReducePlan":
+        """SCATTER_ELEMENTS along ``axis``: every update is one row of one element."""
+        scatter_map = elements_map(out, idx, upd, axis, np.dtype(dtype).itemsize)
+        return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape), copy)
 
-        def locate(values):
-            targets = resolve(np.asarray(values), out.shape[axis]).reshape(-1) * out.strides[axis]
-            if any(s and n > 1 for n, s in zip(idx.shape, others)):
-                targets += _offsets(idx.shape, others)
-            return targets, _rows(idx.shape, upd.strides)
-        return cls(reduction, dtype, index_dtype, idx, locate, IndexMap((), (), 0, elem), copy, values)
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer, updates: Buffer,
+                   take) -> tuple[list, list]:
+        """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)``
+        gives scratch buffers (Device._take); the caller gives them back once the dispatches have run.
+        DeviceError, before any GPU work, if the scratch exceeds the device's maxStorageBufferRange."""
+        out, uploads = [], []
 
-    def tables(self, values) -> tuple[np.ndarray, np.ndarray]:
-        """(parameter words, run table words) for these index values (shaped like the index layout)."""
-        targets, rows = self._locate(values)      # rows: offsets, or an int c for arange(n) * c
-        n = int(targets.size)
-        last_row = (n - 1) * rows if isinstance(rows, int) else int(rows.max(initial=0))
-        if n and (int(targets.max()) >= _U32 or last_row >= _U32 or n >= _U32 // 2):
-            raise DeviceError("the scatter reduction addresses 2^32 or more units of a tensor; split it into "
-                              "smaller ones")
-        # A stable sort by target: sort (target, position) pairs packed in uint64 keys (unique keys, so any
-        # sort algorithm gives the stable order; NumPy's default sort is far faster than its stable argsort).
-        keys = targets.astype(np.uint64)
-        keys <<= np.uint64(32)
-        keys |= np.arange(n, dtype=np.uint64)
-        keys.sort()
-        if np.little_endian:
-            halves = keys.view(np.uint32).reshape(-1, 2)
-            order, sorted_targets = halves[:, 0], halves[:, 1]
-        else:
-            order = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-            sorted_targets = (keys >> np.uint64(32)).astype(np.uint32)
-        change = np.flatnonzero(sorted_targets[1:] != sorted_targets[:-1]) + 1
-        runs, slice_count = int(change.size) + (1 if n else 0), self.slice.count
-        total = runs * slice_count
-        if total >= _U32 - 1:
-            raise DeviceError("the scatter reduction needs 2^32 or more iterations; split it into smaller ones")
-        table = np.empty(2 * runs + 1 + n, dtype=np.uint32)
-        if n:
-            table[0], table[1:runs] = sorted_targets[0], sorted_targets[change]
-            table[runs], table[runs + 1:2 * runs] = 0, change
-        table[2 * runs] = n
-        if isinstance(rows, int):
-            np.multiply(order, np.uint32(rows), out=table[2 * runs + 1:])
-        else:
-            table[2 * runs + 1:] = rows[order]
-        p = np.zeros(REDUCE_PARAM_WORDS, dtype=np.uint32)
-        p[:PARAM_WORDS] = self.slice_words
-        p[1] = total
-        p[P_SLICE], p[P_TARGETS], p[P_STARTS], p[P_ROWS] = slice_count, 0, runs, 2 * runs + 1
-        return p, table
+        def params(words):
+            buf, fresh = device._params(words)
+            if fresh:
+                uploads.append(buf)
+            return buf
 
-    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer | None, output: Buffer,
-                   updates: Buffer) -> tuple[list, list]:
-        """(the dispatches, the buffers to upload first) for one execution. The grouping uses ``values``
-        when the plan has them (layer 2), else reads the indices buffer back to the host (layer 1). The run
-        table is new each time."""
-        values = self.values if self.values is not None else read_indices(indices, self.index_layout,
-                                                                            self.index_dtype)
-        params, table = self.tables(values)
-        pbuf, tbuf = _staged(device, params), _staged(device, table)
-        out, uploads = [], [pbuf, tbuf]
+        if self.atomic is None:
+            hist_bytes = 4 * (kernels.RADIX * self.tiles + self.blocks)
+            device._check_sizes(4 * self.rows, hist_bytes if self.pass_words else 0)
         if self.copy is not None and input is not output and self.copy.count:
-            cbuf, fresh = device._params(self.copy_words)
-            uploads += [cbuf] if fresh else []
-            out.append(copy_dispatch(device, self.copy.unit, self.copy_words, cbuf, input, output))
-        if params[1]:
-            out.append(Dispatch(self.kernel, (pbuf, tbuf, output, updates), int(params[1])))
+            out.append(copy_dispatch(device, self.copy.unit, self.copy_words, params(self.copy_words), input,
+                                     output))
+        if self.atomic is not None:
+            out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
+                                int(self.full_words[1])))
+            return out, uploads
+        keys, rows = take(4 * self.rows), take(4 * self.rows)
+        out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows)
+                            + ((updates,) if self.values else ()), self.rows,
+                            barrier=not out))       # independent of the copy: they may overlap
+        if self.pass_words:
+            other_keys, other_rows = take(4 * self.rows), take(4 * self.rows)
+            hist = take(hist_bytes)
+            tile_groups, block_groups = self.tiles * kernels.WORKGROUP_SIZE, self.blocks * kernels.WORKGROUP_SIZE
+            for words in self.pass_words:
+                p = params(words)
+                out.append(Dispatch("radix_hist", (p, keys, hist), tile_groups))
+                if self.blocks > 1:
+                    out.append(Dispatch("radix_reduce", (p, hist), block_groups))
+                out += [Dispatch("radix_scan", (p, hist), block_groups),
+                        Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
+                keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
+        blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
+        kernel = kernels.fold_variant(self.kernel, blocks, self.values)
+        out.append(Dispatch(kernel, (params(self.fold_words), keys, output, updates, rows), int(self.fold_words[1])))
         return out, uploads

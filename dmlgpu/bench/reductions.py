@@ -1,8 +1,14 @@
-"""Cost of scatter reductions relative to plain scatter (reduction="none"), end to end from NumPy arrays.
+"""Scatter reductions on device Tensors: wall time per call (steady state, the call waits for the GPU) and
+GPU time (the call's dispatches recorded once and rerun, from GPU timestamps) of each reduction next to the
+plain scatter (reduction="none") of the same shapes ("vs none": GPU time ratio), and, where PyTorch with
+CUDA is present, torch's scatter_reduce / index_add_ / index_reduce_ on the same data, with and without
+torch.use_deterministic_algorithms(True); for add, NumPy's np.add.at on the host.
 
-Usage: python -m bench.reductions [--updates 1M] [--targets 64K] [--repeat 5] [--dtype float32]
-Prints, per operation and reduction, the median wall time of a call (upload, host grouping, GPU, download),
-the host-side grouping alone (resolve, stable sort, run table) and the ratio to reduction="none".
+Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
+                                         [--dist uniform,zipf,one] [--repeat 5]
+--width W > 1 scatters rows: scatter_nd of (updates) rows of W elements onto a [targets, W] table.
+Distributions of the targets: uniform; zipf (Zipf-like, exponent 1.1: a few targets take most updates);
+one (every update onto target 0).
 """
 from __future__ import annotations
 
@@ -13,8 +19,9 @@ import time
 import numpy as np
 
 import dmlgpu
-from dmlgpu import reduction as red
-from dmlgpu.index_map import Layout
+
+REDUCTIONS = ("none", "add", "mul", "min", "max")
+TORCH_REDUCE = {"add": "sum", "mul": "prod", "min": "amin", "max": "amax"}
 
 
 def count(text: str) -> int:
@@ -23,50 +30,127 @@ def count(text: str) -> int:
     return int(text.rstrip("KM")) * scale
 
 
-def median_time(fn, repeat: int) -> float:
+def median_time(fn, repeat: int, sync=lambda: None) -> float:
+    """Median seconds per call of fn() over ``repeat`` calls after one warm-up call."""
     fn()
+    sync()
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--updates", default="1M")
-    ap.add_argument("--targets", default="64K")
+def gpu_time(dev, fn, repeat: int) -> float:
+    """Median seconds of GPU work per call of fn(): one call recorded with timestamps, run ``repeat`` times
+    (host work and scratch allocation excluded)."""
+    with dev.record(timestamps=True) as rec:
+        fn()
+    times = []
+    for _ in range(repeat):
+        rec.run()
+        ts = rec.timestamps()
+        times.append((ts[-1] - ts[0]) * 1e-9)
+    return statistics.median(times)
+
+
+def targets(rng, dist: str, n: int, m: int) -> np.ndarray:
+    if dist == "uniform":
+        return rng.integers(0, m, size=n)
+    if dist == "zipf":
+        return (rng.zipf(1.1, size=n) - 1) % m
+    if dist == "one":
+        return np.zeros(n, dtype=np.int64)
+    raise ValueError(f"unknown distribution {dist!r}")
+
+
+def values(rng, dtype: np.dtype, shape) -> np.ndarray:
+    if dtype.kind == "f":    # factors near 1: long products stay finite
+        return rng.uniform(0.999, 1.001, size=shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    return rng.integers(0, 100, size=shape).astype(dtype)
+
+
+def torch_peer():
+    """(torch, device) when PyTorch with CUDA is importable, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return (torch, torch.device("cuda")) if torch.cuda.is_available() else None
+
+
+def torch_times(peer, reduction, data, idx, upd, width, repeat) -> dict:
+    """Wall ms per call of torch's reductions on CUDA tensors, atomics (default) and deterministic mode."""
+    torch, cuda = peer
+    d, i, u = (torch.from_numpy(np.ascontiguousarray(x)).to(cuda) for x in (data, idx, upd))
+    sync = torch.cuda.synchronize
+    out = {}
+    for mode in ("default", "deterministic"):
+        torch.use_deterministic_algorithms(mode == "deterministic")
+        try:
+            if reduction == "none":
+                fns = {"scatter": lambda: d.scatter(0, i.view(-1, 1).expand(-1, width) if width > 1 else i, u)}
+            else:
+                ii = i.view(-1, 1).expand(-1, width) if width > 1 else i
+                fns = {"scatter_reduce": lambda: d.scatter_reduce(0, ii, u, TORCH_REDUCE[reduction],
+                                                                   include_self=True)}
+                if reduction == "add":
+                    fns["index_add_"] = lambda: d.clone().index_add_(0, i, u)
+                else:
+                    fns["index_reduce_"] = lambda: d.clone().index_reduce_(0, i, u, TORCH_REDUCE[reduction])
+            for name, fn in fns.items():
+                try:
+                    out[f"{name} {mode}"] = median_time(fn, repeat, sync) * 1e3
+                except RuntimeError as exc:      # e.g. no deterministic implementation
+                    out[f"{name} {mode}"] = f"unsupported ({str(exc).splitlines()[0][:60]})"
+        finally:
+            torch.use_deterministic_algorithms(False)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dmlgpu bench reductions", description=__doc__.splitlines()[0])
+    ap.add_argument("--updates", default="1M", help="update rows (suffix K or M)")
+    ap.add_argument("--targets", default="64K", help="targets (rows of the table)")
+    ap.add_argument("--width", type=int, default=1, help="elements per row (> 1: scatter_nd of rows)")
+    ap.add_argument("--dtype", default="float32,int32")
+    ap.add_argument("--dist", default="uniform,zipf,one")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--dtype", default="float32")
-    args = ap.parse_args()
-    n, m = count(args.updates), count(args.targets)
+    args = ap.parse_args(argv)
+    n, m, w = count(args.updates), count(args.targets), args.width
     dev = dmlgpu.default_device()
+    peer = torch_peer()
     rng = np.random.default_rng(0)
-    dtype = np.dtype(args.dtype)
-    data = rng.standard_normal(m).astype(dtype)
-    idx = rng.integers(0, m, size=n)
-    upd = rng.uniform(0.999, 1.001, size=n).astype(dtype) if dtype.kind == "f" else \
-        rng.integers(0, 100, size=n).astype(dtype)
-    print(f"{dev.info.name}: {n} {dtype} updates onto {m} targets, median of {args.repeat}")
-    print(f"{'operation':18} {'reduction':9} {'end to end':>11} {'host grouping':>14} {'vs none':>8}")
-    for op in ("scatter_elements", "scatter_nd"):
-        ind = idx if op == "scatter_elements" else idx[:, None]
-        fn = getattr(dmlgpu, op)
-        base = None
-        for reduction in ("none", "add", "mul", "min", "max"):
-            t = median_time(lambda: fn(data, ind, upd, device=dev, reduction=reduction), args.repeat)
-            base = base or t
-            host = ""
-            if reduction != "none":
-                lay = Layout.packed
-                plan = (red.ReducePlan.elements(reduction, data.dtype, ind.dtype, lay(data.shape), lay(ind.shape),
-                                                lay(upd.shape), 0) if op == "scatter_elements" else
-                        red.ReducePlan.nd(reduction, data.dtype, ind.dtype, lay(data.shape), lay(ind.shape),
-                                          lay(upd.shape)))
-                host = f"{median_time(lambda: plan.tables(ind), args.repeat) * 1e3:11.1f} ms"
-            print(f"{op:18} {reduction:9} {t * 1e3:8.1f} ms {host:>14} {t / base:7.2f}x")
-
-
-if __name__ == "__main__":
-    main()
+    print(f"{dev.info.name}: {n} update rows of {w} onto {m} targets, device Tensors, median wall time of "
+          f"{args.repeat} calls" + ("" if peer else " (no torch with CUDA: no peer)"))
+    print(f"{'dtype':8} {'dist':8} {'reduction':9} {'wall':>10} {'GPU':>10} {'vs none':>8}  torch (wall)")
+    for dtype in map(np.dtype, args.dtype.split(",")):
+        for dist in args.dist.split(","):
+            shape = (m, w) if w > 1 else (m,)
+            data = values(rng, dtype, shape)
+            idx = targets(rng, dist, n, m)
+            upd = values(rng, dtype, (n, w) if w > 1 else (n,))
+            t_data, t_upd = dmlgpu.tensor(data, device=dev), dmlgpu.tensor(upd, device=dev)
+            t_idx = dmlgpu.tensor(idx[:, None] if w > 1 else idx, device=dev)
+            fn = dmlgpu.scatter_nd if w > 1 else dmlgpu.scatter_elements
+            base = None
+            for reduction in REDUCTIONS:
+                call = lambda: fn(t_data, t_idx, t_upd, reduction=reduction)   # noqa: E731
+                try:
+                    t = median_time(call, args.repeat)
+                except TypeError:           # no arithmetic for this dtype
+                    continue
+                g = gpu_time(dev, call, args.repeat)
+                base = base or g
+                peers = torch_times(peer, reduction, data, idx, upd, w, args.repeat) if peer else {}
+                if reduction == "add":      # the host's sequential reference point (np.add.at)
+                    peers["np.add.at (host)"] = median_time(lambda: np.add.at(data.copy(), idx, upd), args.repeat) * 1e3
+                shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else f"{k}: {v}"
+                                  for k, v in peers.items())
+                print(f"{str(dtype):8} {dist:8} {reduction:9} {t * 1e3:7.2f} ms {g * 1e3:7.2f} ms {g / base:7.2f}x  "
+                      f"{shown}", flush=True)
+    return 0

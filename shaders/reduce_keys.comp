@@ -1,0 +1,29 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Scatter reduction, step 1 (dmlgpu/reduction.py): for update row r (row-major), its target's output
+// offset (index_map.glsl over the rows: indices read, wrapped and clamped) and its updates offset:
+//   KEYS[r] = target offset >> P[P_KEY_SHIFT] (the low bits every target offset has at zero)
+//   ROWS[r] = updates offset of row r, or with VALUES (rows of one element of VALUES = 1, 2 or 4 bytes) the
+//             update itself (zero-extended): the sort then carries the values, and the fold reads them in
+//             order instead of gathering them
+// Bindings as bindings.glsl, with KEYS and ROWS in place of the data and dense tensors, then the updates.
+#include "bindings.glsl"
+layout(std430, binding = 2) restrict writeonly buffer Keys { uint KEYS[]; };
+layout(std430, binding = 3) restrict writeonly buffer Rows { uint ROWS[]; };
+#if VALUES
+#define UNIT VALUES
+#include "units.glsl"
+layout(std430, binding = 4) restrict readonly buffer Dense { UNIT_T DENSE[]; };
+#endif
+#include "index_map.glsl"
+const uint P_KEY_SHIFT = P_END;
+void process(uint r) {
+    Offsets o = map_offsets(r);
+    KEYS[r] = o.data >> P[P_KEY_SHIFT];
+#if VALUES
+    ROWS[r] = LOAD_UNIT(DENSE, o.dense);
+#else
+    ROWS[r] = o.dense;
+#endif
+}
+#include "grid_loop.glsl"
