@@ -253,6 +253,10 @@ def test_fold_variants(device, monkeypatch, blocks, reduction):
     idx[idx == 2] = 1                                  # target 2 keeps its data
     out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
     assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
+    rows = np.stack([upd, upd[::-1], -upd], axis=1)    # rows of 3: the updates are gathered, not carried
+    table = np.stack([data, data, data], axis=1)
+    out = dmlgpu.scatter_nd(table, idx[:, None], rows, device=device, reduction=reduction)
+    assert same(out, reference.scatter_nd(table, idx[:, None], rows, reduction), loose_nan=False)
 
 
 @pytest.mark.parametrize("n, m", [(1, 1), (TILE + 1, 300), (3 * TILE + 5, 70_000)])
