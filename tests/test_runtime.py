@@ -216,3 +216,32 @@ def test_repeated_dispatches_replay_their_recorded_submission(staged):
         assert np.array_equal(got, want)
     staged.empty_cache()                    # destroying blocks forgets the recorded runs that bind them
     assert dmlgpu.gather(t, ids).numpy().tolist() == table[[-1, 3]].tolist()
+
+
+def test_threads_allocating_tensors_on_one_device(device):
+    import threading
+    def held():      # bytes of live blocks other than the cached kernel parameter buffers
+        return device.memory_stats()["allocated_bytes"] - sum(b._block.size for b in device._param_buffers.values())
+
+    before = held()
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(30):
+            n = int(rng.integers(1, 50_000))
+            data = rng.integers(0, 2**31, n, dtype=np.int32)
+            t = dmlgpu.tensor(data, device=device)
+            ids = rng.integers(-n, n, 17)
+            if not np.array_equal(dmlgpu.gather(t, dmlgpu.tensor(ids, device=device)).numpy(), data[ids]):
+                errors.append(seed)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert held() == before, "blocks of collected tensors did not return to the cache"
+    s = device.memory_stats()
+    assert s["reserved_bytes"] == s["allocated_bytes"] + s["cached_bytes"]

@@ -68,7 +68,8 @@ class Buffer:
         self.device = device
         self.nbytes = nbytes
         self.canary_words = device.canary_words
-        self._block: Block = device._allocator.allocate(nbytes + 4 * self.canary_words)
+        with device._lock:                 # the allocator's lists are shared by the device's threads
+            self._block: Block = device._allocator.allocate(nbytes + 4 * self.canary_words)
         self._tensor = self._block.tensor
         self._finalizer = weakref.finalize(self, device._allocator.free, self._block)
         self._pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
