@@ -25,6 +25,8 @@ from .errors import DeviceError
 MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes (after folding)
 PARAM_WORDS = 72      # size of the parameter block; layout in shaders/index_map.glsl
 UNITS = (16, 8, 4, 2, 1)
+ROW_LOOP_MAX = 4096   # units of the longest row a row-loop iteration moves (IndexMap.row_loop_ok) ...
+ROW_LOOP_ROWS = 64    # ... and the fewest rows worth it
 _U32 = 2**32
 
 
@@ -118,10 +120,22 @@ class IndexMap:
         """True when iteration i addresses unit i of the dense tensor (its strides are the packed ones)."""
         return tuple(d.dense for d in self.dims) == Layout.packed([d.size for d in self.dims]).strides
 
-    def params(self, signed_indices: bool, word_loop: bool = False) -> np.ndarray:
+    def row_loop_ok(self) -> bool:
+        """True when the innermost iteration dimension is a row (of 2 to ROW_LOOP_MAX units of 4 bytes or
+        more) contiguous in the dense and data tensors and not indexed, and there are at least ROW_LOOP_ROWS
+        rows: the gather kernel can then move a whole row per iteration (``params(row_loop=True)``)."""
+        if self.unit < 4 or not self.dims:
+            return False
+        inner = self.dims[-1]
+        return ((inner.dense, inner.data, inner.index) == (1, 1, 0) and 2 <= inner.size <= ROW_LOOP_MAX
+                and self.count // inner.size >= ROW_LOOP_ROWS)
+
+    def params(self, signed_indices: bool, word_loop: bool = False, row_loop: bool = False) -> np.ndarray:
         """The kernel's parameter words (uint32[PARAM_WORDS]); DeviceError if the map exceeds 32 bits.
         ``word_loop``: a gather of 1- or 2-byte units into a packed dense tensor iterates over its 32-bit
-        words (no atomics); ignored otherwise. Word 1 is the kernel's loop count either way."""
+        words (no atomics); ignored otherwise. ``row_loop`` (needs row_loop_ok()): a gather iterates over
+        the rows of the innermost dimension, moving each whole (flag bit 2: fewer index decodes, for CPU
+        devices, where an invocation is a SIMD lane). Word 1 is the kernel's loop count in every case."""
         if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
             raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
                               f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
@@ -136,6 +150,10 @@ class IndexMap:
         if word_loop and self.unit < 4 and self.dense_packed():
             p[1] = -(-count * self.unit // 4)
             p[3] |= 2
+        if row_loop:
+            assert self.row_loop_ok()
+            p[1] = count // self.dims[-1].size
+            p[3] |= 4
         for i, d in enumerate(d for d in self.dims if d.size > 1):   # size-1 dimensions add nothing
             p[8 + i], p[16 + i], p[24 + i], p[32 + i] = d
             p[56 + i], p[64 + i] = _magic(d.size)

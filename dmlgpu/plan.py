@@ -25,11 +25,18 @@ class Plan:
         self.signed = index_dtype.kind == "i"
         self.index_bytes = index_dtype.itemsize
         self.words = self.map.params(self.signed, word_loop=kind == "gather")  # DeviceError if over 32 bits
+        # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
+        self.row_words = self.map.params(self.signed, row_loop=True) \
+            if kind == "gather" and self.map.row_loop_ok() else None
         self.copy_words = self.copy.params(False, word_loop=True) if self.copy is not None else None
+
+    def _words(self, device: Device) -> np.ndarray:
+        """The gather's or scatter's parameter words for this device."""
+        return self.row_words if self.row_words is not None and device.info.type == "CPU" else self.words
 
     def params(self, device: Device) -> tuple[list, list]:
         """(the parameter buffers on ``device``, those of them that are new and must be uploaded)."""
-        pairs = [device._params(self.words)]
+        pairs = [device._params(self._words(device))]
         if self.copy_words is not None:
             pairs.append(device._params(self.copy_words))
         return [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
@@ -44,7 +51,7 @@ class Plan:
         if self.kind == "gather":
             if m.count:
                 out.append(Dispatch(kernels.variant("gather", m.unit, self.index_bytes),
-                                    (params[0], indices, input, output), int(self.words[1])))
+                                    (params[0], indices, input, output), int(self._words(device)[1])))
             return out, uploads
         # claim, then the copy (independent of the claims: they may overlap), then the winners write
         owner = device._owner_scratch(-(-output.nbytes // m.unit)) if m.count else None

@@ -28,6 +28,15 @@ void process_word(uint w) {
 #endif
 
 void process(uint i) {
+#if UNIT >= 4
+    if ((P[P_FLAGS] & 4u) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
+        uint n = P[P_SHAPE + P[P_RANK] - 1u];
+        Offsets o = map_offsets(i * n);
+        for (uint j = 0u; j < n; ++j)
+            DENSE[o.dense + j] = DATA[o.data + j];
+        return;
+    }
+#endif
 #if UNIT < 4
     if ((P[P_FLAGS] & 2u) != 0u) {
         process_word(i);

@@ -11,7 +11,8 @@
 const uint P_RANK = 0u;     // iteration dimensions after folding, 0..8
 const uint P_TOTAL = 1u;    // iterations of the kernel's loop (units of the dense tensor, or words: see bit 1)
 const uint P_K = 2u;        // index tuple size, 0..8 (0: plain strided copy)
-const uint P_FLAGS = 3u;    // bit 0: indices are of a signed type; bit 1: gather of 1- or 2-byte units into
+const uint P_FLAGS = 3u;    // bit 0: indices are of a signed type; bit 2: gather moving whole rows of the
+                            // innermost dimension, one per iteration; bit 1: gather of 1- or 2-byte units into
                             // a packed dense tensor, one 32-bit word of it per iteration
 const uint P_TSTRIDE = 4u;  // distance between the components of one index tuple, in index elements
 const uint P_UNITS = 5u;    // units of the dense tensor (with flag bit 1)

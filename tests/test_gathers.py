@@ -417,3 +417,35 @@ def test_empty_axis_clamp_mode(device, case):
     assert out.shape == out_shape and out.dtype == x.dtype
     with pytest.raises(IndexError):   # mode="raise" names the bad index even when the result is empty
         getattr(dmlgpu, fn)(x, idx, device=device, mode="raise", **kw)
+
+
+# ---------------------------------------------------------------- whole-row iterations (CPU devices)
+
+ROW_CASES = [  # (table shape, dtype, index shape, axis): rows of the innermost dimension gathered whole
+    ((100, 8), np.float32, (64,), 0),                     # the shortest row (2 units of 16 bytes), 64 rows
+    ((70, 16384), np.float32, (65,), 0),                  # the longest row: 4096 units of 16 bytes
+    ((70, 16388), np.float32, (65,), 0),                  # 4097 units: too long, one unit per iteration
+    ((50, 97), np.uint32, (80,), 0),                      # an odd row of 4-byte units
+    ((9, 33, 5), np.int64, (7, 11), 1),                   # an odd row of 8-byte units, indexed in the middle
+    ((40, 3, 8), np.complex128, (2, 50), 0),              # 16-byte units, rank 3
+    ((63, 16), np.float32, (63,), 0),                     # 63 rows: too few, one unit per iteration
+]
+
+
+@pytest.mark.parametrize("shape, dtype, idx_shape, axis", ROW_CASES)
+@pytest.mark.parametrize("row_loop", [True, False], ids=["row loop on CPUs", "one unit per iteration"])
+def test_gather_of_whole_rows(device, monkeypatch, shape, dtype, idx_shape, axis, row_loop):
+    """On CPU devices a gather whose innermost dimension is a contiguous row moves each row in one iteration
+    (flag bit 2 of the parameters); elsewhere one unit per iteration. Both paths, on any device."""
+    from dmlgpu import plan
+    if not row_loop:
+        monkeypatch.setattr(plan.Plan, "_words", lambda self, device: self.words)
+    elif device.info.type != "CPU":
+        monkeypatch.setattr(plan.Plan, "_words", lambda self, device: self.row_words
+                            if self.row_words is not None else self.words)
+    rng = np.random.default_rng(sum(shape))
+    x = random_data(rng, shape, dtype)
+    idx = rng.integers(-shape[axis], shape[axis], idx_shape)
+    same_bytes(dmlgpu.gather(x, idx, axis=axis, device=device), reference.gather(x, idx, axis))
+    t = dmlgpu.gather(dmlgpu.tensor(x, device=device), dmlgpu.tensor(idx, device=device), axis=axis)
+    same_bytes(t.numpy(), reference.gather(x, idx, axis))
