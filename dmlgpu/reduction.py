@@ -82,6 +82,10 @@ P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK = range(PARAM_WORDS, PARAM_WORDS + 4)    
 FOLD_CHUNK = 16       # sorted rows per invocation of the fold
 ATOMIC_MAX_SLICE = 8  # rows of fewer elements take the atomics where they can (see "Order-free reductions")
 FOLD_BLOCKS = None    # fold float32 add/mul runs by blocks: None = on every device but CPUs (lavapipe), or a bool
+PARTIAL_CHUNK = 16    # elements per invocation on the levels of partials (see "Associative reductions")
+PARTIALS = None       # fold associative reductions by levels of partials: None = by PARTIALS_MIN_ROWS, or a bool
+PARTIALS_MIN_ROWS = 0  # (with PARTIALS None) fewest sorted rows for which the levels are used
+NO_KEY = 0xFFFFFFFF   # scatter_reduce.comp's "no element" key: keys stay below it
 EXTRA_WORDS = 8
 _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
 
@@ -144,6 +148,7 @@ class ReducePlan:
         self.atomic = (kernels.atomic_variant(dtype.kind, reduction, index_bytes)
                        if dtype.kind in "iu" and dtype.itemsize == 4 and self.slice_count < ATOMIC_MAX_SLICE
                        else None)
+        self.level_words, self.part_words = [], 2 if dtype.itemsize == 8 else 1   # words per element
         if self.atomic is not None:
             return
         # keys: target offsets without the low bits that all of them have at zero
@@ -163,6 +168,19 @@ class ReducePlan:
         self.fold_words[:PARAM_WORDS] = slice_map.params(False)
         self.fold_words[1] = -(-self.rows // FOLD_CHUNK) * self.slice_count   # (chunk, slice position)
         self.fold_words[P_SLICE:P_CHUNK + 1] = self.slice_count, shift, self.rows, FOLD_CHUNK
+        # associative reductions (min/max, integer and bool add/mul): levels of partials above the rows, each
+        # with PARTIAL_CHUNK elements per invocation, up to the level that has a single chunk
+        associative = reduction in ("min", "max") or dtype.kind in "iub"
+        use = PARTIALS if PARTIALS is not None else self.rows >= PARTIALS_MIN_ROWS
+        if associative and use and (last >> shift) < NO_KEY:
+            count = -(-self.rows // FOLD_CHUNK)
+            while count > 1:
+                groups = -(-count // PARTIAL_CHUNK)
+                words = self.fold_words.copy()
+                words[1] = groups * self.slice_count
+                words[P_ROWS], words[P_CHUNK] = count, PARTIAL_CHUNK
+                self.level_words.append(words)
+                count = groups
         self.tiles = -(-self.rows // kernels.RADIX_TILE)
         self.blocks = -(-kernels.RADIX * self.tiles // kernels.RADIX_SCAN_BLOCK)
         self.pass_words = [np.array([self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1,
@@ -222,6 +240,21 @@ class ReducePlan:
                         Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
                 keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
-        kernel = kernels.fold_variant(self.kernel, blocks, self.values)
-        out.append(Dispatch(kernel, (params(self.fold_words), keys, output, updates, rows), int(self.fold_words[1])))
+        if not self.level_words:
+            kernel = kernels.fold_variant(self.kernel, blocks, self.values)
+            out.append(Dispatch(kernel, (params(self.fold_words), keys, output, updates, rows),
+                                int(self.fold_words[1])))
+            return out, uploads
+        # levels of partials: level 0 (the rows) writes set 0, level L >= 1 reads set (L - 1) % 2 and writes
+        # set L % 2 (keys, elements, heads), each set sized for the largest level that writes it
+        level0, up = kernels.partials_variants(self.kernel, self.values)
+        part_bytes = 4 * self.slice_count * self.part_words
+        sizes = [int(self.level_words[0][P_ROWS]),
+                 int(self.level_words[1][P_ROWS]) if len(self.level_words) > 1 else 1]
+        sets = [(take(4 * c), take(part_bytes * c), take(part_bytes * c)) for c in sizes]
+        out.append(Dispatch(level0, (params(self.fold_words), keys, output, updates, rows) + sets[0],
+                            int(self.fold_words[1])))
+        for level, words in enumerate(self.level_words, 1):
+            k, v, h = sets[(level - 1) % 2]
+            out.append(Dispatch(up, (params(words), k, output, v, h) + sets[level % 2], int(words[1])))
         return out, uploads
