@@ -67,6 +67,14 @@ def fold_variant(name: str, blocks: bool, values: bool) -> str:
     return name
 
 
+def partials_variants(name: str, values: bool) -> tuple[str, str]:
+    """The variants of an associative scatter reduction kernel (reduce_variant: min/max, integer add/mul) that
+    fold long runs by levels of partials (scatter_reduce.comp's PARTIALS): (level 0, over the sorted rows,
+    reading the update values that the sort carried if ``values``; the levels above it)."""
+    assert name.endswith(("_min", "_max")) or not name.startswith("scatter_reduce_f")
+    return name + ("_partials_values" if values else "_partials"), name + "_up"
+
+
 @functools.lru_cache(maxsize=None)
 def spirv(name: str) -> bytes:
     """The SPIR-V of a variant; FileNotFoundError names the build step when it is missing."""

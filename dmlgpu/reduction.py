@@ -47,10 +47,52 @@ the update *rows* (scatter_elements: every element; scatter_nd: each index tuple
    output once, combines the run's updates in order, and writes once. Each run is folded by exactly one
    invocation, and each invocation goes through about 16 rows whatever the run lengths (a single target
    of n rows is one invocation's sequential loop: inherently sequential). No value atomics, no races
-   between runs (1- and 2-byte outputs use the race-free sub-word stores of units.glsl). float32 add and
+   between runs (1- and 2-byte outputs use the race-free sub-word stores of units.glsl). This is how float
+   add and mul fold (their order is part of the result); associative reductions fold by levels (below).
+   float32 add and
    mul have a variant for GPUs that folds long runs by blocks of 16 (loads together, then the device's
    adds in a row; the same bits: see scatter_reduce.comp), chosen on every device type but CPU, where it
    measures 2x slower on lavapipe (FOLD_BLOCKS overrides the choice).
+
+Associative reductions (min and max of every dtype, bool included; integer add and mul, wrapping) fold long
+runs by levels of partials instead (scatter_reduce.comp's PARTIALS variants), so that no invocation goes
+through more than about 16 rows or elements, whatever the run lengths: a single target of 16M rows takes
+the rows' pass and five more, each a loop of at most 16 steps per invocation.
+* level 0 (the rows, chunks of FOLD_CHUNK): runs headed and ending in the chunk are folded and written as
+  above. The run that comes into the chunk from an earlier one is folded over its rows in the chunk, without
+  the output's value, into *element* c of level 1 (a value per slice position, and the run's key; chunks
+  whose first row is a head have no element: key NO_KEY). The last run headed in the chunk, if it goes on
+  past the chunk, leaves its accumulator (the output's value combined with its rows in the chunk) as the
+  chunk's *head* instead of writing.
+* level L >= 1 (the elements of level L - 1's chunks, chunks of PARTIAL_CHUNK): the same over the elements,
+  NO_KEY elements belonging to no run; a run headed at element e starts from the head that chunk e - 1 of
+  level L - 1 left (the run is headed there and goes on past it), instead of the output's value. Levels go
+  on until one has a single chunk, where nothing goes on past its end. Each level is one dispatch; they are
+  ordered by the runtime's compute-to-compute barriers (no workgroup waits for another).
+So a target's value is combine(...combine(combine(output, rows of its head chunk), element), ..., element):
+the output's value first, then every row once, in order, grouped into consecutive partials and those into
+consecutive groups. It equals the sequential left fold because combine is associative on these operations
+(any bracketing of the same sequence, kept in order, gives the same bits):
+* integers: addition and multiplication modulo 2^bits are associative; min and max of a total order (signed
+  or unsigned) too; bool is uint8 max (or) and min (and).
+* floats, min/max (arith.glsl): combine(a, x) = a if a is a NaN, else x if x is a NaN (its bits unchanged),
+  else the smaller (larger) of a and x in the order of order_key(), a total order on the bits that are no
+  NaN, -0 < +0 included. Write f for it. If a is a NaN, f(f(a, b), c) = f(a, c) = a = f(a, f(b, c)). If only
+  b of a, b is, f(f(a, b), c) = f(b, c) = b and f(a, f(b, c)) = f(a, b) = b. If a and b are not NaNs but c
+  is, both give c (f(min(a, b), c) = c; f(a, f(b, c)) = f(a, c) = c). With no NaN, min (max) of a total order
+  is associative. So the fold's result is the first NaN of the sequence (the output's value first), its bits
+  unchanged, else the least (greatest) value: the same for every grouping that keeps the order, which the
+  levels do (a quieting "x | quiet bit" would do as well, since quieting twice is quieting once).
+Float add and mul are not associative and keep the sequential fold. The keys must stay below NO_KEY
+(2^32 - 1), or the plan keeps the sequential fold. Scratch for the levels, from the caller's take: two
+sets (keys, elements, heads) of ceil(n / 16) and ceil(n / 256) entries (elements and heads: one per slice
+position, 8 bytes for 8-byte dtypes, else 4), written by alternate levels. On lavapipe (2 threads; 1M
+updates onto 64K targets, the fold's dispatches alone) the levels take 1.3x the sequential fold's time for
+uniform float32 targets (8.5 -> 11 ms) and 1.0-1.06x for int64, 1.3-1.8x for a single target (4-5 -> 5-8.5
+ms: 4 more passes, no parallelism to gain on 2 threads), 0.5-0.7x for Zipf-skewed int64 (50-75 -> 31-41 ms);
+a whole call (150-210 ms, the sort most of it) measures the same within noise. They also keep every loop
+short there, where a run of more than 65535 rows folded by one invocation comes out wrong
+(llvmpipe stops a shader's loops after 65535 iterations; float add and mul still do so).
 
 Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) with rows of fewer
 than 8 elements skip the grouping: shaders/scatter_atomic.comp combines each update into its target with
@@ -60,7 +102,7 @@ lavapipe (dmlgpu/bench/reductions.py) the atomics take a fifth of the sort's tim
 at 8 elements per row, and three times as long at 64.
 
 Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
-plus one per block of 4096 counts), taken from the device's scratch (Device._take) and given back by the
+plus one per block of 4096 counts), and the levels' (above), taken from the device's scratch (Device._take) and given back by the
 caller after the run.
 Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within
 maxStorageBufferRange.
@@ -82,6 +124,9 @@ P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK = range(PARAM_WORDS, PARAM_WORDS + 4)    
 FOLD_CHUNK = 16       # sorted rows per invocation of the fold
 ATOMIC_MAX_SLICE = 8  # rows of fewer elements take the atomics where they can (see "Order-free reductions")
 FOLD_BLOCKS = None    # fold float32 add/mul runs by blocks: None = on every device but CPUs (lavapipe), or a bool
+PARTIAL_CHUNK = 16    # elements per invocation on the levels of partials (see "Associative reductions")
+PARTIALS = True       # fold associative reductions by levels of partials (False: one invocation per run, for tests)
+NO_KEY = 0xFFFFFFFF   # scatter_reduce.comp's "no element" key: keys stay below it
 EXTRA_WORDS = 8
 _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
 
@@ -144,6 +189,7 @@ class ReducePlan:
         self.atomic = (kernels.atomic_variant(dtype.kind, reduction, index_bytes)
                        if dtype.kind in "iu" and dtype.itemsize == 4 and self.slice_count < ATOMIC_MAX_SLICE
                        else None)
+        self.level_words, self.part_words = [], 2 if dtype.itemsize == 8 else 1   # words per element
         if self.atomic is not None:
             return
         # keys: target offsets without the low bits that all of them have at zero
@@ -163,6 +209,18 @@ class ReducePlan:
         self.fold_words[:PARAM_WORDS] = slice_map.params(False)
         self.fold_words[1] = -(-self.rows // FOLD_CHUNK) * self.slice_count   # (chunk, slice position)
         self.fold_words[P_SLICE:P_CHUNK + 1] = self.slice_count, shift, self.rows, FOLD_CHUNK
+        # associative reductions (min/max, integer and bool add/mul): levels of partials above the rows, each
+        # with PARTIAL_CHUNK elements per invocation, up to the level that has a single chunk
+        associative = reduction in ("min", "max") or dtype.kind in "iub"
+        if associative and (last >> shift) < NO_KEY:
+            count = -(-self.rows // FOLD_CHUNK)
+            while count > 1:
+                groups = -(-count // PARTIAL_CHUNK)
+                words = self.fold_words.copy()
+                words[1] = groups * self.slice_count
+                words[P_ROWS], words[P_CHUNK] = count, PARTIAL_CHUNK
+                self.level_words.append(words)
+                count = groups
         self.tiles = -(-self.rows // kernels.RADIX_TILE)
         self.blocks = -(-kernels.RADIX * self.tiles // kernels.RADIX_SCAN_BLOCK)
         self.pass_words = [np.array([self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1,
@@ -222,6 +280,21 @@ class ReducePlan:
                         Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
                 keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
-        kernel = kernels.fold_variant(self.kernel, blocks, self.values)
-        out.append(Dispatch(kernel, (params(self.fold_words), keys, output, updates, rows), int(self.fold_words[1])))
+        if not (PARTIALS and self.level_words):
+            kernel = kernels.fold_variant(self.kernel, blocks, self.values)
+            out.append(Dispatch(kernel, (params(self.fold_words), keys, output, updates, rows),
+                                int(self.fold_words[1])))
+            return out, uploads
+        # levels of partials: level 0 (the rows) writes set 0, level L >= 1 reads set (L - 1) % 2 and writes
+        # set L % 2 (keys, elements, heads), each set sized for the largest level that writes it
+        level0, up = kernels.partials_variants(self.kernel, self.values)
+        part_bytes = 4 * self.slice_count * self.part_words
+        sizes = [int(self.level_words[0][P_ROWS]),
+                 int(self.level_words[1][P_ROWS]) if len(self.level_words) > 1 else 1]
+        sets = [(take(4 * c), take(part_bytes * c), take(part_bytes * c)) for c in sizes]
+        out.append(Dispatch(level0, (params(self.fold_words), keys, output, updates, rows) + sets[0],
+                            int(self.fold_words[1])))
+        for level, words in enumerate(self.level_words, 1):
+            k, v, h = sets[(level - 1) % 2]
+            out.append(Dispatch(up, (params(words), k, output, v, h) + sets[level % 2], int(words[1])))
         return out, uploads

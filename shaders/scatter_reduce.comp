@@ -12,6 +12,21 @@
 // whatever the lengths of the runs. For each run it reads the output once, combines, and writes once.
 // map_offsets() (tuple size 0) gives a slice position's offsets in the output (.data) and in an update row
 // (.dense). Element type and operation: ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
+// Variant PARTIALS (associative operations: min/max of every type, integer add/mul; dmlgpu/reduction.py
+// gives the argument) folds long runs in a tree of passes instead of one invocation's loop:
+//   PARTIALS == 1, level 0 (over the sorted rows, chunks of P[P_CHUNK]): runs headed and ending in the
+//     chunk as above. The run that comes into the chunk from an earlier one (the chunk's first row is no
+//     head) is folded over its rows in the chunk, without the output, into element c of the next level:
+//     NEXT_VALS[c] (per slice position) and NEXT_KEYS[c] = its key (NEXT_KEYS[c] = NO_KEY where the chunk's
+//     first row is a head: no element). The last run headed in the chunk, if it goes on past the chunk,
+//     leaves its accumulator (output's value, then its rows in the chunk) in HEADS[c] instead of writing.
+//   PARTIALS == 2, level L >= 1 (over the elements that level L - 1 made, chunks of P[P_CHUNK]): the same,
+//     with the elements for rows, NO_KEY elements belonging to no run, and a run headed at element e
+//     starting from HEADS_IN[e - 1] (element e - 1 is chunk e - 1 of level L - 1, where the run is headed
+//     and which left its accumulator there) instead of the output.
+// So the run of a target is combined in order: output's value, its rows in its head chunk, then the
+// partials of the next chunks, each the fold of consecutive rows in order, grouped the same way level by
+// level; each element and each accumulator is written by one invocation and read by the next level's.
 #define UNIT ELEM_BYTES
 #define IDX64 0
 #include "units.glsl"
@@ -19,13 +34,31 @@
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
 layout(std430, binding = 1) restrict readonly buffer Keys { uint IDX[]; };   // IDX: index_map.glsl's name
 layout(std430, binding = 2) buffer Data { UNIT_T DATA[]; };
+#if ELEM_BYTES == 8
+#define PART_T uvec2
+#else
+#define PART_T uint
+#endif
+#if !defined(PARTIALS) || PARTIALS < 2
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 layout(std430, binding = 4) restrict readonly buffer Rows { uint ROWS[]; };
+#else
+layout(std430, binding = 3) restrict readonly buffer Vals { PART_T VALS[]; };         // level L's elements
+layout(std430, binding = 4) restrict readonly buffer HeadsIn { PART_T HEADS_IN[]; };  // level L - 1's heads
+#endif
+#if defined(PARTIALS) && PARTIALS
+layout(std430, binding = 5) restrict writeonly buffer NextKeys { uint NEXT_KEYS[]; };
+layout(std430, binding = 6) restrict writeonly buffer NextVals { PART_T NEXT_VALS[]; };
+layout(std430, binding = 7) restrict writeonly buffer Heads { PART_T HEADS[]; };
+const uint NO_KEY = 0xFFFFFFFFu;      // no element (reduction.py keeps every key below it)
+#endif
 #include "index_map.glsl"
 #include "arith.glsl"
 // The update of sorted row j at offset ``dense`` within the row.
 ELEM_T update(uint j, uint dense) {
-#if defined(VALUES) && VALUES
+#if defined(PARTIALS) && PARTIALS == 2
+    return VALS[j * P[P_END] + dense];  // dense: the slice position
+#elif defined(VALUES) && VALUES
     return ROWS[j];
 #else
     return LOAD_UNIT(DENSE, ROWS[j] + dense);
@@ -60,6 +93,51 @@ const uint P_SLICE = P_END;           // iterations per slice (elements of one u
 const uint P_KEY_SHIFT = P_END + 1u;  // target offset = key << P[P_KEY_SHIFT]
 const uint P_ROWS = P_END + 2u;       // number of sorted rows
 const uint P_CHUNK = P_END + 3u;      // sorted rows per chunk
+#if defined(PARTIALS) && PARTIALS
+void process(uint i) {
+    uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK];
+    uint c = i / slice, s = i - c * slice;
+    Offsets o = map_offsets(s);
+#if PARTIALS == 2
+    o.dense = s;
+#endif
+    uint j = c * chunk, end = min(rows, j + chunk);
+    uint first = IDX[j];
+    bool inside = j != 0u && first != NO_KEY && IDX[j - 1u] == first;
+    if (s == 0u)
+        NEXT_KEYS[c] = inside ? first : NO_KEY;
+    if (inside) {                     // the run that comes from an earlier chunk: its partial, in order
+        ELEM_T acc = update(j, o.dense);
+        for (++j; j < end && IDX[j] == first; ++j)
+            acc = combine(acc, update(j, o.dense));
+        NEXT_VALS[i] = acc;
+    }
+    while (j < end) {
+        uint key = IDX[j];
+        if (key == NO_KEY) {          // PARTIALS == 2: no element here
+            ++j;
+            continue;
+        }
+        uint target = (key << P[P_KEY_SHIFT]) + o.data;
+#if PARTIALS == 2
+        ELEM_T acc = HEADS_IN[(j - 1u) * slice + s];
+#elif UNIT < 4
+        uint b = target * UNIT;       // an atomic read, as below
+        ELEM_T acc = (atomicOr(DATA[b >> 2u], 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
+#else
+        ELEM_T acc = DATA[target];
+#endif
+        do {
+            acc = combine(acc, update(j, o.dense));
+            ++j;
+        } while (j < end && IDX[j] == key);
+        if (j == end && end < rows && IDX[end] == key)
+            HEADS[i] = acc;           // goes on past the chunk: the next level finishes it
+        else
+            STORE_UNIT(DATA, target, acc);
+    }
+}
+#else
 void process(uint i) {
     uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK];
     uint c = i / slice;
@@ -99,4 +177,5 @@ void process(uint i) {
         STORE_UNIT(DATA, target, acc);
     }
 }
+#endif
 #include "grid_loop.glsl"

@@ -2,13 +2,15 @@
 target counts 1, 2, 2^k +- 1, more than 2^24), partial chunks, tiles and scan chunks, skewed
 distributions, every dtype (sort and atomics paths), row slices, and no host round trip in layers 1
 and 2 (the indices are never downloaded). Results are compared bit for bit with a sequential reference."""
+import zlib
+
 import numpy as np
 import pytest
 
 import dmlgpu
 from dmlgpu import DataType, TensorDesc, kernels, reference
 from dmlgpu.index_map import Layout
-from dmlgpu.reduction import ReducePlan
+from dmlgpu.reduction import P_ROWS, ReducePlan
 
 from test_reductions import ARITH_DTYPES, REDUCTIONS, same, values
 
@@ -282,3 +284,111 @@ def test_scratch_guard_words(n, m):
         assert same(out, sequential(data, idx, upd, "add"), loose_nan=False)
     finally:
         dev.close()
+
+
+# ---- Associative reductions folded by levels of partials (reduction.py: "Associative reductions") ----
+
+ASSOCIATIVE = ([(np.dtype(t), op) for t in (np.float16, np.float32, np.float64) for op in ("min", "max")]
+               + [(np.dtype(t), op) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                              np.int64, np.uint64, np.bool_) for op in REDUCTIONS])
+
+
+def special_values(rng, shape, dtype, reduction):
+    """values() with, for floats, NaNs of different payloads (quiet and signalling, either sign), signed
+    zeros and infinities at random places: which NaN wins shows the order of the fold."""
+    v = values(rng, shape, dtype, reduction)
+    if dtype.kind == "f":
+        bits = np.dtype(UINT_OF[dtype.itemsize])
+        nbits = dtype.itemsize * 8
+        man = nbits - {2: 6, 4: 9, 8: 12}[dtype.itemsize]               # mantissa bits
+        exp_all = ((1 << (nbits - 1)) - 1) ^ ((1 << man) - 1)            # exponent field all ones
+        flat = v.reshape(-1).view(bits)
+        k = max(1, flat.size // 50)
+        pos = rng.integers(0, flat.size, size=k)
+        payload = rng.integers(1, 1 << min(man, 62), size=k, dtype=np.uint64).astype(bits)
+        sign = rng.integers(0, 2, size=k).astype(bits) << bits.type(nbits - 1)
+        flat[pos] = exp_all | payload | sign                               # NaNs, quiet or signalling
+        pos = rng.integers(0, flat.size, size=3 * k)
+        flat[pos] = rng.choice(np.array([0, 1 << (nbits - 1), exp_all, exp_all | (1 << (nbits - 1))],
+                                        dtype=np.uint64).astype(bits), size=pos.size)
+    return v
+
+
+UINT_OF = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def partial_cases(rng, n, m):
+    """Target distributions that make runs span many chunks: one target, Zipf-like skew, runs whose
+    boundaries fall on chunk edges (lengths multiples of 4 and 16), and random."""
+    yield "one", np.full(n, m // 2)
+    yield "zipf", (rng.zipf(1.1, size=n) - 1) % m
+    lengths = rng.choice([4, 8, 16, 32, 48, 256], size=n)
+    yield "edges", np.repeat(np.arange(lengths.size) % m, lengths)[:n]
+    yield "uniform", rng.integers(0, m, size=n)
+
+
+def test_partials_levels():
+    """Associative reductions get levels of partials up to a single chunk (16M rows of one target: 6
+    passes, the rows' and 5 above); float add and mul keep the sequential fold."""
+    n = 16 << 20
+    assert [int(w[P_ROWS]) for w in plan_for(n, 1, np.float32, "min").level_words] == \
+        [1 << 20, 1 << 16, 1 << 12, 256, 16]
+    for dtype, reduction in ASSOCIATIVE:
+        plan = plan_for(n, 1, dtype, reduction)
+        assert len(plan.level_words) == (0 if plan.atomic else 5), (dtype, reduction)
+    for dtype in (np.float16, np.float32, np.float64):
+        for reduction in ("add", "mul"):
+            assert not plan_for(n, 1, dtype, reduction).level_words
+    assert not plan_for(16, 1, np.int64, "add").level_words
+
+
+@pytest.mark.parametrize("chunks", [(2, 2), (3, 5), (16, 16)], ids=str)
+@pytest.mark.parametrize("dtype, reduction", ASSOCIATIVE, ids=str)
+def test_partials_bit_exact(device, monkeypatch, chunks, dtype, reduction):
+    """Long runs over many chunks and many groups of every level (small chunks make deep trees of short
+    inputs), partial last chunks, run boundaries on chunk edges; data values with NaNs too. Bit for bit the
+    sequential reference: which NaN wins shows the partials combined in order."""
+    monkeypatch.setattr(dmlgpu.reduction, "FOLD_CHUNK", chunks[0])
+    monkeypatch.setattr(dmlgpu.reduction, "PARTIALS", True)
+    monkeypatch.setattr(dmlgpu.reduction, "PARTIAL_CHUNK", chunks[1])
+    rng = np.random.default_rng(zlib.crc32(f"{chunks} {dtype} {reduction}".encode()))
+    m = 37
+    for n in (1531, 4096 if chunks[0] == 16 else 512):
+        for name, idx in partial_cases(rng, n, m):
+            plan = plan_for(n, m, dtype, reduction)
+            assert plan.level_words or plan.atomic
+            data = special_values(rng, (m,), dtype, reduction)
+            upd = special_values(rng, (n,), dtype, reduction)
+            out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
+            assert same(out, sequential(data, idx, upd, reduction), loose_nan=False), (name, n)
+
+
+@pytest.mark.parametrize("dtype, reduction", [(np.dtype(np.float32), "min"), (np.dtype(np.float16), "max"),
+                                              (np.dtype(np.float64), "max"), (np.dtype(np.int8), "mul"),
+                                              (np.dtype(np.int32), "add"), (np.dtype(np.uint64), "mul")], ids=str)
+def test_partials_row_slices(device, monkeypatch, dtype, reduction):
+    """Rows of several elements (partials per slice position; 1-byte outputs share words) in long runs."""
+    monkeypatch.setattr(dmlgpu.reduction, "FOLD_CHUNK", 3)
+    monkeypatch.setattr(dmlgpu.reduction, "PARTIALS", True)
+    monkeypatch.setattr(dmlgpu.reduction, "PARTIAL_CHUNK", 2)
+    rng = np.random.default_rng(41)
+    data = special_values(rng, (5, 9), dtype, reduction)
+    idx = np.where(rng.random(700) < 0.8, 2, rng.integers(0, 5, size=700))[:, None]
+    upd = special_values(rng, (700, 9), dtype, reduction)
+    out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction)
+    assert same(out, reference.scatter_nd(data, idx, upd, reduction), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype, reduction", [(np.dtype(np.float32), "min"), (np.dtype(np.float64), "max"),
+                                              (np.dtype(np.int64), "add"), (np.dtype(np.uint8), "mul")], ids=str)
+def test_partials_default_chunks_long_run(device, dtype, reduction):
+    """The default chunks: one target of 70K rows (4 levels above the rows, several groups on each but the
+    last) among other targets' runs. (A run of more than 65535 rows folded by one invocation comes out
+    wrong on lavapipe, whose loops stop after 65535 iterations: the levels keep every loop short.)"""
+    rng = np.random.default_rng(42)
+    n, m = 70_000, 1000
+    idx = np.where(rng.random(n) < 0.95, 7, rng.integers(0, m, size=n))
+    data = special_values(rng, (m,), dtype, reduction)
+    upd = special_values(rng, (n,), dtype, reduction)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
+    assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
