@@ -91,8 +91,13 @@ updates onto 64K targets, the fold's dispatches alone) the levels take 1.3x the 
 uniform float32 targets (8.5 -> 11 ms) and 1.0-1.06x for int64, 1.3-1.8x for a single target (4-5 -> 5-8.5
 ms: 4 more passes, no parallelism to gain on 2 threads), 0.5-0.7x for Zipf-skewed int64 (50-75 -> 31-41 ms);
 a whole call (150-210 ms, the sort most of it) measures the same within noise. They also keep every loop
-short there, where a run of more than 65535 rows folded by one invocation comes out wrong
-(llvmpipe stops a shader's loops after 65535 iterations; float add and mul still do so).
+short there, where a run of more than 65535 rows folded by one invocation comes out wrong.
+
+Known bug, CPU devices only (lavapipe): llvmpipe ends a shader invocation's loops after 65535 iterations in
+all (one counter shared by every loop of the invocation, LP_MAX_TGSI_LOOP_ITERATIONS). Float add and mul
+fold a run sequentially in one invocation, so more than about 65,000 updates of float add/mul onto one
+target give a wrong result there (the host-grouped fold before issue 11 had the same limit). GPUs have no
+such limit. The fix is a fold that continues long runs in further passes; not done yet.
 
 Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) with rows of fewer
 than 8 elements skip the grouping: shaders/scatter_atomic.comp combines each update into its target with
