@@ -25,7 +25,7 @@ class Block:
     """One device buffer: ``tensor`` (the kp buffer), ``size`` (its class, bytes), ``view`` (a uint8 NumPy
     view of its mapped memory, or None when it is not host-visible)."""
 
-    __slots__ = ("tensor", "size", "view", "__weakref__")
+    __slots__ = ("tensor", "size", "view")
 
     def __init__(self, tensor, size: int, mapped: bool):
         self.tensor = tensor
