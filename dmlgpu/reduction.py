@@ -93,11 +93,13 @@ ms: 4 more passes, no parallelism to gain on 2 threads), 0.5-0.7x for Zipf-skewe
 a whole call (150-210 ms, the sort most of it) measures the same within noise. They also keep every loop
 short there, where a run of more than 65535 rows folded by one invocation comes out wrong.
 
-Known bug, CPU devices only (lavapipe): llvmpipe ends a shader invocation's loops after 65535 iterations in
-all (one counter shared by every loop of the invocation, LP_MAX_TGSI_LOOP_ITERATIONS). Float add and mul
-fold a run sequentially in one invocation, so more than about 65,000 updates of float add/mul onto one
-target give a wrong result there (the host-grouped fold before issue 11 had the same limit). GPUs have no
-such limit. The fix is a fold that continues long runs in further passes; not done yet.
+CPU devices (lavapipe): llvmpipe ends a shader invocation's loops after 65535 iterations in all (one counter
+shared by every loop of the invocation, LP_MAX_TGSI_LOOP_ITERATIONS), so a run that float add or mul fold
+sequentially in one invocation would stop short past that (the host-grouped fold before issue 11 did). There
+the sequential fold runs in ceil(n / CPU_PIECE) passes: pass 0 folds each run's first CPU_PIECE rows and
+writes the accumulator to the output; pass k goes on from the output's value with the run's rows
+[head + k CPU_PIECE, head + (k + 1) CPU_PIECE) (the accumulator is of the element type: the same bits as one
+loop). GPUs fold in one pass.
 
 Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) with rows of fewer
 than 8 elements skip the grouping: shaders/scatter_atomic.comp combines each update into its target with
@@ -125,7 +127,9 @@ REDUCTIONS = ("none", "add", "mul", "min", "max")
 
 # Parameter words after an index map's (shaders/reduce_keys.comp, shaders/scatter_reduce.comp).
 P_KEY_SHIFT = PARAM_WORDS                                        # reduce_keys.comp
-P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK = range(PARAM_WORDS, PARAM_WORDS + 4)        # scatter_reduce.comp
+P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK, P_PIECE, P_PASS = range(PARAM_WORDS, PARAM_WORDS + 6)  # scatter_reduce.comp
+CPU_PIECE = 60000     # CPU devices: rows of a run one pass of the sequential fold folds (llvmpipe's loop
+                      # limit; at least FOLD_CHUNK: only the last run headed in a chunk can be longer)
 FOLD_CHUNK = 16       # sorted rows per invocation of the fold
 ATOMIC_MAX_SLICE = 8  # rows of fewer elements take the atomics where they can (see "Order-free reductions")
 FOLD_BLOCKS = None    # fold float32 add/mul runs by blocks: None = on every device but CPUs (lavapipe), or a bool
@@ -245,6 +249,17 @@ class ReducePlan:
         scatter_map = elements_map(out, idx, upd, axis, np.dtype(dtype).itemsize)
         return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape), copy)
 
+    def piece_words(self, pieces: int) -> list:
+        """The sequential fold's parameter words for each of ``pieces`` passes (one pass: unbounded runs)."""
+        if pieces == 1:
+            return [self.fold_words]
+        out = []
+        for k in range(pieces):
+            words = self.fold_words.copy()
+            words[P_PIECE], words[P_PASS] = CPU_PIECE, k
+            out.append(words)
+        return out
+
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer, updates: Buffer,
                    take) -> tuple[list, list]:
         """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)``
@@ -287,8 +302,9 @@ class ReducePlan:
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
         if not (PARTIALS and self.level_words):
             kernel = kernels.fold_variant(self.kernel, blocks, self.values)
-            out.append(Dispatch(kernel, (params(self.fold_words), keys, output, updates, rows),
-                                int(self.fold_words[1])))
+            pieces = -(-self.rows // CPU_PIECE) if device.info.type == "CPU" and not blocks else 1
+            for words in self.piece_words(pieces):
+                out.append(Dispatch(kernel, (params(words), keys, output, updates, rows), int(words[1])))
             return out, uploads
         # levels of partials: level 0 (the rows) writes set 0, level L >= 1 reads set (L - 1) % 2 and writes
         # set L % 2 (keys, elements, heads), each set sized for the largest level that writes it

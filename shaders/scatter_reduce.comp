@@ -93,6 +93,8 @@ const uint P_SLICE = P_END;           // iterations per slice (elements of one u
 const uint P_KEY_SHIFT = P_END + 1u;  // target offset = key << P[P_KEY_SHIFT]
 const uint P_ROWS = P_END + 2u;       // number of sorted rows
 const uint P_CHUNK = P_END + 3u;      // sorted rows per chunk
+const uint P_PIECE = P_END + 4u;      // 0, or (CPU devices, sequential fold) rows of a run one pass folds ...
+const uint P_PASS = P_END + 5u;       // ... and which piece of its runs this pass folds (see process())
 #if defined(PARTIALS) && PARTIALS
 void process(uint i) {
     uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK];
@@ -138,8 +140,44 @@ void process(uint i) {
     }
 }
 #else
+// Pieces (P[P_PIECE] != 0: CPU devices, whose compiler, llvmpipe, ends an invocation's loops after 65535
+// iterations in all): pass 0 folds each run's first P[P_PIECE] rows and writes the accumulator to the output;
+// pass k >= 1 (a dispatch of its own, after a barrier) goes on from the output's value with the run's rows
+// [head + k P[P_PIECE], head + (k + 1) P[P_PIECE]). The accumulator passes through the output unchanged (it is
+// of the element type), so the bits are those of one sequential loop.
+void continue_run(uint i, uint slice, uint rows, uint chunk, uint piece) {
+    uint c = i / slice;
+    Offsets o = map_offsets(i - c * slice);
+    uint first = c * chunk, end = min(rows, first + chunk), head = end;
+    for (uint j = first; j < end; ++j)        // the last run headed in this chunk
+        if (j == 0u || IDX[j] != IDX[j - 1u])
+            head = j;
+    if (head == end)
+        return;
+    uint key = IDX[head], j = head + P[P_PASS] * piece;
+    if (j >= rows || IDX[j] != key)
+        return;                               // the run ended in an earlier piece
+    uint target = (key << P[P_KEY_SHIFT]) + o.data;
+#if UNIT < 4
+    uint b = target * UNIT;
+    ELEM_T acc = (atomicOr(DATA[b >> 2u], 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
+#else
+    ELEM_T acc = DATA[target];
+#endif
+    uint stop = min(rows, j + piece);
+    do {
+        acc = combine(acc, update(j, o.dense));
+        ++j;
+    } while (j < stop && IDX[j] == key);
+    STORE_UNIT(DATA, target, acc);
+}
+
 void process(uint i) {
-    uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK];
+    uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK], piece = P[P_PIECE];
+    if (P[P_PASS] != 0u) {
+        continue_run(i, slice, rows, chunk, piece);
+        return;
+    }
     uint c = i / slice;
     Offsets o = map_offsets(i - c * slice);
     uint j = c * chunk, end = min(rows, j + chunk);
@@ -165,6 +203,7 @@ void process(uint i) {
         }
         while (j < rows && IDX[j] == key) {
 #else
+        uint stop = piece == 0u ? rows : min(rows, j + piece);
         do {
 #endif
             acc = combine(acc, update(j, o.dense));
@@ -172,7 +211,7 @@ void process(uint i) {
 #ifdef FAST_BLOCK
         }
 #else
-        } while (j < rows && IDX[j] == key);
+        } while (j < stop && IDX[j] == key);
 #endif
         STORE_UNIT(DATA, target, acc);
     }

@@ -392,3 +392,36 @@ def test_partials_default_chunks_long_run(device, dtype, reduction):
     upd = special_values(rng, (n,), dtype, reduction)
     out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
     assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_sequential_fold_in_pieces(device, monkeypatch, dtype, reduction):
+    """CPU devices fold float add/mul runs in pieces of CPU_PIECE rows, one pass each (llvmpipe ends a shader's
+    loops after 65535 iterations): runs crossing many pieces, in slices of several elements, bit-exact."""
+    from dmlgpu import reduction as red
+    if device.info.type != "CPU":
+        pytest.skip("pieces are a CPU device's")
+    monkeypatch.setattr(red, "CPU_PIECE", red.FOLD_CHUNK + 1)    # pieces of 17 rows (at least a chunk)
+    rng = np.random.default_rng(3)
+    dtype = np.dtype(dtype)
+    n = 500
+    idx = np.where(rng.random(n) < 0.6, 2, rng.integers(0, 6, n)).astype(np.int64)   # one long run, short ones
+    data = values(rng, (6, 3), dtype, reduction)
+    upd = values(rng, (n, 3), dtype, reduction)
+    got = dmlgpu.scatter_nd(data, idx[:, None], upd, reduction=reduction, device=device)
+    assert same(got, reference.scatter_nd(data, idx[:, None], upd, reduction=reduction), loose_nan=False)
+    flat_data, flat_upd = data[:, 0].copy(), upd[:, 0].copy()
+    got = dmlgpu.scatter_elements(flat_data, idx, flat_upd, reduction=reduction, device=device)
+    assert same(got, sequential(flat_data, idx, flat_upd, reduction), loose_nan=False)
+
+
+def test_one_target_past_the_cpu_loop_limit(device):
+    """More than 65535 float32 additions onto one target (llvmpipe's loop limit) come out bit-exact."""
+    rng = np.random.default_rng(4)
+    n = 140_000
+    idx = np.where(rng.random(n) < 0.9, 1, 0).astype(np.int64)
+    data = values(rng, (2,), np.dtype(np.float32), "add")
+    upd = values(rng, (n,), np.dtype(np.float32), "add")
+    out = dmlgpu.scatter_elements(data, idx, upd, reduction="add", device=device)
+    assert same(out, sequential(data, idx, upd, "add"), loose_nan=False)
