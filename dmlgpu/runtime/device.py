@@ -352,29 +352,25 @@ class Device:
 
     def _copy(self, src: Buffer, dst: Buffer, nbytes: int) -> None:
         """Copies the first ``nbytes`` of ``src`` into ``dst`` on the device, now (no host round trip)."""
-        if nbytes <= 0:
-            return
+        if nbytes > 0:
+            self._transfer_now([src, dst], dst, kp.OpCopyRegion(src._tensor, dst._tensor, 0, 0, nbytes))
+
+    def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
+        """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
+        if nbytes > 0:
+            self._transfer_now([buf], buf, kp.OpFill(buf._tensor, offset, nbytes, word))
+
+    def _transfer_now(self, touched: list, written: Buffer, op) -> None:
+        """Submits one transfer op on device buffers and waits: after a barrier on the buffers it touches, and
+        followed, on unified memory, by the barrier that lets the host read what it wrote."""
         with self._lock:
             self._open()
             seq = self._immediate
             seq.clear()
-            seq.record(kp.OpMemoryBarrier([src._tensor, dst._tensor], *BEFORE_COPY))
-            seq.record(kp.OpCopyRegion(src._tensor, dst._tensor, 0, 0, nbytes))
+            seq.record(kp.OpMemoryBarrier([b._tensor for b in touched], *BEFORE_COPY))
+            seq.record(op)
             if self.direct_memory:
-                seq.record(kp.OpMemoryBarrier([dst._tensor], *BEFORE_HOST_READ))
-            self._submit(seq, False)
-
-    def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
-        """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
-        if nbytes <= 0:
-            return
-        with self._lock:
-            seq = self._immediate
-            seq.clear()
-            seq.record(kp.OpMemoryBarrier([buf._tensor], *BEFORE_COPY))
-            seq.record(kp.OpFill(buf._tensor, offset, nbytes, word))
-            if self.direct_memory:
-                seq.record(kp.OpMemoryBarrier([buf._tensor], *BEFORE_HOST_READ))
+                seq.record(kp.OpMemoryBarrier([written._tensor], *BEFORE_HOST_READ))
             self._submit(seq, False)
 
     # ---- internal: running ----
@@ -407,7 +403,7 @@ class Device:
             up = sum(b._pending.size for b in pending)
             down = sum(b.nbytes for b in downloads)
             fused = self.direct_memory or (up <= _FUSE_MAX and down <= _FUSE_MAX)
-            ops, holds = [], list(dispatches)
+            ops = []
             if self.direct_memory:
                 for b in pending:
                     transfers.host_copy(b._block.view[:b._pending.size], b._pending)
@@ -418,7 +414,7 @@ class Device:
                     self._staging.write(b._tensor, 0, b._pending)
             for b in pending:
                 b._pending = None
-            ops += self._dispatch_ops(dispatches, holds)
+            ops += self._dispatch_ops(dispatches)
             results = []
             if self.direct_memory:
                 ops += self._host_read_ops(dispatches)
@@ -470,7 +466,7 @@ class Device:
         ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
         return ops
 
-    def _dispatch_ops(self, dispatches, holds: list) -> list:
+    def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
         ops = []
         for n, d in enumerate(dispatches):
@@ -484,7 +480,6 @@ class Device:
                 ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
             algo = self._algorithm(d)
             ops.append(kp.OpAlgoDispatch(algo))
-            holds.append(algo)
         return ops
 
     def _host_read_ops(self, dispatches) -> list:

@@ -19,7 +19,6 @@ class Recording:
         self._timestamps = timestamps
         self._steps: list = []
         self._seq = None
-        self._holds: list = []
         self._scatters = False
 
     def __enter__(self) -> "Recording":
@@ -95,7 +94,7 @@ class Recording:
                 run.append(what)
                 continue
             if run:
-                ops += dev._dispatch_ops(run, self._holds)
+                ops += dev._dispatch_ops(run)
                 run = []
             if kind == "upload" and not direct:
                 ops.append(kp.OpMemoryBarrier([b._tensor for b in what], *BEFORE_COPY))
