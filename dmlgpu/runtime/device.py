@@ -103,7 +103,7 @@ class Buffer:
             if self._block.view is not None:
                 view = self._block.view
             else:
-                self._mirror = self.device._mgr.buffer(self._block.size // 4,
+                self._mirror = self.device._mgr.buffer(self._block.size,
                                                        transfers.download_memory_flags(self.device.info))
                 view = self._mirror.host_view()
             self._host = np.asarray(_HostMemory(self, view, self.nbytes))
@@ -159,6 +159,7 @@ class Device:
     mapped memory instead of staging copies; default: DMLGPU_DIRECT_MEMORY (0 or 1) if set, else on
     unified-memory devices (DeviceInfo.unified_memory).
     One Device may be used from several threads: its submissions are serialised by a lock.
+    ``features``: the optional Vulkan features enabled on it (DeviceInfo.features: all the device has).
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
@@ -178,9 +179,15 @@ class Device:
         self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
         self._lock = threading.RLock()
         self._mgr = open_manager(index)
+        # the optional features the device has are enabled (kp patch 0015); kernels use only these
+        self.features = frozenset(name for name, on in self._mgr.enabled_features().items() if on)
+        if self.features != self.info.features:
+            raise DeviceError(f"{self.info.name}: kp enabled the features {sorted(self.features)}, not those the "
+                              f"device has ({sorted(self.info.features)}); rebuild kp with 'python tools/build_kp.py "
+                              f"--force'")
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
         max_block = min(self.info.max_storage_buffer_range, 2**32 - 4) // 4 * 4   # kp sizes are 32-bit
-        self._allocator = Allocator(lambda size: self._mgr.buffer(size // 4, flags), self._forget, max_block,
+        self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info)
         self._staging = Staging(self._mgr, self.info)
