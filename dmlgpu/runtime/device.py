@@ -53,7 +53,9 @@ class _HostMemory:
 class Buffer:
     """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer() (and by operations
     for their results), backed by a block of the device's caching allocator, which gets it back when the
-    Buffer is collected.
+    Buffer is collected. A buffer larger than the device's largest block (``Device.max_block``) is held in
+    several blocks (``chunked``): block i holds bytes [i * Device.chunk_bytes, (i + 1) * chunk_bytes); its
+    kernels address it through the blocks' device addresses, and transfers move each block's share.
 
     Test mode: with ``Device.canary_words`` > 0, every new buffer has that many extra guard words after
     its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
@@ -69,9 +71,11 @@ class Buffer:
         self.nbytes = nbytes
         self.canary_words = device.canary_words
         with device._lock:                 # the allocator's lists are shared by the device's threads
-            self._block: Block = device._allocator.allocate(nbytes + 4 * self.canary_words)
+            self._blocks: list[Block] = device._allocator.allocate_span(nbytes + 4 * self.canary_words,
+                                                                        device.chunk_bytes)
+        self._block = self._blocks[0]
         self._tensor = self._block.tensor
-        self._finalizer = weakref.finalize(self, device._allocator.free, self._block)
+        self._finalizer = weakref.finalize(self, _free_blocks, device._allocator, self._blocks)
         self._pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
         self._mirror = None                       # host-visible copy for recordings (staging devices only)
         self._host: np.ndarray | None = None
@@ -96,15 +100,48 @@ class Buffer:
         return self.device._run([], downloads=[self])[0]
 
     @property
+    def chunked(self) -> bool:
+        """True when the buffer is held in several blocks."""
+        return len(self._blocks) > 1
+
+    @property
+    def _tensors(self) -> list:
+        """The kp buffers of its blocks."""
+        return [b.tensor for b in self._blocks]
+
+    @property
+    def _mirrored(self) -> bool:
+        """True when its host copy (``host``) is a separate host-visible buffer, not its own mapped memory."""
+        return self._block.view is None or self.chunked
+
+    def _pieces(self, offset: int, nbytes: int) -> list:
+        """(block, byte offset in the block, byte offset from ``offset``, bytes) for each block that the byte
+        range [offset, offset + nbytes) touches, in order."""
+        if not self.chunked:
+            return [(self._block, offset, 0, nbytes)] if nbytes else []
+        chunk, out, pos, end = self.device.chunk_bytes, [], offset, offset + nbytes
+        while pos < end:
+            i, at = divmod(pos, chunk)
+            n = min(end - pos, chunk - at)
+            out.append((self._blocks[i], at, pos - offset, n))
+            pos += n
+        return out
+
+    @property
     def host(self) -> np.ndarray:
         """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
-        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped."""
+        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped, unless
+        the buffer is chunked. DeviceError when a host copy that large cannot be allocated at once."""
         if self._host is None:
-            if self._block.view is not None:
+            if not self._mirrored:
                 view = self._block.view
             else:
-                self._mirror = self.device._mgr.buffer(self._block.size,
-                                                       transfers.download_memory_flags(self.device.info))
+                size = sum(b.size for b in self._blocks)
+                if size > self.device.info.max_memory_allocation_size:
+                    raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
+                                      f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
+                                      f"bytes): use Tensor.numpy() and write() for this tensor")
+                self._mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
                 view = self._mirror.host_view()
             self._host = np.asarray(_HostMemory(self, view, self.nbytes))
         return self._host
@@ -126,7 +163,23 @@ class Buffer:
         self._finalizer()
 
     def __repr__(self) -> str:
-        return f"<dmlgpu.Buffer {self.nbytes} bytes on {self.device.info.name}>"
+        held = f" in {len(self._blocks)} blocks" if self.chunked else ""
+        return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.device.info.name}>"
+
+
+def _free_blocks(allocator: Allocator, blocks: list) -> None:
+    for block in blocks:
+        allocator.free(block)
+
+
+def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes: int) -> list:
+    """The region copies that move ``nbytes`` from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset``,
+    split where either buffer's blocks end."""
+    ops = []
+    for s_block, s_at, pos, n in src._pieces(src_offset, nbytes):
+        for d_block, d_at, d_pos, m in dst._pieces(dst_offset + pos, n):
+            ops.append(kp.OpCopyRegion(s_block.tensor, d_block.tensor, s_at + d_pos, d_at, m))
+    return ops
 
 
 @dataclass
@@ -138,6 +191,8 @@ class Dispatch:
     count: int
     barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
                           # recorded before that one then covers this one's buffers too
+    wide: bool = False    # a large-tensor variant: addresses its buffers through the device addresses in its
+                          # parameters (chunked ones too); the others bind each buffer's one block
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
@@ -157,13 +212,16 @@ class Device:
     the first device. ``memory_limit``: the most bytes of device memory this Device's allocator holds at once
     (in use and cached), or None for what the driver gives. ``direct_memory``: read and write buffers through
     mapped memory instead of staging copies; default: DMLGPU_DIRECT_MEMORY (0 or 1) if set, else on
-    unified-memory devices (DeviceInfo.unified_memory).
+    unified-memory devices (DeviceInfo.unified_memory). ``chunk_bytes``: the size of the blocks that hold a
+    buffer larger than one block (a power of two of at least 64 KiB; buffers larger than it are then held in
+    several blocks, a setting for tests); default: the largest power of two that one block may have
+    (``max_block``: the least of maxStorageBufferRange, maxMemoryAllocationSize and maxBufferSize).
     One Device may be used from several threads: its submissions are serialised by a lock.
     ``features``: the optional Vulkan features enabled on it (DeviceInfo.features: all the device has).
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
-                 direct_memory: bool | None = None):
+                 direct_memory: bool | None = None, chunk_bytes: int | None = None):
         listed = devices()
         if index is None:
             index = default_device_index()
@@ -186,8 +244,17 @@ class Device:
                               f"device has ({sorted(self.info.features)}); rebuild kp with 'python tools/build_kp.py "
                               f"--force'")
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
-        max_block = min(self.info.max_storage_buffer_range, 2**32 - 4) // 4 * 4   # kp sizes are 32-bit
-        self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, max_block,
+        info = self.info
+        self.max_block = min(info.max_storage_buffer_range, info.max_memory_allocation_size or 2**64,
+                             info.max_buffer_size or 2**64) // 4 * 4     # bytes of one block
+        if chunk_bytes is None:
+            self.chunk_bytes = 1 << (self.max_block.bit_length() - 1)
+        elif chunk_bytes & (chunk_bytes - 1) or not 1 << 16 <= chunk_bytes <= self.max_block:
+            raise ValueError(f"chunk_bytes ({chunk_bytes}) must be a power of two from 64 KiB to {self.max_block}")
+        else:
+            self.chunk_bytes = self.max_block = int(chunk_bytes)
+        self.memory_limit = memory_limit
+        self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info)
         self._staging = Staging(self._mgr, self.info)
@@ -269,13 +336,23 @@ class Device:
             raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
         return self
 
+    @property
+    def memory_capacity(self) -> int:
+        """The most bytes of buffers this Device can hold at once: its memory_limit, else the device's largest
+        device-local memory heap."""
+        heap = self.info.device_memory
+        return heap if self.memory_limit is None else min(heap, self.memory_limit)
+
     def _check_sizes(self, *nbytes: int) -> None:
-        """DeviceError, before any GPU work, if a buffer of one of these sizes would exceed the device."""
-        limit = self._allocator.max_block
-        for n in nbytes:
-            if n > limit:
-                raise DeviceError(f"a tensor of {n} bytes exceeds this device's maxStorageBufferRange ({limit} "
-                                  f"bytes, {self.info.name}); split the operation into smaller ones")
+        """DeviceError, before any GPU work, if buffers of these sizes (one operation's) cannot be held by the
+        device together."""
+        total, capacity = sum(nbytes), self.memory_capacity
+        if total > capacity:
+            what = f"a tensor of {total} bytes exceeds" if len(nbytes) == 1 else \
+                f"tensors of {' + '.join(map(str, nbytes))} = {total} bytes exceed"
+            raise DeviceError(f"{what} this device's memory ({capacity} bytes, {self.info.name}"
+                              f"{', its memory_limit' if capacity == self.memory_limit else ''}); "
+                              f"split the operation into smaller ones")
 
     def _take(self, nbytes: int) -> Buffer:
         """A buffer of at least ``nbytes`` (a multiple of 4) whose contents are undefined."""
@@ -302,20 +379,19 @@ class Device:
         self._param_buffers[key] = buf            # most recently used last
         return buf, fresh
 
-    def _owner_scratch(self, words: int) -> Buffer:
+    def _owner_scratch(self, words: int, beside: tuple = ()) -> Buffer:
         """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it):
         one 32-bit word per unit of the output, so a scatter of 1-byte elements needs 4 bytes of it per
-        element. DeviceError, before any GPU work, if that exceeds the largest buffer."""
-        limit = self._allocator.max_block       # maxStorageBufferRange (and kp's 32-bit sizes)
-        if 4 * words > limit:
-            raise DeviceError(f"this scatter needs {4 * words} bytes of claim scratch (4 bytes per unit of its "
-                              f"output, {words} units), more than this device's maxStorageBufferRange ({limit} "
-                              f"bytes, {self.info.name}); split the output into smaller tensors")
+        element (chunked past the largest block). DeviceError, before any GPU work, if the device cannot hold
+        it beside the operation's tensors ``beside`` (bytes)."""
         if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
+            self._check_sizes(*beside, 4 * words)
             size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
-            size = min(1 << (size - 1).bit_length(), limit // 4)
+            size = 1 << (size - 1).bit_length()        # powers of two up to one block, then what is asked
+            if 4 * size > self.max_block:
+                size = words
             self._owner = None
-            self._owner = Buffer(self, 4 * max(size, words))
+            self._owner = Buffer(self, 4 * size)
             self._fill(self._owner, 0, 0, self._owner.nbytes)
             self._owner_clean = True
         return self._owner
@@ -342,42 +418,47 @@ class Device:
         """Uploads ``src`` (flat uint8) into ``buf`` at byte ``offset``, now."""
         with self._lock:
             self._open()
-            if buf._block.view is not None:
-                transfers.host_copy(buf._block.view[offset:offset + src.size], src)
-            else:
-                self._staging.write(buf._tensor, offset, src)
+            for block, at, pos, n in buf._pieces(offset, src.size):
+                if block.view is not None:
+                    transfers.host_copy(block.view[at:at + n], src[pos:pos + n])
+                else:
+                    self._staging.write(block.tensor, at, src[pos:pos + n])
 
     def _read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
         """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included)."""
         with self._lock:
             self._open()
-            if buf._block.view is not None:
-                return buf._block.view[offset:offset + nbytes].copy()
             out = np.empty(nbytes, dtype=np.uint8)
-            self._staging.read(buf._tensor, offset, out)
+            for block, at, pos, n in buf._pieces(offset, nbytes):
+                if block.view is not None:
+                    transfers.host_copy(out[pos:pos + n], block.view[at:at + n])
+                else:
+                    self._staging.read(block.tensor, at, out[pos:pos + n])
             return out
 
     def _copy(self, src: Buffer, dst: Buffer, nbytes: int) -> None:
         """Copies the first ``nbytes`` of ``src`` into ``dst`` on the device, now (no host round trip)."""
         if nbytes > 0:
-            self._transfer_now([src, dst], dst, kp.OpCopyRegion(src._tensor, dst._tensor, 0, 0, nbytes))
+            self._transfer_now([src, dst], dst, _copy_ops(src, 0, dst, 0, nbytes))
 
     def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
         """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
         if nbytes > 0:
-            self._transfer_now([buf], buf, kp.OpFill(buf._tensor, offset, nbytes, word))
+            self._transfer_now([buf], buf, [kp.OpFill(block.tensor, at, n, word)
+                                            for block, at, _, n in buf._pieces(offset, nbytes)])
 
-    def _transfer_now(self, touched: list, written: Buffer, op) -> None:
-        """Submits one transfer op on device buffers and waits: after a barrier on the buffers it touches, and
-        followed, on unified memory, by the barrier that lets the host read what it wrote."""
+    def _transfer_now(self, touched: list, written: Buffer, ops: list) -> None:
+        """Submits transfer ops on device buffers and waits: after a barrier on the buffers they touch, and
+        followed, on unified memory, by the barrier that lets the host read what they wrote."""
         with self._lock:
             self._open()
             seq = self._immediate
             seq.clear()
-            seq.record(kp.OpMemoryBarrier([b._tensor for b in touched], *BEFORE_COPY))
-            seq.record(op)
+            seq.record(kp.OpMemoryBarrier([t for b in touched for t in b._tensors], *BEFORE_COPY))
+            for op in ops:
+                seq.record(op)
             if self.direct_memory:
-                seq.record(kp.OpMemoryBarrier([written._tensor], *BEFORE_HOST_READ))
+                seq.record(kp.OpMemoryBarrier(written._tensors, *BEFORE_HOST_READ))
             self._submit(seq, False)
 
     # ---- internal: running ----
@@ -396,7 +477,8 @@ class Device:
             self._open()
             pending = [b for b in uploads if b._pending is not None]
             key = None if pending or downloads or not dispatches else \
-                tuple((d.kernel, d.count, d.barrier) + tuple(id(b._block) for b in d.buffers) for d in dispatches)
+                tuple((d.kernel, d.count, d.barrier) + tuple(id(k) for b in d.buffers for k in b._blocks)
+                      for d in dispatches)
             if key is not None:
                 seq = self._replays.pop(key, None)
                 if seq is not None:          # the same dispatches on the same blocks: submit what is recorded
@@ -411,14 +493,11 @@ class Device:
             down = sum(b.nbytes for b in downloads)
             fused = self.direct_memory or (up <= _FUSE_MAX and down <= _FUSE_MAX)
             ops = []
-            if self.direct_memory:
-                for b in pending:
-                    transfers.host_copy(b._block.view[:b._pending.size], b._pending)
-            elif fused:
+            if fused and not self.direct_memory:
                 ops += self._staged_uploads(pending)
-            else:
+            else:                        # mapped memory, or large: written now (through staging)
                 for b in pending:
-                    self._staging.write(b._tensor, 0, b._pending)
+                    self._write(b, 0, b._pending)
             for b in pending:
                 b._pending = None
             ops += self._dispatch_ops(dispatches)
@@ -433,18 +512,13 @@ class Device:
                 self._submit(seq, self._uses_owner(dispatches))
                 if key is not None:
                     self._replays[key] = seq
-            if self.direct_memory:
-                results = [b._block.view[:b.nbytes].copy() for b in downloads]
-            elif fused:
+            if fused and not self.direct_memory:
                 view, pos = self._staging.slot("down", 0, 0).view, 0
                 for b in downloads:
                     results.append(view[pos:pos + b.nbytes].copy())
                     pos += -(-b.nbytes // 16) * 16
             else:
-                for b in downloads:
-                    out = np.empty(b.nbytes, dtype=np.uint8)
-                    self._staging.read(b._tensor, 0, out)
-                    results.append(out)
+                results = [self._read_range(b, 0, b.nbytes) for b in downloads]
             return results
 
     def _staged_uploads(self, bufs) -> list:
@@ -453,22 +527,24 @@ class Device:
         if not bufs:
             return []
         slot = self._staging.slot("up", 0, sum(-(-b._pending.size // 16) * 16 for b in bufs))
-        ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
+        ops = [kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY)]
         pos = 0
         for b in bufs:
             n = b._pending.size
             transfers.host_copy(slot.view[pos:pos + n], b._pending)
-            ops.append(kp.OpCopyRegion(slot.tensor, b._tensor, pos, 0, n))
+            ops += [kp.OpCopyRegion(slot.tensor, block.tensor, pos + at_src, at, m)
+                    for block, at, at_src, m in b._pieces(0, n)]
             pos += -(-n // 16) * 16
         return ops
 
     def _staged_downloads(self, bufs) -> list:
         """The ops that copy the buffers into the download staging buffer, packed at 16-byte offsets."""
         slot = self._staging.slot("down", 0, sum(-(-b.nbytes // 16) * 16 for b in bufs))
-        ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
+        ops = [kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY)]
         pos = 0
         for b in bufs:
-            ops.append(kp.OpCopyRegion(b._tensor, slot.tensor, 0, pos, b.nbytes))
+            ops += [kp.OpCopyRegion(block.tensor, slot.tensor, at, pos + at_dst, m)
+                    for block, at, at_dst, m in b._pieces(0, b.nbytes)]
             pos += -(-b.nbytes // 16) * 16
         ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
         return ops
@@ -483,7 +559,7 @@ class Device:
                     if later.barrier:
                         break
                     group.append(later.buffers)
-                tensors = list({id(b): b._tensor for bufs in group for b in bufs}.values())
+                tensors = list({id(t): t for bufs in group for b in bufs for t in b._tensors}.values())
                 ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
             algo = self._algorithm(d)
             ops.append(kp.OpAlgoDispatch(algo))
@@ -492,7 +568,7 @@ class Device:
     def _host_read_ops(self, dispatches) -> list:
         """Unified memory: the barrier that makes what the dispatches wrote visible to host reads (so that
         reading a mapped buffer afterwards needs no submission of its own)."""
-        written = {id(b): b._tensor for d in dispatches for b in d.buffers}
+        written = {id(t): t for d in dispatches for b in d.buffers for t in b._tensors}
         return [kp.OpMemoryBarrier(list(written.values()), *BEFORE_HOST_READ)] if written else []
 
     def _uses_owner(self, dispatches) -> bool:
@@ -501,6 +577,9 @@ class Device:
     def _algorithm(self, d: Dispatch):
         """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch."""
         groups = kernels.workgroups(d.count, self.info.max_workgroup_count[0])
+        if not d.wide and any(b.chunked for b in d.buffers):
+            raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in several "
+                              f"(a large-tensor variant must be chosen for it)")
         return self._pipelines.algorithm(d.kernel, groups, tuple(b._block for b in d.buffers))
 
     def _submit(self, seq, scatters: bool) -> None:
