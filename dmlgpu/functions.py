@@ -17,7 +17,7 @@ from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import Plan, make_plan
+from .plan import GatherPlan, Plan, ScatterPlan, make_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
@@ -148,7 +148,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
 
         in_buf = operand(data)
         idx_buf = operand(indices)
-        if plan.kind == "gather" or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
+        if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
             out_buf = dev._take(nbytes)      # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
@@ -191,7 +191,7 @@ def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: 
         return _empty_result(data, out_shape, dev)
     index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), axis,
                          data.dtype.itemsize)
-    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, out_shape)
+    return _run(dev, make_plan(GatherPlan, index_map, idx.dtype), data, idx, out_shape)
 
 
 def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
@@ -217,7 +217,7 @@ def gather_elements(data, indices, axis: int = 0, *, device: Device | None = Non
         return _empty_result(data, idx.shape, dev)
     index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape), axis,
                              data.dtype.itemsize)
-    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, idx.shape)
+    return _run(dev, make_plan(GatherPlan, index_map, idx.dtype), data, idx, idx.shape)
 
 
 def _check_nd(op: str, data, idx, batch_dims: int):
@@ -249,7 +249,7 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
         return _empty_result(data, out_shape, dev)
     index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), batch_dims,
                        data.dtype.itemsize)
-    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, out_shape)
+    return _run(dev, make_plan(GatherPlan, index_map, idx.dtype), data, idx, out_shape)
 
 
 def _updates(updates, data, op: str):
@@ -286,7 +286,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     if reduction != "none":
         plan = _reduction.ReducePlan.nd(reduction, data.dtype, idx.dtype, *layouts, _self_copy(data))
         return _run_native(dev, plan, data, idx, upd)
-    plan = make_plan("scatter", nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
+    plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
 
 
@@ -309,7 +309,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
     if reduction != "none":
         plan = _reduction.ReducePlan.elements(reduction, data.dtype, idx.dtype, *layouts, axis, _self_copy(data))
         return _run_native(dev, plan, data, idx, upd)
-    plan = make_plan("scatter", elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, _self_copy(data))
+    plan = make_plan(ScatterPlan, elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
 
 
