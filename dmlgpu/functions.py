@@ -27,7 +27,7 @@ from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import Plan, make_plan
+from .plan import GatherPlan, Plan, ScatterPlan, make_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
@@ -203,7 +203,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
 
         in_buf = operand(data)
         idx_buf = operand(indices)
-        if plan.kind == "gather" or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
+        if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
             out_buf = dev._take(nbytes)      # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
@@ -249,7 +249,7 @@ def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: 
             return _Call(None, out_shape, check)
         index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), a,
                              data.dtype.itemsize)
-        return _Call(make_plan("gather", index_map, idx.dtype), out_shape, check)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
     return _execute(dev, _planned(dev, ("gather", data, idx, axis, mode), build), data, idx, values)
 
@@ -279,7 +279,7 @@ def gather_elements(data, indices, axis: int = 0, *, device: Device | None = Non
             return _Call(None, idx.shape, check)
         index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape),
                                  a, data.dtype.itemsize)
-        return _Call(make_plan("gather", index_map, idx.dtype), idx.shape, check)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), idx.shape, check)
 
     return _execute(dev, _planned(dev, ("gather_elements", data, idx, axis, mode), build), data, idx, values)
 
@@ -315,7 +315,7 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
             return _Call(None, out_shape, check)
         index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape),
                            batch_dims, data.dtype.itemsize)
-        return _Call(make_plan("gather", index_map, idx.dtype), out_shape, check)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
     return _execute(dev, _planned(dev, ("gather_nd", data, idx, batch_dims, mode), build), data, idx, values)
 
@@ -356,7 +356,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
         if red != "none":
             plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
         else:
-            plan = make_plan("scatter", nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
+            plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
     call = _planned(dev, ("scatter_nd", data, idx, upd, mode, reduction), build)
@@ -384,7 +384,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
         if red != "none":
             plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
         else:
-            plan = make_plan("scatter", elements_map(*layouts, a, data.dtype.itemsize), idx.dtype,
+            plan = make_plan(ScatterPlan, elements_map(*layouts, a, data.dtype.itemsize), idx.dtype,
                              _self_copy(data))
         return _Call(plan, data.shape, check)
 
