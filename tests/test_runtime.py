@@ -82,6 +82,26 @@ def test_a_failing_driver_allocation_raises_instead_of_crashing(device):
     assert dmlgpu.gather(np.arange(4), [2], device=device).tolist() == [2]
 
 
+def test_kp_enables_the_device_features_and_reports_the_size_limits(device):
+    """kp patch 0015: the optional features the device has are enabled, and buffers have device addresses
+    where bufferDeviceAddress is one of them; sizes are bytes (64-bit)."""
+    info = device.info
+    assert device.features == info.features
+    assert device.features <= {"shaderInt64", "shaderInt16", "shaderInt8", "storageBuffer16BitAccess",
+                               "storageBuffer8BitAccess", "shaderBufferInt64Atomics", "bufferDeviceAddress"}
+    assert info.max_memory_allocation_size >= info.max_storage_buffer_range // 2 > 0
+    assert info.max_buffer_size == 0 or info.max_buffer_size >= info.max_storage_buffer_range
+    if info.type == "CPU":       # lavapipe (Mesa 22+) has them all
+        assert {"shaderInt64", "bufferDeviceAddress", "storageBuffer8BitAccess"} <= device.features
+    a, b = (device._mgr.buffer(1 << 16, 0x1) for _ in range(2))
+    assert a.size() == 1 << 14                   # 32-bit words
+    if "bufferDeviceAddress" in device.features:
+        ends = sorted((t.device_address(), t.device_address() + (1 << 16)) for t in (a, b))
+        assert ends[0][0] > 0 and ends[0][1] <= ends[1][0], "two live buffers' address ranges overlap"
+    with pytest.raises((RuntimeError, ValueError), match="multiple of 4"):
+        device._mgr.buffer(6, 0x1)
+
+
 def test_mixed_sizes_leave_device_memory_flat(device):
     rng = np.random.default_rng(0)
     sizes = [4 << 10, 100 << 10, 1 << 20, 3 << 20]

@@ -126,7 +126,7 @@ class Buffer:
             if self._block.view is not None:
                 view = self._block.view
             else:
-                self._mirror = self.device._mgr.buffer(self._block.size // 4,
+                self._mirror = self.device._mgr.buffer(self._block.size,
                                                        transfers.download_memory_flags(self.device.info))
                 view = self._mirror.host_view()
             self._host = np.asarray(_HostMemory(self, view, self.nbytes))
@@ -189,6 +189,7 @@ class Device:
     DMLGPU_MAX_QUEUED if set, else 64 (see the module's docstring for when a batch is submitted).
     One Device may be used from several threads: its submissions are serialised by a lock, and all threads
     share its one batch of queued calls.
+    ``features``: the optional Vulkan features enabled on it (DeviceInfo.features: all the device has).
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
@@ -213,9 +214,15 @@ class Device:
         self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
         self._lock = threading.RLock()
         self._mgr = open_manager(index)
+        # the optional features the device has are enabled (kp patch 0015); kernels use only these
+        self.features = frozenset(name for name, on in self._mgr.enabled_features().items() if on)
+        if self.features != self.info.features:
+            raise DeviceError(f"{self.info.name}: kp enabled the features {sorted(self.features)}, not those the "
+                              f"device has ({sorted(self.info.features)}); rebuild kp with 'python tools/build_kp.py "
+                              f"--force'")
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
         max_block = min(self.info.max_storage_buffer_range, 2**32 - 4) // 4 * 4   # kp sizes are 32-bit
-        self._allocator = Allocator(lambda size: self._mgr.buffer(size // 4, flags), self._forget, max_block,
+        self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info)
         self._max_groups = self.info.max_workgroup_count[0]
@@ -533,7 +540,7 @@ class Device:
                     self._flush()
                     batch = self._batch
                 if self._batch_uploads is None:
-                    staging = self._mgr.buffer(_QUEUE_UPLOADS // 4, HOST_VISIBLE | HOST_COHERENT)
+                    staging = self._mgr.buffer(_QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
                     self._batch_uploads = (staging, staging.host_view())
                 staging, view = self._batch_uploads
                 pos = self._batch_upload_pos

@@ -69,7 +69,7 @@ class Slot:
     def __init__(self, mgr, flags: int, size: int):
         self.serial = next(_serials)
         self.size = size
-        self.tensor = mgr.buffer(size // 4, flags)
+        self.tensor = mgr.buffer(size, flags)
         self.view = self.tensor.host_view()
         self.seq = mgr.sequence()
         self.busy = False
