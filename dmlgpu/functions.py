@@ -7,23 +7,78 @@ dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour: negative 
 clamped) or "raise" (IndexError naming the first offending index, before any GPU work). Inputs are never
 modified. Results are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made
 inside a Device.record() block.
+
+Calls that return Tensors are queued on their device and return at once (Device.synchronize() and host reads
+wait: see dmlgpu.runtime.device); NumPy results are complete when the call returns.
+
+Repeated calls: each call's validation and planning depend only on its *signature* (the function, the
+operands' shapes and dtypes, axis or batch_dims, mode, reduction). Every Device keeps the last
+``CALL_CACHE`` planned calls by signature, so a repeated call checks only what depends on the values
+(mode="raise" reads the indices) before it moves data.
 """
 from __future__ import annotations
 
 import math
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import Plan, make_plan
+from .plan import GatherPlan, Plan, ScatterPlan, make_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
 
 MODES = ("clamp", "raise")
 ITEM_SIZES = (1, 2, 4, 8, 16)
+CALL_CACHE = 512      # planned calls kept per device
+
+
+class _Call(NamedTuple):
+    """A planned call: ``plan`` (Plan or ReducePlan; None when the call moves nothing), the result's shape,
+    ``check(values)`` (mode="raise": IndexError for a bad index value) or None, and ``copy`` (True: a
+    scatter that updates nothing returns a copy of data; else the empty result of ``out_shape``)."""
+
+    plan: object
+    out_shape: tuple
+    check: Callable | None = None
+    copy: bool = False
+
+
+def _planned(dev: Device, key: tuple, build: Callable[[], _Call]) -> _Call:
+    """The planned call for a signature ``key`` (a tuple whose array operands are NumPy arrays or Tensors,
+    already checked by _operands): from ``dev``'s cache, else ``build()`` (all the checks that depend on the
+    signature; they raise for bad input), cached. An ``axis`` or ``batch_dims`` that is not an int is part
+    of no signature (bool and NumPy integers take the full checks each time)."""
+    sig = tuple((x.shape, x.dtype) if isinstance(x, (np.ndarray, Tensor)) else
+                (x if x is None or type(x) in (int, str) else _UNCACHED) for x in key)
+    if _UNCACHED in sig:
+        return build()
+    calls = dev._calls
+    call = calls.pop(sig, None)
+    if call is None:
+        call = build()
+        while len(calls) >= CALL_CACHE:
+            del calls[next(iter(calls))]
+    calls[sig] = call                    # most recently used last
+    return call
+
+
+_UNCACHED = object()
+
+
+def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
+    """Runs a planned call: its index check, then the plan (or the result of a call that moves nothing)."""
+    if call.check is not None:
+        call.check(values)
+    if call.plan is None:
+        return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
+    if native:
+        return _run(dev, call.plan, data, idx, call.out_shape, updates)
+    return _run_native(dev, call.plan, data, idx, updates)
 
 
 def _device(device, *operands) -> Device:
@@ -148,7 +203,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
 
         in_buf = operand(data)
         idx_buf = operand(indices)
-        if plan.kind == "gather" or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
+        if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
             out_buf = dev._take(nbytes)      # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
@@ -156,10 +211,10 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
         dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf,
                                              take=scratch)
         if as_tensor:
-            dev._run(dispatches, uploads=params + uploads)
+            dev._run(dispatches, uploads=params + uploads, queue=True)
             if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
                 dev._give(*(b for b in taken if b is not out_buf))
-            return Tensor(out_buf, out_shape, data.dtype)
+            return Tensor._wrap(out_buf, out_shape, data.dtype)
         try:
             out = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
             return out[:nbytes].view(data.dtype).reshape(out_shape)
@@ -167,31 +222,36 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
             dev._give(*{id(b): b for b in taken + [out_buf]}.values())
 
 
-def _check_indices(op: str, values, count: int, dims, mode: str, dim_of) -> None:
-    """mode="raise": IndexError for the first index outside [-dim, dim). Either mode: IndexError when
-    ``count`` (> 0) elements would be read or written through a dimension of size 0, which has no element
-    to clamp to."""
+def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | None:
+    """The check of a call's index values: mode="raise": a function that raises IndexError for the first
+    index outside [-dim, dim); mode="clamp": None. Either mode: IndexError now when ``count`` (> 0)
+    elements would be read or written through a dimension of size 0, which has no element to clamp to."""
     dims = np.asarray(dims)
     if mode == "raise":
-        check_in_range(values, dims, lambda pos, value: (
+        return lambda values: check_in_range(values, dims, lambda pos, value: (
             f"{op}: index {value} at indices position {pos} is out of range for a dimension of size "
             f"{dim_of(pos)} (valid: [-size, size))"))
-    elif count and (dims == 0).any():
+    if count and (dims == 0).any():
         raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to clamp to")
+    return None
 
 
 def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX Gather / numpy.take(data, indices, axis): shape data[:axis] + indices.shape + data[axis+1:]."""
     data, idx, values, dev, mode = _operands("gather", data, indices, device, mode)
-    axis = _axis(axis, data.ndim)
-    dim = data.shape[axis]
-    out_shape = take_shape(data.shape, idx.shape, axis)
-    _check_indices("gather", values, math.prod(out_shape), dim, mode, lambda pos: dim)
-    if 0 in out_shape:
-        return _empty_result(data, out_shape, dev)
-    index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), axis,
-                         data.dtype.itemsize)
-    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, out_shape)
+
+    def build() -> _Call:
+        a = _axis(axis, data.ndim)
+        dim = data.shape[a]
+        out_shape = take_shape(data.shape, idx.shape, a)
+        check = _index_check("gather", math.prod(out_shape), dim, mode, lambda pos: dim)
+        if 0 in out_shape:
+            return _Call(None, out_shape, check)
+        index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), a,
+                             data.dtype.itemsize)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
+
+    return _execute(dev, _planned(dev, ("gather", data, idx, axis, mode), build), data, idx, values)
 
 
 def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
@@ -209,15 +269,19 @@ def gather_elements(data, indices, axis: int = 0, *, device: Device | None = Non
     """ONNX GatherElements / numpy.take_along_axis: out[i][j] = data[indices[i][j]][j] (axis 0), and so
     on; indices has data's rank and may be smaller outside the axis; the result has indices' shape."""
     data, idx, values, dev, mode = _operands("gather_elements", data, indices, device, mode)
-    axis = _axis(axis, data.ndim)
-    _check_elements_shapes("gather_elements", data, idx, axis)
-    dim = data.shape[axis]
-    _check_indices("gather_elements", values, idx.size, dim, mode, lambda pos: dim)
-    if idx.size == 0:
-        return _empty_result(data, idx.shape, dev)
-    index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape), axis,
-                             data.dtype.itemsize)
-    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, idx.shape)
+
+    def build() -> _Call:
+        a = _axis(axis, data.ndim)
+        _check_elements_shapes("gather_elements", data, idx, a)
+        dim = data.shape[a]
+        check = _index_check("gather_elements", idx.size, dim, mode, lambda pos: dim)
+        if idx.size == 0:
+            return _Call(None, idx.shape, check)
+        index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape),
+                                 a, data.dtype.itemsize)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), idx.shape, check)
+
+    return _execute(dev, _planned(dev, ("gather_elements", data, idx, axis, mode), build), data, idx, values)
 
 
 def _check_nd(op: str, data, idx, batch_dims: int):
@@ -242,14 +306,18 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
     """ONNX GatherND: out[b.., i..] = data[b.., *indices[b.., i.., :]]; shape
     indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
     data, idx, values, dev, mode = _operands("gather_nd", data, indices, device, mode)
-    dims = _check_nd("gather_nd", data, idx, batch_dims)
-    out_shape = nd_shape(data.shape, idx.shape, batch_dims)
-    _check_indices("gather_nd", values, math.prod(out_shape), dims, mode, lambda pos: dims[pos[-1]])
-    if 0 in out_shape:
-        return _empty_result(data, out_shape, dev)
-    index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), batch_dims,
-                       data.dtype.itemsize)
-    return _run(dev, make_plan("gather", index_map, idx.dtype), data, idx, out_shape)
+
+    def build() -> _Call:
+        dims = _check_nd("gather_nd", data, idx, batch_dims)
+        out_shape = nd_shape(data.shape, idx.shape, batch_dims)
+        check = _index_check("gather_nd", math.prod(out_shape), dims, mode, lambda pos: dims[pos[-1]])
+        if 0 in out_shape:
+            return _Call(None, out_shape, check)
+        index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape),
+                           batch_dims, data.dtype.itemsize)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
+
+    return _execute(dev, _planned(dev, ("gather_nd", data, idx, batch_dims, mode), build), data, idx, values)
 
 
 def _updates(updates, data, op: str):
@@ -273,21 +341,26 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     target runs on the GPU (Tensor indices are never downloaded). Details: dmlgpu/reduction.py."""
     data, idx, values, dev, mode = _operands("scatter_nd", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_nd")
-    reduction = _reduction.check(reduction, data.dtype)
-    dims = _check_nd("scatter_nd", data, idx, 0)
-    upd_shape = nd_shape(data.shape, idx.shape, 0)
-    if upd.shape != upd_shape:
-        raise ValueError(f"scatter_nd: updates.shape {upd.shape} must be {upd_shape} "
-                         f"(indices.shape[:-1] + data.shape[indices.shape[-1]:])")
-    _check_indices("scatter_nd", values, upd.size, dims, mode, lambda pos: dims[pos[-1]])
-    if data.size == 0 or upd.size == 0:
-        return _copy_result(data, dev)
-    layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
-    if reduction != "none":
-        plan = _reduction.ReducePlan.nd(reduction, data.dtype, idx.dtype, *layouts, _self_copy(data))
-        return _run_native(dev, plan, data, idx, upd)
-    plan = make_plan("scatter", nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
-    return _run(dev, plan, data, idx, data.shape, updates=upd)
+
+    def build() -> _Call:
+        red = _reduction.check(reduction, data.dtype)
+        dims = _check_nd("scatter_nd", data, idx, 0)
+        upd_shape = nd_shape(data.shape, idx.shape, 0)
+        if upd.shape != upd_shape:
+            raise ValueError(f"scatter_nd: updates.shape {upd.shape} must be {upd_shape} "
+                             f"(indices.shape[:-1] + data.shape[indices.shape[-1]:])")
+        check = _index_check("scatter_nd", upd.size, dims, mode, lambda pos: dims[pos[-1]])
+        if data.size == 0 or upd.size == 0:
+            return _Call(None, data.shape, check, copy=True)
+        layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
+        if red != "none":
+            plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
+        else:
+            plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
+        return _Call(plan, data.shape, check)
+
+    call = _planned(dev, ("scatter_nd", data, idx, upd, mode, reduction), build)
+    return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
 def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | None = None,
@@ -298,19 +371,25 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
     float32 subnormals may be flushed on some GPUs)."""
     data, idx, values, dev, mode = _operands("scatter_elements", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_elements")
-    reduction = _reduction.check(reduction, data.dtype)
-    axis = _axis(axis, data.ndim)
-    _check_elements_shapes("scatter_elements", data, idx, axis, upd)
-    dim = data.shape[axis]
-    _check_indices("scatter_elements", values, idx.size, dim, mode, lambda pos: dim)
-    if data.size == 0 or idx.size == 0:
-        return _copy_result(data, dev)
-    layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
-    if reduction != "none":
-        plan = _reduction.ReducePlan.elements(reduction, data.dtype, idx.dtype, *layouts, axis, _self_copy(data))
-        return _run_native(dev, plan, data, idx, upd)
-    plan = make_plan("scatter", elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, _self_copy(data))
-    return _run(dev, plan, data, idx, data.shape, updates=upd)
+
+    def build() -> _Call:
+        red = _reduction.check(reduction, data.dtype)
+        a = _axis(axis, data.ndim)
+        _check_elements_shapes("scatter_elements", data, idx, a, upd)
+        dim = data.shape[a]
+        check = _index_check("scatter_elements", idx.size, dim, mode, lambda pos: dim)
+        if data.size == 0 or idx.size == 0:
+            return _Call(None, data.shape, check, copy=True)
+        layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
+        if red != "none":
+            plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
+        else:
+            plan = make_plan(ScatterPlan, elements_map(*layouts, a, data.dtype.itemsize), idx.dtype,
+                             _self_copy(data))
+        return _Call(plan, data.shape, check)
+
+    call = _planned(dev, ("scatter_elements", data, idx, upd, axis, mode, reduction), build)
+    return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
 def _self_copy(data) -> IndexMap:

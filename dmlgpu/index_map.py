@@ -23,7 +23,13 @@ import numpy as np
 from .errors import DeviceError
 
 MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes (after folding)
-PARAM_WORDS = 72      # size of the parameter block; layout in shaders/index_map.glsl
+# The parameter words (uint32 offsets; shaders/index_map.glsl names the same ones, and tests/test_kernels.py
+# checks that they agree): see the GLSL for what each holds.
+P_RANK, P_TOTAL, P_K, P_FLAGS, P_TSTRIDE, P_UNITS = range(6)
+P_SHAPE, P_DENSE, P_DATA, P_INDEX, P_TDIM, P_TDATA, P_MAGIC, P_SHIFT = range(8, 8 + 8 * MAX_RANK, MAX_RANK)
+P_END = P_SHIFT + MAX_RANK    # kernels with parameters of their own put them from here on
+PARAM_WORDS = P_END           # size of the index map's parameter block
+FLAG_SIGNED, FLAG_WORDS, FLAG_ROWS = 1, 2, 4   # bits of P[P_FLAGS]
 UNITS = (16, 8, 4, 2, 1)
 ROW_LOOP_MAX = 4096   # units of the longest row a row-loop iteration moves (IndexMap.row_loop_ok) ...
 ROW_LOOP_ROWS = 64    # ... and the fewest rows worth it
@@ -135,7 +141,7 @@ class IndexMap:
         ``word_loop``: a gather of 1- or 2-byte units into a packed dense tensor iterates over its 32-bit
         words (no atomics); ignored otherwise. ``row_loop`` (needs row_loop_ok()): a gather iterates over
         the rows of the innermost dimension, moving each whole (flag bit 2: fewer index decodes, for CPU
-        devices, where an invocation is a SIMD lane). Word 1 is the kernel's loop count in every case."""
+        devices, where an invocation is a SIMD lane). Word P_TOTAL is the kernel's loop count in every case."""
         if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
             raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
                               f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
@@ -145,20 +151,22 @@ class IndexMap:
         if count >= _U32 - 1 or last_data >= _U32 or last_dense >= _U32:
             raise DeviceError("the operation addresses 2^32 or more units of a tensor; split it into smaller ones")
         p = np.zeros(PARAM_WORDS, dtype=np.uint32)
-        rank = sum(d.size > 1 for d in self.dims)
-        p[0:6] = [rank, count, len(self.tuple_dims), int(signed_indices), self.tuple_stride, count]
+        p[P_RANK] = sum(d.size > 1 for d in self.dims)
+        p[P_TOTAL] = p[P_UNITS] = count
+        p[P_K], p[P_TSTRIDE] = len(self.tuple_dims), self.tuple_stride
+        p[P_FLAGS] = FLAG_SIGNED if signed_indices else 0
         if word_loop and self.unit < 4 and self.dense_packed():
-            p[1] = -(-count * self.unit // 4)
-            p[3] |= 2
+            p[P_TOTAL] = -(-count * self.unit // 4)
+            p[P_FLAGS] |= FLAG_WORDS
         if row_loop:
             assert self.row_loop_ok()
-            p[1] = count // self.dims[-1].size
-            p[3] |= 4
+            p[P_TOTAL] = count // self.dims[-1].size
+            p[P_FLAGS] |= FLAG_ROWS
         for i, d in enumerate(d for d in self.dims if d.size > 1):   # size-1 dimensions add nothing
-            p[8 + i], p[16 + i], p[24 + i], p[32 + i] = d
-            p[56 + i], p[64 + i] = _magic(d.size)
+            p[P_SHAPE + i], p[P_DENSE + i], p[P_DATA + i], p[P_INDEX + i] = d
+            p[P_MAGIC + i], p[P_SHIFT + i] = _magic(d.size)
         for k, (n, t) in enumerate(self.tuple_dims):
-            p[40 + k], p[48 + k] = n, t
+            p[P_TDIM + k], p[P_TDATA + k] = n, t
         return p
 
 

@@ -1,28 +1,47 @@
-"""The compiled kernel variants (dmlgpu/shaders/*.spv, built by CMakeLists.txt when the package is built:
-``pip install .``, ``pip wheel .`` or scripts/setup.sh) and how to launch them."""
+"""The kernel variants: one table (``VARIANTS``) that the build and the package both read, the names the
+plans ask for, and how to launch them.
+
+Each variant is a shader of shaders/ compiled with a set of defines into dmlgpu/shaders/<stem>.spv.
+CMakeLists.txt runs this file as a script (``python -I dmlgpu/kernels.py``: standard library only, no
+package import) and compiles every line it prints, ``stem source NAME=VALUE ...``; the package looks the
+same stems up in ``VARIANTS``. A new variant is one row of ``_table()``. Facts the shaders share with the
+host (the workgroup size, the radix sort's digit and tile sizes) are defines given to every variant from
+here, so they are written once.
+"""
 from __future__ import annotations
 
 import functools
 import importlib.resources
+import sys
 
-WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl)
+WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
+UNITS = (1, 2, 4, 8, 16)      # bytes per access of the index-map kernels (shaders/units.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
+REDUCE_OPS = ("add", "mul", "min", "max")    # arith.glsl's OP codes 0..3
+REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64")
+
+# One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
+# counts), radix_scan, radix_scatter.
+RADIX_BITS = 8                # bits sorted per pass; one invocation per digit: RADIX == WORKGROUP_SIZE
+RADIX = 1 << RADIX_BITS
+RADIX_ITEMS = 16              # pairs per invocation in a tile of the histogram and scatter passes
+RADIX_SCAN_ITEMS = 16         # tile counts per invocation in a block of the scan passes
+RADIX_TILE = RADIX_ITEMS * WORKGROUP_SIZE             # radix.glsl's TILE
+RADIX_SCAN_BLOCK = RADIX_SCAN_ITEMS * WORKGROUP_SIZE  # radix.glsl's SCAN_BLOCK
+ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 
 
 def variant(kernel: str, unit: int, index_bytes: int) -> str:
-    """File stem of a kernel specialised for an access unit (1-16 bytes) and an index width (4 or 8 bytes)."""
-    assert kernel in KERNELS and unit in (1, 2, 4, 8, 16) and index_bytes in (4, 8)
+    """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
+    unit (1-16 bytes) and an index width (4 or 8 bytes)."""
+    assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8)
     return f"{kernel}_u{unit}_i{index_bytes * 8}"
-
-
-REDUCE_OPS = ("add", "mul", "min", "max")
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
     """File stem of the scatter reduction kernel for an element type (kind "u", "i" or "f"; 8-64 bits) and an
     operation (shaders/scatter_reduce.comp). Integer add and mul share the unsigned variant."""
-    assert kind in ("u", "i", "f") and op in REDUCE_OPS
-    assert bits in ((16, 32, 64) if kind == "f" else (8, 16, 32, 64))
+    assert f"{kind}{bits}" in REDUCE_TYPES and op in REDUCE_OPS
     if kind == "i" and op in ("add", "mul"):
         kind = "u"
     return f"scatter_reduce_{kind}{bits}_{op}"
@@ -33,15 +52,6 @@ def keys_variant(index_bytes: int, values: int = 0) -> str:
     carrying the update values of ``values`` (1, 2 or 4) bytes, or the updates offsets (0)."""
     assert index_bytes in (4, 8) and values in (0, 1, 2, 4)
     return f"reduce_keys{f'_v{values}' if values else ''}_i{index_bytes * 8}"
-
-
-# One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
-# counts), radix_scan, radix_scatter.
-RADIX_BITS = 8                # bits sorted per pass
-RADIX = 1 << RADIX_BITS
-RADIX_TILE = 16 * WORKGROUP_SIZE        # pairs per tile of the histogram and scatter passes (radix.glsl's TILE)
-RADIX_SCAN_BLOCK = 16 * WORKGROUP_SIZE  # tile counts per block of the scan passes (radix.glsl's SCAN_BLOCK)
-ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 
 
 def atomic_variant(kind: str, op: str, index_bytes: int) -> str | None:
@@ -55,14 +65,28 @@ def atomic_variant(kind: str, op: str, index_bytes: int) -> str | None:
     return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}"
 
 
+def _has_blocks(name: str) -> bool:
+    return name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul")
+
+
+def _has_partials(name: str) -> bool:
+    """Associative reductions (min/max, integer add/mul) fold long runs by levels of partials."""
+    return name.endswith(("_min", "_max")) or not name.startswith("scatter_reduce_f")
+
+
+def _has_values(name: str) -> bool:
+    """Element types of at most 4 bytes: the sort can carry the update values."""
+    return not name.endswith(("64_add", "64_mul", "64_min", "64_max"))
+
+
 def fold_variant(name: str, blocks: bool, values: bool) -> str:
     """The variant of a scatter reduction kernel (reduce_variant) that folds long runs by blocks where it
     has one (float32 add and mul: scatter_reduce.comp's FOLD_BLOCKS) if ``blocks``, and reads the update
     values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``."""
-    if blocks and name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul"):
+    if blocks and _has_blocks(name):
         name += "_blocks"
     if values:
-        assert not name.endswith(("64_add", "64_mul", "64_min", "64_max"))
+        assert _has_values(name)
         name += "_values"
     return name
 
@@ -71,13 +95,65 @@ def partials_variants(name: str, values: bool) -> tuple[str, str]:
     """The variants of an associative scatter reduction kernel (reduce_variant: min/max, integer add/mul) that
     fold long runs by levels of partials (scatter_reduce.comp's PARTIALS): (level 0, over the sorted rows,
     reading the update values that the sort carried if ``values``; the levels above it)."""
-    assert name.endswith(("_min", "_max")) or not name.startswith("scatter_reduce_f")
+    assert _has_partials(name)
     return name + ("_partials_values" if values else "_partials"), name + "_up"
+
+
+def _table() -> dict[str, tuple[str, dict]]:
+    """stem -> (shader source in shaders/, its defines), for every variant the build compiles."""
+    table: dict[str, tuple[str, dict]] = {}
+
+    def add(stem: str, source: str, **defines) -> None:
+        assert stem not in table, stem
+        table[stem] = (source, {"WORKGROUP_SIZE": WORKGROUP_SIZE, **defines})
+
+    for kernel in KERNELS:
+        for unit in UNITS:
+            for index_bytes in (4, 8):
+                add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
+    # scatter reductions (reduction.py), by element type (ELEM_KIND 0 unsigned, 1 signed, 2 float) and OP
+    for type_ in REDUCE_TYPES:
+        kind, bits = type_[0], int(type_[1:])
+        for op_code, op in enumerate(REDUCE_OPS):
+            name = reduce_variant(kind, bits, op)
+            if name in table:     # signed add and mul are the unsigned ones
+                continue
+            defines = dict(ELEM_KIND="uif".index(kind), ELEM_BYTES=bits // 8, OP=op_code)
+            add(name, "scatter_reduce.comp", **defines)
+            if _has_values(name):
+                add(fold_variant(name, False, True), "scatter_reduce.comp", **defines, VALUES=1)
+            if _has_blocks(name):
+                add(fold_variant(name, True, False), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1)
+                add(fold_variant(name, True, True), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1, VALUES=1)
+            if _has_partials(name):
+                level0, up = partials_variants(name, False)
+                add(level0, "scatter_reduce.comp", **defines, PARTIALS=1)
+                add(up, "scatter_reduce.comp", **defines, PARTIALS=2)
+                if _has_values(name):
+                    add(partials_variants(name, True)[0], "scatter_reduce.comp", **defines, PARTIALS=1, VALUES=1)
+    # a reduction's grouping: each update row's sort key, then the passes of the radix sort
+    for index_bytes in (4, 8):
+        for values in (0, 1, 2, 4):
+            add(keys_variant(index_bytes, values), "reduce_keys.comp", IDX64=index_bytes // 8,
+                **({"VALUES": values} if values else {}))
+    for step in ("hist", "reduce", "scan", "scatter"):
+        add(f"radix_{step}", f"radix_{step}.comp", RADIX_BITS=RADIX_BITS, RADIX_ITEMS=RADIX_ITEMS,
+            RADIX_SCAN_ITEMS=RADIX_SCAN_ITEMS)
+    # order-free 32-bit integer reductions by atomics
+    for index_bytes in (4, 8):
+        for kind, op in sorted(ATOMIC_REDUCTIONS):
+            add(atomic_variant(kind, op, index_bytes), "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
+                SIGNED=int(kind == "i"), IDX64=index_bytes // 8)
+    return table
+
+
+VARIANTS = _table()
 
 
 @functools.lru_cache(maxsize=None)
 def spirv(name: str) -> bytes:
     """The SPIR-V of a variant; FileNotFoundError names the build step when it is missing."""
+    assert name in VARIANTS, f"{name} is no kernel variant (kernels.VARIANTS)"
     path = importlib.resources.files(__package__) / "shaders" / f"{name}.spv"
     try:
         return path.read_bytes()
@@ -89,3 +165,8 @@ def spirv(name: str) -> bytes:
 def workgroups(count: int, max_groups: int) -> int:
     """Workgroups for ``count`` loop iterations; the kernels' grid-stride loop covers any remainder."""
     return max(1, min(-(-count // WORKGROUP_SIZE), max_groups))
+
+
+if __name__ == "__main__":     # the table for CMakeLists.txt: "stem source NAME=VALUE ..." per line
+    for stem, (source, defines) in VARIANTS.items():
+        sys.stdout.write(" ".join([stem, source] + [f"{k}={v}" for k, v in defines.items()]) + "\n")

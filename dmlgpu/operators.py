@@ -10,7 +10,7 @@ from . import dtypes
 from .dtypes import FeatureLevel
 from .errors import DescError, DeviceError
 from .index_map import Layout, copy_map, elements_map, nd_map, nd_shape, take_map, take_shape
-from .plan import Plan
+from .plan import GatherPlan, Plan, ScatterPlan
 from .reduction import REDUCTIONS, ReducePlan
 from .runtime import Buffer, Device
 from .tensor_desc import TensorDesc
@@ -144,7 +144,7 @@ class GatherDesc(_OperatorDesc):
         out_lay = _conform(out, expected, "InputTensor.Sizes split at Axis around the last IndexDimensions "
                                           "sizes of IndicesTensor")
         index_map = take_map(_layout(inp), idx_lay, out_lay, axis, inp.data_type.size)
-        return Plan("gather", index_map, idx.data_type.numpy)
+        return GatherPlan(index_map, idx.data_type.numpy)
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class GatherElementsDesc(_OperatorDesc):
         axis = _check_count(self.axis, "Axis", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
         _check_same_but_axis(idx, inp, axis)
         _check_same_sizes(out, idx)
-        return Plan("gather", elements_map(_layout(inp), _layout(idx), _layout(out), axis, inp.data_type.size),
+        return GatherPlan(elements_map(_layout(inp), _layout(idx), _layout(out), axis, inp.data_type.size),
                     idx.data_type.numpy)
 
 
@@ -234,7 +234,7 @@ class GatherNDDesc(_OperatorDesc):
                                                 self.indices_dimension_count, b)
         out_lay = _conform(out, expected, _ND_RULE)
         index_map = nd_map(in_lay, idx_lay, out_lay, b, inp.data_type.size)
-        return Plan("gather", index_map, idx.data_type.numpy)
+        return GatherPlan(index_map, idx.data_type.numpy)
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ class ScatterNDDesc(_OperatorDesc):
             return ReducePlan.nd(reduction, inp.data_type.numpy, idx.data_type.numpy, _layout(out, len(in_lay.shape)),
                                  idx_lay, upd_lay, _input_copy(inp, out))
         index_map = nd_map(_layout(out, len(in_lay.shape)), idx_lay, upd_lay, 0, inp.data_type.size)
-        return Plan("scatter", index_map, idx.data_type.numpy,
+        return ScatterPlan(index_map, idx.data_type.numpy,
                     _input_copy(inp, out))
 
 
@@ -318,7 +318,7 @@ class ScatterElementsDesc(_OperatorDesc):
                                        _layout(idx), _layout(upd), axis,
                                        _input_copy(inp, out))
         index_map = elements_map(_layout(out), _layout(idx), _layout(upd), axis, inp.data_type.size)
-        return Plan("scatter", index_map, idx.data_type.numpy,
+        return ScatterPlan(index_map, idx.data_type.numpy,
                     _input_copy(inp, out))
 
 
@@ -368,7 +368,7 @@ class CompiledOperator:
             if buf.nbytes < need:
                 raise ValueError(f"{attr} holds {buf.nbytes} bytes; {member}.TotalTensorSizeInBytes is {need}")
         out = buffers["output"]
-        for name in ("indices", "updates") + (("input",) if self.plan.kind == "gather" else ()):
+        for name in ("indices", "updates") + (() if self.plan.output_from_input else ("input",)):
             if buffers.get(name) is out:
                 raise ValueError(f"{desc.OPERATOR} cannot write its output over its {name}: bind another buffer")
         if out is buffers["input"] and (desc.output.sizes, desc.output.element_strides) != (

@@ -119,15 +119,16 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
-from .index_map import PARAM_WORDS, IndexMap, Layout, elements_map, nd_map
-from .plan import copy_dispatch
+from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
+from .plan import Plan, copy_dispatch
 from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")
 
-# Parameter words after an index map's (shaders/reduce_keys.comp, shaders/scatter_reduce.comp).
-P_KEY_SHIFT = PARAM_WORDS                                        # reduce_keys.comp
-P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK, P_PIECE, P_PASS = range(PARAM_WORDS, PARAM_WORDS + 6)  # scatter_reduce.comp
+# Parameter words after an index map's, named as in the shaders (tests/test_kernels.py checks them):
+P_KEY_SHIFT = P_END                                              # reduce_keys.comp
+P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK, P_PIECE, P_PASS = range(P_END, P_END + 6)  # scatter_reduce.comp
+R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS = range(5)          # the radix sort's passes (radix.glsl)
 CPU_PIECE = 60000     # CPU devices: rows of a run one pass of the sequential fold folds (llvmpipe's loop
                       # limit; at least FOLD_CHUNK: only the last run headed in a chunk can be longer)
 FOLD_CHUNK = 16       # sorted rows per invocation of the fold
@@ -171,14 +172,14 @@ def _trailing_zeros(x: int) -> int:
     return (x & -x).bit_length() - 1
 
 
-class ReducePlan:
+class ReducePlan(Plan):
     """A scatter reduction. ``scatter_map``: the scatter's index map as the plain scatter builds it
     (nd_map / elements_map: dense = updates, data = output, in elements), whose first ``rows`` dimensions
     enumerate the update rows and the others a row's slice; ``copy`` (input -> output, skipped in place) as
     in plan.Plan. Everything that does not depend on the buffers (kernels, parameter words, the number of
     sort passes) is worked out here, once."""
 
-    kind = "scatter_reduce"
+    output_from_input = True
 
     def __init__(self, reduction: str, dtype, index_dtype, scatter_map: IndexMap, rows: int,
                  copy: IndexMap | None = None):
@@ -211,13 +212,13 @@ class ReducePlan:
         # reads them in order instead of gathering them
         self.values = self.slice_count == 1 and elem <= 4
         self.keys_kernel = kernels.keys_variant(index_bytes, elem if self.values else 0)
-        self.keys_words = np.zeros(PARAM_WORDS + EXTRA_WORDS, dtype=np.uint32)
-        self.keys_words[:PARAM_WORDS] = row_map.params(signed)
+        self.keys_words = np.zeros(P_END + EXTRA_WORDS, dtype=np.uint32)
+        self.keys_words[:P_END] = row_map.params(signed)
         self.keys_words[P_KEY_SHIFT] = shift
-        self.fold_words = np.zeros(PARAM_WORDS + EXTRA_WORDS, dtype=np.uint32)
-        self.fold_words[:PARAM_WORDS] = slice_map.params(False)
-        self.fold_words[1] = -(-self.rows // FOLD_CHUNK) * self.slice_count   # (chunk, slice position)
-        self.fold_words[P_SLICE:P_CHUNK + 1] = self.slice_count, shift, self.rows, FOLD_CHUNK
+        self.fold_words = np.zeros(P_END + EXTRA_WORDS, dtype=np.uint32)
+        self.fold_words[:P_END] = slice_map.params(False)
+        self.fold_words[P_TOTAL] = -(-self.rows // FOLD_CHUNK) * self.slice_count   # (chunk, slice position)
+        self.fold_words[[P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK]] = self.slice_count, shift, self.rows, FOLD_CHUNK
         # associative reductions (min/max, integer and bool add/mul): levels of partials above the rows, each
         # with PARTIAL_CHUNK elements per invocation, up to the level that has a single chunk
         associative = reduction in ("min", "max") or dtype.kind in "iub"
@@ -226,15 +227,18 @@ class ReducePlan:
             while count > 1:
                 groups = -(-count // PARTIAL_CHUNK)
                 words = self.fold_words.copy()
-                words[1] = groups * self.slice_count
+                words[P_TOTAL] = groups * self.slice_count
                 words[P_ROWS], words[P_CHUNK] = count, PARTIAL_CHUNK
                 self.level_words.append(words)
                 count = groups
         self.tiles = -(-self.rows // kernels.RADIX_TILE)
         self.blocks = -(-kernels.RADIX * self.tiles // kernels.RADIX_SCAN_BLOCK)
-        self.pass_words = [np.array([self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1,
-                                     self.tiles, self.blocks], dtype=np.uint32)
-                           for b in range(0, self.key_bits, kernels.RADIX_BITS)]
+        self.pass_words = []
+        for b in range(0, self.key_bits, kernels.RADIX_BITS):
+            words = np.zeros(R_BLOCKS + 1, dtype=np.uint32)
+            words[[R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS]] = (
+                self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1, self.tiles, self.blocks)
+            self.pass_words.append(words)
 
     @classmethod
     def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None) -> "ReducePlan":
@@ -281,7 +285,7 @@ class ReducePlan:
                                      output))
         if self.atomic is not None:
             out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
-                                int(self.full_words[1])))
+                                int(self.full_words[P_TOTAL])))
             return out, uploads
         keys, rows = take(4 * self.rows), take(4 * self.rows)
         out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows)
@@ -304,7 +308,7 @@ class ReducePlan:
             kernel = kernels.fold_variant(self.kernel, blocks, self.values)
             pieces = -(-self.rows // CPU_PIECE) if device.info.type == "CPU" and not blocks else 1
             for words in self.piece_words(pieces):
-                out.append(Dispatch(kernel, (params(words), keys, output, updates, rows), int(words[1])))
+                out.append(Dispatch(kernel, (params(words), keys, output, updates, rows), int(words[P_TOTAL])))
             return out, uploads
         # levels of partials: level 0 (the rows) writes set 0, level L >= 1 reads set (L - 1) % 2 and writes
         # set L % 2 (keys, elements, heads), each set sized for the largest level that writes it
@@ -314,8 +318,8 @@ class ReducePlan:
                  int(self.level_words[1][P_ROWS]) if len(self.level_words) > 1 else 1]
         sets = [(take(4 * c), take(part_bytes * c), take(part_bytes * c)) for c in sizes]
         out.append(Dispatch(level0, (params(self.fold_words), keys, output, updates, rows) + sets[0],
-                            int(self.fold_words[1])))
+                            int(self.fold_words[P_TOTAL])))
         for level, words in enumerate(self.level_words, 1):
             k, v, h = sets[(level - 1) % 2]
-            out.append(Dispatch(up, (params(words), k, output, v, h) + sets[level % 2], int(words[1])))
+            out.append(Dispatch(up, (params(words), k, output, v, h) + sets[level % 2], int(words[P_TOTAL])))
         return out, uploads

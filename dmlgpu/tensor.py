@@ -26,6 +26,14 @@ class Tensor:
             raise ValueError(f"a {self.shape} {self.dtype} tensor needs {self.nbytes} bytes; the buffer has "
                              f"{buffer.nbytes}")
 
+    @classmethod
+    def _wrap(cls, buffer: Buffer, shape: tuple, dtype: np.dtype) -> "Tensor":
+        """A Tensor of a buffer known to be large enough: ``shape`` a tuple of ints, ``dtype`` an np.dtype
+        (the operations' results: no checks)."""
+        t = cls.__new__(cls)
+        t.buffer, t.shape, t.dtype = buffer, shape, dtype
+        return t
+
     device = property(lambda self: self.buffer.device)
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))

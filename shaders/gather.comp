@@ -10,7 +10,7 @@ layout(std430, binding = 3) restrict buffer Dense { UNIT_T DENSE[]; };
 #include "index_map.glsl"
 
 #if UNIT < 4
-// Word mode (flag bit 1): iteration w assembles word w of a packed dense tensor from its 4 / UNIT units
+// Word mode (FLAG_WORDS): iteration w assembles word w of a packed dense tensor from its 4 / UNIT units
 // and stores it whole, no atomics. A last, partial word keeps its other bytes.
 void process_word(uint w) {
     const uint per_word = 4u / UNIT;
@@ -29,7 +29,7 @@ void process_word(uint w) {
 
 void process(uint i) {
 #if UNIT >= 4
-    if ((P[P_FLAGS] & 4u) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
+    if ((P[P_FLAGS] & FLAG_ROWS) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
         uint n = P[P_SHAPE + P[P_RANK] - 1u];
         Offsets o = map_offsets(i * n);
         for (uint j = 0u; j < n; ++j)
@@ -38,7 +38,7 @@ void process(uint i) {
     }
 #endif
 #if UNIT < 4
-    if ((P[P_FLAGS] & 2u) != 0u) {
+    if ((P[P_FLAGS] & FLAG_WORDS) != 0u) {
         process_word(i);
         return;
     }

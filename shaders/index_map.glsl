@@ -1,6 +1,7 @@
 // The index machinery shared by every kernel: decode a linear id over the iteration space, apply the
 // strides of the three tensors, read each index of the tuple (32- or 64-bit, signed or not), wrap negative
-// indices, clamp, and add the indexed coordinates. Host side: dmlgpu/index_map.py (same word layout).
+// indices, clamp, and add the indexed coordinates. Host side: dmlgpu/index_map.py (same word layout and names,
+// checked by tests/test_kernels.py).
 //
 // Terms: the iteration space is the "dense" tensor's shape (gather: output; scatter: updates);
 // the "data" tensor is the one addressed through the indices (gather: input; scatter: output).
@@ -11,9 +12,7 @@
 const uint P_RANK = 0u;     // iteration dimensions after folding, 0..8
 const uint P_TOTAL = 1u;    // iterations of the kernel's loop (units of the dense tensor, or words: see bit 1)
 const uint P_K = 2u;        // index tuple size, 0..8 (0: plain strided copy)
-const uint P_FLAGS = 3u;    // bit 0: indices are of a signed type; bit 2: gather moving whole rows of the
-                            // innermost dimension, one per iteration; bit 1: gather of 1- or 2-byte units into
-                            // a packed dense tensor, one 32-bit word of it per iteration
+const uint P_FLAGS = 3u;    // FLAG_* bits
 const uint P_TSTRIDE = 4u;  // distance between the components of one index tuple, in index elements
 const uint P_UNITS = 5u;    // units of the dense tensor (with flag bit 1)
 const uint P_SHAPE = 8u;    // [8] iteration sizes
@@ -25,6 +24,10 @@ const uint P_TDATA = 48u;   // [8] data-tensor stride of that dimension
 const uint P_MAGIC = 56u;   // [8] magic multiplier of iteration size d (sizes are >= 2 after folding) ...
 const uint P_SHIFT = 64u;   // [8] ... and its shift l = ceil(log2(size)): see divide()
 const uint P_END = 72u;     // kernels with parameters of their own put them from here on
+const uint FLAG_SIGNED = 1u;  // indices are of a signed type
+const uint FLAG_WORDS = 2u;   // gather of 1- or 2-byte units into a packed dense tensor, one 32-bit word of it
+                              // per iteration
+const uint FLAG_ROWS = 4u;    // gather moving whole rows of the innermost dimension, one per iteration
 
 // i / n for 2 <= n < 2^32 without a division instruction (Granlund-Montgomery): m = 2^32 (2^l - n) / n + 1.
 uint divide(uint i, uint m, uint l) {
@@ -71,7 +74,7 @@ Offsets map_offsets(uint i) {
         index += c * P[P_INDEX + d];
     }
     uint k_count = P[P_K];
-    bool is_signed = (P[P_FLAGS] & 1u) != 0u;
+    bool is_signed = (P[P_FLAGS] & FLAG_SIGNED) != 0u;
     uint tstride = P[P_TSTRIDE];
     for (uint k = 0u; k < k_count; ++k)
         data += read_index(index + k * tstride, P[P_TDIM + k], is_signed) * P[P_TDATA + k];

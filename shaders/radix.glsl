@@ -13,15 +13,20 @@
 // (key >> P[R_SHIFT]) & P[R_MASK], P[R_TILES] tiles, P[R_BLOCKS] blocks of counts.
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
-const uint R_COUNT = 0u, R_SHIFT = 1u, R_MASK = 2u, R_TILES = 3u, R_BLOCKS = 4u;
-#define RADIX_BITS 8
+const uint R_COUNT = 0u;
+const uint R_SHIFT = 1u;
+const uint R_MASK = 2u;
+const uint R_TILES = 3u;
+const uint R_BLOCKS = 4u;
+// RADIX_BITS, RADIX_ITEMS (pairs per invocation in a tile), RADIX_SCAN_ITEMS (counts per invocation in the
+// scan passes): defines from the variant table (dmlgpu/kernels.py).
 const uint RADIX = 1u << RADIX_BITS;
-#if WORKGROUP_SIZE != 256
-#error "the radix kernels give each invocation one digit: WORKGROUP_SIZE must be RADIX (256)"
+#if WORKGROUP_SIZE != (1 << RADIX_BITS)
+#error "the radix kernels give each invocation one digit: WORKGROUP_SIZE must be RADIX"
 #endif
-const uint ITEMS = 16u;
+const uint ITEMS = RADIX_ITEMS;
 const uint TILE = WORKGROUP_SIZE * ITEMS;
-const uint SCAN_ITEMS = 16u;                          // counts per invocation in the scan passes
+const uint SCAN_ITEMS = RADIX_SCAN_ITEMS;
 const uint SCAN_BLOCK = WORKGROUP_SIZE * SCAN_ITEMS;
 
 uint digit(uint key) { return (key >> P[R_SHIFT]) & P[R_MASK]; }

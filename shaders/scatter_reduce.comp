@@ -4,7 +4,7 @@
 // u_0) ..., u_m) over the updates of each target, in row-major order of the updates: deterministic, no
 // atomics on values. Its input is the (key, row) pairs of reduce_keys.comp stably sorted by key, so each
 // target's rows form one run, in row-major order:
-//   KEYS[j]  target offset >> P[P_KEY_SHIFT] of the j-th sorted row
+//   KEYS[j]  target offset >> P[P_FOLD_SHIFT] of the j-th sorted row
 //   ROWS[j]  its updates offset, or with VALUES (rows of one element of at most 4 bytes) the update itself
 // Iteration i is (chunk c of P[P_CHUNK] consecutive sorted rows, position within the slice): it folds every
 // run whose head (first row) lies in chunk c, the last one to its end even past the chunk, so each run is
@@ -89,8 +89,9 @@ uint fold_block(uint acc, uint j, uint dense) {
     return redo == 0u ? bits : acc;
 }
 #endif
-const uint P_SLICE = P_END;           // iterations per slice (elements of one update row)
-const uint P_KEY_SHIFT = P_END + 1u;  // target offset = key << P[P_KEY_SHIFT]
+const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/reduction.py's)
+// iterations per slice (elements of one update row)
+const uint P_FOLD_SHIFT = P_END + 1u; // target offset = key << P[P_FOLD_SHIFT]
 const uint P_ROWS = P_END + 2u;       // number of sorted rows
 const uint P_CHUNK = P_END + 3u;      // sorted rows per chunk
 const uint P_PIECE = P_END + 4u;      // 0, or (CPU devices, sequential fold) rows of a run one pass folds ...
@@ -120,7 +121,7 @@ void process(uint i) {
             ++j;
             continue;
         }
-        uint target = (key << P[P_KEY_SHIFT]) + o.data;
+        uint target = (key << P[P_FOLD_SHIFT]) + o.data;
 #if PARTIALS == 2
         ELEM_T acc = HEADS_IN[(j - 1u) * slice + s];
 #elif UNIT < 4
@@ -157,7 +158,7 @@ void continue_run(uint i, uint slice, uint rows, uint chunk, uint piece) {
     uint key = IDX[head], j = head + P[P_PASS] * piece;
     if (j >= rows || IDX[j] != key)
         return;                               // the run ended in an earlier piece
-    uint target = (key << P[P_KEY_SHIFT]) + o.data;
+    uint target = (key << P[P_FOLD_SHIFT]) + o.data;
 #if UNIT < 4
     uint b = target * UNIT;
     ELEM_T acc = (atomicOr(DATA[b >> 2u], 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
@@ -188,7 +189,7 @@ void process(uint i) {
     }
     while (j < end) {
         uint key = IDX[j];
-        uint target = (key << P[P_KEY_SHIFT]) + o.data;
+        uint target = (key << P[P_FOLD_SHIFT]) + o.data;
 #if UNIT < 4
         // An atomic read: threads of neighbouring targets update the other bits of this word concurrently.
         uint b = target * UNIT;

@@ -1,3 +1,6 @@
-// The workgroup size of every kernel, written once (dmlgpu/kernels.py's WORKGROUP_SIZE mirrors it).
-#define WORKGROUP_SIZE 256
+// The workgroup size of every kernel: WORKGROUP_SIZE, a define that the variant table (dmlgpu/kernels.py)
+// gives every variant.
+#ifndef WORKGROUP_SIZE
+#error "WORKGROUP_SIZE is defined by the variant table (dmlgpu/kernels.py)"
+#endif
 layout(local_size_x = WORKGROUP_SIZE) in;

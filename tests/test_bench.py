@@ -66,8 +66,9 @@ def test_sizes_and_selection():
     with pytest.raises(ValueError):
         parse_size("12Q")
     int8 = [w.name for w in WORKLOADS if w.name.startswith("embedding-i8-")]
-    assert [w.name for w in select(["embedding-i8"])] == int8 and len(int8) == 4
-    assert [w.name for w in select(["embedding-i8-d1"])] == ["embedding-i8-d1"]
-    assert len(select(["scatter*"])) == 2
+    assert [w.name for w in select(["embedding-i8"])] == int8 and len(int8) == 5
+    assert [w.name for w in select(["embedding-i8-d1"])] == ["embedding-i8-d1", "embedding-i8-d1-i32"]
+    assert [w.name for w in select(["embedding-i8-d16"])] == ["embedding-i8-d16"]
+    assert len(select(["scatter*"])) == 4
     with pytest.raises(ValueError):
         select(["nope"])

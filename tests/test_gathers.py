@@ -436,12 +436,12 @@ ROW_CASES = [  # (table shape, dtype, index shape, axis): rows of the innermost 
 @pytest.mark.parametrize("row_loop", [True, False], ids=["row loop on CPUs", "one unit per iteration"])
 def test_gather_of_whole_rows(device, monkeypatch, shape, dtype, idx_shape, axis, row_loop):
     """On CPU devices a gather whose innermost dimension is a contiguous row moves each row in one iteration
-    (flag bit 2 of the parameters); elsewhere one unit per iteration. Both paths, on any device."""
+    (FLAG_ROWS in the parameters); elsewhere one unit per iteration. Both paths, on any device."""
     from dmlgpu import plan
     if not row_loop:
-        monkeypatch.setattr(plan.Plan, "_words", lambda self, device: self.words)
+        monkeypatch.setattr(plan.GatherPlan, "_words", lambda self, device: self.words)
     elif device.info.type != "CPU":
-        monkeypatch.setattr(plan.Plan, "_words", lambda self, device: self.row_words
+        monkeypatch.setattr(plan.GatherPlan, "_words", lambda self, device: self.row_words
                             if self.row_words is not None else self.words)
     rng = np.random.default_rng(sum(shape))
     x = random_data(rng, shape, dtype)

@@ -228,9 +228,11 @@ def test_unwritable_cache_directory_is_skipped(tmp_path):
     assert r.returncode == 0 and "[4]" in r.stdout, r.stderr
 
 
-def test_repeated_dispatches_replay_their_recorded_submission(staged):
-    """A repeated eager call on the same buffers submits the command buffer recorded for it; what the buffers
-    hold at that time is what it reads (new parameters and new index values included)."""
+def test_repeated_dispatches_replay_their_recorded_submission():
+    """A repeated synchronous run on the same buffers (here: eager calls on a device that queues none)
+    submits the command buffer recorded for it; what the buffers hold at that time is what it reads (new
+    parameters and new index values included)."""
+    staged = dmlgpu.Device(direct_memory=False, max_queued=0)
     table = np.arange(40, dtype=np.float32).reshape(10, 4)
     t = dmlgpu.tensor(table, device=staged)
     ids = dmlgpu.tensor(np.array([1, 2], np.int32), device=staged)
@@ -244,6 +246,7 @@ def test_repeated_dispatches_replay_their_recorded_submission(staged):
         assert np.array_equal(got, want)
     staged.empty_cache()                    # destroying blocks forgets the recorded runs that bind them
     assert dmlgpu.gather(t, ids).numpy().tolist() == table[[-1, 3]].tolist()
+    staged.close()
 
 
 def test_threads_allocating_tensors_on_one_device(device):

@@ -14,7 +14,7 @@ Recording allocates a new output (and a new parameter buffer and Kompute algorit
 kernels with constant memory. This relies on dmlgpu internals, all of them here: ``Recording._steps``,
 ``Device._run`` (inside a recording it appends steps), ``Device._pipelines`` (one Kompute algorithm per
 distinct dispatch, released by ``release``), ``Dispatch.barrier`` (a dispatch recorded without a barrier
-of its own is one timed step, not two), and ``Plan`` + ``copy_map`` for the copy-shader reference (the
+of its own is one timed step, not two), and ``GatherPlan`` + ``copy_map`` for the copy-shader reference (the
 gather kernel with tuple size 0).
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 
 import dmlgpu
 from dmlgpu.index_map import Layout, copy_map
-from dmlgpu.plan import Plan
+from dmlgpu.plan import GatherPlan
 
 
 @dataclasses.dataclass
@@ -103,7 +103,7 @@ class CopyReference:
             dev = self.device
             expected = np.resize(np.arange(251, dtype=np.uint8), n)
             src, dst = dev.buffer(expected), dev.buffer(nbytes=n)
-            plan = Plan("gather", copy_map(Layout.packed((n,)), Layout.packed((n,)), 1), np.uint32)
+            plan = GatherPlan(copy_map(Layout.packed((n,)), Layout.packed((n,)), 1), np.uint32)
             dispatches, uploads = plan.dispatches(dev, input=src, indices=dev._dummy, output=dst)
             dev._run(dispatches, uploads=uploads)
             if not np.array_equal(dst.read()[:n], expected):

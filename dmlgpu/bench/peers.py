@@ -1,9 +1,10 @@
 """The peer that dmlgpu is compared with, on the same data in the same process: PyTorch on CUDA when
 ``torch.cuda.is_available()``, else NumPy on the host.
 
-Both offer: ``put`` (a NumPy array to the peer's tensor), ``fetch`` (back to NumPy), ``time`` (median
-time of a call over warmed iterations: CUDA events for PyTorch, perf_counter for NumPy), the small-op
-latency measurements, ``info`` (name and versions, for the report) and ``free_bytes`` (device memory free,
+Both offer: ``put`` (a NumPy array to the peer's tensor), ``fetch`` (back to NumPy), ``calls`` (the peer's
+ways of doing a Case's job, by name: PyTorch has several, NumPy one), ``time`` (median time of a call over
+warmed iterations: CUDA events for PyTorch, perf_counter for NumPy; ``deterministic``: PyTorch with
+``torch.use_deterministic_algorithms(True)``, which NumPy does not have), the small-op latency measurements, ``info`` (name and versions, for the report) and ``free_bytes`` (device memory free,
 when known).
 """
 from __future__ import annotations
@@ -36,6 +37,10 @@ class PeerTime:
 
 class NumpyPeer:
     kind = "numpy"
+    has_deterministic_mode = False
+
+    def calls(self, case) -> dict:
+        return {"numpy": case.numpy}
 
     def info(self) -> dict:
         return {"name": "numpy", "version": np.__version__, "device": "host CPU"}
@@ -52,8 +57,9 @@ class NumpyPeer:
     def release(self) -> None:
         pass
 
-    def time(self, fn, args: dict, repeats: int) -> tuple[PeerTime, np.ndarray]:
+    def time(self, fn, args: dict, repeats: int, deterministic: bool = False) -> tuple[PeerTime, np.ndarray]:
         """(median over up to ``repeats`` calls or NUMPY_BUDGET_S seconds, the result of a call)."""
+        assert not deterministic
         result = fn(args)                                   # warm-up, and the result to check
         samples = host_samples(lambda: fn(args), repeats, NUMPY_BUDGET_S)
         return PeerTime([s * 1e9 for s in samples], "perf_counter"), result
@@ -68,6 +74,10 @@ class NumpyPeer:
 
 class TorchPeer:
     kind = "torch"
+    has_deterministic_mode = True
+
+    def calls(self, case) -> dict:
+        return case.torch
 
     def __init__(self, index: int = 0):
         import torch
@@ -93,8 +103,19 @@ class TorchPeer:
         self.torch.cuda.synchronize(self.device)
         self.torch.cuda.empty_cache()
 
-    def time(self, fn, args: dict, repeats: int, warmup: int = 5):
-        """(median of ``repeats`` calls timed with CUDA events after ``warmup`` calls, the result of a call)."""
+    def time(self, fn, args: dict, repeats: int, deterministic: bool = False, warmup: int = 5):
+        """(median of ``repeats`` calls timed with CUDA events after ``warmup`` calls, the result of a call).
+        ``deterministic``: under ``torch.use_deterministic_algorithms(True)`` (a call that has no
+        deterministic implementation raises RuntimeError)."""
+        t = self.torch
+        before = t.are_deterministic_algorithms_enabled()
+        t.use_deterministic_algorithms(deterministic)
+        try:
+            return self._time(fn, args, repeats, warmup)
+        finally:
+            t.use_deterministic_algorithms(before)
+
+    def _time(self, fn, args: dict, repeats: int, warmup: int):
         cuda = self.torch.cuda
         for _ in range(warmup):
             result = fn(args)

@@ -8,8 +8,11 @@ JSON format (``bench.json``):
   (why), or ``error`` and ``traceback`` (strings), or: shape, dtype, moved_bytes; ``dmlgpu`` (median_ns,
   min_ns, p90_ns, samples, dispatches_per_op, wall_ns_per_op: a host-timed cross-check, gbps: GB/s =
   1e9 bytes/s); ``copy`` (the copy shader on as many bytes: the same fields, moved_bytes); copy_fraction
-  (dmlgpu GB/s / copy GB/s); ``peer`` (name, median_ns, min_ns, samples, method, gbps); ratio (dmlgpu
-  GB/s / peer GB/s); ``eager`` (first_ns, median_ns, samples: wall time of the eager call on device Tensors,
+  (dmlgpu GB/s / copy GB/s); ``peer`` (the fastest of the peer's calls for the job: name, call (which
+  won), calls (every call's median_ns, or why it did not run), median_ns, min_ns, samples, method, gbps);
+  ratio (dmlgpu GB/s / peer GB/s); scatters on PyTorch: ``peer_deterministic`` (the same, under
+  ``torch.use_deterministic_algorithms(True)``) and ratio_deterministic; single-element gathers:
+  ``ceiling`` (bytes, gbps: the random-access ceiling, workloads.py) and ceiling_fraction; ``eager`` (first_ns, median_ns, samples: wall time of the eager call on device Tensors,
   the case's first call and steady state; over_gpu_ns: median minus the GPU median); verified (bool);
   mismatch (str or null);
 * ``latency`` (or null): operation, ``dmlgpu`` (recorded_round_trip_us, function_round_trip_us,
@@ -24,8 +27,10 @@ from pathlib import Path
 from .units import fmt_bytes, fmt_number
 
 JSON_NAME, MARKDOWN_NAME, PLOT_NAME = "bench.json", "bench.md", "bench.png"
-COLUMNS = ("workload", "moved", "dmlgpu us", "dmlgpu GB/s", "% copy", "peer GB/s", "dmlgpu/peer", "eager us",
-           "eager - GPU us", "first eager us", "check")
+COLUMNS = ("workload", "moved", "dmlgpu us", "dmlgpu GB/s", "% copy", "% ceiling", "peer GB/s", "peer call",
+           "dmlgpu/peer", "det. peer GB/s", "dmlgpu/det. peer", "eager us", "eager - GPU us", "first eager us",
+           "check")
+ALIGN = "lrrrrrrlrrrrrrl"
 
 
 def failures(results: dict) -> list[str]:
@@ -53,8 +58,12 @@ def _case_cells(c: dict) -> list[str]:
     d, e = c["dmlgpu"], c.get("eager")
     eager = [fmt_number(e["median_ns"] / 1e3), fmt_number(e["over_gpu_ns"] / 1e3), fmt_number(e["first_ns"] / 1e3)] \
         if e else ["", "", ""]
+    ceiling = f"{100 * c['ceiling_fraction']:.0f}%" if "ceiling_fraction" in c else ""
+    det = c.get("peer_deterministic")
+    det_cells = [fmt_number(det["gbps"]), fmt_number(c["ratio_deterministic"], 2)] if det else ["", ""]
     return [name, size, fmt_number(d["median_ns"] / 1e3), fmt_number(d["gbps"]), f"{100 * c['copy_fraction']:.0f}%",
-            fmt_number(c["peer"]["gbps"]), fmt_number(c["ratio"], 2), *eager, "ok" if c["verified"] else "MISMATCH"]
+            ceiling, fmt_number(c["peer"]["gbps"]), c["peer"].get("call", c["peer"]["name"]), fmt_number(c["ratio"], 2),
+            *det_cells, *eager, "ok" if c["verified"] else "MISMATCH"]
 
 
 def _latency_rows(lat: dict) -> tuple[list, list]:
@@ -91,9 +100,11 @@ def text(results: dict) -> str:
     lines = [f"dmlgpu benchmark, {m['date']}: device {m['device']['index']} {m['device']['name']} "
              f"({m['device']['type']}); peer {_peer_text(peer)}; {m['repeats']} timed repetitions",
              "GB/s = bytes moved (read + written, indices included) / median time; % copy: of the copy "
-             "shader's GB/s on as many bytes; eager: wall time of the call on device Tensors (steady-state "
-             "median, and the case's first call)", ""]
-    lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], "lrrrrrrrrrl"))
+             "shader's GB/s on as many bytes; % ceiling: of the random-access ceiling (single-element gathers); "
+             "peer: the fastest of its calls for the job (peer call); det. peer: PyTorch with deterministic "
+             "algorithms (scatters; dmlgpu's are deterministic); eager: wall time of the call on device Tensors "
+             "(steady-state median, and the case's first call)", ""]
+    lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], ALIGN))
     if results.get("latency"):
         rows, header = _latency_rows(results["latency"])
         lines += ["", _text_table(header, rows, "lrr")]
@@ -130,7 +141,9 @@ def markdown(results: dict) -> str:
         ["timing", f"dmlgpu: median of {m['repeats']} dispatches recorded in one submission, Vulkan timestamps; "
                    f"peer: median of {m['repeats']} warmed iterations "
                    + ("(CUDA events around each call: at small sizes they include PyTorch's launch overhead, "
-                      "while dmlgpu's dispatches are pre-recorded)" if m["peer"]["name"] == "torch"
+                      "while dmlgpu's dispatches are pre-recorded); the fastest of several PyTorch calls for the "
+                      "job (peer call); det. peer: the same with torch.use_deterministic_algorithms(True) "
+                      "(scatters: dmlgpu's are deterministic)" if m["peer"]["name"] == "torch"
                       else "(perf_counter, at most ~1 s per case)")],
         ["bytes moved", m["bytes_moved"] + f"; indices {m['index_dtype']}"],
     ]

@@ -8,10 +8,17 @@ Bytes moved (``Case.moved``) count what an ideal kernel must read and write, ind
 * scatters (which return a new tensor: a copy of data, updated): data is read and the output written
   once, updates and indices are read once: 2 * data bytes + updates bytes + indices bytes.
 
-Indices are int64 (the PyTorch peer needs int64 for gather/scatter). Scatter indices are unique, so the
-result does not depend on the order of duplicate writes and can be checked against the peer. Data is
-random bytes (tiled from a prime-length block: cheap at 1 GiB, and rows differ), so float results are
-compared bit for bit.
+Indices are int64, or int32 in the workloads named "...-i32" (PyTorch calls that take only int64 indices,
+such as ``torch.gather``, get an int64 copy there). Scatter indices are unique, so the result does not depend
+on the order of duplicate writes and can be checked against the peer. Data is random bytes (tiled from a
+prime-length block: cheap at 1 GiB, and rows differ), so float results are compared bit for bit.
+
+The PyTorch peer times several calls that do the same job (``Case.torch``: index_select, indexing,
+F.embedding, ...) and reports the fastest; scatters (``Case.scatter``) are also timed with
+``torch.use_deterministic_algorithms(True)``, since dmlgpu's scatters are deterministic (calls that PyTorch
+refuses in that mode are left out). Single-element gathers have a random-access ceiling
+(``Case.ceiling_bytes``): every element costs a 32-byte sector read, its index and its output write, so
+``moved / ceiling_bytes`` of the copy shader's bandwidth is the most a kernel can reach.
 """
 from __future__ import annotations
 
@@ -25,13 +32,17 @@ import numpy as np
 import dmlgpu
 
 INDEX_DTYPE = np.dtype(np.int64)
+SECTOR = 32           # bytes a random read fetches from memory (a GPU's L2 sector)
 _BLOCK = np.random.default_rng(20240611).integers(0, 256, 1_000_003, dtype=np.uint8)
 
 
 @dataclass
 class Case:
     """One workload at one size. ``operands`` go to dmlgpu (as Tensors) and to the peer; ``aux`` only to the
-    peer (index forms its API wants). The calls take a dict of the backend's tensors and return the result."""
+    peer (index forms its API wants). The calls take a dict of the backend's tensors and return the result;
+    ``torch`` holds PyTorch's ways of doing the same job, by name. ``scatter``: also timed with PyTorch's
+    deterministic algorithms. ``ceiling_bytes``: single-element gathers, the bytes of the random-access
+    ceiling (see the module docstring), else 0."""
 
     shape: str
     operands: dict
@@ -39,8 +50,10 @@ class Case:
     out_nbytes: int
     dmlgpu: Callable
     numpy: Callable
-    torch: Callable
+    torch: dict
     aux: dict = field(default_factory=dict)
+    scatter: bool = False
+    ceiling_bytes: int = 0
 
     def buffer_sizes(self) -> list[int]:
         """Bytes of every device buffer dmlgpu needs (operands and output)."""
@@ -82,6 +95,17 @@ def _unique(count: int, dim: int, rng: np.random.Generator) -> np.ndarray:
     return (a * np.arange(count, dtype=np.int64) + int(rng.integers(dim))) % dim
 
 
+def _indices(values: np.ndarray, index_dtype) -> tuple[np.ndarray, dict]:
+    """(the indices in ``index_dtype``, aux: an int64 copy "indices64" when that is narrower)."""
+    values = values.astype(index_dtype)
+    return values, ({"indices64": values.astype(np.int64)} if values.dtype != np.int64 else {})
+
+
+def _i64(t: dict, name: str = "indices"):
+    """The int64 form of an index operand (for PyTorch calls that take no other)."""
+    return t.get(name + "64", t[name])
+
+
 def _short(dtype) -> str:
     return {"float32": "f32", "float16": "f16", "int8": "i8", "int64": "i64"}.get(np.dtype(dtype).name,
                                                                                  np.dtype(dtype).name)
@@ -93,22 +117,35 @@ def _describe(**arrays) -> str:
 
 # ---- builders ----
 
-def _embedding(dtype, width: int):
+def _embedding(dtype, width: int, index_dtype=INDEX_DTYPE):
     """GATHER axis 0 of a [V, width] table by V random row numbers (V from the size)."""
-    dtype = np.dtype(dtype)
+    dtype, index_dtype = np.dtype(dtype), np.dtype(index_dtype)
 
     def build(target, rng):
         row = width * dtype.itemsize
-        n = _count(target, 2 * row + INDEX_DTYPE.itemsize)
+        n = _count(target, 2 * row + index_dtype.itemsize)
         if n is None:
             return None
-        data, idx = pattern((n, width), dtype), rng.integers(0, n, n, dtype=INDEX_DTYPE)
+        data = pattern((n, width), dtype)
+        idx, aux = _indices(rng.integers(0, n, n, dtype=np.int64), index_dtype)
+        calls = {"index_select": lambda t: t["data"].index_select(0, t["indices"]),
+                 "x[idx]": lambda t: t["data"][t["indices"]]}
+        if dtype.kind == "f":
+            calls["F.embedding"] = lambda t: _torch_f().embedding(t["indices"], t["data"])
+        if width == 1:
+            calls["take"] = lambda t: t["data"].take(_i64(t)).view(-1, 1)
         return Case(_describe(data=data, indices=idx), {"data": data, "indices": idx},
                     2 * n * row + idx.nbytes, n * row,
                     dmlgpu=lambda t: dmlgpu.gather(t["data"], t["indices"], axis=0),
                     numpy=lambda a: np.take(a["data"], a["indices"], axis=0),
-                    torch=lambda t: t["data"].index_select(0, t["indices"]))
+                    torch=calls, aux=aux,
+                    ceiling_bytes=n * (SECTOR + index_dtype.itemsize + row) if width == 1 else 0)
     return build
+
+
+def _torch_f():
+    import torch.nn.functional as F
+    return F
 
 
 def _gather_middle(target, rng):
@@ -122,24 +159,27 @@ def _gather_middle(target, rng):
                 2 * data.nbytes + idx.nbytes, data.nbytes,
                 dmlgpu=lambda t: dmlgpu.gather(t["data"], t["indices"], axis=1),
                 numpy=lambda a: np.take(a["data"], a["indices"], axis=1),
-                torch=lambda t: t["data"].index_select(1, t["indices"]))
+                torch={"index_select": lambda t: t["data"].index_select(1, t["indices"]),
+                       "x[:, idx]": lambda t: t["data"][:, t["indices"]]})
 
 
-def _gather_elements(axis: int):
+def _gather_elements(axis: int, index_dtype=INDEX_DTYPE):
     """GATHER_ELEMENTS of [R, 256] float32 along ``axis`` by random indices of the same shape."""
-    cols = 256
+    cols, index_dtype = 256, np.dtype(index_dtype)
 
     def build(target, rng):
-        rows = _count(target, cols * (2 * 4 + INDEX_DTYPE.itemsize))
+        rows = _count(target, cols * (2 * 4 + index_dtype.itemsize))
         if rows is None:
             return None
         data = pattern((rows, cols), np.float32)
-        idx = rng.integers(0, data.shape[axis], (rows, cols), dtype=INDEX_DTYPE)
+        idx, aux = _indices(rng.integers(0, data.shape[axis], (rows, cols), dtype=np.int64), index_dtype)
         return Case(_describe(data=data, indices=idx), {"data": data, "indices": idx},
                     2 * data.nbytes + idx.nbytes, data.nbytes,
                     dmlgpu=lambda t: dmlgpu.gather_elements(t["data"], t["indices"], axis=axis),
                     numpy=lambda a: np.take_along_axis(a["data"], a["indices"], axis=axis),
-                    torch=lambda t: t["data"].gather(axis, t["indices"]))
+                    torch={"gather": lambda t: t["data"].gather(axis, _i64(t)),
+                           "take_along_dim": lambda t: t["data"].take_along_dim(_i64(t), axis)},
+                    aux=aux, ceiling_bytes=rows * cols * (SECTOR + index_dtype.itemsize + 4) if axis == 0 else 0)
     return build
 
 
@@ -158,7 +198,9 @@ def _gather_nd_pairs(target, rng):
                 2 * n * width * 4 + idx.nbytes, n * width * 4,
                 dmlgpu=lambda t: dmlgpu.gather_nd(t["data"], t["indices"]),
                 numpy=lambda a: a["data"][a["i0"], a["i1"]],
-                torch=lambda t: t["data"][t["i0"], t["i1"]],
+                torch={"x[i0, i1]": lambda t: t["data"][t["i0"], t["i1"]],
+                       "index_select(i0 * Y + i1)": lambda t: t["data"].view(-1, width).index_select(
+                           0, t["i0"] * second + t["i1"])},
                 aux={"i0": idx[:, 0].copy(), "i1": idx[:, 1].copy()})
 
 
@@ -174,24 +216,27 @@ def _gather_nd_batch(target, rng):
                 2 * data.nbytes + idx.nbytes, data.nbytes,
                 dmlgpu=lambda t: dmlgpu.gather_nd(t["data"], t["indices"], batch_dims=1),
                 numpy=lambda a: a["data"][a["batch"], a["rows"]],
-                torch=lambda t: t["data"][t["batch"], t["rows"]],
+                torch={"x[b, rows]": lambda t: t["data"][t["batch"], t["rows"]],
+                       "gather(expanded rows)": lambda t: t["data"].gather(
+                           1, t["rows"][..., None].expand(-1, -1, width))},
                 aux={"batch": np.arange(batch, dtype=INDEX_DTYPE)[:, None], "rows": idx[..., 0].copy()})
 
 
-def _scatter_nd_rows(target, rng):
+def _scatter_nd_rows(target, rng, index_dtype=INDEX_DTYPE):
     """SCATTER_ND of V/2 rows (256 bytes: 64 float32) into a [V, 64] table at distinct random rows."""
-    width = 64
+    width, index_dtype = 64, np.dtype(index_dtype)
     row = width * 4
-    pairs = _count(target, 2 * (2 * row) + row + INDEX_DTYPE.itemsize)
+    pairs = _count(target, 2 * (2 * row) + row + index_dtype.itemsize)
     if pairs is None:
         return None
     rows = 2 * pairs
     data, upd = pattern((rows, width), np.float32), pattern((pairs, width), np.float32, offset=7)
-    idx = _unique(pairs, rows, rng)[:, None]
-
-    def torch_call(t):
-        out = t["data"].clone()
-        return out.index_put_((t["rows"],), t["updates"])
+    idx, aux = _indices(_unique(pairs, rows, rng)[:, None], index_dtype)
+    aux = {"rows": idx[:, 0].copy(), "rows64": idx[:, 0].astype(np.int64)}
+    calls = {"clone().index_put_": lambda t: t["data"].clone().index_put_((t["rows"],), t["updates"]),
+             "clone().index_copy_": lambda t: t["data"].clone().index_copy_(0, _i64(t, "rows"), t["updates"]),
+             "scatter(expanded rows)": lambda t: t["data"].scatter(
+                 0, _i64(t, "rows")[:, None].expand(-1, width), t["updates"])}
 
     def numpy_call(a):
         out = a["data"].copy()
@@ -201,19 +246,23 @@ def _scatter_nd_rows(target, rng):
     return Case(_describe(data=data, indices=idx, updates=upd), {"data": data, "indices": idx, "updates": upd},
                 2 * data.nbytes + upd.nbytes + idx.nbytes, data.nbytes,
                 dmlgpu=lambda t: dmlgpu.scatter_nd(t["data"], t["indices"], t["updates"]),
-                numpy=numpy_call, torch=torch_call, aux={"rows": idx[:, 0].copy()})
+                numpy=numpy_call, torch=calls, aux=aux, scatter=True)
 
 
-def _scatter_elements(target, rng):
+def _scatter_elements(target, rng, index_dtype=INDEX_DTYPE):
     """SCATTER_ELEMENTS along axis 1 of [R, 256] float32: 64 updates per row at distinct random columns."""
-    cols, per_row = 256, 64
-    rows = _count(target, 2 * cols * 4 + per_row * (4 + INDEX_DTYPE.itemsize))
+    cols, per_row, index_dtype = 256, 64, np.dtype(index_dtype)
+    rows = _count(target, 2 * cols * 4 + per_row * (4 + index_dtype.itemsize))
     if rows is None:
         return None
     data, upd = pattern((rows, cols), np.float32), pattern((rows, per_row), np.float32, offset=7)
-    start = rng.integers(0, cols, (rows, 1), dtype=INDEX_DTYPE)
-    step = 2 * rng.integers(0, cols // 2, (rows, 1), dtype=INDEX_DTYPE) + 1  # odd: distinct within a row
-    idx = (start + step * np.arange(per_row, dtype=INDEX_DTYPE)) % cols
+    start = rng.integers(0, cols, (rows, 1), dtype=np.int64)
+    step = 2 * rng.integers(0, cols // 2, (rows, 1), dtype=np.int64) + 1  # odd: distinct within a row
+    idx, aux = _indices((start + step * np.arange(per_row, dtype=np.int64)) % cols, index_dtype)
+    calls = {"scatter": lambda t: t["data"].scatter(1, _i64(t), t["updates"]),
+             "clone().view(-1).index_copy_": lambda t: t["data"].clone().view(-1).index_copy_(
+                 0, (_i64(t) + cols * t["row_ids"]).view(-1), t["updates"].view(-1)).view(rows, cols)}
+    aux["row_ids"] = np.arange(rows, dtype=np.int64)[:, None]
 
     def numpy_call(a):
         out = a["data"].copy()
@@ -223,7 +272,7 @@ def _scatter_elements(target, rng):
     return Case(_describe(data=data, indices=idx, updates=upd), {"data": data, "indices": idx, "updates": upd},
                 2 * data.nbytes + upd.nbytes + idx.nbytes, data.nbytes,
                 dmlgpu=lambda t: dmlgpu.scatter_elements(t["data"], t["indices"], t["updates"], axis=1),
-                numpy=numpy_call, torch=lambda t: t["data"].scatter(1, t["indices"], t["updates"]))
+                numpy=numpy_call, torch=calls, aux=aux, scatter=True)
 
 
 # ---- the catalogue ----
@@ -239,6 +288,9 @@ def _catalogue() -> list[Workload]:
             out.append(Workload(f"embedding-{_short(dt)}-d{width}", f"embedding {dt}", "GATHER",
                                 f"gather axis 0 of a [V, {width}] {dt} table by V random int64 rows",
                                 _embedding(dt, width)))
+        out.append(Workload(f"embedding-{_short(dt)}-d1-i32", f"embedding {dt}", "GATHER",
+                            f"gather axis 0 of a [V, 1] {dt} table by V random int32 rows",
+                            _embedding(dt, 1, np.int32)))
     out += [
         Workload("gather-middle", "gather middle axis", "GATHER", _gather_middle.__doc__.strip(), _gather_middle),
         Workload("gather_elements-last", "gather_elements", "GATHER_ELEMENTS",
@@ -250,6 +302,16 @@ def _catalogue() -> list[Workload]:
         Workload("scatter_nd-rows", "scatter", "SCATTER_ND", _scatter_nd_rows.__doc__.strip(), _scatter_nd_rows),
         Workload("scatter_elements", "scatter", "SCATTER_ELEMENTS", _scatter_elements.__doc__.strip(),
                  _scatter_elements),
+        Workload("gather_elements-last-i32", "gather_elements", "GATHER_ELEMENTS",
+                 "GATHER_ELEMENTS of [R, 256] float32 along the last axis by random int32 indices",
+                 _gather_elements(1, np.int32)),
+        Workload("gather_elements-first-i32", "gather_elements", "GATHER_ELEMENTS",
+                 "GATHER_ELEMENTS of [R, 256] float32 along the first axis by random int32 indices",
+                 _gather_elements(0, np.int32)),
+        Workload("scatter_nd-rows-i32", "scatter", "SCATTER_ND", "scatter_nd-rows with int32 indices",
+                 lambda target, rng: _scatter_nd_rows(target, rng, np.int32)),
+        Workload("scatter_elements-i32", "scatter", "SCATTER_ELEMENTS", "scatter_elements with int32 indices",
+                 lambda target, rng: _scatter_elements(target, rng, np.int32)),
     ]
     return out
 

@@ -8,6 +8,17 @@ marked ``barrier=False`` (a scatter's copy, independent of the claim pass before
 of the dispatch before it, which then covers its buffers too, so the two may overlap. Copies into and out of
 device buffers are preceded by ``BEFORE_COPY``; memory the host reads after a submission (staging, or
 mapped device buffers on unified memory) is made visible to it by ``BEFORE_HOST_READ`` at the end.
+
+Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are recorded into the
+device's open *batch*, one kp Sequence, and submitted together when the host needs a result: a host read or
+write of a buffer the batch uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a
+recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one batch
+per device, shared by its threads under the device's lock, so the order of the calls is the order in which
+the threads got the lock. The caching allocator may hand a block that a queued run still uses to a later
+queued run: the batch is one in-order submission and the barrier before each dispatch makes earlier reads
+and writes of its buffers finish first (PyTorch's same-stream reuse). What would reach such a block outside
+the batch (host reads and writes of mapped memory, staging transfers, fills, destroying it) submits the batch
+and waits for it first: every block records the batch that last used it (``Block.batch``).
 """
 from __future__ import annotations
 
@@ -31,7 +42,19 @@ from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
 CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
 _PARAMS_CACHE = 256      # parameter buffers kept per device
 _FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the operation's own submission
-_REPLAYS = 16            # recorded dispatch-only runs kept per device, submitted again when repeated
+_REPLAYS = 16            # recorded synchronous runs kept per device, submitted again when repeated
+_MAX_QUEUED = 64         # eager runs a batch holds before it is submitted (Device's max_queued default)
+_QUEUE_UPLOADS = 1 << 20 # bytes of host data (per batch) that queued runs upload through the batch's own staging
+
+
+def _packed(sizes) -> list:
+    """Byte offsets of consecutive pieces of these sizes in one staging buffer, each at a multiple of 16,
+    followed by the total they take."""
+    out, pos = [], 0
+    for n in sizes:
+        out.append(pos)
+        pos += -(-n // 16) * 16
+    return out + [pos]
 
 
 def as_bytes(data) -> np.ndarray:
@@ -75,7 +98,6 @@ class Buffer:
                                                                         device.chunk_bytes)
         self._block = self._blocks[0]
         self._tensor = self._block.tensor
-        self._finalizer = weakref.finalize(self, _free_blocks, device._allocator, self._blocks)
         self._pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
         self._mirror = None                       # host-visible copy for recordings (staging devices only)
         self._host: np.ndarray | None = None
@@ -132,6 +154,7 @@ class Buffer:
         """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
         fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped, unless
         the buffer is chunked. DeviceError when a host copy that large cannot be allocated at once."""
+        self.device._sync_buffer(self)            # queued work may still write it
         if self._host is None:
             if not self._mirrored:
                 view = self._block.view
@@ -159,17 +182,21 @@ class Buffer:
         self._pending = src
 
     def _release(self) -> None:
-        """Gives the block back to the allocator now (the Buffer must not be used afterwards)."""
-        self._finalizer()
+        """Gives the blocks back to the allocator now (the Buffer must not be used afterwards)."""
+        blocks = self.__dict__.pop("_blocks", None)
+        if blocks is not None:
+            for block in blocks:
+                self.device._allocator.free(block)
+
+    __del__ = _release          # a collected Buffer's block goes back (allocator.free is safe from any thread)
 
     def __repr__(self) -> str:
         held = f" in {len(self._blocks)} blocks" if self.chunked else ""
         return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.device.info.name}>"
 
 
-def _free_blocks(allocator: Allocator, blocks: list) -> None:
-    for block in blocks:
-        allocator.free(block)
+def _block_ids(bufs) -> tuple:
+    return tuple(id(block) for b in bufs for block in b._blocks)
 
 
 def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes: int) -> list:
@@ -212,16 +239,20 @@ class Device:
     the first device. ``memory_limit``: the most bytes of device memory this Device's allocator holds at once
     (in use and cached), or None for what the driver gives. ``direct_memory``: read and write buffers through
     mapped memory instead of staging copies; default: DMLGPU_DIRECT_MEMORY (0 or 1) if set, else on
-    unified-memory devices (DeviceInfo.unified_memory). ``chunk_bytes``: the size of the blocks that hold a
-    buffer larger than one block (a power of two of at least 64 KiB; buffers larger than it are then held in
-    several blocks, a setting for tests); default: the largest power of two that one block may have
-    (``max_block``: the least of maxStorageBufferRange, maxMemoryAllocationSize and maxBufferSize).
-    One Device may be used from several threads: its submissions are serialised by a lock.
+    unified-memory devices (DeviceInfo.unified_memory). ``max_queued``: the most eager calls on device
+    Tensors that wait in the device's batch before it is submitted; 0 runs each call at once; default:
+    DMLGPU_MAX_QUEUED if set, else 64 (see the module's docstring for when a batch is submitted).
+    ``chunk_bytes``: the size of the blocks that hold a buffer larger than one block (a power of two of at
+    least 64 KiB; buffers larger than it are then held in several blocks: a setting for tests); default: the
+    largest power of two that one block may have (``max_block``: the least of maxStorageBufferRange,
+    maxMemoryAllocationSize and maxBufferSize).
+    One Device may be used from several threads: its submissions are serialised by a lock, and all threads
+    share its one batch of queued calls.
     ``features``: the optional Vulkan features enabled on it (DeviceInfo.features: all the device has).
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
-                 direct_memory: bool | None = None, chunk_bytes: int | None = None):
+                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None):
         listed = devices()
         if index is None:
             index = default_device_index()
@@ -234,6 +265,11 @@ class Device:
         elif direct_memory and not self.info.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT):
             raise DeviceError(f"{self.info.name} has no host-visible device memory: direct_memory=True is not possible")
         self.direct_memory = bool(direct_memory)
+        if max_queued is None:
+            max_queued = int(os.environ.get("DMLGPU_MAX_QUEUED", _MAX_QUEUED))
+        if max_queued < 0:
+            raise ValueError(f"max_queued ({max_queued}) must be 0 (no queueing) or more")
+        self.max_queued = int(max_queued)
         self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
         self._lock = threading.RLock()
         self._mgr = open_manager(index)
@@ -257,9 +293,17 @@ class Device:
         self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info)
+        self._max_groups = self.info.max_workgroup_count[0]
         self._staging = Staging(self._mgr, self.info)
-        self._immediate = self._mgr.sequence()     # re-recorded for runs that move host data
-        self._replays: dict = {}    # dispatches only (on these blocks) -> the kp Sequence recorded for them
+        self._immediate = self._mgr.sequence()     # re-recorded for each copy or fill (_transfer_now)
+        self._replays: dict = {}    # synchronous runs (_submit_run's key) -> the kp Sequence recorded for them
+        self._batch_seq = self._mgr.sequence()     # queued runs, recorded as they come
+        self._batch = 1             # number of the open batch (Block.batch of the blocks it uses)
+        self._queued = 0            # runs in the open batch
+        self._batch_scatters = False
+        self._batch_written: dict = {}             # unified memory: what the batch writes (host-read barrier)
+        self._batch_uploads = None  # staging devices: the batch's upload buffer, and the bytes used in it
+        self._batch_upload_pos = 0
         self._param_buffers: dict = {}
         self._local = threading.local()
         self._submissions = 0
@@ -287,6 +331,11 @@ class Device:
         buf.write(src)
         return buf
 
+    def synchronize(self) -> None:
+        """Submits the queued eager calls and waits until the device has finished them."""
+        with self._lock:
+            self._open()._flush()
+
     def memory_stats(self) -> dict:
         """The caching allocator's counters, in bytes and counts: ``allocated_bytes`` (blocks of live
         buffers), ``cached_bytes`` (free blocks kept for reuse), ``reserved_bytes`` (both),
@@ -302,13 +351,14 @@ class Device:
     def empty_cache(self) -> None:
         """Releases the device memory of every cached (free) block; buffers in use keep theirs."""
         with self._lock:
-            self._open()
+            self._open()._flush()
             self._allocator.empty_cache()
 
     def close(self) -> None:
         """Releases the device (saving its pipeline cache); using it afterwards raises DeviceError."""
         with self._lock:
             if not self._closed:
+                self._flush()
                 self._pipelines.save()
                 self._closed = True
                 self._pipelines.clear()
@@ -354,6 +404,7 @@ class Device:
                               f"{', its memory_limit' if capacity == self.memory_limit else ''}); "
                               f"split the operation into smaller ones")
 
+
     def _take(self, nbytes: int) -> Buffer:
         """A buffer of at least ``nbytes`` (a multiple of 4) whose contents are undefined."""
         return Buffer(self._open(), max(4, (nbytes + 3) // 4 * 4))
@@ -398,6 +449,7 @@ class Device:
 
     def _forget(self, block: Block) -> None:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
+        self._sync_block(block)
         self._pipelines.forget(block)
         self._immediate.clear()
         for seq in self._replays.values():
@@ -417,7 +469,7 @@ class Device:
     def _write(self, buf: Buffer, offset: int, src: np.ndarray) -> None:
         """Uploads ``src`` (flat uint8) into ``buf`` at byte ``offset``, now."""
         with self._lock:
-            self._open()
+            self._open()._sync_buffer(buf)
             for block, at, pos, n in buf._pieces(offset, src.size):
                 if block.view is not None:
                     transfers.host_copy(block.view[at:at + n], src[pos:pos + n])
@@ -427,7 +479,7 @@ class Device:
     def _read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
         """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included)."""
         with self._lock:
-            self._open()
+            self._open()._sync_buffer(buf)
             out = np.empty(nbytes, dtype=np.uint8)
             for block, at, pos, n in buf._pieces(offset, nbytes):
                 if block.view is not None:
@@ -452,6 +504,8 @@ class Device:
         followed, on unified memory, by the barrier that lets the host read what they wrote."""
         with self._lock:
             self._open()
+            for b in touched:
+                self._sync_buffer(b)
             seq = self._immediate
             seq.clear()
             seq.record(kp.OpMemoryBarrier([t for b in touched for t in b._tensors], *BEFORE_COPY))
@@ -465,104 +519,165 @@ class Device:
     def _recording(self):
         return getattr(self._local, "recording", None)
 
-    def _run(self, dispatches, uploads=(), downloads=()) -> list:
+    def _run(self, dispatches, uploads=(), downloads=(), queue: bool = False) -> list:
         """Uploads the buffers' staged bytes, runs the dispatches in order (a barrier before each),
         downloads; waits. Returns the downloaded bytes: a new uint8 array of each buffer's nbytes.
-        Inside a recording of this thread the steps are appended to it instead (returns [])."""
+        Inside a recording of this thread the steps are appended to it instead (returns []). ``queue``
+        (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns [])."""
         rec = self._recording()
         if rec is not None:
             rec._append(dispatches, uploads, downloads)
             return []
         with self._lock:
             self._open()
+            if queue and self.max_queued and not downloads:
+                self._enqueue(dispatches, uploads)
+                return []
+            self._flush()
             pending = [b for b in uploads if b._pending is not None]
-            key = None if pending or downloads or not dispatches else \
-                tuple((d.kernel, d.count, d.barrier) + tuple(id(k) for b in d.buffers for k in b._blocks)
-                      for d in dispatches)
-            if key is not None:
-                seq = self._replays.pop(key, None)
-                if seq is not None:          # the same dispatches on the same blocks: submit what is recorded
-                    self._replays[key] = seq
-                    self._submit(seq, self._uses_owner(dispatches))
-                    return []
-                seq = self._replay_sequence()
-            else:
-                seq = self._immediate
-                seq.clear()
-            up = sum(b._pending.size for b in pending)
-            down = sum(b.nbytes for b in downloads)
-            fused = self.direct_memory or (up <= _FUSE_MAX and down <= _FUSE_MAX)
-            ops = []
-            if fused and not self.direct_memory:
-                ops += self._staged_uploads(pending)
-            else:                        # mapped memory, or large: written now (through staging)
+            up_sizes = [b._pending.size for b in pending]
+            down_sizes = [b.nbytes for b in downloads]
+            fused = self.direct_memory or (sum(up_sizes) <= _FUSE_MAX and sum(down_sizes) <= _FUSE_MAX)
+            up_slot = down_slot = None
+            if self.direct_memory or not fused:   # mapped, or large: through staging in submissions of their own
                 for b in pending:
                     self._write(b, 0, b._pending)
+            else:
+                if pending:
+                    up_slot = self._staging.slot("up", 0, _packed(up_sizes)[-1])
+                    for b, pos in zip(pending, _packed(up_sizes)):
+                        transfers.host_copy(up_slot.view[pos:pos + b._pending.size], b._pending)
+                if downloads:
+                    down_slot = self._staging.slot("down", 0, _packed(down_sizes)[-1])
             for b in pending:
                 b._pending = None
-            ops += self._dispatch_ops(dispatches)
-            results = []
+            if dispatches or up_slot or down_slot:
+                self._submit_run(dispatches, pending, up_sizes, up_slot, downloads, down_sizes, down_slot)
+            if down_slot is not None:
+                return [down_slot.view[pos:pos + n].copy() for pos, n in zip(_packed(down_sizes), down_sizes)]
+            return [self._read_range(b, 0, b.nbytes) for b in downloads]
+
+    def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot) -> None:
+        """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
+        into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
+        _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
+        key = (tuple((d.kernel, d.count, d.barrier) + _block_ids(d.buffers) for d in dispatches),
+               up_slot and (up_slot.serial,) + _block_ids(uploads) + tuple(up_sizes),
+               down_slot and (down_slot.serial,) + _block_ids(downloads) + tuple(down_sizes))
+        seq = self._replays.pop(key, None)
+        if seq is None:
+            seq = self._replay_sequence()
+            ops = self._staged_copies(uploads, up_sizes, up_slot, True) + self._dispatch_ops(dispatches)
             if self.direct_memory:
                 ops += self._host_read_ops(dispatches)
-            elif fused and downloads:
-                ops += self._staged_downloads(downloads)
+            ops += self._staged_copies(downloads, down_sizes, down_slot, False)
             for op in ops:
                 seq.record(op)
-            if ops:
-                self._submit(seq, self._uses_owner(dispatches))
-                if key is not None:
-                    self._replays[key] = seq
-            if fused and not self.direct_memory:
-                view, pos = self._staging.slot("down", 0, 0).view, 0
-                for b in downloads:
-                    results.append(view[pos:pos + b.nbytes].copy())
-                    pos += -(-b.nbytes // 16) * 16
-            else:
-                results = [self._read_range(b, 0, b.nbytes) for b in downloads]
-            return results
+        self._replays[key] = seq                 # most recently used last
+        self._submit(seq, self._uses_owner(dispatches))
 
-    def _staged_uploads(self, bufs) -> list:
-        """Copies the buffers' pending bytes into the upload staging buffer; returns the ops that move them
-        on (one submission with the operation)."""
-        if not bufs:
+    @staticmethod
+    def _staged_copies(bufs, sizes, slot, upload: bool) -> list:
+        """The ops that copy ``sizes`` bytes of each buffer from the upload staging buffer (``upload``) or
+        into the download one, at the offsets _packed() gives, with their barriers; [] without a slot."""
+        if slot is None:
             return []
-        slot = self._staging.slot("up", 0, sum(-(-b._pending.size // 16) * 16 for b in bufs))
         ops = [kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY)]
-        pos = 0
-        for b in bufs:
-            n = b._pending.size
-            transfers.host_copy(slot.view[pos:pos + n], b._pending)
-            ops += [kp.OpCopyRegion(slot.tensor, block.tensor, pos + at_src, at, m)
-                    for block, at, at_src, m in b._pieces(0, n)]
-            pos += -(-n // 16) * 16
+        for b, pos, n in zip(bufs, _packed(sizes), sizes):
+            for block, at, off, m in b._pieces(0, n):
+                ops.append(kp.OpCopyRegion(slot.tensor, block.tensor, pos + off, at, m) if upload else
+                           kp.OpCopyRegion(block.tensor, slot.tensor, at, pos + off, m))
+        if not upload:
+            ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
         return ops
 
-    def _staged_downloads(self, bufs) -> list:
-        """The ops that copy the buffers into the download staging buffer, packed at 16-byte offsets."""
-        slot = self._staging.slot("down", 0, sum(-(-b.nbytes // 16) * 16 for b in bufs))
-        ops = [kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY)]
-        pos = 0
-        for b in bufs:
-            ops += [kp.OpCopyRegion(block.tensor, slot.tensor, at, pos + at_dst, m)
-                    for block, at, at_dst, m in b._pieces(0, b.nbytes)]
-            pos += -(-b.nbytes // 16) * 16
-        ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
-        return ops
+    # ---- internal: the batch of queued runs ----
+    def _enqueue(self, dispatches, uploads) -> None:
+        """Records a run into the open batch (its uploads first), and submits the batch once it holds
+        max_queued runs. Host data of up to a quarter of _QUEUE_UPLOADS per buffer goes through the batch's
+        upload buffer (copied there now, into its device buffer by the batch: a block that the batch still
+        uses may be reused); larger data is written now (mapped, or by a staging transfer), after the batch
+        if the block is one it uses."""
+        batch = self._batch
+        for b in uploads:
+            if b._pending is None:
+                continue
+            src, n = b._pending, b._pending.size
+            if n > _QUEUE_UPLOADS // 4 or b.chunked:
+                self._write(b, 0, src)         # after the batch if it uses the buffer
+            else:
+                if self._batch_upload_pos + n > _QUEUE_UPLOADS:
+                    self._flush()
+                    batch = self._batch
+                if self._batch_uploads is None:
+                    staging = self._mgr.buffer(_QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
+                    self._batch_uploads = (staging, staging.host_view())
+                staging, view = self._batch_uploads
+                pos = self._batch_upload_pos
+                transfers.host_copy(view[pos:pos + n], src)
+                self._batch_seq.record(kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY))
+                self._batch_seq.record(kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
+                self._batch_upload_pos = pos + -(-n // 16) * 16
+                b._block.batch = batch
+            b._pending = None
+        for op in self._dispatch_ops(dispatches):
+            self._batch_seq.record(op)
+        for d in dispatches:
+            for b in d.buffers:
+                for block in b._blocks:
+                    block.batch = batch
+                    if self.direct_memory:
+                        self._batch_written[id(block)] = block.tensor
+        self._batch_scatters = self._batch_scatters or self._uses_owner(dispatches)
+        self._queued += 1
+        if self._queued >= self.max_queued:
+            self._flush()
+
+    def _sync_buffer(self, buf: Buffer) -> None:
+        """_sync_block for each of the buffer's blocks."""
+        for block in buf._blocks:
+            self._sync_block(block)
+
+    def _sync_block(self, block: Block) -> None:
+        """Submits the open batch and waits for it if it uses ``block`` (before the block is reached
+        outside the batch)."""
+        if self._queued and block.batch == self._batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Submits the open batch (if any run is queued) and waits for it; a new batch opens."""
+        if not self._queued:
+            return
+        seq = self._batch_seq
+        try:
+            if self._batch_written:
+                seq.record(kp.OpMemoryBarrier(list(self._batch_written.values()), *BEFORE_HOST_READ))
+            self._submit(seq, self._batch_scatters)
+        finally:
+            seq.clear()
+            self._batch_written.clear()
+            self._batch_scatters = False
+            self._batch_upload_pos = 0
+            self._queued = 0
+            self._batch += 1
 
     def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
         ops = []
         for n, d in enumerate(dispatches):
+            bound = self._algorithm(d)
             if d.barrier:
                 group = [d.buffers]
                 for later in dispatches[n + 1:]:
                     if later.barrier:
                         break
                     group.append(later.buffers)
-                tensors = list({id(t): t for bufs in group for b in bufs for t in b._tensors}.values())
-                ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
-            algo = self._algorithm(d)
-            ops.append(kp.OpAlgoDispatch(algo))
+                if len(group) == 1 and not d.wide:
+                    ops.append(bound.barrier)
+                else:                # the group's buffers, or a wide kernel's blocks (it binds only the first)
+                    tensors = list({id(t): t for bufs in group for b in bufs for t in b._tensors}.values())
+                    ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
+            ops.append(bound.dispatch)
         return ops
 
     def _host_read_ops(self, dispatches) -> list:
@@ -575,12 +690,13 @@ class Device:
         return self._owner is not None and any(b is self._owner for d in dispatches for b in d.buffers)
 
     def _algorithm(self, d: Dispatch):
-        """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch."""
-        groups = kernels.workgroups(d.count, self.info.max_workgroup_count[0])
+        """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
+        its ops (pipelines.Bound)."""
+        groups = kernels.workgroups(d.count, self._max_groups)
         if not d.wide and any(b.chunked for b in d.buffers):
             raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in several "
                               f"(a large-tensor variant must be chosen for it)")
-        return self._pipelines.algorithm(d.kernel, groups, tuple(b._block for b in d.buffers))
+        return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
 
     def _submit(self, seq, scatters: bool) -> None:
         """Submits a recorded Sequence and waits. While scatters run, the claim scratch is marked unclean,

@@ -25,14 +25,16 @@ MIN_CLASS = 256
 
 class Block:
     """One device buffer: ``tensor`` (the kp buffer), ``size`` (its class, bytes), ``view`` (a uint8 NumPy
-    view of its mapped memory, or None when it is not host-visible)."""
+    view of its mapped memory, or None when it is not host-visible), ``batch`` (the number of the device's
+    batch of queued runs that last used it: runtime/device.py)."""
 
-    __slots__ = ("tensor", "size", "view")
+    __slots__ = ("tensor", "size", "view", "batch")
 
     def __init__(self, tensor, size: int, mapped: bool):
         self.tensor = tensor
         self.size = size
         self.view = tensor.host_view() if mapped else None
+        self.batch = 0
 
 
 def size_class(nbytes: int, limit: int) -> int:

@@ -1,0 +1,79 @@
+"""Facts written once: the variant table against the compiled shaders, and the parameter-word names of the
+host (index_map.py, reduction.py) against those of the shaders that read them."""
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+import dmlgpu
+from dmlgpu import index_map, kernels, reduction
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHADERS = ROOT / "shaders"
+CONST = re.compile(r"^const uint (\w+) = ([^;]+);", re.M)
+
+
+def glsl_constants(name: str, known: dict) -> dict:
+    """{name: value} of the ``const uint NAME = EXPR;`` lines of a shader file (EXPR: integer literals and
+    the names defined before it or in ``known``)."""
+    env = dict(known)
+    out = {}
+    for const, expr in CONST.findall((SHADERS / name).read_text()):
+        expr = re.sub(r"\b(0x[0-9A-Fa-f]+|\d+)u\b", r"\1", expr)
+        if re.fullmatch(r"[\w\s+*()]+", expr) and all(w in env or w[0].isdigit() for w in re.findall(r"\w+", expr)):
+            out[const] = env[const] = eval(expr, {}, env)
+    return out
+
+
+def test_index_map_words_match_the_glsl():
+    glsl = glsl_constants("index_map.glsl", {})
+    host = {n: getattr(index_map, n) for n in dir(index_map) if re.fullmatch(r"(P|FLAG)_[A-Z]+", n)}
+    assert glsl == host
+    assert index_map.PARAM_WORDS == glsl["P_END"]
+
+
+@pytest.mark.parametrize("shader, names", [
+    ("reduce_keys.comp", ["P_KEY_SHIFT"]),
+    ("scatter_reduce.comp", ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_CHUNK", "P_PIECE", "P_PASS", "NO_KEY"]),
+    ("radix.glsl", ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_BLOCKS"]),
+])
+def test_reduction_words_match_the_shaders(shader, names):
+    glsl = glsl_constants(shader, glsl_constants("index_map.glsl", {}))
+    assert {n: glsl[n] for n in names} == {n: getattr(reduction, n) for n in names}
+    assert not {n for n in glsl if re.fullmatch(r"[PR]_[A-Z_]+", n)} - set(names), "a word without a host name"
+
+
+def test_variant_table_is_what_was_built():
+    built = {p.stem for p in (pathlib.Path(dmlgpu.__file__).parent / "shaders").glob("*.spv")}
+    assert built == set(kernels.VARIANTS)
+    for stem, (source, defines) in kernels.VARIANTS.items():
+        assert (SHADERS / source).is_file() and defines["WORKGROUP_SIZE"] == kernels.WORKGROUP_SIZE
+
+
+def test_variant_table_script_prints_the_table():
+    """CMakeLists.txt runs kernels.py as a script, isolated (-I: no package import, standard library only)."""
+    out = subprocess.run([sys.executable, "-I", kernels.__file__], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert len(lines) == len(kernels.VARIANTS)
+    for line, (stem, (source, defines)) in zip(lines, kernels.VARIANTS.items()):
+        assert line.split() == [stem, source] + [f"{k}={v}" for k, v in defines.items()]
+
+
+def test_variant_names_are_in_the_table():
+    names = [kernels.variant(k, u, i) for k in kernels.KERNELS for u in kernels.UNITS for i in (4, 8)]
+    names += [kernels.keys_variant(i, v) for i in (4, 8) for v in (0, 1, 2, 4)]
+    for t in kernels.REDUCE_TYPES:
+        for op in kernels.REDUCE_OPS:
+            name = kernels.reduce_variant(t[0], int(t[1:]), op)
+            names += [name, kernels.fold_variant(name, True, False)]
+            if int(t[1:]) < 64:
+                names.append(kernels.fold_variant(name, True, True))
+            if op in ("min", "max") or t[0] != "f":
+                names += list(kernels.partials_variants(name, int(t[1:]) < 64))
+            for i in (4, 8):
+                atomic = kernels.atomic_variant(t[0], op, i) if t[1:] == "32" and t[0] != "f" else None
+                names += [atomic] if atomic else []
+    missing = sorted(set(names) - set(kernels.VARIANTS))
+    assert not missing
