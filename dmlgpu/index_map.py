@@ -28,6 +28,7 @@ MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes
 P_RANK, P_TOTAL, P_K, P_FLAGS, P_TSTRIDE, P_UNITS = range(6)
 P_SHAPE, P_DENSE, P_DATA, P_INDEX, P_TDIM, P_TDATA, P_MAGIC, P_SHIFT = range(8, 8 + 8 * MAX_RANK, MAX_RANK)
 P_END = P_SHIFT + MAX_RANK    # kernels with parameters of their own put them from here on
+P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists start (Device._wide_params)
 PARAM_WORDS = P_END           # size of the index map's parameter block
 FLAG_SIGNED, FLAG_WORDS, FLAG_ROWS = 1, 2, 4   # bits of P[P_FLAGS]
 UNITS = (16, 8, 4, 2, 1)
@@ -136,8 +137,18 @@ class IndexMap:
         return ((inner.dense, inner.data, inner.index) == (1, 1, 0) and 2 <= inner.size <= ROW_LOOP_MAX
                 and self.count // inner.size >= ROW_LOOP_ROWS)
 
-    def params(self, signed_indices: bool, word_loop: bool = False, row_loop: bool = False) -> np.ndarray:
-        """The kernel's parameter words (uint32[PARAM_WORDS]); DeviceError if the map exceeds 32 bits.
+    def fits_32_bits(self) -> bool:
+        """True when the iteration count and every offset (dense, data and index tensors, in units) are under
+        2^32 - 1: the 32-bit kernels can run the map; else only the WIDE variants (params(wide=True))."""
+        last = [sum((d.size - 1) * getattr(d, t) for d in self.dims) for t in ("dense", "data", "index")]
+        last[1] += sum((n - 1) * t for n, t in self.tuple_dims)
+        last[2] += (len(self.tuple_dims) - 1) * self.tuple_stride if self.tuple_dims else 0
+        return max([self.count] + last) < _U32 - 1
+
+    def params(self, signed_indices: bool, word_loop: bool = False, row_loop: bool = False,
+               wide: bool = False) -> np.ndarray:
+        """The kernel's parameter words (uint32[PARAM_WORDS]; with ``wide``, the WIDE variants' uint64 words,
+        the same layout); DeviceError if the map needs 64 bits (fits_32_bits()) and ``wide`` is not given.
         ``word_loop``: a gather of 1- or 2-byte units into a packed dense tensor iterates over its 32-bit
         words (no atomics); ignored otherwise. ``row_loop`` (needs row_loop_ok()): a gather iterates over
         the rows of the innermost dimension, moving each whole (flag bit 2: fewer index decodes, for CPU
@@ -146,11 +157,10 @@ class IndexMap:
             raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
                               f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
         count = self.count
-        last_data = sum((d.size - 1) * d.data for d in self.dims) + sum((n - 1) * t for n, t in self.tuple_dims)
-        last_dense = sum((d.size - 1) * d.dense for d in self.dims)
-        if count >= _U32 - 1 or last_data >= _U32 or last_dense >= _U32:
-            raise DeviceError("the operation addresses 2^32 or more units of a tensor; split it into smaller ones")
-        p = np.zeros(PARAM_WORDS, dtype=np.uint32)
+        if not wide and not self.fits_32_bits():
+            raise DeviceError("the operation addresses 2^32 or more units of a tensor: it needs the large-tensor "
+                              "kernels (params(wide=True))")
+        p = np.zeros(PARAM_WORDS, dtype=np.uint64 if wide else np.uint32)
         p[P_RANK] = sum(d.size > 1 for d in self.dims)
         p[P_TOTAL] = p[P_UNITS] = count
         p[P_K], p[P_TSTRIDE] = len(self.tuple_dims), self.tuple_stride
@@ -164,7 +174,8 @@ class IndexMap:
             p[P_FLAGS] |= FLAG_ROWS
         for i, d in enumerate(d for d in self.dims if d.size > 1):   # size-1 dimensions add nothing
             p[P_SHAPE + i], p[P_DENSE + i], p[P_DATA + i], p[P_INDEX + i] = d
-            p[P_MAGIC + i], p[P_SHIFT + i] = _magic(d.size)
+            if d.size < _U32:     # WIDE kernels divide by sizes of 2^32 and more in 64 bits (magic 0)
+                p[P_MAGIC + i], p[P_SHIFT + i] = _magic(d.size)
         for k, (n, t) in enumerate(self.tuple_dims):
             p[P_TDIM + k], p[P_TDATA + k] = n, t
         return p

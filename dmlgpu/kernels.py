@@ -31,11 +31,15 @@ RADIX_SCAN_BLOCK = RADIX_SCAN_ITEMS * WORKGROUP_SIZE  # radix.glsl's SCAN_BLOCK
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 
 
-def variant(kernel: str, unit: int, index_bytes: int) -> str:
+WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the WIDE variants need
+
+
+def variant(kernel: str, unit: int, index_bytes: int, wide: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
-    unit (1-16 bytes) and an index width (4 or 8 bytes)."""
+    unit (1-16 bytes) and an index width (4 or 8 bytes). ``wide``: the large-tensor variant (units.glsl's
+    WIDE: 64-bit offsets, tensors held in several blocks reached through device addresses)."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8)
-    return f"{kernel}_u{unit}_i{index_bytes * 8}"
+    return f"{kernel}_u{unit}_i{index_bytes * 8}" + ("_wide" if wide else "")
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
@@ -54,15 +58,16 @@ def keys_variant(index_bytes: int, values: int = 0) -> str:
     return f"reduce_keys{f'_v{values}' if values else ''}_i{index_bytes * 8}"
 
 
-def atomic_variant(kind: str, op: str, index_bytes: int) -> str | None:
+def atomic_variant(kind: str, op: str, index_bytes: int, wide: bool = False) -> str | None:
     """File stem of the 32-bit atomic scatter reduction (shaders/scatter_atomic.comp) for integers of ``kind``
-    ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign."""
+    ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign.
+    ``wide``: the large-tensor variant (see variant())."""
     if kind == "i" and op == "add":
         kind = "u"
     if (kind, op) not in ATOMIC_REDUCTIONS:
         return None
     assert index_bytes in (4, 8)
-    return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}"
+    return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}" + ("_wide" if wide else "")
 
 
 def _has_blocks(name: str) -> bool:
@@ -111,6 +116,8 @@ def _table() -> dict[str, tuple[str, dict]]:
         for unit in UNITS:
             for index_bytes in (4, 8):
                 add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
+                add(variant(kernel, unit, index_bytes, True), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8,
+                    WIDE=1)
     # scatter reductions (reduction.py), by element type (ELEM_KIND 0 unsigned, 1 signed, 2 float) and OP
     for type_ in REDUCE_TYPES:
         kind, bits = type_[0], int(type_[1:])
@@ -142,8 +149,9 @@ def _table() -> dict[str, tuple[str, dict]]:
     # order-free 32-bit integer reductions by atomics
     for index_bytes in (4, 8):
         for kind, op in sorted(ATOMIC_REDUCTIONS):
-            add(atomic_variant(kind, op, index_bytes), "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
-                SIGNED=int(kind == "i"), IDX64=index_bytes // 8)
+            for wide in (False, True):
+                add(atomic_variant(kind, op, index_bytes, wide), "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
+                    SIGNED=int(kind == "i"), IDX64=index_bytes // 8, **({"WIDE": 1} if wide else {}))
     return table
 
 

@@ -12,28 +12,28 @@ layout(std430, binding = 3) restrict buffer Dense { UNIT_T DENSE[]; };
 #if UNIT < 4
 // Word mode (FLAG_WORDS): iteration w assembles word w of a packed dense tensor from its 4 / UNIT units
 // and stores it whole, no atomics. A last, partial word keeps its other bytes.
-void process_word(uint w) {
+void process_word(OFF_T w) {
     const uint per_word = 4u / UNIT;
-    uint first = w * per_word;
-    uint n = min(per_word, P[P_UNITS] - first);
-    uint word = n == per_word ? 0u : DENSE[w];
+    OFF_T first = w * per_word;
+    uint n = uint(min(OFF_T(per_word), P[P_UNITS] - first));
+    uint word = n == per_word ? 0u : WORD_AT(DENSE, w);
     for (uint j = 0u; j < per_word; ++j) {
         if (j < n) {
             uint shift = j * UNIT * 8u;
             word = (word & ~(UNIT_MASK << shift)) | (LOAD_UNIT(DATA, map_offsets(first + j).data) << shift);
         }
     }
-    DENSE[w] = word;
+    WORD_AT(DENSE, w) = word;
 }
 #endif
 
-void process(uint i) {
+void process(OFF_T i) {
 #if UNIT >= 4
     if ((P[P_FLAGS] & FLAG_ROWS) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
-        uint n = P[P_SHAPE + P[P_RANK] - 1u];
+        uint n = uint(P[P_SHAPE + uint(P[P_RANK]) - 1u]);
         Offsets o = map_offsets(i * n);
         for (uint j = 0u; j < n; ++j)
-            DENSE[o.dense + j] = DATA[o.data + j];
+            UNIT_AT(DENSE, o.dense + j) = UNIT_AT(DATA, o.data + j);
         return;
     }
 #endif

@@ -7,7 +7,7 @@
 layout(std430, binding = 4) buffer Owner { uint OWNER[]; };
 #include "index_map.glsl"
 
-void process(uint i) {
-    atomicMax(OWNER[map_offsets(i).data], i + 1u);
+void process(OFF_T i) {
+    atomicMax(WORD_AT(OWNER, map_offsets(i).data), uint(i) + 1u);   // the host keeps counts under 2^32 - 1
 }
 #include "grid_loop.glsl"

@@ -9,11 +9,11 @@ layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 layout(std430, binding = 4) restrict buffer Owner { uint OWNER[]; };
 #include "index_map.glsl"
 
-void process(uint i) {
+void process(OFF_T i) {
     Offsets o = map_offsets(i);
-    if (OWNER[o.data] == i + 1u) {
+    if (WORD_AT(OWNER, o.data) == uint(i) + 1u) {
         STORE_UNIT(DATA, o.data, LOAD_UNIT(DENSE, o.dense));
-        OWNER[o.data] = 0u;
+        WORD_AT(OWNER, o.data) = 0u;
     }
 }
 #include "grid_loop.glsl"

@@ -76,9 +76,9 @@ class _HostMemory:
 class Buffer:
     """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer() (and by operations
     for their results), backed by a block of the device's caching allocator, which gets it back when the
-    Buffer is collected. A buffer larger than the device's largest block (``Device.max_block``) is held in
-    several blocks (``chunked``): block i holds bytes [i * Device.chunk_bytes, (i + 1) * chunk_bytes); its
-    kernels address it through the blocks' device addresses, and transfers move each block's share.
+    Buffer is collected. A buffer larger than one block (``Device.max_block``; ``chunk_bytes`` if given) is
+    held in several blocks (``chunked``): block i holds bytes [i * Device.chunk_bytes, (i + 1) * chunk_bytes);
+    its kernels address it through the blocks' device addresses, and transfers move each block's share.
 
     Test mode: with ``Device.canary_words`` > 0, every new buffer has that many extra guard words after
     its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
@@ -86,7 +86,7 @@ class Buffer:
     them (and shows up in results).
     """
 
-    def __init__(self, device: "Device", nbytes: int):
+    def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
             raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
         device._check_sizes(nbytes)
@@ -94,8 +94,8 @@ class Buffer:
         self.nbytes = nbytes
         self.canary_words = device.canary_words
         with device._lock:                 # the allocator's lists are shared by the device's threads
-            self._blocks: list[Block] = device._allocator.allocate_span(nbytes + 4 * self.canary_words,
-                                                                        device.chunk_bytes)
+            self._blocks: list[Block] = device._allocator.allocate_span(
+                nbytes + 4 * self.canary_words, device.chunk_bytes, None if whole else device._whole_max)
         self._block = self._blocks[0]
         self._tensor = self._block.tensor
         self._pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
@@ -243,7 +243,7 @@ class Device:
     Tensors that wait in the device's batch before it is submitted; 0 runs each call at once; default:
     DMLGPU_MAX_QUEUED if set, else 64 (see the module's docstring for when a batch is submitted).
     ``chunk_bytes``: the size of the blocks that hold a buffer larger than one block (a power of two of at
-    least 64 KiB; buffers larger than it are then held in several blocks: a setting for tests); default: the
+    least 256 bytes; buffers larger than it are then held in several blocks: a setting for tests); default: the
     largest power of two that one block may have (``max_block``: the least of maxStorageBufferRange,
     maxMemoryAllocationSize and maxBufferSize).
     One Device may be used from several threads: its submissions are serialised by a lock, and all threads
@@ -285,10 +285,11 @@ class Device:
                              info.max_buffer_size or 2**64) // 4 * 4     # bytes of one block
         if chunk_bytes is None:
             self.chunk_bytes = 1 << (self.max_block.bit_length() - 1)
-        elif chunk_bytes & (chunk_bytes - 1) or not 1 << 16 <= chunk_bytes <= self.max_block:
-            raise ValueError(f"chunk_bytes ({chunk_bytes}) must be a power of two from 64 KiB to {self.max_block}")
+        elif chunk_bytes & (chunk_bytes - 1) or not 256 <= chunk_bytes <= self.max_block:
+            raise ValueError(f"chunk_bytes ({chunk_bytes}) must be a power of two from 256 to {self.max_block}")
         else:
-            self.chunk_bytes = self.max_block = int(chunk_bytes)
+            self.chunk_bytes = int(chunk_bytes)
+        self._whole_max = self.chunk_bytes if chunk_bytes is not None else self.max_block   # larger: chunked
         self.memory_limit = memory_limit
         self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
@@ -425,10 +426,23 @@ class Device:
         if fresh:
             if len(self._param_buffers) >= _PARAMS_CACHE:
                 self._param_buffers.pop(next(iter(self._param_buffers)))
-            buf = Buffer(self, words.nbytes)
+            buf = Buffer(self, words.nbytes, whole=True)    # bound whole at binding 0
             buf._stage(np.frombuffer(key, dtype=np.uint8))
         self._param_buffers[key] = buf            # most recently used last
         return buf, fresh
+
+    def _block_table(self, slots, base: int) -> np.ndarray:
+        """The block lists of the WIDE kernel variants (shaders/index_map.glsl's P_BLOCKS) for the buffers in
+        ``slots`` (None: absent), to be placed at word ``base`` of their parameter words: per slot, the log2 of
+        its block size in bytes (63: one block) and the word where its blocks' addresses start; then the
+        addresses (uint64)."""
+        head, addresses = [], []
+        start = base + 2 * len(slots)
+        for buf in slots:
+            blocks = buf._blocks if buf is not None else []
+            head += [self.chunk_bytes.bit_length() - 1 if len(blocks) > 1 else 63, start + len(addresses)]
+            addresses += [b.address for b in blocks] or [0]
+        return np.array(head + addresses, dtype=np.uint64)
 
     def _owner_scratch(self, words: int, beside: tuple = ()) -> Buffer:
         """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it):

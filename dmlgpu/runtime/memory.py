@@ -28,13 +28,21 @@ class Block:
     view of its mapped memory, or None when it is not host-visible), ``batch`` (the number of the device's
     batch of queued runs that last used it: runtime/device.py)."""
 
-    __slots__ = ("tensor", "size", "view", "batch")
+    __slots__ = ("tensor", "size", "view", "batch", "_address")
 
     def __init__(self, tensor, size: int, mapped: bool):
         self.tensor = tensor
         self.size = size
         self.view = tensor.host_view() if mapped else None
         self.batch = 0
+        self._address = None
+
+    @property
+    def address(self) -> int:
+        """The buffer's device address (devices with bufferDeviceAddress: kp patch 0015)."""
+        if self._address is None:
+            self._address = self.tensor.device_address()
+        return self._address
 
 
 def size_class(nbytes: int, limit: int) -> int:
@@ -79,11 +87,11 @@ class Allocator:
         s["peak_allocated_bytes"] = max(s["peak_allocated_bytes"], s["allocated_bytes"])
         return block
 
-    def allocate_span(self, nbytes: int, chunk: int) -> list[Block]:
-        """Blocks holding ``nbytes`` bytes (contents undefined): one block when ``nbytes`` fits the largest
-        block, else blocks of ``chunk`` bytes (a power of two, at most the largest block) and a last one of
-        the rest. DeviceError when the device cannot hold them all (none is kept then)."""
-        if nbytes <= self.max_block:
+    def allocate_span(self, nbytes: int, chunk: int, whole: int | None = None) -> list[Block]:
+        """Blocks holding ``nbytes`` bytes (contents undefined): one block when ``nbytes`` is at most ``whole``
+        (default: the largest block), else blocks of ``chunk`` bytes (a power of two, at most the largest
+        block) and a last one of the rest. DeviceError when the device cannot hold them all (none is kept)."""
+        if nbytes <= (self.max_block if whole is None else whole):
             return [self.allocate(nbytes)]
         assert chunk & (chunk - 1) == 0 and chunk <= self.max_block
         sizes = [chunk] * (nbytes // chunk) + ([nbytes % chunk] if nbytes % chunk else [])
