@@ -111,8 +111,9 @@ at 8 elements per row, and three times as long at 64.
 Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
 plus one per block of 4096 counts), and the levels' (above), taken from the device's scratch (Device._take) and given back by the
 caller after the run.
-Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within
-maxStorageBufferRange.
+Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within one block
+(Device.max_block: maxStorageBufferRange and the allocation limits), and no operand held in several blocks
+(tensors past one block: only the order-free reductions, in the wide atomic variants).
 """
 from __future__ import annotations
 
@@ -275,7 +276,8 @@ class ReducePlan(Plan):
                    take) -> tuple[list, list]:
         """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)``
         gives scratch buffers (Device._take); the caller gives them back once the dispatches have run.
-        DeviceError, before any GPU work, if the scratch exceeds the device's maxStorageBufferRange."""
+        DeviceError, before any GPU work, if the scratch exceeds one block (Device.max_block) or an operand is
+        held in several blocks (only the order-free reductions address those)."""
         out, uploads = [], []
 
         def params(words):
@@ -287,6 +289,11 @@ class ReducePlan(Plan):
         if self.atomic is None:
             hist_bytes = 4 * (kernels.RADIX * self.tiles + self.blocks)
             device._check_sizes(4 * self.rows, hist_bytes if self.pass_words else 0)
+            scratch = max(4 * self.rows, hist_bytes if self.pass_words else 0)
+            if scratch > device._whole_max:
+                raise DeviceError(f"this scatter reduction sorts {self.rows} update rows: its scratch buffers of "
+                                  f"{scratch} bytes exceed one buffer of {device.info.name} ({device._whole_max} "
+                                  f"bytes); split it into smaller ones")
         if self.atomic is None and any(b.chunked for b in (input, indices, output, updates)):
             raise DeviceError(f"this scatter reduction has a tensor larger than one buffer of {device.info.name} "
                               f"({device.max_block} bytes): only the order-free 32-bit integer ones (add, min, "
