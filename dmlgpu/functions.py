@@ -48,26 +48,30 @@ class _Call(NamedTuple):
     copy: bool = False
 
 
-def _planned(dev: Device, key: tuple, build: Callable[[], _Call]) -> _Call:
-    """The planned call for a signature ``key`` (a tuple whose array operands are NumPy arrays or Tensors,
-    already checked by _operands): from ``dev``'s cache, else ``build()`` (all the checks that depend on the
-    signature; they raise for bad input), cached. An ``axis`` or ``batch_dims`` that is not an int is part
-    of no signature (bool and NumPy integers take the full checks each time)."""
-    sig = tuple((x.shape, x.dtype) if isinstance(x, (np.ndarray, Tensor)) else
-                (x if x is None or type(x) in (int, str) else _UNCACHED) for x in key)
-    if _UNCACHED in sig:
-        return build()
+def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
+    """The planned call of ``op`` on ``arrays`` (NumPy arrays or Tensors, already checked by _operands) with
+    ``args`` (axis or batch_dims, mode, reduction): from ``dev``'s cache by signature, else ``build()`` (all
+    the checks that depend on the signature; they raise for bad input) and the check that every buffer fits
+    the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
+    reduction that is no string) are part of no signature: such calls take the full checks each time."""
+    if not all(type(a) is int or type(a) is str for a in args):
+        return _sized(dev, arrays, build())
+    sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
     calls = dev._calls
     call = calls.pop(sig, None)
     if call is None:
-        call = build()
+        call = _sized(dev, arrays, build())
         while len(calls) >= CALL_CACHE:
             del calls[next(iter(calls))]
     calls[sig] = call                    # most recently used last
     return call
 
 
-_UNCACHED = object()
+def _sized(dev: Device, arrays: tuple, call: _Call) -> _Call:
+    """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise)."""
+    if call.plan is not None:
+        dev._check_sizes(*(a.nbytes for a in arrays), math.prod(call.out_shape) * arrays[0].dtype.itemsize)
+    return call
 
 
 def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
@@ -183,8 +187,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
     a Tensor when an operand is a Tensor or the call is being recorded."""
     recording = dev._recording() is not None
     as_tensor = recording or any(isinstance(x, Tensor) for x in (data, indices, updates))
-    nbytes = math.prod(out_shape) * data.dtype.itemsize
-    dev._check_sizes(*(x.nbytes for x in (data, indices, updates) if x is not None), nbytes)
+    nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
     with dev._lock:
         taken, uploads = [], []
 
@@ -251,7 +254,7 @@ def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: 
                              data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
-    return _execute(dev, _planned(dev, ("gather", data, idx, axis, mode), build), data, idx, values)
+    return _execute(dev, _planned(dev, "gather", (data, idx), (axis, mode), build), data, idx, values)
 
 
 def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
@@ -281,7 +284,7 @@ def gather_elements(data, indices, axis: int = 0, *, device: Device | None = Non
                                  a, data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), idx.shape, check)
 
-    return _execute(dev, _planned(dev, ("gather_elements", data, idx, axis, mode), build), data, idx, values)
+    return _execute(dev, _planned(dev, "gather_elements", (data, idx), (axis, mode), build), data, idx, values)
 
 
 def _check_nd(op: str, data, idx, batch_dims: int):
@@ -317,7 +320,7 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
                            batch_dims, data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
-    return _execute(dev, _planned(dev, ("gather_nd", data, idx, batch_dims, mode), build), data, idx, values)
+    return _execute(dev, _planned(dev, "gather_nd", (data, idx), (batch_dims, mode), build), data, idx, values)
 
 
 def _updates(updates, data, op: str):
@@ -359,7 +362,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
             plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
-    call = _planned(dev, ("scatter_nd", data, idx, upd, mode, reduction), build)
+    call = _planned(dev, "scatter_nd", (data, idx, upd), (mode, reduction), build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
@@ -388,7 +391,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
                              _self_copy(data))
         return _Call(plan, data.shape, check)
 
-    call = _planned(dev, ("scatter_elements", data, idx, upd, axis, mode, reduction), build)
+    call = _planned(dev, "scatter_elements", (data, idx, upd), (axis, mode, reduction), build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 

@@ -180,10 +180,10 @@ def compare(got: np.ndarray, expected: np.ndarray) -> str | None:
 
 
 def run_latency(device, peer, settings: Settings, rng) -> dict:
-    table, idx = latency.inputs(rng)
-    dml, mismatches = latency.dmlgpu_small_gather(device, table, idx, settings.latency_iters,
+    table, idx, perm = latency.inputs(rng)
+    dml, mismatches = latency.dmlgpu_small_gather(device, table, idx, perm, settings.latency_iters,
                                                   settings.latency_budget_s, settings.latency_ops)
-    peer_result = peer.small_gather(table, idx[0], settings.latency_iters, settings.latency_budget_s,
+    peer_result = peer.small_gather(table, idx[0], perm, settings.latency_iters, settings.latency_budget_s,
                                     settings.latency_ops)
     return {"operation": latency.describe(), "dmlgpu": dml, "peer": {"name": peer.kind, **peer_result},
             "mismatches": mismatches}
