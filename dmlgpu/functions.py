@@ -27,7 +27,7 @@ from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import GatherPlan, Plan, ScatterPlan, make_plan
+from .plan import GatherPlan, ScatterPlan, make_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
@@ -35,17 +35,23 @@ from .tensor import Tensor, empty, tensor
 MODES = ("clamp", "raise")
 ITEM_SIZES = (1, 2, 4, 8, 16)
 CALL_CACHE = 512      # planned calls kept per device
+_INDEX_DTYPES = frozenset(INDEX_DTYPES)
+KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
+KEEP_CALLS = 32       # ... for the last this many such signatures per device
 
 
 class _Call(NamedTuple):
     """A planned call: ``plan`` (Plan or ReducePlan; None when the call moves nothing), the result's shape,
-    ``check(values)`` (mode="raise": IndexError for a bad index value) or None, and ``copy`` (True: a
-    scatter that updates nothing returns a copy of data; else the empty result of ``out_shape``)."""
+    ``check(values)`` (mode="raise": IndexError for a bad index value) or None, ``copy`` (True: a scatter
+    that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``
+    (operands and result of at most KEEP_BYTES: a NumPy-in/out call keeps its device buffers for the next
+    call of its signature, which then submits the same recorded command buffer: Device._run's replays)."""
 
     plan: object
     out_shape: tuple
     check: Callable | None = None
     copy: bool = False
+    keep: bool = False
 
 
 def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
@@ -68,10 +74,13 @@ def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[
 
 
 def _sized(dev: Device, arrays: tuple, call: _Call) -> _Call:
-    """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise)."""
-    if call.plan is not None:
-        dev._check_sizes(*(a.nbytes for a in arrays), math.prod(call.out_shape) * arrays[0].dtype.itemsize)
-    return call
+    """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise), with
+    ``keep`` set for small calls."""
+    if call.plan is None:
+        return call
+    sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
+    dev._check_sizes(*sizes)
+    return call._replace(keep=sum(sizes) <= KEEP_BYTES)
 
 
 def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
@@ -81,8 +90,8 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: 
     if call.plan is None:
         return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
     if native:
-        return _run(dev, call.plan, data, idx, call.out_shape, updates)
-    return _run_native(dev, call.plan, data, idx, updates)
+        return _run(dev, call, data, idx, updates)
+    return _run_native(dev, call, data, idx, updates)
 
 
 def _device(device, *operands) -> Device:
@@ -131,7 +140,7 @@ def _data(arr, what: str):
 def _indices(indices, mode: str):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
     if isinstance(indices, Tensor):
-        if indices.dtype not in INDEX_DTYPES:
+        if indices.dtype not in _INDEX_DTYPES:
             raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or uint64")
         if mode == "raise" and indices.device._recording() is not None:
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
@@ -182,17 +191,19 @@ def _copy_result(data, device):
     return np.array(data, copy=True)
 
 
-def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
-    """Runs the plan in one submission. NumPy operands are uploaded; the result is a new NumPy array, or
-    a Tensor when an operand is a Tensor or the call is being recorded."""
+def _run(dev: Device, call: _Call, data, indices, updates=None):
+    """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
+    or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded."""
+    plan, out_shape = call.plan, call.out_shape
     recording = dev._recording() is not None
     as_tensor = recording or any(isinstance(x, Tensor) for x in (data, indices, updates))
     nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
     with dev._lock:
         taken, uploads = [], []
+        kept = iter(dev._kept.pop(call, ()) if call.keep and not as_tensor else ())
 
-        def scratch(n):             # operands' copies and a reduction's sort: given back after the run
-            buf = dev._take(n)
+        def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)
+            buf = next(kept, None) or dev._take(n)
             taken.append(buf)
             return buf
 
@@ -207,7 +218,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
         in_buf = operand(data)
         idx_buf = operand(indices)
         if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
-            out_buf = dev._take(nbytes)      # not zero-filled: the kernels write all of it
+            out_buf = scratch(nbytes)        # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
         upd_buf = operand(updates) if updates is not None else None
@@ -218,11 +229,23 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
             if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
                 dev._give(*(b for b in taken if b is not out_buf))
             return Tensor._wrap(out_buf, out_shape, data.dtype)
+        done = False
         try:
             out = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
+            done = True
             return out[:nbytes].view(data.dtype).reshape(out_shape)
         finally:
-            dev._give(*{id(b): b for b in taken + [out_buf]}.values())
+            if done and call.keep:
+                _keep(dev, call, taken)
+            else:
+                dev._give(*taken)
+
+
+def _keep(dev: Device, call: _Call, buffers: list) -> None:
+    """Keeps a NumPy-in/out call's buffers for the next call of its signature (the last KEEP_CALLS)."""
+    while len(dev._kept) >= KEEP_CALLS:
+        dev._give(*dev._kept.pop(next(iter(dev._kept))))
+    dev._kept[call] = buffers
 
 
 def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | None:
@@ -400,12 +423,12 @@ def _self_copy(data) -> IndexMap:
     return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
 
 
-def _run_native(dev: Device, plan, data, idx, upd):
+def _run_native(dev: Device, call: _Call, data, idx, upd):
     """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
     byte order are converted there and back."""
     if data.dtype.isnative:
-        return _run(dev, plan, data, idx, data.shape, updates=upd)
+        return _run(dev, call, data, idx, upd)
     if any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
         raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
     native = data.dtype.newbyteorder("=")
-    return _run(dev, plan, data.astype(native), idx, data.shape, updates=upd.astype(native)).astype(data.dtype)
+    return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)

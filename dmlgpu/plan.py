@@ -46,6 +46,8 @@ class GatherPlan(_MapPlan):
         self.words = self.map.params(self.signed, word_loop=True)  # DeviceError if over 32 bits
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
         self.row_words = self.map.params(self.signed, row_loop=True) if self.map.row_loop_ok() else None
+        self.kernel = kernels.variant("gather", self.map.unit, self.index_bytes)
+        self.empty = not self.map.count
 
     def _words(self, device: Device) -> np.ndarray:
         """The parameter words for this device."""
@@ -53,13 +55,11 @@ class GatherPlan(_MapPlan):
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if not self.map.count:
+        if self.empty:
             return [], []
         words = self._words(device)
         params, fresh = device._params(words)
-        return ([Dispatch(kernels.variant("gather", self.map.unit, self.index_bytes),
-                          (params, indices, input, output), int(words[P_TOTAL]))],
-                [params] if fresh else [])
+        return [Dispatch(self.kernel, (params, indices, input, output), int(words[P_TOTAL]))], [params] if fresh else []
 
 
 class ScatterPlan(_MapPlan):

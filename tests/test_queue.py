@@ -274,3 +274,23 @@ def test_the_cache_is_bounded(dev, monkeypatch):
     for n in range(1, 30):
         assert dmlgpu.gather(a, np.arange(n), device=dev).tolist() == list(range(n))
     assert len(dev._calls) <= 8
+
+
+def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
+    """A small NumPy-in/out call keeps its device buffers for the next call of its signature (which then
+    allocates nothing and submits the recorded command buffer again); new values go through them."""
+    a = np.arange(200, dtype=np.float32).reshape(50, 4)
+    dmlgpu.gather(a, [1, 2], device=dev)
+    allocations = dev.memory_stats()["device_allocations"]
+    replays = dict(dev._replays)
+    for i in range(20):
+        ids = np.array([i, 49 - i])
+        assert np.array_equal(dmlgpu.gather(a * i, ids, device=dev), (a * i)[ids])
+    assert dev.memory_stats()["device_allocations"] == allocations
+    assert any(dev._replays.get(k) is v for k, v in replays.items())
+    monkeypatch.setattr(functions, "KEEP_CALLS", 2)
+    for n in range(3, 8):
+        assert np.array_equal(dmlgpu.gather(a, np.arange(n), device=dev), a[:n])
+    assert len(dev._kept) <= 2
+    dev.empty_cache()
+    assert not dev._kept

@@ -84,22 +84,24 @@ class Buffer:
     them (and shows up in results).
     """
 
+    _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
+    _mirror = None                       # host-visible copy for recordings (staging devices only)
+    _host: np.ndarray | None = None
+    pinned = False                       # a recording uses it: Device._give leaves it alone
+
     def __init__(self, device: "Device", nbytes: int):
         if nbytes <= 0 or nbytes % 4:
             raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
-        device._check_sizes(nbytes)
+        if nbytes > device._allocator.max_block:
+            device._check_sizes(nbytes)
         self.device = device
         self.nbytes = nbytes
-        self.canary_words = device.canary_words
+        self.canary_words = canary = device.canary_words
         with device._lock:                 # the allocator's lists are shared by the device's threads
-            self._block: Block = device._allocator.allocate(nbytes + 4 * self.canary_words)
+            self._block: Block = device._allocator.allocate(nbytes + 4 * canary)
         self._tensor = self._block.tensor
-        self._pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
-        self._mirror = None                       # host-visible copy for recordings (staging devices only)
-        self._host: np.ndarray | None = None
-        self.pinned = False                       # a recording uses it: Device._give leaves it alone
-        if self.canary_words:
-            device._fill(self, CANARY, nbytes, 4 * self.canary_words)
+        if canary:
+            device._fill(self, CANARY, nbytes, 4 * canary)
 
     def write(self, data, offset: int = 0) -> None:
         """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4)."""
@@ -156,7 +158,7 @@ class Buffer:
         return f"<dmlgpu.Buffer {self.nbytes} bytes on {self.device.info.name}>"
 
 
-@dataclass
+@dataclass(slots=True)
 class Dispatch:
     """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count."""
 
@@ -327,8 +329,10 @@ class Device:
                                   f"bytes, {self.info.name}); split the operation into smaller ones")
 
     def _take(self, nbytes: int) -> Buffer:
-        """A buffer of at least ``nbytes`` (a multiple of 4) whose contents are undefined."""
-        return Buffer(self._open(), max(4, (nbytes + 3) // 4 * 4))
+        """A buffer of at least ``nbytes`` whose contents are undefined."""
+        if self._closed:
+            self._open()
+        return Buffer(self, max(4, (nbytes + 3) & ~3))
 
     def _give(self, *bufs: Buffer) -> None:
         """Returns _take()n buffers to the allocator now (those a recording uses stay until it goes)."""
@@ -550,14 +554,17 @@ class Device:
                 self._batch_upload_pos = pos + -(-n // 16) * 16
                 b._block.batch = batch
             b._pending = None
+        record = self._batch_seq.record
         for op in self._dispatch_ops(dispatches):
-            self._batch_seq.record(op)
+            record(op)
+        owner, written = self._owner, self._batch_written if self.direct_memory else None
         for d in dispatches:
             for b in d.buffers:
                 b._block.batch = batch
-                if self.direct_memory:
-                    self._batch_written[id(b)] = b._tensor
-        self._batch_scatters = self._batch_scatters or self._uses_owner(dispatches)
+                if b is owner:
+                    self._batch_scatters = True
+                if written is not None:
+                    written[id(b)] = b._tensor
         self._queued += 1
         if self._queued >= self.max_queued:
             self._flush()
