@@ -468,11 +468,14 @@ class Device:
                     self._staging.write(b._tensor, 0, b._pending)
             else:
                 if pending:
-                    up_slot = self._staging.slot("up", 0, _packed(up_sizes)[-1])
-                    for b, pos in zip(pending, _packed(up_sizes)):
-                        transfers.host_copy(up_slot.view[pos:pos + b._pending.size], b._pending)
+                    up_pos = _packed(up_sizes)
+                    up_slot = self._staging.slot("up", 0, up_pos[-1])
+                    view = up_slot.view
+                    for b, pos, n in zip(pending, up_pos, up_sizes):
+                        transfers.host_copy(view[pos:pos + n], b._pending)
                 if downloads:
-                    down_slot = self._staging.slot("down", 0, _packed(down_sizes)[-1])
+                    down_pos = _packed(down_sizes)
+                    down_slot = self._staging.slot("down", 0, down_pos[-1])
             for b in pending:
                 b._pending = None
             if dispatches or up_slot or down_slot:
@@ -480,7 +483,8 @@ class Device:
             if self.direct_memory:
                 return [b._block.view[:b.nbytes].copy() for b in downloads]
             if down_slot is not None:
-                return [down_slot.view[pos:pos + n].copy() for pos, n in zip(_packed(down_sizes), down_sizes)]
+                view = down_slot.view
+                return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
             results = []
             for b in downloads:
                 out = np.empty(b.nbytes, dtype=np.uint8)
@@ -492,9 +496,14 @@ class Device:
         """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
         into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
         _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
-        key = (tuple((d.kernel, d.count, d.barrier) + tuple(id(b._block) for b in d.buffers) for d in dispatches),
-               up_slot and (up_slot.serial,) + tuple(id(b._block) for b in uploads) + tuple(up_sizes),
-               down_slot and (down_slot.serial,) + tuple(id(b._block) for b in downloads) + tuple(down_sizes))
+        key = []
+        for d in dispatches:
+            key += (d.kernel, d.count, d.barrier, *[id(b._block) for b in d.buffers])
+        if up_slot is not None:
+            key += ("up", up_slot.serial, *[id(b._block) for b in uploads], *up_sizes)
+        if down_slot is not None:
+            key += ("down", down_slot.serial, *[id(b._block) for b in downloads], *down_sizes)
+        key = tuple(key)
         seq = self._replays.pop(key, None)
         if seq is None:
             seq = self._replay_sequence()
