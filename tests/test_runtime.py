@@ -268,3 +268,10 @@ def test_threads_allocating_tensors_on_one_device(device):
     assert held() == before, "blocks of collected tensors did not return to the cache"
     s = device.memory_stats()
     assert s["reserved_bytes"] == s["allocated_bytes"] + s["cached_bytes"]
+
+
+def test_tensor_keeps_the_shape_of_a_zero_d_array(device):
+    t = dmlgpu.tensor(np.float32(2.5), device=device)
+    assert t.shape == () and t.numpy().shape == () and float(t.numpy()) == 2.5
+    strided = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
+    assert np.array_equal(dmlgpu.tensor(strided, device=device).numpy(), strided)
