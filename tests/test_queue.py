@@ -57,6 +57,29 @@ def test_max_queued_bounds_a_batch():
     d.close()
 
 
+def test_a_full_batch_runs_while_the_next_is_recorded(dev):
+    """A batch submitted because it is full is left in flight; reading a result of it (or of the open batch)
+    waits for the right one; results held across many batches are all right."""
+    d = dmlgpu.Device(max_queued=4, direct_memory=dev.direct_memory)
+    rng = np.random.default_rng(5)
+    perm = rng.permutation(300).astype(np.int32)
+    p = dmlgpu.tensor(perm, device=d)
+    x = dmlgpu.tensor(np.arange(300, dtype=np.int32), device=d)
+    held = []
+    for i in range(23):
+        x = dmlgpu.gather(p, x)
+        held.append(x)
+        if i == 4:
+            assert d._inflight and d._queued == 1      # the first four are in flight, the fifth is open
+            assert np.array_equal(held[1].numpy(), perm[perm])   # waits for the batch in flight only
+            assert d._queued == 1 and not d._inflight
+    want = np.arange(300)
+    for got in held:
+        want = perm[want]
+        assert np.array_equal(got.numpy(), want)
+    d.close()
+
+
 def test_no_queueing_runs_each_call_at_once():
     d = dmlgpu.Device(max_queued=0)
     t = dmlgpu.tensor(np.arange(10, dtype=np.int32), device=d)

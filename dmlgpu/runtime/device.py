@@ -12,13 +12,16 @@ mapped device buffers on unified memory) is made visible to it by ``BEFORE_HOST_
 Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are recorded into the
 device's open *batch*, one kp Sequence, and submitted together when the host needs a result: a host read or
 write of a buffer the batch uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a
-recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one batch
-per device, shared by its threads under the device's lock, so the order of the calls is the order in which
-the threads got the lock. The caching allocator may hand a block that a queued run still uses to a later
-queued run: the batch is one in-order submission and the barrier before each dispatch makes earlier reads
-and writes of its buffers finish first (PyTorch's same-stream reuse). What would reach such a block outside
-the batch (host reads and writes of mapped memory, staging transfers, fills, destroying it) submits the batch
-and waits for it first: every block records the batch that last used it (``Block.batch``).
+recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open
+batch per device, shared by its threads under the device's lock, so the order of the calls is the order in
+which the threads got the lock. A batch submitted because it is full is not waited for: the next one is
+recorded while the GPU runs it (at most one is in flight; the next submission waits for it first).
+The caching allocator may hand a block that a queued run still uses to a later queued run: the batches run in
+submission order on one queue, and the barrier before each dispatch makes earlier reads and writes of its
+buffers finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host
+reads and writes of mapped memory, staging transfers, fills, destroying it) first submits the open batch and
+waits for it, or waits for the batch in flight, if that batch uses the block: every block records the batch
+that last used it (``Block.batch``).
 """
 from __future__ import annotations
 
@@ -236,8 +239,12 @@ class Device:
         self._queued = 0            # runs in the open batch
         self._batch_scatters = False
         self._batch_written: dict = {}             # unified memory: what the batch writes (host-read barrier)
-        self._batch_uploads = None  # staging devices: the batch's upload buffer, and the bytes used in it
+        self._batch_uploads = None  # the batch's upload staging buffer (and its host view), and the bytes used
         self._batch_upload_pos = 0
+        self._spare_seq = self._mgr.sequence()     # the previous batch's Sequence: in flight, or idle
+        self._spare_uploads = None
+        self._inflight = 0          # number of the batch submitted and not waited for (0: none)
+        self._inflight_scatters = False
         self._param_buffers: dict = {}
         self._local = threading.local()
         self._submissions = 0
@@ -364,6 +371,8 @@ class Device:
             raise DeviceError(f"this scatter needs {4 * words} bytes of claim scratch (4 bytes per unit of its "
                               f"output, {words} units), more than this device's maxStorageBufferRange ({limit} "
                               f"bytes, {self.info.name}); split the output into smaller tensors")
+        if not self._owner_clean and self._owner is not None:
+            self._sync_block(self._owner._block)  # a batch in flight uses it: it is clean once that is done
         if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
             size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
             size = min(1 << (size - 1).bit_length(), limit // 4)
@@ -550,7 +559,7 @@ class Device:
                     self._staging.write(b._tensor, 0, src)
             else:
                 if self._batch_upload_pos + n > _QUEUE_UPLOADS:
-                    self._flush()
+                    self._flush(wait=False)
                     batch = self._batch
                 if self._batch_uploads is None:
                     staging = self._mgr.buffer(_QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
@@ -576,30 +585,57 @@ class Device:
                     written[id(b)] = b._tensor
         self._queued += 1
         if self._queued >= self.max_queued:
-            self._flush()
+            self._flush(wait=False)       # recording the next batch overlaps the GPU's work on this one
 
     def _sync_block(self, block: Block) -> None:
-        """Submits the open batch and waits for it if it uses ``block`` (before the block is reached
-        outside the batch)."""
-        if self._queued and block.batch == self._batch:
-            self._flush()
+        """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
+        uses the block, or waits for the batch in flight if that one does."""
+        if block.batch == self._batch:
+            if self._queued:
+                self._flush()
+        elif block.batch == self._inflight:
+            self._await_inflight()
 
-    def _flush(self) -> None:
-        """Submits the open batch (if any run is queued) and waits for it; a new batch opens."""
-        if not self._queued:
-            return
-        seq = self._batch_seq
-        try:
+    def _flush(self, wait: bool = True) -> None:
+        """Submits the open batch (if any run is queued), after waiting for the one in flight (at most one
+        is), and opens a new batch in the other Sequence. ``wait``: then waits for it too (every queued run
+        has finished when this returns); else it stays in flight while the next batch is recorded."""
+        if self._queued:
+            self._await_inflight()
+            seq, scatters = self._batch_seq, self._batch_scatters
             if self._batch_written:
                 seq.record(kp.OpMemoryBarrier(list(self._batch_written.values()), *BEFORE_HOST_READ))
-            self._submit(seq, self._batch_scatters)
-        finally:
-            seq.clear()
-            self._batch_written.clear()
-            self._batch_scatters = False
-            self._batch_upload_pos = 0
-            self._queued = 0
-            self._batch += 1
+            if scatters:
+                self._owner_clean = False
+            try:
+                seq.eval_async()
+                self._inflight, self._inflight_scatters = self._batch, scatters
+            except BaseException:
+                seq.clear()
+                raise
+            finally:
+                self._batch_seq, self._spare_seq = self._spare_seq, seq
+                self._batch_uploads, self._spare_uploads = self._spare_uploads, self._batch_uploads
+                self._batch_written = {}
+                self._batch_scatters = False
+                self._batch_upload_pos = 0
+                self._queued = 0
+                self._batch += 1
+                self._count_submission()
+        if wait:
+            self._await_inflight()
+
+    def _await_inflight(self) -> None:
+        """Waits for the batch in flight, if any (its Sequence is then cleared for the next batch)."""
+        if self._inflight:
+            seq = self._spare_seq
+            try:
+                seq.eval_await()
+                if self._inflight_scatters:
+                    self._owner_clean = True
+            finally:
+                seq.clear()
+                self._inflight = 0
 
     def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
@@ -643,6 +679,9 @@ class Device:
         seq.eval()
         if scatters:
             self._owner_clean = True
+        self._count_submission()
+
+    def _count_submission(self) -> None:
         self._submissions += 1
         if self._submissions % 256 == 0:
             self._mgr.clear()   # let Kompute forget expired objects: host memory stays flat
