@@ -22,7 +22,7 @@ class Device(runtime.Device):
                  direct_memory: bool | None = None, max_queued: int | None = None):
         self.feature_level = FeatureLevel.parse(feature_level)
         self._calls: dict = {}      # the layer-2 calls planned on this device, by signature (functions.py)
-        self._kept: dict = {}       # planned call -> the buffers its last NumPy-in/out run kept (functions.py)
+        self._kept: dict = {}       # signature -> the buffers its last NumPy-in/out call kept (functions.py)
         super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory, max_queued=max_queued)
 
     def empty_cache(self) -> None:

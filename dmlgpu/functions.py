@@ -43,15 +43,16 @@ KEEP_CALLS = 32       # ... for the last this many such signatures per device
 class _Call(NamedTuple):
     """A planned call: ``plan`` (Plan or ReducePlan; None when the call moves nothing), the result's shape,
     ``check(values)`` (mode="raise": IndexError for a bad index value) or None, ``copy`` (True: a scatter
-    that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``
-    (operands and result of at most KEEP_BYTES: a NumPy-in/out call keeps its device buffers for the next
-    call of its signature, which then submits the same recorded command buffer: Device._run's replays)."""
+    that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``: the
+    call's signature when its operands and result take at most KEEP_BYTES (a NumPy-in/out call then keeps
+    its device buffers for the next call of that signature, which submits the same recorded command buffer
+    again: Device._run's replays), else None."""
 
     plan: object
     out_shape: tuple
     check: Callable | None = None
     copy: bool = False
-    keep: bool = False
+    keep: tuple | None = None
 
 
 def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
@@ -61,26 +62,26 @@ def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[
     the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
     reduction that is no string) are part of no signature: such calls take the full checks each time."""
     if not all(type(a) is int or type(a) is str for a in args):
-        return _sized(dev, arrays, build())
+        return _sized(dev, arrays, build(), None)
     sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
     calls = dev._calls
     call = calls.pop(sig, None)
     if call is None:
-        call = _sized(dev, arrays, build())
+        call = _sized(dev, arrays, build(), sig)
         while len(calls) >= CALL_CACHE:
             del calls[next(iter(calls))]
     calls[sig] = call                    # most recently used last
     return call
 
 
-def _sized(dev: Device, arrays: tuple, call: _Call) -> _Call:
+def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
     """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise), with
-    ``keep`` set for small calls."""
+    ``keep`` set (to its signature ``sig``) for small calls."""
     if call.plan is None:
         return call
     sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
     dev._check_sizes(*sizes)
-    return call._replace(keep=sum(sizes) <= KEEP_BYTES)
+    return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None)
 
 
 def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
@@ -200,7 +201,8 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
     nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
     with dev._lock:
         taken, uploads = [], []
-        kept = iter(dev._kept.pop(call, ()) if call.keep and not as_tensor else ())
+        keep = call.keep if not as_tensor else None
+        kept = iter(dev._kept.pop(keep, ()) if keep is not None else ())
 
         def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)
             buf = next(kept, None) or dev._take(n)
@@ -235,17 +237,17 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
             done = True
             return out[:nbytes].view(data.dtype).reshape(out_shape)
         finally:
-            if done and call.keep:
-                _keep(dev, call, taken)
+            if done and keep is not None:
+                _keep(dev, keep, taken)
             else:
                 dev._give(*taken)
 
 
-def _keep(dev: Device, call: _Call, buffers: list) -> None:
+def _keep(dev: Device, sig: tuple, buffers: list) -> None:
     """Keeps a NumPy-in/out call's buffers for the next call of its signature (the last KEEP_CALLS)."""
     while len(dev._kept) >= KEEP_CALLS:
         dev._give(*dev._kept.pop(next(iter(dev._kept))))
-    dev._kept[call] = buffers
+    dev._kept[sig] = buffers
 
 
 def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | None:

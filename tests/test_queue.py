@@ -311,6 +311,12 @@ def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
         assert np.array_equal(dmlgpu.gather(a * i, ids, device=dev), (a * i)[ids])
     assert dev.memory_stats()["device_allocations"] == allocations
     assert any(dev._replays.get(k) is v for k, v in replays.items())
+    dev.empty_cache()
+    f, i, sel = np.ones((6, 4), np.float32), np.ones((6, 4), np.int32), np.array([1])
+    dmlgpu.gather(f, sel, device=dev), dmlgpu.gather(i, sel, device=dev)
+    assert functions._planned(dev, "gather", (f, sel), (0, "clamp"), None).plan is \
+        functions._planned(dev, "gather", (i, sel), (0, "clamp"), None).plan     # equal plans ...
+    assert len(dev._kept) == 2                                                    # ... two signatures
     monkeypatch.setattr(functions, "KEEP_CALLS", 2)
     for n in range(3, 8):
         assert np.array_equal(dmlgpu.gather(a, np.arange(n), device=dev), a[:n])
