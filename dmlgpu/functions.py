@@ -197,8 +197,11 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
     or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded."""
     plan, out_shape = call.plan, call.out_shape
     recording = dev._recording() is not None
-    as_tensor = recording or any(isinstance(x, Tensor) for x in (data, indices, updates))
     nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
+    if not recording and type(data) is Tensor and type(indices) is Tensor and \
+            (updates is None or type(updates) is Tensor):
+        return _run_tensors(dev, plan, data, indices, updates, out_shape, nbytes)
+    as_tensor = recording or isinstance(data, Tensor) or isinstance(indices, Tensor) or isinstance(updates, Tensor)
     with dev._lock:
         taken, uploads = [], []
         keep = call.keep if not as_tensor else None
@@ -241,6 +244,26 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
                 _keep(dev, keep, taken)
             else:
                 dev._give(*taken)
+
+
+def _run_tensors(dev: Device, plan, data: Tensor, indices: Tensor, updates: Tensor | None, out_shape: tuple,
+                 nbytes: int) -> Tensor:
+    """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
+    Tensor; a reduction's scratch goes back once queued (later queued work may reuse it: Device._run)."""
+    with dev._lock:
+        out_buf = dev._take(nbytes)       # not zero-filled: the kernels write all of it
+        taken = []
+
+        def scratch(n):
+            taken.append(dev._take(n))
+            return taken[-1]
+
+        dispatches, params = plan.dispatches(dev, input=data.buffer, indices=indices.buffer, output=out_buf,
+                                             updates=None if updates is None else updates.buffer, take=scratch)
+        dev._queue(dispatches, params)
+        if taken:
+            dev._give(*taken)
+        return Tensor._wrap(out_buf, out_shape, data.dtype)
 
 
 def _keep(dev: Device, sig: tuple, buffers: list) -> None:

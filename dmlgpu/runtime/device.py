@@ -540,6 +540,17 @@ class Device:
         return ops
 
     # ---- internal: the batch of queued runs ----
+    def _queue(self, dispatches, uploads=()) -> None:
+        """``_run(dispatches, uploads, queue=True)`` for a caller that knows that no recording of this thread
+        is open (the common eager call: one check fewer)."""
+        with self._lock:
+            if self._closed:
+                self._open()
+            if self.max_queued:
+                self._enqueue(dispatches, uploads)
+            else:
+                self._run(dispatches, uploads)
+
     def _enqueue(self, dispatches, uploads) -> None:
         """Records a run into the open batch (its uploads first), and submits the batch once it holds
         max_queued runs. Host data of up to a quarter of _QUEUE_UPLOADS per buffer goes through the batch's
