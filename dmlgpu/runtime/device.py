@@ -650,6 +650,9 @@ class Device:
 
     def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
+        if len(dispatches) == 1 and dispatches[0].barrier:      # the common eager call
+            bound = self._algorithm(dispatches[0])
+            return [bound.barrier, bound.dispatch]
         ops = []
         for n, d in enumerate(dispatches):
             bound = self._algorithm(d)
