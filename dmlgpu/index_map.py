@@ -29,7 +29,7 @@ P_RANK, P_TOTAL, P_K, P_FLAGS, P_TSTRIDE, P_UNITS = range(6)
 P_SHAPE, P_DENSE, P_DATA, P_INDEX, P_TDIM, P_TDATA, P_MAGIC, P_SHIFT = range(8, 8 + 8 * MAX_RANK, MAX_RANK)
 P_END = P_SHIFT + MAX_RANK    # kernels with parameters of their own put them from here on
 PARAM_WORDS = P_END           # size of the index map's parameter block
-FLAG_SIGNED, FLAG_WORDS, FLAG_ROWS = 1, 2, 4   # bits of P[P_FLAGS]
+FLAG_SIGNED, FLAG_ROWS = 1, 4   # bits of P[P_FLAGS]
 UNITS = (16, 8, 4, 2, 1)
 ROW_LOOP_MAX = 4096   # units of the longest row a row-loop iteration moves (IndexMap.row_loop_ok) ...
 ROW_LOOP_ROWS = 64    # ... and the fewest rows worth it
@@ -136,10 +136,14 @@ class IndexMap:
         return ((inner.dense, inner.data, inner.index) == (1, 1, 0) and 2 <= inner.size <= ROW_LOOP_MAX
                 and self.count // inner.size >= ROW_LOOP_ROWS)
 
-    def params(self, signed_indices: bool, word_loop: bool = False, row_loop: bool = False) -> np.ndarray:
+    def vec_ok(self) -> bool:
+        """True when a gather can write several units of the dense tensor per iteration (gather.comp's VEC
+        variants): units narrower than 16 bytes, into a packed dense tensor."""
+        return self.unit < 16 and self.dense_packed()
+
+    def params(self, signed_indices: bool, vec: int = 0, row_loop: bool = False) -> np.ndarray:
         """The kernel's parameter words (uint32[PARAM_WORDS]); DeviceError if the map exceeds 32 bits.
-        ``word_loop``: a gather of 1- or 2-byte units into a packed dense tensor iterates over its 32-bit
-        words (no atomics); ignored otherwise. ``row_loop`` (needs row_loop_ok()): a gather iterates over
+        ``vec`` (needs vec_ok()): a gather iterates over groups of ``vec`` bytes of its dense tensor. ``row_loop`` (needs row_loop_ok()): a gather iterates over
         the rows of the innermost dimension, moving each whole (flag bit 2: fewer index decodes, for CPU
         devices, where an invocation is a SIMD lane). Word P_TOTAL is the kernel's loop count in every case."""
         if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
@@ -155,9 +159,9 @@ class IndexMap:
         p[P_TOTAL] = p[P_UNITS] = count
         p[P_K], p[P_TSTRIDE] = len(self.tuple_dims), self.tuple_stride
         p[P_FLAGS] = FLAG_SIGNED if signed_indices else 0
-        if word_loop and self.unit < 4 and self.dense_packed():
-            p[P_TOTAL] = -(-count * self.unit // 4)
-            p[P_FLAGS] |= FLAG_WORDS
+        if vec:
+            assert self.vec_ok()
+            p[P_TOTAL] = -(-count * self.unit // vec)
         if row_loop:
             assert self.row_loop_ok()
             p[P_TOTAL] = count // self.dims[-1].size

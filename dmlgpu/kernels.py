@@ -31,10 +31,21 @@ RADIX_SCAN_BLOCK = RADIX_SCAN_ITEMS * WORKGROUP_SIZE  # radix.glsl's SCAN_BLOCK
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 
 
-def variant(kernel: str, unit: int, index_bytes: int) -> str:
+def vec_sizes(unit: int) -> tuple:
+    """Bytes of a packed dense tensor that a VEC gather of ``unit``-byte units writes per iteration: a word
+    for 1- and 2-byte units (16 bytes of them measured 1.1-1.3x slower on an H200: 16 serial units per
+    invocation), 16 bytes for 4- and 8-byte units; none for 16-byte units."""
+    return (4,) if unit < 4 else (16,) if unit < 16 else ()
+
+
+def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
-    unit (1-16 bytes) and an index width (4 or 8 bytes)."""
+    unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
+    bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None)."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8)
+    if vec:
+        assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1)
+        return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}"
     return f"{kernel}_u{unit}_i{index_bytes * 8}"
 
 
@@ -111,6 +122,12 @@ def _table() -> dict[str, tuple[str, dict]]:
         for unit in UNITS:
             for index_bytes in (4, 8):
                 add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
+    for unit in UNITS:
+        for vec in vec_sizes(unit):
+            for index_bytes in (4, 8):
+                for k in (None, 1):
+                    add(variant("gather", unit, index_bytes, vec, k), "gather.comp", UNIT=unit,
+                        IDX64=index_bytes // 8, VEC=vec, **({"TUPLE_K": k} if k else {}))
     # scatter reductions (reduction.py), by element type (ELEM_KIND 0 unsigned, 1 signed, 2 float) and OP
     for type_ in REDUCE_TYPES:
         kind, bits = type_[0], int(type_[1:])

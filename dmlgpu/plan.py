@@ -43,21 +43,25 @@ class GatherPlan(_MapPlan):
 
     def __init__(self, index_map: IndexMap, index_dtype):
         super().__init__(index_map, index_dtype)
-        self.words = self.map.params(self.signed, word_loop=True)  # DeviceError if over 32 bits
+        self.vec = vec_bytes(self.map)
+        self.words = self.map.params(self.signed, vec=self.vec)   # DeviceError if over 32 bits
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
         self.row_words = self.map.params(self.signed, row_loop=True) if self.map.row_loop_ok() else None
 
-    def _words(self, device: Device) -> np.ndarray:
-        """The parameter words for this device."""
-        return self.row_words if self.row_words is not None and device.info.type == "CPU" else self.words
+    def _words(self, device: Device) -> tuple[np.ndarray, int]:
+        """(the parameter words for this device, the bytes per iteration of their VEC variant, or 0)."""
+        if self.row_words is not None and device.info.type == "CPU":
+            return self.row_words, 0
+        return self.words, self.vec
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         if not self.map.count:
             return [], []
-        words = self._words(device)
+        words, vec = self._words(device)
         params, fresh = device._params(words)
-        return ([Dispatch(kernels.variant("gather", self.map.unit, self.index_bytes),
+        k = len(self.map.tuple_dims) if vec and len(self.map.tuple_dims) == 1 else None
+        return ([Dispatch(kernels.variant("gather", self.map.unit, self.index_bytes, vec, k),
                           (params, indices, input, output), int(words[P_TOTAL]))],
                 [params] if fresh else [])
 
@@ -72,7 +76,7 @@ class ScatterPlan(_MapPlan):
         super().__init__(index_map, index_dtype)
         self.words = self.map.params(self.signed)                  # DeviceError if over 32 bits
         self.copy = copy_map.optimized()
-        self.copy_words = self.copy.params(False, word_loop=True)
+        self.copy_words = copy_words(self.copy)
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
@@ -87,7 +91,7 @@ class ScatterPlan(_MapPlan):
                    for kernel in ("scatter_claim", "scatter_write")] if m.count else []
         out += scatter[:1]
         if input is not output and self.copy.count:
-            out.append(copy_dispatch(device, self.copy.unit, self.copy_words, copy_params, input, output,
+            out.append(copy_dispatch(device, self.copy, self.copy_words, copy_params, input, output,
                                      barrier=not out))
         return out + scatter[1:], uploads
 
@@ -99,9 +103,21 @@ def make_plan(cls: type, *args) -> Plan:
     return cls(*args)
 
 
-def copy_dispatch(device: Device, unit: int, words: np.ndarray, params: Buffer, input: Buffer, output: Buffer,
+def vec_bytes(m: IndexMap) -> int:
+    """Bytes of the dense tensor per iteration of the VEC gather for an optimized map, or 0 (none fits)."""
+    if not m.vec_ok():
+        return 0
+    return kernels.vec_sizes(m.unit)[0]
+
+
+def copy_words(copy: IndexMap) -> np.ndarray:
+    """The parameter words of a strided copy (an optimized copy map: tuple size 0)."""
+    return copy.params(False, vec=vec_bytes(copy))
+
+
+def copy_dispatch(device: Device, copy: IndexMap, words: np.ndarray, params: Buffer, input: Buffer, output: Buffer,
                   barrier: bool = True) -> Dispatch:
-    """The strided copy input -> output (the gather kernel with tuple size 0) of a copy map with access unit
-    ``unit`` and parameter words ``words`` (``IndexMap.params(False, word_loop=True)``), held by ``params``."""
-    return Dispatch(kernels.variant("gather", unit, 4), (params, device._dummy, input, output), int(words[P_TOTAL]),
-                    barrier=barrier)
+    """The strided copy input -> output (the gather kernel with tuple size 0) of an optimized copy map and
+    its parameter words ``words`` (copy_words()), held by ``params``."""
+    return Dispatch(kernels.variant("gather", copy.unit, 4, vec_bytes(copy)), (params, device._dummy, input, output),
+                    int(words[P_TOTAL]), barrier=barrier)
