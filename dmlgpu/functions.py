@@ -17,7 +17,7 @@ from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import GatherPlan, Plan, ScatterPlan, make_plan
+from .plan import GatherPlan, Plan, ScatterPlan, make_plan, scatter_elements_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
@@ -309,7 +309,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
     if reduction != "none":
         plan = _reduction.ReducePlan.elements(reduction, data.dtype, idx.dtype, *layouts, axis, _self_copy(data))
         return _run_native(dev, plan, data, idx, upd)
-    plan = make_plan(ScatterPlan, elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, _self_copy(data))
+    plan = make_plan(scatter_elements_plan, *layouts, axis, data.dtype.itemsize, idx.dtype, _self_copy(data))
     return _run(dev, plan, data, idx, data.shape, updates=upd)
 
 

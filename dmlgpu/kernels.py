@@ -17,6 +17,7 @@ import sys
 WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
 UNITS = (1, 2, 4, 8, 16)      # bytes per access of the index-map kernels (shaders/units.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
+LINE_CLAIM_WORDS = 4096       # shared claim words of scatter_lines.comp (16 KiB: Vulkan's minimum maximum)
 REDUCE_OPS = ("add", "mul", "min", "max")    # arith.glsl's OP codes 0..3
 REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64")
 
@@ -47,6 +48,13 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
         assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1)
         return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}"
     return f"{kernel}_u{unit}_i{index_bytes * 8}"
+
+
+def lines_variant(unit: int, index_bytes: int) -> str:
+    """File stem of the one-pass SCATTER_ELEMENTS (shaders/scatter_lines.comp) for an element size (1-16
+    bytes) and an index width (4 or 8 bytes)."""
+    assert unit in UNITS and index_bytes in (4, 8)
+    return f"scatter_lines_u{unit}_i{index_bytes * 8}"
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
@@ -123,6 +131,9 @@ def _table() -> dict[str, tuple[str, dict]]:
             for index_bytes in (4, 8):
                 add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
     for unit in UNITS:
+        for index_bytes in (4, 8):
+            add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,
+                CLAIM_WORDS=LINE_CLAIM_WORDS)
         for vec in vec_sizes(unit):
             for index_bytes in (4, 8):
                 for k in (None, 1):

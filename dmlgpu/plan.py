@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from . import kernels
-from .index_map import P_TOTAL, IndexMap
+from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
 from .runtime import Buffer, Device, Dispatch
 
 
@@ -96,10 +96,62 @@ class ScatterPlan(_MapPlan):
         return out + scatter[1:], uploads
 
 
+# Parameter words of scatter_lines.comp after the lines' index map (names as there: tests/test_kernels.py)
+P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT = \
+    range(P_END, P_END + 8)
+LINE_ITEMS = 4        # updates per invocation that a workgroup's lines aim at (ScatterLinesPlan)
+
+
+class ScatterLinesPlan(Plan):
+    """SCATTER_ELEMENTS in one pass after the copy (shaders/scatter_lines.comp): a workgroup takes whole lines
+    along the axis, where alone updates can collide, and settles their claims in shared memory. Needs the
+    output's axis to have at most kernels.LINE_CLAIM_WORDS elements and a disjoint output layout
+    (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines()."""
+
+    output_from_input = True
+
+    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap):
+        index_dtype = np.dtype(index_dtype)
+        m, n = axis[0], axis[3]
+        assert n <= kernels.LINE_CLAIM_WORDS
+        group = max(1, min(kernels.LINE_CLAIM_WORDS // n, -(-LINE_ITEMS * kernels.WORKGROUP_SIZE // m)))
+        self.words = np.zeros(P_END + 8, dtype=np.uint32)
+        self.words[:P_END] = lines.params(index_dtype.kind == "i")   # DeviceError if over 32 bits
+        self.words[P_LINE_M:P_LINE_DATA + 1] = axis
+        self.words[P_LINE_GROUP] = group
+        if m > 1:
+            self.words[P_LINE_MAGIC], self.words[P_LINE_SHIFT] = magic(m)
+        self.kernel = kernels.lines_variant(lines.unit, index_dtype.itemsize)
+        self.groups = -(-lines.count // group)
+        self.copy = copy_map.optimized()
+        self.copy_words = copy_words(self.copy)
+
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
+                   updates: Buffer | None = None, take=None) -> tuple[list, list]:
+        pairs = [device._params(self.words), device._params(self.copy_words)]
+        (params, copy_params), uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
+        out = []
+        if input is not output and self.copy.count:
+            out.append(copy_dispatch(device, self.copy, self.copy_words, copy_params, input, output))
+        out.append(Dispatch(self.kernel, (params, indices, output, updates), self.groups * kernels.WORKGROUP_SIZE))
+        return out, uploads
+
+
+def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,
+                          copy_map: IndexMap) -> Plan:
+    """SCATTER_ELEMENTS (reduction "none") of these layouts (as index_map.elements_map takes them): the
+    one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
+    the claim-and-write ScatterPlan."""
+    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint():
+        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map)
+    return ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map)
+
+
 @functools.lru_cache(maxsize=1024)
-def make_plan(cls: type, *args) -> Plan:
-    """``cls(*args)`` (GatherPlan or ScatterPlan), made once for equal arguments (index maps are values): a
-    repeated call skips folding, vectorizing and packing the parameter words."""
+def make_plan(cls, *args) -> Plan:
+    """``cls(*args)`` (GatherPlan, ScatterPlan or a plan factory such as scatter_elements_plan), made once for
+    equal arguments (index maps and layouts are values): a repeated call skips folding, vectorizing and
+    packing the parameter words."""
     return cls(*args)
 
 
