@@ -50,6 +50,14 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     return f"{kernel}_u{unit}_i{index_bytes * 8}"
 
 
+def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
+    """File stems of a scatter of whole rows (ROWS: scatter_claim.comp, scatter_write.comp): (the rows'
+    claims, the units' writes for ``unit``-byte units, the claims' clearing), for an index width."""
+    assert unit in UNITS and index_bytes in (4, 8)
+    bits = index_bytes * 8
+    return f"scatter_claim_rows_i{bits}", f"scatter_write_rows_u{unit}_i{bits}", f"scatter_clear_rows_i{bits}"
+
+
 def lines_variant(unit: int, index_bytes: int) -> str:
     """File stem of the one-pass SCATTER_ELEMENTS (shaders/scatter_lines.comp) for an element size (1-16
     bytes) and an index width (4 or 8 bytes)."""
@@ -130,6 +138,13 @@ def _table() -> dict[str, tuple[str, dict]]:
         for unit in UNITS:
             for index_bytes in (4, 8):
                 add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
+    for index_bytes in (4, 8):
+        claim, _, clear = row_claim_variants(4, index_bytes)
+        add(claim, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1)
+        add(clear, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1, CLEAR=1)
+        for unit in UNITS:
+            add(row_claim_variants(unit, index_bytes)[1], "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8,
+                ROWS=1)
     for unit in UNITS:
         for index_bytes in (4, 8):
             add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,

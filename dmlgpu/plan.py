@@ -66,9 +66,15 @@ class GatherPlan(_MapPlan):
                 [params] if fresh else [])
 
 
+P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
+
+
 class ScatterPlan(_MapPlan):
     """output = input (a strided copy through ``copy_map``, skipped when the output is bound to the input's
-    buffer), then every update claims its target and the last claim writes."""
+    buffer), then every update claims its target and the last claim writes. Where the updates are whole
+    rows (an innermost dimension contiguous in updates and output, not indexed) whose targets either
+    coincide or are disjoint (every other output stride a multiple of the row), each row claims its target
+    row once (one claim word per row, ROWS variants), and a last pass clears the claims."""
 
     output_from_input = True
 
@@ -77,21 +83,47 @@ class ScatterPlan(_MapPlan):
         self.words = self.map.params(self.signed)                  # DeviceError if over 32 bits
         self.copy = copy_map.optimized()
         self.copy_words = copy_words(self.copy)
+        self.row_words = None
+        m = self.map
+        inner = m.dims[-1] if m.dims else None
+        if inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size > 1:
+            strides = [d.data for d in m.dims[:-1] if d.size > 1] + [t for n, t in m.tuple_dims if n > 1]
+            if all(s % inner.size == 0 for s in strides):
+                shift = min(((s & -s).bit_length() - 1 for s in strides if s), default=0)
+                rows = IndexMap(m.dims[:-1], m.tuple_dims, m.tuple_stride, m.unit)
+                last = sum((d.size - 1) * d.data for d in rows.dims) + sum((n - 1) * t for n, t in m.tuple_dims)
+                self.owner_words = (last >> shift) + 1
+                self.row_words = np.zeros(P_END + 2, dtype=np.uint32)
+                self.row_words[:P_END] = rows.params(self.signed)
+                self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
+                self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        """The claims, then the copy (independent of the claims: they may overlap), then the winners write.
-        The claim scratch is the device's (``take`` is not used)."""
+        """The claims, then the copy (independent of the claims: they may overlap), then the winners write
+        (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
         pairs = [device._params(self.words), device._params(self.copy_words)]
-        (params, copy_params), uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
+        if self.row_words is not None:
+            pairs.append(device._params(self.row_words))
+        params, uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
         m, out = self.map, []
-        owner = device._owner_scratch(-(-output.nbytes // m.unit)) if m.count else None
-        scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
-                            (params, indices, output, updates, owner), m.count)
-                   for kernel in ("scatter_claim", "scatter_write")] if m.count else []
+        if not m.count:
+            scatter = []
+        elif self.row_words is None:
+            owner = device._owner_scratch(-(-output.nbytes // m.unit))
+            scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
+                                (params[0], indices, output, updates, owner), m.count)
+                       for kernel in ("scatter_claim", "scatter_write")]
+        else:
+            owner = device._owner_scratch(self.owner_words)
+            rows = int(self.row_words[P_TOTAL])
+            claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
+            scatter = [Dispatch(claim, (params[2], indices, output, updates, owner), rows),
+                       Dispatch(write, (params[0], indices, output, updates, owner), m.count),
+                       Dispatch(clear, (params[2], indices, output, updates, owner), rows)]
         out += scatter[:1]
         if input is not output and self.copy.count:
-            out.append(copy_dispatch(device, self.copy, self.copy_words, copy_params, input, output,
+            out.append(copy_dispatch(device, self.copy, self.copy_words, params[1], input, output,
                                      barrier=not out))
         return out + scatter[1:], uploads
 

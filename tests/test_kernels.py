@@ -38,6 +38,8 @@ def test_index_map_words_match_the_glsl():
     ("reduce_keys.comp", reduction, ["P_KEY_SHIFT"]),
     ("scatter_reduce.comp", reduction, ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_CHUNK", "P_PIECE", "P_PASS", "NO_KEY"]),
     ("radix.glsl", reduction, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_BLOCKS"]),
+    ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
+    ("scatter_write.comp", plan, ["P_OWNER_SHIFT"]),
     ("scatter_lines.comp", plan, ["P_LINE_M", "P_LINE_DENSE", "P_LINE_INDEX", "P_LINE_N", "P_LINE_DATA",
                                   "P_LINE_GROUP", "P_LINE_MAGIC", "P_LINE_SHIFT", "P_LINE_COPY", "P_LINE_N_MAGIC",
                                   "P_LINE_N_SHIFT"]),
@@ -73,6 +75,7 @@ def test_variant_names_are_in_the_table():
     names += [kernels.variant("gather", u, i, v, k) for u in kernels.UNITS for v in kernels.vec_sizes(u)
               for i in (4, 8) for k in (None, 1)]
     names += [kernels.lines_variant(u, i) for u in kernels.UNITS for i in (4, 8)]
+    names += [v for u in kernels.UNITS for i in (4, 8) for v in kernels.row_claim_variants(u, i)]
     names += [kernels.keys_variant(i, v) for i in (4, 8) for v in (0, 1, 2, 4)]
     for t in kernels.REDUCE_TYPES:
         for op in kernels.REDUCE_OPS:

@@ -402,3 +402,41 @@ def test_scatter_elements_lines_leave_the_input_and_overlapping_layouts(device):
                                              index_map.copy_map(index_map.Layout.packed((4, 3)),
                                                                 index_map.Layout((4, 3), (0, 1)), 4))
     assert isinstance(overlapping, plan.ScatterPlan)
+
+
+# ---------------------------------------------------------------- scatters of whole rows (a claim per row)
+
+ROW_CLAIM_CASES = [  # (data shape, dtype, indices shape): slices of whole rows, duplicate targets
+    ((50, 64), np.float32, (80, 1)),          # the bench's rows (16 units of 16 bytes), duplicates
+    ((9, 3), np.uint8, (30, 1)),              # rows of 3 bytes (1-byte units)
+    ((6, 5, 7), np.float16, (40, 2)),         # tuples of 2: rows of 7 two-byte units
+    ((4, 6, 2), np.float64, (3, 5, 1)),       # two update dimensions of rows of 2 (16-byte units, one each)
+    ((1, 12), np.int32, (25, 1)),             # every row onto the one target row
+]
+
+
+@pytest.mark.parametrize("shape, dtype, idx_shape", ROW_CLAIM_CASES)
+def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
+    """A scatter of whole rows claims each target row once (ScatterPlan's ROWS variants, cleared by a last
+    pass): the last update row of a target wins, and the claims are clean for the next scatter."""
+    from dmlgpu import plan
+    rng = np.random.default_rng(sum(shape) + sum(idx_shape))
+    x = random_data(rng, shape, dtype)
+    k = idx_shape[-1]
+    idx = np.stack([rng.integers(-n, n, idx_shape[:-1]) for n in shape[:k]], axis=-1)
+    upd = random_data(rng, idx_shape[:-1] + shape[k:], dtype)
+    for _ in range(2):                                # the second call finds the claims cleared
+        same_bytes(dmlgpu.scatter_nd(x, idx, upd, device=device), reference.scatter_nd(x, idx, upd))
+    layouts = [dmlgpu.index_map.Layout.packed(s) for s in (shape, idx_shape, upd.shape)]
+    p = plan.ScatterPlan(dmlgpu.index_map.nd_map(*layouts, 0, np.dtype(dtype).itemsize), np.int64,
+                         dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
+    assert p.row_words is not None
+
+
+def test_scatter_rows_that_may_overlap_claim_units():
+    """Output rows of 3 units whose second dimension's stride is 2 units: target rows may overlap, so every
+    unit claims its own target (no ROWS variants)."""
+    from dmlgpu import index_map, plan
+    out = index_map.Layout((5, 2, 3), (8, 2, 1))           # rows [0, 3) and [2, 5) overlap
+    m = index_map.nd_map(out, index_map.Layout.packed((4, 1)), index_map.Layout.packed((4, 2, 3)), 0, 4)
+    assert plan.ScatterPlan(m, np.int32, index_map.copy_map(out, out, 4)).row_words is None
