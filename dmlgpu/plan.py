@@ -129,8 +129,8 @@ class ScatterPlan(_MapPlan):
 
 
 # Parameter words of scatter_lines.comp after the lines' index map (names as there: tests/test_kernels.py)
-(P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT,
- P_LINE_COPY, P_LINE_N_MAGIC, P_LINE_N_SHIFT) = range(P_END, P_END + 11)
+P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT = \
+    range(P_END, P_END + 8)
 LINE_ITEMS = 4        # updates per invocation that a workgroup's lines aim at (ScatterLinesPlan)
 
 
@@ -138,28 +138,21 @@ class ScatterLinesPlan(Plan):
     """SCATTER_ELEMENTS in one pass after the copy (shaders/scatter_lines.comp): a workgroup takes whole lines
     along the axis, where alone updates can collide, and settles their claims in shared memory. Needs the
     output's axis to have at most kernels.LINE_CLAIM_WORDS elements and a disjoint output layout
-    (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines(). ``fuse_copy``: the lines
-    cover the output and the input has its layout, so the kernel copies each line itself (no copy
-    dispatch, and the updates land on lines still in cache)."""
+    (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines()."""
 
     output_from_input = True
 
-    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fuse_copy: bool):
+    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap):
         index_dtype = np.dtype(index_dtype)
         m, n = axis[0], axis[3]
         assert n <= kernels.LINE_CLAIM_WORDS
         group = max(1, min(kernels.LINE_CLAIM_WORDS // n, -(-LINE_ITEMS * kernels.WORKGROUP_SIZE // m)))
-        self.words = np.zeros(P_END + 11, dtype=np.uint32)
+        self.words = np.zeros(P_END + 8, dtype=np.uint32)
         self.words[:P_END] = lines.params(index_dtype.kind == "i")   # DeviceError if over 32 bits
         self.words[P_LINE_M:P_LINE_DATA + 1] = axis
         self.words[P_LINE_GROUP] = group
         if m > 1:
             self.words[P_LINE_MAGIC], self.words[P_LINE_SHIFT] = magic(m)
-        if n > 1:
-            self.words[P_LINE_N_MAGIC], self.words[P_LINE_N_SHIFT] = magic(n)
-        self.copy_lines_words = self.words.copy() if fuse_copy else None
-        if fuse_copy:
-            self.copy_lines_words[P_LINE_COPY] = 1
         self.kernel = kernels.lines_variant(lines.unit, index_dtype.itemsize)
         self.groups = -(-lines.count // group)
         self.copy = copy_map.optimized()
@@ -167,15 +160,12 @@ class ScatterLinesPlan(Plan):
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        fused = input is not output and self.copy_lines_words is not None
-        pairs = [device._params(self.copy_lines_words if fused else self.words)]
-        copy = input is not output and not fused and self.copy.count
-        if copy:
-            pairs.append(device._params(self.copy_words))
-        params, uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
-        out = [copy_dispatch(device, self.copy, self.copy_words, params[1], input, output)] if copy else []
-        out.append(Dispatch(self.kernel, (params[0], indices, output, updates, input if fused else device._dummy),
-                            self.groups * kernels.WORKGROUP_SIZE))
+        pairs = [device._params(self.words), device._params(self.copy_words)]
+        (params, copy_params), uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
+        out = []
+        if input is not output and self.copy.count:
+            out.append(copy_dispatch(device, self.copy, self.copy_words, copy_params, input, output))
+        out.append(Dispatch(self.kernel, (params, indices, output, updates), self.groups * kernels.WORKGROUP_SIZE))
         return out, uploads
 
 
@@ -185,10 +175,7 @@ def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: in
     one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
     the claim-and-write ScatterPlan."""
     if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint():
-        covers = all(i == d for k, (i, d) in enumerate(zip(indices.shape, data.shape)) if k != axis)
-        same_layout = all(dim.dense == dim.data for dim in copy_map.dims)    # input strides = output strides
-        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map,
-                                covers and same_layout)
+        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map)
     return ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map)
 
 

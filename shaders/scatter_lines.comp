@@ -6,17 +6,14 @@
 // element of its lines (P[P_LINE_N] per line) in shared memory, each update claims its target with
 // atomicMax(its position along the axis + 1), and after a barrier each update that holds its target's claim
 // writes it: the update last in row-major order wins, as in scatter_claim.comp + scatter_write.comp, with
-// no claim traffic to memory. The output holds the input's copy before the updates are written: with
-// P[P_LINE_COPY] the workgroup copies its lines' elements itself first (the lines cover the output, and the
-// input has the output's layout), else a copy dispatch ran before this pass (or the scatter is in place).
+// no claim traffic to memory. The output holds the input's copy before this pass (the runtime's barrier).
 // Parameters: index_map.glsl's words describe the lines (iteration over the dimensions but the axis: dense
 // = updates, data = output, index = indices offsets of a line's first update; P_TOTAL lines), then
-// P_LINE_* (below). Bindings as bindings.glsl: 2 output, 3 updates, 4 input (read with P[P_LINE_COPY]).
+// P_LINE_* (below). Bindings as bindings.glsl: 2 output, 3 updates.
 #include "units.glsl"
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
-layout(std430, binding = 4) restrict readonly buffer Input { UNIT_T INPUT[]; };
 #include "index_map.glsl"
 const uint P_LINE_M = P_END;             // updates per line (along the axis)
 const uint P_LINE_DENSE = P_END + 1u;    // updates stride along the axis
@@ -26,9 +23,6 @@ const uint P_LINE_DATA = P_END + 4u;     // output stride along the axis
 const uint P_LINE_GROUP = P_END + 5u;    // lines per workgroup at a time (P_LINE_GROUP * P_LINE_N <= CLAIM_WORDS)
 const uint P_LINE_MAGIC = P_END + 6u;    // divide() by P_LINE_M (when it is 2 or more) ...
 const uint P_LINE_SHIFT = P_END + 7u;    // ... and its shift
-const uint P_LINE_COPY = P_END + 8u;     // 1: copy the lines' elements from the input first
-const uint P_LINE_N_MAGIC = P_END + 9u;  // divide() by P_LINE_N (when it is 2 or more) ...
-const uint P_LINE_N_SHIFT = P_END + 10u; // ... and its shift
 shared uint s_claim[CLAIM_WORDS];
 
 // Update j of the group's lines starting at line ``first``: (its line within the group, its position along
@@ -48,14 +42,6 @@ void main() {
         uint here = min(group, lines - first);
         for (uint j = t; j < here * n; j += WORKGROUP_SIZE)
             s_claim[j] = 0u;
-        if (P[P_LINE_COPY] != 0u) {
-            for (uint j = t; j < here * n; j += WORKGROUP_SIZE) {
-                uint l = n == 1u ? j : divide(j, P[P_LINE_N_MAGIC], P[P_LINE_N_SHIFT]);
-                uint off = locate(first + l).data + (j - l * n) * P[P_LINE_DATA];
-                STORE_UNIT(DATA, off, LOAD_UNIT(INPUT, off));
-            }
-            memoryBarrierBuffer();               // the copy before the updates' writes over it
-        }
         barrier();
         for (uint j = t; j < here * m; j += WORKGROUP_SIZE) {
             uint l, a, target;

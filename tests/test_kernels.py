@@ -41,8 +41,7 @@ def test_index_map_words_match_the_glsl():
     ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
     ("scatter_write.comp", plan, ["P_OWNER_SHIFT"]),
     ("scatter_lines.comp", plan, ["P_LINE_M", "P_LINE_DENSE", "P_LINE_INDEX", "P_LINE_N", "P_LINE_DATA",
-                                  "P_LINE_GROUP", "P_LINE_MAGIC", "P_LINE_SHIFT", "P_LINE_COPY", "P_LINE_N_MAGIC",
-                                  "P_LINE_N_SHIFT"]),
+                                  "P_LINE_GROUP", "P_LINE_MAGIC", "P_LINE_SHIFT"]),
 ])
 def test_kernel_words_match_the_shaders(shader, module, names):
     glsl = glsl_constants(shader, glsl_constants("index_map.glsl", {}))
