@@ -27,7 +27,7 @@ from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import GatherPlan, ScatterPlan, make_plan
+from .plan import GatherPlan, ScatterPlan, make_plan, scatter_elements_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
@@ -435,8 +435,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
         if red != "none":
             plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
         else:
-            plan = make_plan(ScatterPlan, elements_map(*layouts, a, data.dtype.itemsize), idx.dtype,
-                             _self_copy(data))
+            plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
     call = _planned(dev, "scatter_elements", (data, idx, upd), (axis, mode, reduction), build)

@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from . import kernels
-from .index_map import P_TOTAL, IndexMap
+from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
 from .runtime import Buffer, Device, Dispatch
 
 
@@ -43,28 +43,41 @@ class GatherPlan(_MapPlan):
 
     def __init__(self, index_map: IndexMap, index_dtype):
         super().__init__(index_map, index_dtype)
-        self.words = self.map.params(self.signed, word_loop=True)  # DeviceError if over 32 bits
+        self.vec = vec_bytes(self.map)
+        self.words = self.map.params(self.signed, vec=self.vec)   # DeviceError if over 32 bits
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
         self.row_words = self.map.params(self.signed, row_loop=True) if self.map.row_loop_ok() else None
-        self.kernel = kernels.variant("gather", self.map.unit, self.index_bytes)
         self.empty = not self.map.count
+        # the kernel of each VEC width the words may ask for (0: no VEC), named once
+        k = len(self.map.tuple_dims) if self.vec and len(self.map.tuple_dims) == 1 else None
+        self.kernels = {0: kernels.variant("gather", self.map.unit, self.index_bytes, 0, None),
+                        self.vec: kernels.variant("gather", self.map.unit, self.index_bytes, self.vec, k)}
 
-    def _words(self, device: Device) -> np.ndarray:
-        """The parameter words for this device."""
-        return self.row_words if self.row_words is not None and device.info.type == "CPU" else self.words
+    def _words(self, device: Device) -> tuple[np.ndarray, int]:
+        """(the parameter words for this device, the bytes per iteration of their VEC variant, or 0)."""
+        if self.row_words is not None and device.info.type == "CPU":
+            return self.row_words, 0
+        return self.words, self.vec
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         if self.empty:
             return [], []
-        words = self._words(device)
+        words, vec = self._words(device)
         params, fresh = device._params(words)
-        return [Dispatch(self.kernel, (params, indices, input, output), int(words[P_TOTAL]))], [params] if fresh else []
+        return ([Dispatch(self.kernels[vec], (params, indices, input, output), int(words[P_TOTAL]))],
+                [params] if fresh else [])
+
+
+P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
 
 
 class ScatterPlan(_MapPlan):
     """output = input (a strided copy through ``copy_map``, skipped when the output is bound to the input's
-    buffer), then every update claims its target and the last claim writes."""
+    buffer), then every update claims its target and the last claim writes. Where the updates are whole
+    rows (an innermost dimension contiguous in updates and output, not indexed) whose targets either
+    coincide or are disjoint (every other output stride a multiple of the row), each row claims its target
+    row once (one claim word per row, ROWS variants), and a last pass clears the claims."""
 
     output_from_input = True
 
@@ -72,36 +85,126 @@ class ScatterPlan(_MapPlan):
         super().__init__(index_map, index_dtype)
         self.words = self.map.params(self.signed)                  # DeviceError if over 32 bits
         self.copy = copy_map.optimized()
-        self.copy_words = self.copy.params(False, word_loop=True)
+        self.copy_words = copy_words(self.copy)
+        self.row_words = None
+        m = self.map
+        inner = m.dims[-1] if m.dims else None
+        if inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size > 1:
+            strides = [d.data for d in m.dims[:-1] if d.size > 1] + [t for n, t in m.tuple_dims if n > 1]
+            if all(s % inner.size == 0 for s in strides):
+                shift = min(((s & -s).bit_length() - 1 for s in strides if s), default=0)
+                rows = IndexMap(m.dims[:-1], m.tuple_dims, m.tuple_stride, m.unit)
+                last = sum((d.size - 1) * d.data for d in rows.dims) + sum((n - 1) * t for n, t in m.tuple_dims)
+                self.owner_words = (last >> shift) + 1
+                self.row_words = np.zeros(P_END + 2, dtype=np.uint32)
+                self.row_words[:P_END] = rows.params(self.signed)
+                self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
+                self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        """The claims, then the copy (independent of the claims: they may overlap), then the winners write.
-        The claim scratch is the device's (``take`` is not used)."""
+        """The claims, then the copy (independent of the claims: they may overlap), then the winners write
+        (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
         pairs = [device._params(self.words), device._params(self.copy_words)]
-        (params, copy_params), uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
+        if self.row_words is not None:
+            pairs.append(device._params(self.row_words))
+        params, uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
         m, out = self.map, []
-        owner = device._owner_scratch(-(-output.nbytes // m.unit)) if m.count else None
-        scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
-                            (params, indices, output, updates, owner), m.count)
-                   for kernel in ("scatter_claim", "scatter_write")] if m.count else []
+        if not m.count:
+            scatter = []
+        elif self.row_words is None:
+            owner = device._owner_scratch(-(-output.nbytes // m.unit))
+            scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
+                                (params[0], indices, output, updates, owner), m.count)
+                       for kernel in ("scatter_claim", "scatter_write")]
+        else:
+            owner = device._owner_scratch(self.owner_words)
+            rows = int(self.row_words[P_TOTAL])
+            claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
+            scatter = [Dispatch(claim, (params[2], indices, output, updates, owner), rows),
+                       Dispatch(write, (params[0], indices, output, updates, owner), m.count),
+                       Dispatch(clear, (params[2], indices, output, updates, owner), rows)]
         out += scatter[:1]
         if input is not output and self.copy.count:
-            out.append(copy_dispatch(device, self.copy.unit, self.copy_words, copy_params, input, output,
+            out.append(copy_dispatch(device, self.copy, self.copy_words, params[1], input, output,
                                      barrier=not out))
         return out + scatter[1:], uploads
 
 
+# Parameter words of scatter_lines.comp after the lines' index map (names as there: tests/test_kernels.py)
+P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT = \
+    range(P_END, P_END + 8)
+LINE_ITEMS = 4        # updates per invocation that a workgroup's lines aim at (ScatterLinesPlan)
+
+
+class ScatterLinesPlan(Plan):
+    """SCATTER_ELEMENTS in one pass after the copy (shaders/scatter_lines.comp): a workgroup takes whole lines
+    along the axis, where alone updates can collide, and settles their claims in shared memory. Needs the
+    output's axis to have at most kernels.LINE_CLAIM_WORDS elements and a disjoint output layout
+    (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines()."""
+
+    output_from_input = True
+
+    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap):
+        index_dtype = np.dtype(index_dtype)
+        m, n = axis[0], axis[3]
+        assert n <= kernels.LINE_CLAIM_WORDS
+        group = max(1, min(kernels.LINE_CLAIM_WORDS // n, -(-LINE_ITEMS * kernels.WORKGROUP_SIZE // m)))
+        self.words = np.zeros(P_END + 8, dtype=np.uint32)
+        self.words[:P_END] = lines.params(index_dtype.kind == "i")   # DeviceError if over 32 bits
+        self.words[P_LINE_M:P_LINE_DATA + 1] = axis
+        self.words[P_LINE_GROUP] = group
+        if m > 1:
+            self.words[P_LINE_MAGIC], self.words[P_LINE_SHIFT] = magic(m)
+        self.kernel = kernels.lines_variant(lines.unit, index_dtype.itemsize)
+        self.groups = -(-lines.count // group)
+        self.copy = copy_map.optimized()
+        self.copy_words = copy_words(self.copy)
+
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
+                   updates: Buffer | None = None, take=None) -> tuple[list, list]:
+        pairs = [device._params(self.words), device._params(self.copy_words)]
+        (params, copy_params), uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
+        out = []
+        if input is not output and self.copy.count:
+            out.append(copy_dispatch(device, self.copy, self.copy_words, copy_params, input, output))
+        out.append(Dispatch(self.kernel, (params, indices, output, updates), self.groups * kernels.WORKGROUP_SIZE))
+        return out, uploads
+
+
+def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,
+                          copy_map: IndexMap) -> Plan:
+    """SCATTER_ELEMENTS (reduction "none") of these layouts (as index_map.elements_map takes them): the
+    one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
+    the claim-and-write ScatterPlan."""
+    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint():
+        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map)
+    return ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map)
+
+
 @functools.lru_cache(maxsize=1024)
-def make_plan(cls: type, *args) -> Plan:
-    """``cls(*args)`` (GatherPlan or ScatterPlan), made once for equal arguments (index maps are values): a
-    repeated call skips folding, vectorizing and packing the parameter words."""
+def make_plan(cls, *args) -> Plan:
+    """``cls(*args)`` (GatherPlan, ScatterPlan or a plan factory such as scatter_elements_plan), made once for
+    equal arguments (index maps and layouts are values): a repeated call skips folding, vectorizing and
+    packing the parameter words."""
     return cls(*args)
 
 
-def copy_dispatch(device: Device, unit: int, words: np.ndarray, params: Buffer, input: Buffer, output: Buffer,
+def vec_bytes(m: IndexMap) -> int:
+    """Bytes of the dense tensor per iteration of the VEC gather for an optimized map, or 0 (none fits)."""
+    if not m.vec_ok():
+        return 0
+    return kernels.vec_sizes(m.unit)[0]
+
+
+def copy_words(copy: IndexMap) -> np.ndarray:
+    """The parameter words of a strided copy (an optimized copy map: tuple size 0)."""
+    return copy.params(False, vec=vec_bytes(copy))
+
+
+def copy_dispatch(device: Device, copy: IndexMap, words: np.ndarray, params: Buffer, input: Buffer, output: Buffer,
                   barrier: bool = True) -> Dispatch:
-    """The strided copy input -> output (the gather kernel with tuple size 0) of a copy map with access unit
-    ``unit`` and parameter words ``words`` (``IndexMap.params(False, word_loop=True)``), held by ``params``."""
-    return Dispatch(kernels.variant("gather", unit, 4), (params, device._dummy, input, output), int(words[P_TOTAL]),
-                    barrier=barrier)
+    """The strided copy input -> output (the gather kernel with tuple size 0) of an optimized copy map and
+    its parameter words ``words`` (copy_words()), held by ``params``."""
+    return Dispatch(kernels.variant("gather", copy.unit, 4, vec_bytes(copy)), (params, device._dummy, input, output),
+                    int(words[P_TOTAL]), barrier=barrier)

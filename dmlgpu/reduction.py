@@ -120,7 +120,7 @@ import numpy as np
 
 from . import kernels
 from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
-from .plan import Plan, copy_dispatch
+from .plan import Plan, copy_dispatch, copy_words
 from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")
@@ -189,7 +189,7 @@ class ReducePlan(Plan):
         self.kernel = kernel_for(dtype, reduction)
         signed, index_bytes = index_dtype.kind == "i", index_dtype.itemsize
         self.copy = copy.optimized() if copy is not None else None
-        self.copy_words = self.copy.params(False, word_loop=True) if self.copy is not None else None
+        self.copy_words = copy_words(self.copy) if self.copy is not None else None
         full = scatter_map.folded()                       # element-wise arithmetic: no wider units
         self.full_words = full.params(signed)             # DeviceError if it does not fit 32 bits
         elem = scatter_map.unit
@@ -281,7 +281,7 @@ class ReducePlan(Plan):
             hist_bytes = 4 * (kernels.RADIX * self.tiles + self.blocks)
             device._check_sizes(4 * self.rows, hist_bytes if self.pass_words else 0)
         if self.copy is not None and input is not output and self.copy.count:
-            out.append(copy_dispatch(device, self.copy.unit, self.copy_words, params(self.copy_words), input,
+            out.append(copy_dispatch(device, self.copy, self.copy_words, params(self.copy_words), input,
                                      output))
         if self.atomic is not None:
             out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
