@@ -270,3 +270,13 @@ def _queued_twice(fn, args, kwargs, expected) -> None:
     second = fn(*on_device(), **kwargs)
     same_bytes(first.numpy(), expected)
     same_bytes(second.numpy(), expected)
+
+
+def run_in_threads(work, count: int = 4) -> None:
+    """Runs ``work(seed)`` for seeds 0..count-1, each on its own thread, and waits for all of them."""
+    import threading
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

@@ -1,13 +1,13 @@
 """Queued eager calls (calls on device Tensors return at once and are submitted in batches) and the
 per-device cache of planned calls (a repeated call skips validation and planning)."""
 import sys
-import threading
 
 import numpy as np
 import pytest
 
 import dmlgpu
 from dmlgpu import functions, reference
+from strategies import run_in_threads
 
 
 @pytest.fixture(scope="module", params=["direct", "staged"])
@@ -185,11 +185,7 @@ def test_threads_share_the_queue(dev):
         if not np.array_equal(x.numpy(), _chain_reference(perm, start, 150)):
             errors.append(seed)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work)
     assert errors == []
 
 
