@@ -23,8 +23,18 @@ class Device(runtime.Device):
                  chunk_bytes: int | None = None):
         self.feature_level = FeatureLevel.parse(feature_level)
         self._calls: dict = {}      # the layer-2 calls planned on this device, by signature (functions.py)
+        self._kept: dict = {}       # signature -> the buffers its last NumPy-in/out call kept (functions.py)
         super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory, max_queued=max_queued,
                          chunk_bytes=chunk_bytes)
+
+    def empty_cache(self) -> None:
+        """Releases the device memory of every cached (free) block, and of the buffers that small
+        NumPy-in/out calls keep for their next call; buffers in use keep theirs."""
+        with self._lock:
+            for buffers in self._kept.values():
+                self._give(*buffers)
+            self._kept.clear()
+            super().empty_cache()
 
     def compile(self, desc) -> CompiledOperator:
         """Validates an operator descriptor at this device's feature level; returns a CompiledOperator."""

@@ -27,7 +27,7 @@ from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import GatherPlan, Plan, ScatterPlan, make_plan
+from .plan import GatherPlan, ScatterPlan, make_plan, scatter_elements_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
@@ -35,39 +35,53 @@ from .tensor import Tensor, empty, tensor
 MODES = ("clamp", "raise")
 ITEM_SIZES = (1, 2, 4, 8, 16)
 CALL_CACHE = 512      # planned calls kept per device
+_INDEX_DTYPES = frozenset(INDEX_DTYPES)
+KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
+KEEP_CALLS = 32       # ... for the last this many such signatures per device
 
 
 class _Call(NamedTuple):
     """A planned call: ``plan`` (Plan or ReducePlan; None when the call moves nothing), the result's shape,
-    ``check(values)`` (mode="raise": IndexError for a bad index value) or None, and ``copy`` (True: a
-    scatter that updates nothing returns a copy of data; else the empty result of ``out_shape``)."""
+    ``check(values)`` (mode="raise": IndexError for a bad index value) or None, ``copy`` (True: a scatter
+    that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``: the
+    call's signature when its operands and result take at most KEEP_BYTES (a NumPy-in/out call then keeps
+    its device buffers for the next call of that signature, which submits the same recorded command buffer
+    again: Device._run's replays), else None."""
 
     plan: object
     out_shape: tuple
     check: Callable | None = None
     copy: bool = False
+    keep: tuple | None = None
 
 
-def _planned(dev: Device, key: tuple, build: Callable[[], _Call]) -> _Call:
-    """The planned call for a signature ``key`` (a tuple whose array operands are NumPy arrays or Tensors,
-    already checked by _operands): from ``dev``'s cache, else ``build()`` (all the checks that depend on the
-    signature; they raise for bad input), cached. An ``axis`` or ``batch_dims`` that is not an int is part
-    of no signature (bool and NumPy integers take the full checks each time)."""
-    sig = tuple((x.shape, x.dtype) if isinstance(x, (np.ndarray, Tensor)) else
-                (x if x is None or type(x) in (int, str) else _UNCACHED) for x in key)
-    if _UNCACHED in sig:
-        return build()
+def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
+    """The planned call of ``op`` on ``arrays`` (NumPy arrays or Tensors, already checked by _operands) with
+    ``args`` (axis or batch_dims, mode, reduction): from ``dev``'s cache by signature, else ``build()`` (all
+    the checks that depend on the signature; they raise for bad input) and the check that every buffer fits
+    the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
+    reduction that is no string) are part of no signature: such calls take the full checks each time."""
+    if not all(type(a) is int or type(a) is str for a in args):
+        return _sized(dev, arrays, build(), None)
+    sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
     calls = dev._calls
     call = calls.pop(sig, None)
     if call is None:
-        call = build()
+        call = _sized(dev, arrays, build(), sig)
         while len(calls) >= CALL_CACHE:
             del calls[next(iter(calls))]
     calls[sig] = call                    # most recently used last
     return call
 
 
-_UNCACHED = object()
+def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
+    """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise), with
+    ``keep`` set (to its signature ``sig``) for small calls."""
+    if call.plan is None:
+        return call
+    sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
+    dev._check_sizes(*sizes)
+    return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None)
 
 
 def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
@@ -77,8 +91,8 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: 
     if call.plan is None:
         return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
     if native:
-        return _run(dev, call.plan, data, idx, call.out_shape, updates)
-    return _run_native(dev, call.plan, data, idx, updates)
+        return _run(dev, call, data, idx, updates)
+    return _run_native(dev, call, data, idx, updates)
 
 
 def _device(device, *operands) -> Device:
@@ -127,7 +141,7 @@ def _data(arr, what: str):
 def _indices(indices, mode: str):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
     if isinstance(indices, Tensor):
-        if indices.dtype not in INDEX_DTYPES:
+        if indices.dtype not in _INDEX_DTYPES:
             raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or uint64")
         if mode == "raise" and indices.device._recording() is not None:
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
@@ -178,18 +192,23 @@ def _copy_result(data, device):
     return np.array(data, copy=True)
 
 
-def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
-    """Runs the plan in one submission. NumPy operands are uploaded; the result is a new NumPy array, or
-    a Tensor when an operand is a Tensor or the call is being recorded."""
+def _run(dev: Device, call: _Call, data, indices, updates=None):
+    """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
+    or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded."""
+    plan, out_shape = call.plan, call.out_shape
     recording = dev._recording() is not None
-    as_tensor = recording or any(isinstance(x, Tensor) for x in (data, indices, updates))
-    nbytes = math.prod(out_shape) * data.dtype.itemsize
-    dev._check_sizes(*(x.nbytes for x in (data, indices, updates) if x is not None), nbytes)
+    nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
+    if not recording and type(data) is Tensor and type(indices) is Tensor and \
+            (updates is None or type(updates) is Tensor):
+        return _run_tensors(dev, plan, data, indices, updates, out_shape, nbytes)
+    as_tensor = recording or isinstance(data, Tensor) or isinstance(indices, Tensor) or isinstance(updates, Tensor)
     with dev._lock:
         taken, uploads = [], []
+        keep = call.keep if not as_tensor else None
+        kept = iter(dev._kept.pop(keep, ()) if keep is not None else ())
 
-        def scratch(n):             # operands' copies and a reduction's sort: given back after the run
-            buf = dev._take(n)
+        def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)
+            buf = next(kept, None) or dev._take(n)
             taken.append(buf)
             return buf
 
@@ -204,7 +223,7 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
         in_buf = operand(data)
         idx_buf = operand(indices)
         if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
-            out_buf = dev._take(nbytes)      # not zero-filled: the kernels write all of it
+            out_buf = scratch(nbytes)        # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
         upd_buf = operand(updates) if updates is not None else None
@@ -215,11 +234,43 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
             if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
                 dev._give(*(b for b in taken if b is not out_buf))
             return Tensor._wrap(out_buf, out_shape, data.dtype)
+        done = False
         try:
             out = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
+            done = True
             return out[:nbytes].view(data.dtype).reshape(out_shape)
         finally:
-            dev._give(*{id(b): b for b in taken + [out_buf]}.values())
+            if done and keep is not None:
+                _keep(dev, keep, taken)
+            else:
+                dev._give(*taken)
+
+
+def _run_tensors(dev: Device, plan, data: Tensor, indices: Tensor, updates: Tensor | None, out_shape: tuple,
+                 nbytes: int) -> Tensor:
+    """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
+    Tensor; a reduction's scratch goes back once queued (later queued work may reuse it: Device._run)."""
+    with dev._lock:
+        out_buf = dev._take(nbytes)       # not zero-filled: the kernels write all of it
+        taken = []
+
+        def scratch(n):
+            taken.append(dev._take(n))
+            return taken[-1]
+
+        dispatches, params = plan.dispatches(dev, input=data.buffer, indices=indices.buffer, output=out_buf,
+                                             updates=None if updates is None else updates.buffer, take=scratch)
+        dev._queue(dispatches, params)
+        if taken:
+            dev._give(*taken)
+        return Tensor._wrap(out_buf, out_shape, data.dtype)
+
+
+def _keep(dev: Device, sig: tuple, buffers: list) -> None:
+    """Keeps a NumPy-in/out call's buffers for the next call of its signature (the last KEEP_CALLS)."""
+    while len(dev._kept) >= KEEP_CALLS:
+        dev._give(*dev._kept.pop(next(iter(dev._kept))))
+    dev._kept[sig] = buffers
 
 
 def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | None:
@@ -251,7 +302,7 @@ def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: 
                              data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
-    return _execute(dev, _planned(dev, ("gather", data, idx, axis, mode), build), data, idx, values)
+    return _execute(dev, _planned(dev, "gather", (data, idx), (axis, mode), build), data, idx, values)
 
 
 def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
@@ -281,7 +332,7 @@ def gather_elements(data, indices, axis: int = 0, *, device: Device | None = Non
                                  a, data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), idx.shape, check)
 
-    return _execute(dev, _planned(dev, ("gather_elements", data, idx, axis, mode), build), data, idx, values)
+    return _execute(dev, _planned(dev, "gather_elements", (data, idx), (axis, mode), build), data, idx, values)
 
 
 def _check_nd(op: str, data, idx, batch_dims: int):
@@ -317,7 +368,7 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
                            batch_dims, data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
-    return _execute(dev, _planned(dev, ("gather_nd", data, idx, batch_dims, mode), build), data, idx, values)
+    return _execute(dev, _planned(dev, "gather_nd", (data, idx), (batch_dims, mode), build), data, idx, values)
 
 
 def _updates(updates, data, op: str):
@@ -359,7 +410,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
             plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
-    call = _planned(dev, ("scatter_nd", data, idx, upd, mode, reduction), build)
+    call = _planned(dev, "scatter_nd", (data, idx, upd), (mode, reduction), build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
@@ -384,11 +435,10 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
         if red != "none":
             plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
         else:
-            plan = make_plan(ScatterPlan, elements_map(*layouts, a, data.dtype.itemsize), idx.dtype,
-                             _self_copy(data))
+            plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
-    call = _planned(dev, ("scatter_elements", data, idx, upd, axis, mode, reduction), build)
+    call = _planned(dev, "scatter_elements", (data, idx, upd), (axis, mode, reduction), build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
@@ -397,12 +447,12 @@ def _self_copy(data) -> IndexMap:
     return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
 
 
-def _run_native(dev: Device, plan, data, idx, upd):
+def _run_native(dev: Device, call: _Call, data, idx, upd):
     """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
     byte order are converted there and back."""
     if data.dtype.isnative:
-        return _run(dev, plan, data, idx, data.shape, updates=upd)
+        return _run(dev, call, data, idx, upd)
     if any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
         raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
     native = data.dtype.newbyteorder("=")
-    return _run(dev, plan, data.astype(native), idx, data.shape, updates=upd.astype(native)).astype(data.dtype)
+    return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)

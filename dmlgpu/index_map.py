@@ -30,7 +30,7 @@ P_SHAPE, P_DENSE, P_DATA, P_INDEX, P_TDIM, P_TDATA, P_MAGIC, P_SHIFT = range(8, 
 P_END = P_SHIFT + MAX_RANK    # kernels with parameters of their own put them from here on
 P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists start (Device._wide_params)
 PARAM_WORDS = P_END           # size of the index map's parameter block
-FLAG_SIGNED, FLAG_WORDS, FLAG_ROWS = 1, 2, 4   # bits of P[P_FLAGS]
+FLAG_SIGNED, FLAG_ROWS = 1, 4   # bits of P[P_FLAGS]
 UNITS = (16, 8, 4, 2, 1)
 ROW_LOOP_MAX = 4096   # units of the longest row a row-loop iteration moves (IndexMap.row_loop_ok) ...
 ROW_LOOP_ROWS = 64    # ... and the fewest rows worth it
@@ -51,6 +51,17 @@ class Layout(NamedTuple):
             strides.append(step)
             step *= size
         return cls(shape, tuple(reversed(strides)))
+
+    def disjoint(self) -> bool:
+        """True when no two elements share an offset (the strides of the dimensions, smallest first, each
+        pass the extent of those below it)."""
+        dims = sorted((abs(t), n) for n, t in zip(self.shape, self.strides) if n > 1)
+        extent = 1
+        for stride, n in dims:
+            if stride < extent:
+                return False
+            extent = stride * (n - 1) + extent
+        return True
 
     def aligned(self, rank: int) -> "Layout":
         """Right-aligned to ``rank`` dimensions: leading 1s cropped, or padded with size-1 dimensions."""
@@ -137,6 +148,11 @@ class IndexMap:
         return ((inner.dense, inner.data, inner.index) == (1, 1, 0) and 2 <= inner.size <= ROW_LOOP_MAX
                 and self.count // inner.size >= ROW_LOOP_ROWS)
 
+    def vec_ok(self) -> bool:
+        """True when a gather can write several units of the dense tensor per iteration (gather.comp's VEC
+        variants): units narrower than 16 bytes, into a packed dense tensor."""
+        return self.unit < 16 and self.dense_packed()
+
     def fits_32_bits(self) -> bool:
         """True when the iteration count and every offset (dense, data and index tensors, in units) are under
         2^32 - 1: the 32-bit kernels can run the map; else only the WIDE variants (params(wide=True))."""
@@ -145,14 +161,13 @@ class IndexMap:
         last[2] += (len(self.tuple_dims) - 1) * self.tuple_stride if self.tuple_dims else 0
         return max([self.count] + last) < _U32 - 1
 
-    def params(self, signed_indices: bool, word_loop: bool = False, row_loop: bool = False,
-               wide: bool = False) -> np.ndarray:
+    def params(self, signed_indices: bool, vec: int = 0, row_loop: bool = False, wide: bool = False) -> np.ndarray:
         """The kernel's parameter words (uint32[PARAM_WORDS]; with ``wide``, the WIDE variants' uint64 words,
         the same layout); DeviceError if the map needs 64 bits (fits_32_bits()) and ``wide`` is not given.
-        ``word_loop``: a gather of 1- or 2-byte units into a packed dense tensor iterates over its 32-bit
-        words (no atomics); ignored otherwise. ``row_loop`` (needs row_loop_ok()): a gather iterates over
-        the rows of the innermost dimension, moving each whole (flag bit 2: fewer index decodes, for CPU
-        devices, where an invocation is a SIMD lane). Word P_TOTAL is the kernel's loop count in every case."""
+        ``vec`` (needs vec_ok(); not with ``wide``): a gather iterates over groups of ``vec`` bytes of its
+        dense tensor. ``row_loop`` (needs row_loop_ok()): a gather iterates over the rows of the innermost
+        dimension, moving each whole (FLAG_ROWS: fewer index decodes, for CPU devices, where an invocation is
+        a SIMD lane). Word P_TOTAL is the kernel's loop count in every case."""
         if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
             raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
                               f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
@@ -165,9 +180,9 @@ class IndexMap:
         p[P_TOTAL] = p[P_UNITS] = count
         p[P_K], p[P_TSTRIDE] = len(self.tuple_dims), self.tuple_stride
         p[P_FLAGS] = FLAG_SIGNED if signed_indices else 0
-        if word_loop and self.unit < 4 and self.dense_packed():
-            p[P_TOTAL] = -(-count * self.unit // 4)
-            p[P_FLAGS] |= FLAG_WORDS
+        if vec:
+            assert self.vec_ok()
+            p[P_TOTAL] = -(-count * self.unit // vec)
         if row_loop:
             assert self.row_loop_ok()
             p[P_TOTAL] = count // self.dims[-1].size
@@ -175,13 +190,13 @@ class IndexMap:
         for i, d in enumerate(d for d in self.dims if d.size > 1):   # size-1 dimensions add nothing
             p[P_SHAPE + i], p[P_DENSE + i], p[P_DATA + i], p[P_INDEX + i] = d
             if d.size < _U32:     # WIDE kernels divide by sizes of 2^32 and more in 64 bits (magic 0)
-                p[P_MAGIC + i], p[P_SHIFT + i] = _magic(d.size)
+                p[P_MAGIC + i], p[P_SHIFT + i] = magic(d.size)
         for k, (n, t) in enumerate(self.tuple_dims):
             p[P_TDIM + k], p[P_TDATA + k] = n, t
         return p
 
 
-def _magic(n: int) -> tuple[int, int]:
+def magic(n: int) -> tuple[int, int]:
     """(m, l) such that i // n == (t + ((i - t) >> 1)) >> (l - 1) with t = (m * i) >> 32, for every
     32-bit i and 2 <= n < 2^32 (Granlund-Montgomery; index_map.glsl's divide())."""
     assert 2 <= n < _U32, "folded iteration sizes are at least 2"
@@ -210,6 +225,17 @@ def elements_map(data: Layout, indices: Layout, dense: Layout, axis: int, elem: 
     dims = tuple(Dim(n, dense.strides[d], 0 if d == axis else data.strides[d], indices.strides[d])
                  for d, n in enumerate(indices.shape))
     return IndexMap(dims, ((data.shape[axis], data.strides[axis]),), 0, elem)
+
+
+def elements_lines(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int) -> tuple[IndexMap, tuple]:
+    """SCATTER_ELEMENTS as lines along ``axis`` (plan.ScatterLinesPlan): (the map over the lines, every
+    dimension but the axis with tuple size 0, folded; (updates per line, their dense and indices strides
+    along the axis, the data's size and stride along the axis))."""
+    dims = tuple(Dim(n, dense.strides[d], data.strides[d], indices.strides[d])
+                 for d, n in enumerate(indices.shape) if d != axis)
+    axis_info = (indices.shape[axis], dense.strides[axis], indices.strides[axis], data.shape[axis],
+                 data.strides[axis])
+    return IndexMap(dims, (), 0, elem).folded(), axis_info
 
 
 def nd_shape(data_shape, indices_shape, batch_dims: int) -> tuple:

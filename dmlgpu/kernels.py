@@ -17,6 +17,7 @@ import sys
 WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
 UNITS = (1, 2, 4, 8, 16)      # bytes per access of the index-map kernels (shaders/units.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
+LINE_CLAIM_WORDS = 4096       # shared claim words of scatter_lines.comp (16 KiB: Vulkan's minimum maximum)
 REDUCE_OPS = ("add", "mul", "min", "max")    # arith.glsl's OP codes 0..3
 REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64")
 
@@ -34,12 +35,40 @@ ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i
 WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the WIDE variants need
 
 
-def variant(kernel: str, unit: int, index_bytes: int, wide: bool = False) -> str:
+def vec_sizes(unit: int) -> tuple:
+    """Bytes of a packed dense tensor that a VEC gather of ``unit``-byte units writes per iteration: a word
+    for 1- and 2-byte units (16 bytes of them measured 1.1-1.3x slower on an H200: 16 serial units per
+    invocation), 16 bytes for 4- and 8-byte units; none for 16-byte units."""
+    return (4,) if unit < 4 else (16,) if unit < 16 else ()
+
+
+def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None,
+            wide: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
-    unit (1-16 bytes) and an index width (4 or 8 bytes). ``wide``: the large-tensor variant (units.glsl's
-    WIDE: 64-bit offsets, tensors held in several blocks reached through device addresses)."""
+    unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
+    bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None).
+    ``wide``: the large-tensor variant (units.glsl's WIDE: 64-bit offsets, tensors held in several blocks
+    reached through device addresses; no ``vec``)."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8)
+    if vec:
+        assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1) and not wide
+        return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}"
     return f"{kernel}_u{unit}_i{index_bytes * 8}" + ("_wide" if wide else "")
+
+
+def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
+    """File stems of a scatter of whole rows (ROWS: scatter_claim.comp, scatter_write.comp): (the rows'
+    claims, the units' writes for ``unit``-byte units, the claims' clearing), for an index width."""
+    assert unit in UNITS and index_bytes in (4, 8)
+    bits = index_bytes * 8
+    return f"scatter_claim_rows_i{bits}", f"scatter_write_rows_u{unit}_i{bits}", f"scatter_clear_rows_i{bits}"
+
+
+def lines_variant(unit: int, index_bytes: int) -> str:
+    """File stem of the one-pass SCATTER_ELEMENTS (shaders/scatter_lines.comp) for an element size (1-16
+    bytes) and an index width (4 or 8 bytes)."""
+    assert unit in UNITS and index_bytes in (4, 8)
+    return f"scatter_lines_u{unit}_i{index_bytes * 8}"
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
@@ -116,8 +145,24 @@ def _table() -> dict[str, tuple[str, dict]]:
         for unit in UNITS:
             for index_bytes in (4, 8):
                 add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
-                add(variant(kernel, unit, index_bytes, True), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8,
-                    WIDE=1)
+                add(variant(kernel, unit, index_bytes, wide=True), f"{kernel}.comp", UNIT=unit,
+                    IDX64=index_bytes // 8, WIDE=1)
+    for index_bytes in (4, 8):
+        claim, _, clear = row_claim_variants(4, index_bytes)
+        add(claim, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1)
+        add(clear, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1, CLEAR=1)
+        for unit in UNITS:
+            add(row_claim_variants(unit, index_bytes)[1], "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8,
+                ROWS=1)
+    for unit in UNITS:
+        for index_bytes in (4, 8):
+            add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,
+                CLAIM_WORDS=LINE_CLAIM_WORDS)
+        for vec in vec_sizes(unit):
+            for index_bytes in (4, 8):
+                for k in (None, 1):
+                    add(variant("gather", unit, index_bytes, vec, k), "gather.comp", UNIT=unit,
+                        IDX64=index_bytes // 8, VEC=vec, **({"TUPLE_K": k} if k else {}))
     # scatter reductions (reduction.py), by element type (ELEM_KIND 0 unsigned, 1 signed, 2 float) and OP
     for type_ in REDUCE_TYPES:
         kind, bits = type_[0], int(type_[1:])

@@ -10,7 +10,7 @@ from . import dtypes
 from .dtypes import FeatureLevel
 from .errors import DescError, DeviceError
 from .index_map import Layout, copy_map, elements_map, nd_map, nd_shape, take_map, take_shape
-from .plan import GatherPlan, Plan, ScatterPlan
+from .plan import GatherPlan, Plan, ScatterPlan, scatter_elements_plan
 from .reduction import REDUCTIONS, ReducePlan
 from .runtime import Buffer, Device
 from .tensor_desc import TensorDesc
@@ -317,9 +317,8 @@ class ScatterElementsDesc(_OperatorDesc):
             return ReducePlan.elements(reduction, inp.data_type.numpy, idx.data_type.numpy, _layout(out),
                                        _layout(idx), _layout(upd), axis,
                                        _input_copy(inp, out))
-        index_map = elements_map(_layout(out), _layout(idx), _layout(upd), axis, inp.data_type.size)
-        return ScatterPlan(index_map, idx.data_type.numpy,
-                    _input_copy(inp, out))
+        return scatter_elements_plan(_layout(out), _layout(idx), _layout(upd), axis, inp.data_type.size,
+                                     idx.data_type.numpy, _input_copy(inp, out))
 
 
 def _input_copy(inp: TensorDesc, out: TensorDesc):

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import kernels
 from .errors import DeviceError
-from .index_map import P_TOTAL, IndexMap
+from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
 from .runtime import Buffer, Device, Dispatch
 
 _U32 = 2**32
@@ -47,6 +47,15 @@ def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool
     return device._params(np.concatenate([words, device._block_table(slots, len(words))]))
 
 
+def _chunked(*buffers) -> bool:
+    return any(b is not None and b.chunked for b in buffers)
+
+
+def _sizes(*buffers) -> tuple:
+    """The sizes of the distinct buffers (None: absent)."""
+    return tuple(b.nbytes for b in {id(b): b for b in buffers if b is not None}.values())
+
+
 class _MapPlan(Plan):
     """A plan of one index map: ``index_dtype`` is the indices' NumPy dtype (its width picks the kernel; its
     sign, wrapping). Maps that need 64 bits run only in the WIDE variants; the others in the 32-bit ones
@@ -74,36 +83,53 @@ class GatherPlan(_MapPlan):
 
     def __init__(self, index_map: IndexMap, index_dtype):
         super().__init__(index_map, index_dtype)
-        self.words = self.map.params(self.signed, word_loop=True) if self.narrow else None
+        self.vec = vec_bytes(self.map)
+        self.words = self.map.params(self.signed, vec=self.vec) if self.narrow else None
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
         self.row_words = self.map.params(self.signed, row_loop=True) if self.narrow and self.map.row_loop_ok() \
             else None
+        self.empty = not self.map.count
+        # the kernel of each VEC width the words may ask for (0: no VEC), named once
+        k = len(self.map.tuple_dims) if self.vec and len(self.map.tuple_dims) == 1 else None
+        self.kernels = {0: kernels.variant("gather", self.map.unit, self.index_bytes, 0, None),
+                        self.vec: kernels.variant("gather", self.map.unit, self.index_bytes, self.vec, k)}
 
-    def _words(self, device: Device) -> np.ndarray:
-        """The parameter words for this device."""
-        return self.row_words if self.row_words is not None and device.info.type == "CPU" else self.words
+    def _words(self, device: Device) -> tuple[np.ndarray, int]:
+        """(the parameter words for this device, the bytes per iteration of their VEC variant, or 0)."""
+        if self.row_words is not None and device.info.type == "CPU":
+            return self.row_words, 0
+        return self.words, self.vec
 
     def _words_wide(self, device: Device) -> np.ndarray:
         """The WIDE variant's parameter words for this device."""
-        if self.map.row_loop_ok() and device.info.type == "CPU":
-            return self.wide_words(row_loop=True)
-        return self.wide_words(word_loop=True)
+        return self.wide_words(row_loop=self.map.row_loop_ok() and device.info.type == "CPU")
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if not self.map.count:
+        if self.empty:
             return [], []
-        wide = needs_wide(device, self.map, indices, input, output)
-        words = self._words_wide(device) if wide else self._words(device)
-        params, fresh = wide_params(device, words, indices, input, output, None) if wide else device._params(words)
-        return ([Dispatch(kernels.variant("gather", self.map.unit, self.index_bytes, wide),
-                          (params, indices, input, output), int(words[P_TOTAL]), wide=wide)],
+        if needs_wide(device, self.map, indices, input, output):
+            words = self._words_wide(device)
+            params, fresh = wide_params(device, words, indices, input, output, None)
+            return ([Dispatch(kernels.variant("gather", self.map.unit, self.index_bytes, wide=True),
+                              (params, indices, input, output), int(words[P_TOTAL]), wide=True)],
+                    [params] if fresh else [])
+        words, vec = self._words(device)
+        params, fresh = device._params(words)
+        return ([Dispatch(self.kernels[vec], (params, indices, input, output), int(words[P_TOTAL]))],
                 [params] if fresh else [])
+
+
+P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
 
 
 class ScatterPlan(_MapPlan):
     """output = input (a strided copy through ``copy_map``, skipped when the output is bound to the input's
-    buffer), then every update claims its target and the last claim writes."""
+    buffer), then every update claims its target and the last claim writes. Where the updates are whole
+    rows (an innermost dimension contiguous in updates and output, not indexed) whose targets either
+    coincide or are disjoint (every other output stride a multiple of the row), each row claims its target
+    row once (one claim word per row, ROWS variants), and a last pass clears the claims. Tensors held in
+    several blocks, or maps past 32 bits, take the WIDE claim-and-write variants (claims per unit)."""
 
     output_from_input = True
 
@@ -114,63 +140,161 @@ class ScatterPlan(_MapPlan):
                               f"2^32 - 2 units; split it into smaller ones")
         self.words = self.map.params(self.signed) if self.narrow else None
         self.copy = CopyPlan(copy_map)
+        self.row_words = None
+        m = self.map
+        inner = m.dims[-1] if m.dims else None
+        if self.narrow and inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size > 1:
+            strides = [d.data for d in m.dims[:-1] if d.size > 1] + [t for n, t in m.tuple_dims if n > 1]
+            if all(s % inner.size == 0 for s in strides):
+                shift = min(((s & -s).bit_length() - 1 for s in strides if s), default=0)
+                rows = IndexMap(m.dims[:-1], m.tuple_dims, m.tuple_stride, m.unit)
+                last = sum((d.size - 1) * d.data for d in rows.dims) + sum((n - 1) * t for n, t in m.tuple_dims)
+                self.owner_words = (last >> shift) + 1
+                self.row_words = np.zeros(P_END + 2, dtype=np.uint32)
+                self.row_words[:P_END] = rows.params(self.signed)
+                self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
+                self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        """The claims, then the copy (independent of the claims: they may overlap), then the winners write.
-        The claim scratch is the device's (``take`` is not used)."""
-        m, out, uploads = self.map, [], []
-        if m.count:
-            owner = device._owner_scratch(-(-output.nbytes // m.unit),
-                                          beside=_sizes(input, indices, output, updates))
-            wide = needs_wide(device, m, indices, output, updates, owner)
-            params, fresh = wide_params(device, self.wide_words(), indices, output, updates, owner) if wide \
-                else device._params(self.words)
-            uploads += [params] if fresh else []
-            scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes, wide),
-                                (params, indices, output, updates, owner), m.count, wide=wide)
+        """The claims, then the copy (independent of the claims: they may overlap), then the winners write
+        (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
+        m = self.map
+        beside = _sizes(input, indices, output, updates)
+        units = -(-output.nbytes // m.unit)
+        wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
+        if m.count and not wide:
+            owner = device._owner_scratch(self.owner_words if self.row_words is not None else units, beside=beside)
+            wide = owner.chunked                          # (claim scratch held in several blocks)
+        if wide:
+            owner = device._owner_scratch(units, beside=beside)
+            needs_wide(device, m, indices, output, updates, owner)
+            params, fresh = wide_params(device, self.wide_words(), indices, output, updates, owner)
+            uploads = [params] if fresh else []
+            scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes, wide=True),
+                                (params, indices, output, updates, owner), m.count, wide=True)
+                       for kernel in ("scatter_claim", "scatter_write")]
+            return self._with_copy(device, input, output, scatter, uploads)
+        pairs = [device._params(self.words)] if m.count else []
+        if self.row_words is not None:
+            pairs.append(device._params(self.row_words))
+        params, uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
+        if not m.count:
+            scatter = []
+        elif self.row_words is None:
+            scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
+                                (params[0], indices, output, updates, owner), m.count)
                        for kernel in ("scatter_claim", "scatter_write")]
         else:
-            scatter = []
-        out += scatter[:1]
+            rows = int(self.row_words[P_TOTAL])
+            claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
+            scatter = [Dispatch(claim, (params[1], indices, output, updates, owner), rows),
+                       Dispatch(write, (params[0], indices, output, updates, owner), m.count),
+                       Dispatch(clear, (params[1], indices, output, updates, owner), rows)]
+        return self._with_copy(device, input, output, scatter, uploads)
+
+    def _with_copy(self, device, input, output, scatter, uploads) -> tuple[list, list]:
+        """The first scatter pass, then the copy (independent of it: they may overlap), then the others."""
+        out = scatter[:1]
         if input is not output and self.copy.map.count:
             copy, copy_uploads = self.copy.dispatch(device, input, output, barrier=not out)
             out.append(copy)
-            uploads += copy_uploads
+            uploads = uploads + copy_uploads
         return out + scatter[1:], uploads
 
 
+# Parameter words of scatter_lines.comp after the lines' index map (names as there: tests/test_kernels.py)
+P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT = \
+    range(P_END, P_END + 8)
+LINE_ITEMS = 4        # updates per invocation that a workgroup's lines aim at (ScatterLinesPlan)
+
+
+class ScatterLinesPlan(Plan):
+    """SCATTER_ELEMENTS in one pass after the copy (shaders/scatter_lines.comp): a workgroup takes whole lines
+    along the axis, where alone updates can collide, and settles their claims in shared memory. Needs the
+    output's axis to have at most kernels.LINE_CLAIM_WORDS elements and a disjoint output layout
+    (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines()."""
+
+    output_from_input = True
+
+    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: Plan):
+        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks
+        index_dtype = np.dtype(index_dtype)
+        m, n = axis[0], axis[3]
+        assert n <= kernels.LINE_CLAIM_WORDS
+        group = max(1, min(kernels.LINE_CLAIM_WORDS // n, -(-LINE_ITEMS * kernels.WORKGROUP_SIZE // m)))
+        self.words = np.zeros(P_END + 8, dtype=np.uint32)
+        self.words[:P_END] = lines.params(index_dtype.kind == "i")   # DeviceError if over 32 bits
+        self.words[P_LINE_M:P_LINE_DATA + 1] = axis
+        self.words[P_LINE_GROUP] = group
+        if m > 1:
+            self.words[P_LINE_MAGIC], self.words[P_LINE_SHIFT] = magic(m)
+        self.kernel = kernels.lines_variant(lines.unit, index_dtype.itemsize)
+        self.groups = -(-lines.count // group)
+        self.copy = CopyPlan(copy_map)
+
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
+                   updates: Buffer | None = None, take=None) -> tuple[list, list]:
+        if _chunked(input, indices, output, updates):
+            return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
+                                            take=take)
+        params, fresh = device._params(self.words)
+        out, uploads = [], [params] if fresh else []
+        if input is not output and self.copy.map.count:
+            copy, copy_uploads = self.copy.dispatch(device, input, output)
+            out.append(copy)
+            uploads += copy_uploads
+        out.append(Dispatch(self.kernel, (params, indices, output, updates), self.groups * kernels.WORKGROUP_SIZE))
+        return out, uploads
+
+
+def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,
+                          copy_map: IndexMap) -> Plan:
+    """SCATTER_ELEMENTS (reduction "none") of these layouts (as index_map.elements_map takes them): the
+    one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
+    the claim-and-write ScatterPlan."""
+    plan = ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map)
+    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow:
+        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map, plan)
+    return plan
+
+
 @functools.lru_cache(maxsize=1024)
-def make_plan(cls: type, *args) -> Plan:
-    """``cls(*args)`` (GatherPlan or ScatterPlan), made once for equal arguments (index maps are values): a
-    repeated call skips folding, vectorizing and packing the parameter words."""
+def make_plan(cls, *args) -> Plan:
+    """``cls(*args)`` (GatherPlan, ScatterPlan or a plan factory such as scatter_elements_plan), made once for
+    equal arguments (index maps and layouts are values): a repeated call skips folding, vectorizing and
+    packing the parameter words."""
     return cls(*args)
 
 
-def _sizes(*buffers) -> tuple:
-    """The sizes of the distinct buffers (None: absent)."""
-    return tuple(b.nbytes for b in {id(b): b for b in buffers if b is not None}.values())
+def vec_bytes(m: IndexMap) -> int:
+    """Bytes of the dense tensor per iteration of the VEC gather for an optimized map, or 0 (none fits)."""
+    if not m.vec_ok():
+        return 0
+    return kernels.vec_sizes(m.unit)[0]
 
 
 class CopyPlan:
-    """The strided copy input -> output of a copy map (the gather kernel with tuple size 0)."""
+    """The strided copy input -> output of a copy map (the gather kernel with tuple size 0; VEC where it fits,
+    WIDE where a buffer is held in several blocks or the map needs 64 bits)."""
 
     def __init__(self, copy_map: IndexMap):
         self.map = copy_map.optimized()
         self.narrow = self.map.fits_32_bits()
-        self.words = self.map.params(False, word_loop=True) if self.narrow else None
-        self.wide_words = None if self.narrow else self.map.params(False, word_loop=True, wide=True)
+        self.vec = vec_bytes(self.map)
+        self.words = self.map.params(False, vec=self.vec) if self.narrow else None
+        self.wide_words = None
 
     def dispatch(self, device: Device, input: Buffer, output: Buffer, barrier: bool = True) -> tuple[Dispatch, list]:
         """(the copy's dispatch, [its parameter buffer] if it must be uploaded first, else [])."""
-        wide = needs_wide(device, self.map, input, output)
-        if wide:
+        if needs_wide(device, self.map, input, output):
             if self.wide_words is None:
-                self.wide_words = self.map.params(False, word_loop=True, wide=True)
-            words = self.wide_words
-            params, fresh = wide_params(device, words, None, input, output, None)
+                self.wide_words = self.map.params(False, wide=True)
+            params, fresh = wide_params(device, self.wide_words, None, input, output, None)
+            d = Dispatch(kernels.variant("gather", self.map.unit, 4, wide=True), (params, device._dummy, input, output),
+                         int(self.wide_words[P_TOTAL]), barrier=barrier, wide=True)
         else:
-            words = self.words
-            params, fresh = device._params(words)
-        return (Dispatch(kernels.variant("gather", self.map.unit, 4, wide), (params, device._dummy, input, output),
-                         int(words[P_TOTAL]), barrier=barrier, wide=wide), [params] if fresh else [])
+            params, fresh = device._params(self.words)
+            d = Dispatch(kernels.variant("gather", self.map.unit, 4, self.vec), (params, device._dummy, input, output),
+                         int(self.words[P_TOTAL]), barrier=barrier)
+        return d, [params] if fresh else []

@@ -63,7 +63,9 @@ class Tensor:
 
 def tensor(array, device: Device | None = None) -> Tensor:
     """Uploads a NumPy array (any dtype of item size 1, 2, 4, 8 or 16) to a new Tensor."""
-    arr = np.ascontiguousarray(array)
+    arr = np.asarray(array)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")       # (np.ascontiguousarray would make a 0-d array 1-d)
     dev = device or default_device()
     return Tensor(dev.buffer(arr, nbytes=max(4, arr.nbytes)), arr.shape, arr.dtype)
 

@@ -15,11 +15,11 @@
 #endif
 
 const uint P_RANK = 0u;     // iteration dimensions after folding, 0..8
-const uint P_TOTAL = 1u;    // iterations of the kernel's loop (units of the dense tensor, or words: see bit 1)
+const uint P_TOTAL = 1u;    // iterations of the kernel's loop (units of the dense tensor, or groups or rows of them)
 const uint P_K = 2u;        // index tuple size, 0..8 (0: plain strided copy)
 const uint P_FLAGS = 3u;    // FLAG_* bits
 const uint P_TSTRIDE = 4u;  // distance between the components of one index tuple, in index elements
-const uint P_UNITS = 5u;    // units of the dense tensor (with flag bit 1)
+const uint P_UNITS = 5u;    // units of the dense tensor
 const uint P_SHAPE = 8u;    // [8] iteration sizes
 const uint P_DENSE = 16u;   // [8] dense-tensor strides
 const uint P_DATA = 24u;    // [8] data-tensor strides of the directly mapped dimensions
@@ -33,8 +33,6 @@ const uint P_BLOCKS = P_END; // WIDE: per tensor slot (units.glsl's SLOT_*), wor
                              // of its block size in bytes (63: one block) and the word where the list of its
                              // blocks' device addresses starts (written by dmlgpu/runtime/device.py)
 const uint FLAG_SIGNED = 1u;  // indices are of a signed type
-const uint FLAG_WORDS = 2u;   // gather of 1- or 2-byte units into a packed dense tensor, one 32-bit word of it
-                              // per iteration
 const uint FLAG_ROWS = 4u;    // gather moving whole rows of the innermost dimension, one per iteration
 
 // i / n for 2 <= n < 2^32 without a division instruction (Granlund-Montgomery): m = 2^32 (2^l - n) / n + 1.
@@ -104,21 +102,67 @@ struct Offsets {
     OFF_T data;
 };
 
-Offsets map_offsets(OFF_T i) {
-    OFF_T dense = 0u, data = 0u, index = 0u;
-    for (uint d = uint(P[P_RANK]); d > 0u;) {
+// Iteration i decoded: its dense offset, the directly mapped part of its data offset, its index offset,
+// and its coordinate in the innermost dimension (rank >= 1). The outermost coordinate is what is left of
+// i after the inner ones: no division for it (i < P_TOTAL units, so it is below that dimension's size).
+struct Position {
+    OFF_T dense;
+    OFF_T data;
+    OFF_T index;
+    OFF_T inner;
+};
+
+Position locate(OFF_T i) {
+    Position p = Position(0u, 0u, 0u, 0u);
+    uint rank = uint(P[P_RANK]);
+    for (uint d = rank; d > 0u;) {
         --d;
-        OFF_T q = divide_dim(i, d);
-        OFF_T c = i - q * P[P_SHAPE + d];
-        i = q;
-        dense += c * P[P_DENSE + d];
-        data += c * P[P_DATA + d];
-        index += c * P[P_INDEX + d];
+        OFF_T c = i;
+        if (d > 0u) {
+            OFF_T q = divide_dim(i, d);
+            c = i - q * P[P_SHAPE + d];
+            i = q;
+        }
+        if (d == rank - 1u)
+            p.inner = c;
+        p.dense += c * P[P_DENSE + d];
+        p.data += c * P[P_DATA + d];
+        p.index += c * P[P_INDEX + d];
     }
+    return p;
+}
+
+// p (the position of iteration i - 1) becomes that of iteration i: one step along the innermost
+// dimension, or a new decode where it wraps.
+void advance(inout Position p, OFF_T i) {
+    uint d = uint(P[P_RANK]) - 1u;
+    if (++p.inner < P[P_SHAPE + d]) {
+        p.dense += P[P_DENSE + d];
+        p.data += P[P_DATA + d];
+        p.index += P[P_INDEX + d];
+    } else {
+        p = locate(i);
+    }
+}
+
+// The data offset of a position: its direct part plus each index of its tuple times its data stride.
+// TUPLE_K (a define, where a variant has one): the tuple size fixed at compile time, so that the loop
+// unrolls and a kernel's index loads for several units can all be in flight at once.
+OFF_T data_offset(Position p) {
+    OFF_T data = p.data;
+#ifdef TUPLE_K
+    const uint k_count = TUPLE_K;
+#else
     uint k_count = uint(P[P_K]);
+#endif
     bool is_signed = (P[P_FLAGS] & FLAG_SIGNED) != 0u;
     OFF_T tstride = P[P_TSTRIDE];
     for (uint k = 0u; k < k_count; ++k)
-        data += read_index(index + k * tstride, P[P_TDIM + k], is_signed) * P[P_TDATA + k];
-    return Offsets(dense, data);
+        data += read_index(p.index + k * tstride, P[P_TDIM + k], is_signed) * P[P_TDATA + k];
+    return data;
+}
+
+Offsets map_offsets(OFF_T i) {
+    Position p = locate(i);
+    return Offsets(p.dense, data_offset(p));
 }

@@ -2,12 +2,29 @@
 #extension GL_GOOGLE_include_directive : require
 // Scatter, pass 1: each update claims its target; the update latest in row-major order wins
 // (OWNER[target] = max(i + 1)). OWNER is all zeros before this pass; scatter_write.comp restores that.
+// ROWS (a scatter of whole rows: dmlgpu/plan.py's ScatterPlan): iteration r is update row r (the index map
+// over the rows), which claims its target row: OWNER[row start >> P[P_OWNER_SHIFT]] = max(r * P[P_ROW_UNITS]
+// + 1), the position of its first unit + 1. CLEAR (with ROWS): the pass after the writes, which zeroes
+// the rows' claims again.
 #include "units.glsl"
 #include "bindings.glsl"
 layout(std430, binding = 4) buffer Owner { uint OWNER[]; };
 #include "index_map.glsl"
+#if ROWS
+const uint P_OWNER_SHIFT = P_END;        // target row start >> P[P_OWNER_SHIFT]: its claim word
+const uint P_ROW_UNITS = P_END + 1u;     // units per row
 
+void process(uint r) {
+    uint owner = map_offsets(r).data >> P[P_OWNER_SHIFT];
+#if CLEAR
+    OWNER[owner] = 0u;
+#else
+    atomicMax(OWNER[owner], r * P[P_ROW_UNITS] + 1u);
+#endif
+}
+#else
 void process(OFF_T i) {
     atomicMax(WORD_AT(OWNER, map_offsets(i).data), uint(i) + 1u);   // the host keeps counts under 2^32 - 1
 }
+#endif
 #include "grid_loop.glsl"

@@ -2,13 +2,25 @@
 #extension GL_GOOGLE_include_directive : require
 // Scatter, pass 2 (after a barrier): the winning update of each target writes it and clears its claim.
 // A losing update reads the winner's claim or 0, never its own, so it writes nothing.
+// ROWS (scatter_claim.comp's): unit i, at coordinate c of its row, reads its target row's claim and writes
+// if the claim is its row's (i - c + 1); the claims are cleared by a pass of their own afterwards (scatter_
+// claim.comp's CLEAR), since the units of a row read one claim.
 #include "units.glsl"
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 layout(std430, binding = 4) restrict buffer Owner { uint OWNER[]; };
 #include "index_map.glsl"
+#if ROWS
+const uint P_OWNER_SHIFT = P_END;
 
+void process(uint i) {
+    Position p = locate(i);
+    uint data = data_offset(p);
+    if (OWNER[(data - p.inner) >> P[P_OWNER_SHIFT]] == i - p.inner + 1u)
+        STORE_UNIT(DATA, data, LOAD_UNIT(DENSE, p.dense));
+}
+#else
 void process(OFF_T i) {
     Offsets o = map_offsets(i);
     if (WORD_AT(OWNER, o.data) == uint(i) + 1u) {
@@ -16,4 +28,5 @@ void process(OFF_T i) {
         WORD_AT(OWNER, o.data) = 0u;
     }
 }
+#endif
 #include "grid_loop.glsl"

@@ -439,13 +439,59 @@ def test_gather_of_whole_rows(device, monkeypatch, shape, dtype, idx_shape, axis
     (FLAG_ROWS in the parameters); elsewhere one unit per iteration. Both paths, on any device."""
     from dmlgpu import plan
     if not row_loop:
-        monkeypatch.setattr(plan.GatherPlan, "_words", lambda self, device: self.words)
+        monkeypatch.setattr(plan.GatherPlan, "_words", lambda self, device: (self.words, self.vec))
     elif device.info.type != "CPU":
-        monkeypatch.setattr(plan.GatherPlan, "_words", lambda self, device: self.row_words
-                            if self.row_words is not None else self.words)
+        monkeypatch.setattr(plan.GatherPlan, "_words", lambda self, device: (self.row_words, 0)
+                            if self.row_words is not None else (self.words, self.vec))
     rng = np.random.default_rng(sum(shape))
     x = random_data(rng, shape, dtype)
     idx = rng.integers(-shape[axis], shape[axis], idx_shape)
     same_bytes(dmlgpu.gather(x, idx, axis=axis, device=device), reference.gather(x, idx, axis))
     t = dmlgpu.gather(dmlgpu.tensor(x, device=device), dmlgpu.tensor(idx, device=device), axis=axis)
     same_bytes(t.numpy(), reference.gather(x, idx, axis))
+
+
+# ---------------------------------------------------------------- several units per iteration (VEC variants)
+
+VEC_CASES = [  # (op, data shape, dtype, index shape, axis): packed outputs of 1- to 8-byte units
+    ("take", (50, 1), np.uint8, (37,), 0),                # rank 1, a partial last word (37 bytes)
+    ("take", (50, 1), np.float16, (9,), 0),               # a partial last word of 2-byte units
+    ("take", (50,), np.float32, (4 * 5 + 3,), 0),         # a partial last group of 16 bytes (3 units)
+    ("take", (50,), np.float64, (3,), 0),                 # 8-byte units, a partial group
+    ("take", (7, 3), np.uint8, (5,), 1),                  # rank 2 with an innermost dimension of 5 < 4 * ...
+    ("take", (6, 5, 3), np.float32, (2, 3), 1),           # rank 3 (innermost dimension 3 wraps within groups)
+    ("take", (4, 3, 5, 2), np.float64, (3,), 2),          # rank 3 of 8-byte units: rows of 2 wrap every group
+    ("elements", (9, 7), np.float32, (9, 7), 1),          # last axis, rows of 7 (groups cross rows)
+    ("elements", (9, 7), np.uint8, (5, 7), 0),            # first axis of bytes
+    ("elements", (3, 4, 5), np.float16, (3, 4, 5), 2),    # rank 3, 2-byte units
+    ("nd", (5, 6, 3), np.float32, (7, 2), 0),             # tuples of 2 (the variant without a fixed tuple size)
+    ("nd", (5, 6), np.uint8, (11, 2), 0),                 # tuples of 2, single bytes
+]
+
+
+@pytest.mark.parametrize("op, shape, dtype, idx_shape, axis", VEC_CASES)
+def test_vec_gathers_edges(device, op, shape, dtype, idx_shape, axis):
+    """The VEC gathers (several units per iteration, decoded once and then stepped): partial last words and
+    groups, innermost dimensions shorter than a group, each rank, fixed and free tuple sizes; with guard words
+    after every buffer, nothing past the output is written."""
+    rng = np.random.default_rng(len(shape) * 100 + sum(idx_shape))
+    x = random_data(rng, shape, dtype)
+    before = device.canary_words
+    device.canary_words = 16
+    try:
+        if op == "take":
+            idx = rng.integers(-shape[axis], shape[axis], idx_shape)
+            got, want = dmlgpu.gather(dmlgpu.tensor(x, device=device), dmlgpu.tensor(idx, device=device), axis=axis), \
+                reference.gather(x, idx, axis)
+        elif op == "elements":
+            idx = rng.integers(0, shape[axis], idx_shape).astype(np.int32)
+            got, want = dmlgpu.gather_elements(dmlgpu.tensor(x, device=device), dmlgpu.tensor(idx, device=device),
+                                               axis=axis), np.take_along_axis(x, idx, axis)
+        else:
+            idx = np.stack([rng.integers(0, n, idx_shape[:-1]) for n in shape[:idx_shape[-1]]], axis=-1)
+            got, want = dmlgpu.gather_nd(dmlgpu.tensor(x, device=device), dmlgpu.tensor(idx, device=device)), \
+                reference.gather_nd(x, idx)
+        same_bytes(got.numpy(), want)
+        assert got.buffer.canary_intact()
+    finally:
+        device.canary_words = before

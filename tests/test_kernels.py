@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import dmlgpu
-from dmlgpu import index_map, kernels, reduction
+from dmlgpu import index_map, kernels, plan, reduction
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHADERS = ROOT / "shaders"
@@ -34,15 +34,23 @@ def test_index_map_words_match_the_glsl():
     assert index_map.PARAM_WORDS == glsl["P_END"]
 
 
-@pytest.mark.parametrize("shader, names", [
-    ("reduce_keys.comp", ["P_KEY_SHIFT"]),
-    ("scatter_reduce.comp", ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_CHUNK", "P_PIECE", "P_PASS", "NO_KEY"]),
-    ("radix.glsl", ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_BLOCKS"]),
+@pytest.mark.parametrize("shader, module, names", [
+    ("reduce_keys.comp", reduction, ["P_KEY_SHIFT"]),
+    ("scatter_reduce.comp", reduction, ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_CHUNK", "P_PIECE", "P_PASS", "NO_KEY"]),
+    ("radix.glsl", reduction, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_BLOCKS"]),
+    ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
+    ("scatter_write.comp", plan, ["P_OWNER_SHIFT"]),
+    ("scatter_lines.comp", plan, ["P_LINE_M", "P_LINE_DENSE", "P_LINE_INDEX", "P_LINE_N", "P_LINE_DATA",
+                                  "P_LINE_GROUP", "P_LINE_MAGIC", "P_LINE_SHIFT"]),
 ])
-def test_reduction_words_match_the_shaders(shader, names):
+def test_kernel_words_match_the_shaders(shader, module, names):
     glsl = glsl_constants(shader, glsl_constants("index_map.glsl", {}))
-    assert {n: glsl[n] for n in names} == {n: getattr(reduction, n) for n in names}
+    assert {n: glsl[n] for n in names} == {n: getattr(module, n) for n in names}
     assert not {n for n in glsl if re.fullmatch(r"[PR]_[A-Z_]+", n)} - set(names), "a word without a host name"
+
+
+def test_line_claims_fit_the_shared_memory_every_device_has():
+    assert 4 * kernels.LINE_CLAIM_WORDS <= 16384    # Vulkan's minimum maxComputeSharedMemorySize
 
 
 def test_variant_table_is_what_was_built():
@@ -63,6 +71,10 @@ def test_variant_table_script_prints_the_table():
 
 def test_variant_names_are_in_the_table():
     names = [kernels.variant(k, u, i) for k in kernels.KERNELS for u in kernels.UNITS for i in (4, 8)]
+    names += [kernels.variant("gather", u, i, v, k) for u in kernels.UNITS for v in kernels.vec_sizes(u)
+              for i in (4, 8) for k in (None, 1)]
+    names += [kernels.lines_variant(u, i) for u in kernels.UNITS for i in (4, 8)]
+    names += [v for u in kernels.UNITS for i in (4, 8) for v in kernels.row_claim_variants(u, i)]
     names += [kernels.keys_variant(i, v) for i in (4, 8) for v in (0, 1, 2, 4)]
     for t in kernels.REDUCE_TYPES:
         for op in kernels.REDUCE_OPS:

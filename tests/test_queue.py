@@ -1,13 +1,13 @@
 """Queued eager calls (calls on device Tensors return at once and are submitted in batches) and the
 per-device cache of planned calls (a repeated call skips validation and planning)."""
 import sys
-import threading
 
 import numpy as np
 import pytest
 
 import dmlgpu
 from dmlgpu import functions, reference
+from strategies import run_in_threads
 
 
 @pytest.fixture(scope="module", params=["direct", "staged"])
@@ -54,6 +54,29 @@ def test_max_queued_bounds_a_batch():
     d.synchronize()                              # nothing queued: nothing submitted
     assert d._submissions - before == 3
     assert all(o.numpy().tolist() == list(range(10)) for o in outs)
+    d.close()
+
+
+def test_a_full_batch_runs_while_the_next_is_recorded(dev):
+    """A batch submitted because it is full is left in flight; reading a result of it (or of the open batch)
+    waits for the right one; results held across many batches are all right."""
+    d = dmlgpu.Device(max_queued=4, direct_memory=dev.direct_memory)
+    rng = np.random.default_rng(5)
+    perm = rng.permutation(300).astype(np.int32)
+    p = dmlgpu.tensor(perm, device=d)
+    x = dmlgpu.tensor(np.arange(300, dtype=np.int32), device=d)
+    held = []
+    for i in range(23):
+        x = dmlgpu.gather(p, x)
+        held.append(x)
+        if i == 4:
+            assert d._inflight and d._queued == 1      # the first four are in flight, the fifth is open
+            assert np.array_equal(held[1].numpy(), perm[perm])   # waits for the batch in flight only
+            assert d._queued == 1 and not d._inflight
+    want = np.arange(300)
+    for got in held:
+        want = perm[want]
+        assert np.array_equal(got.numpy(), want)
     d.close()
 
 
@@ -162,11 +185,7 @@ def test_threads_share_the_queue(dev):
         if not np.array_equal(x.numpy(), _chain_reference(perm, start, 150)):
             errors.append(seed)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work)
     assert errors == []
 
 
@@ -274,3 +293,29 @@ def test_the_cache_is_bounded(dev, monkeypatch):
     for n in range(1, 30):
         assert dmlgpu.gather(a, np.arange(n), device=dev).tolist() == list(range(n))
     assert len(dev._calls) <= 8
+
+
+def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
+    """A small NumPy-in/out call keeps its device buffers for the next call of its signature (which then
+    allocates nothing and submits the recorded command buffer again); new values go through them."""
+    a = np.arange(200, dtype=np.float32).reshape(50, 4)
+    dmlgpu.gather(a, [1, 2], device=dev)
+    allocations = dev.memory_stats()["device_allocations"]
+    replays = dict(dev._replays)
+    for i in range(20):
+        ids = np.array([i, 49 - i])
+        assert np.array_equal(dmlgpu.gather(a * i, ids, device=dev), (a * i)[ids])
+    assert dev.memory_stats()["device_allocations"] == allocations
+    assert any(dev._replays.get(k) is v for k, v in replays.items())
+    dev.empty_cache()
+    f, i, sel = np.ones((6, 4), np.float32), np.ones((6, 4), np.int32), np.array([1])
+    dmlgpu.gather(f, sel, device=dev), dmlgpu.gather(i, sel, device=dev)
+    assert functions._planned(dev, "gather", (f, sel), (0, "clamp"), None).plan is \
+        functions._planned(dev, "gather", (i, sel), (0, "clamp"), None).plan     # equal plans ...
+    assert len(dev._kept) == 2                                                    # ... two signatures
+    monkeypatch.setattr(functions, "KEEP_CALLS", 2)
+    for n in range(3, 8):
+        assert np.array_equal(dmlgpu.gather(a, np.arange(n), device=dev), a[:n])
+    assert len(dev._kept) <= 2
+    dev.empty_cache()
+    assert not dev._kept

@@ -5,7 +5,6 @@ import resource
 import subprocess
 import sys
 import textwrap
-import threading
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import pytest
 import dmlgpu
 from dmlgpu import reference, runtime, validation
 from dmlgpu.tensor_desc import TensorDesc
+from strategies import run_in_threads
 
 DT = dmlgpu.DataType
 
@@ -244,11 +244,7 @@ def test_threads_sharing_one_device_get_correct_results(device):
             if not np.array_equal(got, reference.scatter_nd(data, idx.reshape(-1, 1), upd)):
                 errors.append(("scatter", seed))
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work)
     assert errors == []
 
 

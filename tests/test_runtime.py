@@ -11,6 +11,7 @@ import pytest
 import dmlgpu
 from dmlgpu import reference
 from dmlgpu.runtime import memory, transfers
+from strategies import run_in_threads
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +251,6 @@ def test_repeated_dispatches_replay_their_recorded_submission():
 
 
 def test_threads_allocating_tensors_on_one_device(device):
-    import threading
     def held():      # bytes of live blocks other than the cached kernel parameter buffers
         return device.memory_stats()["allocated_bytes"] - sum(b._block.size for b in device._param_buffers.values())
 
@@ -267,12 +267,15 @@ def test_threads_allocating_tensors_on_one_device(device):
             if not np.array_equal(dmlgpu.gather(t, dmlgpu.tensor(ids, device=device)).numpy(), data[ids]):
                 errors.append(seed)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work)
     assert errors == []
     assert held() == before, "blocks of collected tensors did not return to the cache"
     s = device.memory_stats()
     assert s["reserved_bytes"] == s["allocated_bytes"] + s["cached_bytes"]
+
+
+def test_tensor_keeps_the_shape_of_a_zero_d_array(device):
+    t = dmlgpu.tensor(np.float32(2.5), device=device)
+    assert t.shape == () and t.numpy().shape == () and float(t.numpy()) == 2.5
+    strided = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
+    assert np.array_equal(dmlgpu.tensor(strided, device=device).numpy(), strided)

@@ -344,3 +344,96 @@ def test_large_scatter_nd_2d_rows(device):
     uniq, first = np.unique(rows[::-1], return_index=True)
     expected[uniq] = upd[rows.size - 1 - first]
     same_bytes(dmlgpu.scatter_nd(x, idx, upd, device=device), expected)
+
+
+# ---------------------------------------------------------------- SCATTER_ELEMENTS by lines (one pass)
+
+LINE_CASES = [  # (data shape, dtype, indices shape, axis): claims in shared memory, duplicates in every line
+    ((300, 256), np.float32, (300, 64), 1),      # the bench's shape: several lines per workgroup
+    ((5, 7), np.uint8, (5, 7), 1),               # 1-byte elements, neighbouring targets in one word
+    ((3, 9, 4), np.float16, (3, 20, 4), 1),      # the middle axis, more updates than targets per line
+    ((600, 3), np.int64, (600, 3), 0),           # the first axis: 3 lines of 600 updates (a loop per invocation)
+    ((4, 1), np.complex128, (4, 1), 1),          # 16-byte elements, lines of one update (m = 1)
+    ((2, 4096), np.float32, (2, 5000), 1),       # the largest line that fits the shared claims
+    ((2, 4097), np.float32, (2, 30), 1),         # one more: the claim-and-write plan instead
+    ((70000,), np.uint16, (70000,), 0),          # rank 1: one line of 70,000 updates onto 70,000 targets
+    ((6, 10, 3), np.float32, (4, 12, 2), 1),     # lines that do not cover the output
+]
+
+
+@pytest.mark.parametrize("shape, dtype, idx_shape, axis", LINE_CASES)
+def test_scatter_elements_lines(device, shape, dtype, idx_shape, axis):
+    """The one-pass SCATTER_ELEMENTS (plan.ScatterLinesPlan) against the sequential reference: every line has
+    duplicate targets (the last update along the axis wins), indices negative and out of range (clamped);
+    the plan falls back to claims in memory past kernels.LINE_CLAIM_WORDS."""
+    from dmlgpu import kernels, plan
+    rng = np.random.default_rng(sum(shape) + sum(idx_shape))
+    x = random_data(rng, shape, dtype)
+    n = shape[axis]
+    idx = rng.integers(-n - 2, n + 2, idx_shape)
+    upd = random_data(rng, idx_shape, dtype)
+    same_bytes(dmlgpu.scatter_elements(x, idx, upd, axis=axis, device=device, mode="clamp"),
+               reference.scatter_elements(x, np.clip(np.where(idx < 0, idx + n, idx), 0, n - 1), upd, axis))
+    layouts = [dmlgpu.index_map.Layout.packed(s) for s in (shape, idx_shape, idx_shape)]
+    chosen = plan.scatter_elements_plan(*layouts, axis, np.dtype(dtype).itemsize, np.int64,
+                                        dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
+    assert isinstance(chosen, plan.ScatterLinesPlan) == (n <= kernels.LINE_CLAIM_WORDS)
+
+
+def test_scatter_elements_lines_leave_the_input_and_overlapping_layouts(device):
+    """The input Tensor is left alone; an output layout whose elements overlap (a stride of 0) takes the
+    claim-and-write plan."""
+    from dmlgpu import index_map, plan
+    assert not index_map.Layout((4, 3), (0, 1)).disjoint() and index_map.Layout((4, 3), (1, 4)).disjoint()
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((40, 33)).astype(np.float32)
+    idx = rng.integers(0, 33, (40, 50))
+    upd = rng.standard_normal((40, 50)).astype(np.float32)
+    t = dmlgpu.tensor(x, device=device)
+    want = reference.scatter_elements(x, idx, upd, 1)
+    got = dmlgpu.scatter_elements(t, dmlgpu.tensor(idx, device=device), dmlgpu.tensor(upd, device=device), axis=1)
+    same_bytes(got.numpy(), want)
+    same_bytes(t.numpy(), x)                       # the input is left alone
+    overlapping = plan.scatter_elements_plan(index_map.Layout((4, 3), (0, 1)), index_map.Layout.packed((4, 3)),
+                                             index_map.Layout.packed((4, 3)), 1, 4, np.int32,
+                                             index_map.copy_map(index_map.Layout.packed((4, 3)),
+                                                                index_map.Layout((4, 3), (0, 1)), 4))
+    assert isinstance(overlapping, plan.ScatterPlan)
+
+
+# ---------------------------------------------------------------- scatters of whole rows (a claim per row)
+
+ROW_CLAIM_CASES = [  # (data shape, dtype, indices shape): slices of whole rows, duplicate targets
+    ((50, 64), np.float32, (80, 1)),          # the bench's rows (16 units of 16 bytes), duplicates
+    ((9, 3), np.uint8, (30, 1)),              # rows of 3 bytes (1-byte units)
+    ((6, 5, 7), np.float16, (40, 2)),         # tuples of 2: rows of 7 two-byte units
+    ((4, 6, 2), np.float64, (3, 5, 1)),       # two update dimensions of rows of 2 (16-byte units, one each)
+    ((1, 12), np.int32, (25, 1)),             # every row onto the one target row
+]
+
+
+@pytest.mark.parametrize("shape, dtype, idx_shape", ROW_CLAIM_CASES)
+def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
+    """A scatter of whole rows claims each target row once (ScatterPlan's ROWS variants, cleared by a last
+    pass): the last update row of a target wins, and the claims are clean for the next scatter."""
+    from dmlgpu import plan
+    rng = np.random.default_rng(sum(shape) + sum(idx_shape))
+    x = random_data(rng, shape, dtype)
+    k = idx_shape[-1]
+    idx = np.stack([rng.integers(-n, n, idx_shape[:-1]) for n in shape[:k]], axis=-1)
+    upd = random_data(rng, idx_shape[:-1] + shape[k:], dtype)
+    for _ in range(2):                                # the second call finds the claims cleared
+        same_bytes(dmlgpu.scatter_nd(x, idx, upd, device=device), reference.scatter_nd(x, idx, upd))
+    layouts = [dmlgpu.index_map.Layout.packed(s) for s in (shape, idx_shape, upd.shape)]
+    p = plan.ScatterPlan(dmlgpu.index_map.nd_map(*layouts, 0, np.dtype(dtype).itemsize), np.int64,
+                         dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
+    assert p.row_words is not None
+
+
+def test_scatter_rows_that_may_overlap_claim_units():
+    """Output rows of 3 units whose second dimension's stride is 2 units: target rows may overlap, so every
+    unit claims its own target (no ROWS variants)."""
+    from dmlgpu import index_map, plan
+    out = index_map.Layout((5, 2, 3), (8, 2, 1))           # rows [0, 3) and [2, 5) overlap
+    m = index_map.nd_map(out, index_map.Layout.packed((4, 1)), index_map.Layout.packed((4, 2, 3)), 0, 4)
+    assert plan.ScatterPlan(m, np.int32, index_map.copy_map(out, out, 4)).row_words is None

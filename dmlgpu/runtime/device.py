@@ -12,13 +12,16 @@ mapped device buffers on unified memory) is made visible to it by ``BEFORE_HOST_
 Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are recorded into the
 device's open *batch*, one kp Sequence, and submitted together when the host needs a result: a host read or
 write of a buffer the batch uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a
-recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one batch
-per device, shared by its threads under the device's lock, so the order of the calls is the order in which
-the threads got the lock. The caching allocator may hand a block that a queued run still uses to a later
-queued run: the batch is one in-order submission and the barrier before each dispatch makes earlier reads
-and writes of its buffers finish first (PyTorch's same-stream reuse). What would reach such a block outside
-the batch (host reads and writes of mapped memory, staging transfers, fills, destroying it) submits the batch
-and waits for it first: every block records the batch that last used it (``Block.batch``).
+recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open
+batch per device, shared by its threads under the device's lock, so the order of the calls is the order in
+which the threads got the lock. A batch submitted because it is full is not waited for: the next one is
+recorded while the GPU runs it (at most one is in flight; the next submission waits for it first).
+The caching allocator may hand a block that a queued run still uses to a later queued run: the batches run in
+submission order on one queue, and the barrier before each dispatch makes earlier reads and writes of its
+buffers finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host
+reads and writes of mapped memory, staging transfers, fills, destroying it) first submits the open batch and
+waits for it, or waits for the batch in flight, if that batch uses the block: every block records the batch
+that last used it (``Block.batch``).
 """
 from __future__ import annotations
 
@@ -86,24 +89,27 @@ class Buffer:
     them (and shows up in results).
     """
 
+    _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
+    _mirror = None                       # host-visible copy for recordings (staging devices only)
+    _host: np.ndarray | None = None
+    pinned = False                       # a recording uses it: Device._give leaves it alone
+
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
             raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
-        device._check_sizes(nbytes)
+        if nbytes > device._check_above:
+            device._check_sizes(nbytes)
         self.device = device
         self.nbytes = nbytes
-        self.canary_words = device.canary_words
+        self.canary_words = canary = device.canary_words
         with device._lock:                 # the allocator's lists are shared by the device's threads
             self._blocks: list[Block] = device._allocator.allocate_span(
-                nbytes + 4 * self.canary_words, device.chunk_bytes, None if whole else device._whole_max)
+                nbytes + 4 * canary, device.chunk_bytes, None if whole else device._whole_max)
         self._block = self._blocks[0]
         self._tensor = self._block.tensor
-        self._pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
-        self._mirror = None                       # host-visible copy for recordings (staging devices only)
-        self._host: np.ndarray | None = None
-        self.pinned = False                       # a recording uses it: Device._give leaves it alone
-        if self.canary_words:
-            device._fill(self, CANARY, nbytes, 4 * self.canary_words)
+        self.chunked = len(self._blocks) > 1      # held in several blocks
+        if canary:
+            device._fill(self, CANARY, nbytes, 4 * canary)
 
     def write(self, data, offset: int = 0) -> None:
         """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4)."""
@@ -120,11 +126,6 @@ class Buffer:
             raise RuntimeError("read() cannot run inside a recording: record download() and read the "
                                "host copy after the block")
         return self.device._run([], downloads=[self])[0]
-
-    @property
-    def chunked(self) -> bool:
-        """True when the buffer is held in several blocks."""
-        return len(self._blocks) > 1
 
     @property
     def _tensors(self) -> list:
@@ -209,7 +210,7 @@ def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes
     return ops
 
 
-@dataclass
+@dataclass(slots=True)
 class Dispatch:
     """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count."""
 
@@ -291,6 +292,7 @@ class Device:
             self.chunk_bytes = int(chunk_bytes)
         self._whole_max = self.chunk_bytes if chunk_bytes is not None else self.max_block   # larger: chunked
         self.memory_limit = memory_limit
+        self._check_above = min(self._whole_max, self.memory_capacity)  # buffers up to this size fit: unchecked
         self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info)
@@ -303,8 +305,12 @@ class Device:
         self._queued = 0            # runs in the open batch
         self._batch_scatters = False
         self._batch_written: dict = {}             # unified memory: what the batch writes (host-read barrier)
-        self._batch_uploads = None  # staging devices: the batch's upload buffer, and the bytes used in it
+        self._batch_uploads = None  # the batch's upload staging buffer (and its host view), and the bytes used
         self._batch_upload_pos = 0
+        self._spare_seq = self._mgr.sequence()     # the previous batch's Sequence: in flight, or idle
+        self._spare_uploads = None
+        self._inflight = 0          # number of the batch submitted and not waited for (0: none)
+        self._inflight_scatters = False
         self._param_buffers: dict = {}
         self._local = threading.local()
         self._submissions = 0
@@ -407,8 +413,10 @@ class Device:
 
 
     def _take(self, nbytes: int) -> Buffer:
-        """A buffer of at least ``nbytes`` (a multiple of 4) whose contents are undefined."""
-        return Buffer(self._open(), max(4, (nbytes + 3) // 4 * 4))
+        """A buffer of at least ``nbytes`` whose contents are undefined."""
+        if self._closed:
+            self._open()
+        return Buffer(self, max(4, (nbytes + 3) & ~3))
 
     def _give(self, *bufs: Buffer) -> None:
         """Returns _take()n buffers to the allocator now (those a recording uses stay until it goes)."""
@@ -449,11 +457,13 @@ class Device:
         one 32-bit word per unit of the output, so a scatter of 1-byte elements needs 4 bytes of it per
         element (chunked past the largest block). DeviceError, before any GPU work, if the device cannot hold
         it beside the operation's tensors ``beside`` (bytes)."""
+        if not self._owner_clean and self._owner is not None:
+            self._sync_buffer(self._owner)        # a batch in flight uses it: it is clean once that is done
         if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
             self._check_sizes(*beside, 4 * words)
             size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
             size = 1 << (size - 1).bit_length()        # powers of two up to one block, then what is asked
-            if 4 * size > self.max_block:
+            if 4 * size > self._whole_max:
                 size = words
             self._owner = None
             self._owner = Buffer(self, 4 * size)
@@ -558,26 +568,35 @@ class Device:
                     self._write(b, 0, b._pending)
             else:
                 if pending:
-                    up_slot = self._staging.slot("up", 0, _packed(up_sizes)[-1])
-                    for b, pos in zip(pending, _packed(up_sizes)):
-                        transfers.host_copy(up_slot.view[pos:pos + b._pending.size], b._pending)
+                    up_pos = _packed(up_sizes)
+                    up_slot = self._staging.slot("up", 0, up_pos[-1])
+                    view = up_slot.view
+                    for b, pos, n in zip(pending, up_pos, up_sizes):
+                        transfers.host_copy(view[pos:pos + n], b._pending)
                 if downloads:
-                    down_slot = self._staging.slot("down", 0, _packed(down_sizes)[-1])
+                    down_pos = _packed(down_sizes)
+                    down_slot = self._staging.slot("down", 0, down_pos[-1])
             for b in pending:
                 b._pending = None
             if dispatches or up_slot or down_slot:
                 self._submit_run(dispatches, pending, up_sizes, up_slot, downloads, down_sizes, down_slot)
             if down_slot is not None:
-                return [down_slot.view[pos:pos + n].copy() for pos, n in zip(_packed(down_sizes), down_sizes)]
+                view = down_slot.view
+                return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
             return [self._read_range(b, 0, b.nbytes) for b in downloads]
 
     def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot) -> None:
         """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
         into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
         _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
-        key = (tuple((d.kernel, d.count, d.barrier) + _block_ids(d.buffers) for d in dispatches),
-               up_slot and (up_slot.serial,) + _block_ids(uploads) + tuple(up_sizes),
-               down_slot and (down_slot.serial,) + _block_ids(downloads) + tuple(down_sizes))
+        key = []
+        for d in dispatches:
+            key += (d.kernel, d.count, d.barrier, *_block_ids(d.buffers))
+        if up_slot is not None:
+            key += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
+        if down_slot is not None:
+            key += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
+        key = tuple(key)
         seq = self._replays.pop(key, None)
         if seq is None:
             seq = self._replay_sequence()
@@ -606,6 +625,17 @@ class Device:
         return ops
 
     # ---- internal: the batch of queued runs ----
+    def _queue(self, dispatches, uploads=()) -> None:
+        """``_run(dispatches, uploads, queue=True)`` for a caller that knows that no recording of this thread
+        is open (the common eager call: one check fewer)."""
+        with self._lock:
+            if self._closed:
+                self._open()
+            if self.max_queued:
+                self._enqueue(dispatches, uploads)
+            else:
+                self._run(dispatches, uploads)
+
     def _enqueue(self, dispatches, uploads) -> None:
         """Records a run into the open batch (its uploads first), and submits the batch once it holds
         max_queued runs. Host data of up to a quarter of _QUEUE_UPLOADS per buffer goes through the batch's
@@ -621,7 +651,7 @@ class Device:
                 self._write(b, 0, src)         # after the batch if it uses the buffer
             else:
                 if self._batch_upload_pos + n > _QUEUE_UPLOADS:
-                    self._flush()
+                    self._flush(wait=False)
                     batch = self._batch
                 if self._batch_uploads is None:
                     staging = self._mgr.buffer(_QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
@@ -634,18 +664,22 @@ class Device:
                 self._batch_upload_pos = pos + -(-n // 16) * 16
                 b._block.batch = batch
             b._pending = None
+        record = self._batch_seq.record
         for op in self._dispatch_ops(dispatches):
-            self._batch_seq.record(op)
+            record(op)
+        owner, written = self._owner, self._batch_written if self.direct_memory else None
         for d in dispatches:
             for b in d.buffers:
                 for block in b._blocks:
                     block.batch = batch
-                    if self.direct_memory:
-                        self._batch_written[id(block)] = block.tensor
-        self._batch_scatters = self._batch_scatters or self._uses_owner(dispatches)
+                if b is owner:
+                    self._batch_scatters = True
+                if written is not None:
+                    for block in b._blocks:
+                        written[id(block)] = block.tensor
         self._queued += 1
         if self._queued >= self.max_queued:
-            self._flush()
+            self._flush(wait=False)       # recording the next batch overlaps the GPU's work on this one
 
     def _sync_buffer(self, buf: Buffer) -> None:
         """_sync_block for each of the buffer's blocks."""
@@ -653,30 +687,60 @@ class Device:
             self._sync_block(block)
 
     def _sync_block(self, block: Block) -> None:
-        """Submits the open batch and waits for it if it uses ``block`` (before the block is reached
-        outside the batch)."""
-        if self._queued and block.batch == self._batch:
-            self._flush()
+        """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
+        uses the block, or waits for the batch in flight if that one does."""
+        if block.batch == self._batch:
+            if self._queued:
+                self._flush()
+        elif block.batch == self._inflight:
+            self._await_inflight()
 
-    def _flush(self) -> None:
-        """Submits the open batch (if any run is queued) and waits for it; a new batch opens."""
-        if not self._queued:
-            return
-        seq = self._batch_seq
-        try:
+    def _flush(self, wait: bool = True) -> None:
+        """Submits the open batch (if any run is queued), after waiting for the one in flight (at most one
+        is), and opens a new batch in the other Sequence. ``wait``: then waits for it too (every queued run
+        has finished when this returns); else it stays in flight while the next batch is recorded."""
+        if self._queued:
+            self._await_inflight()
+            seq, scatters = self._batch_seq, self._batch_scatters
             if self._batch_written:
                 seq.record(kp.OpMemoryBarrier(list(self._batch_written.values()), *BEFORE_HOST_READ))
-            self._submit(seq, self._batch_scatters)
-        finally:
-            seq.clear()
-            self._batch_written.clear()
-            self._batch_scatters = False
-            self._batch_upload_pos = 0
-            self._queued = 0
-            self._batch += 1
+            if scatters:
+                self._owner_clean = False
+            try:
+                seq.eval_async()
+                self._inflight, self._inflight_scatters = self._batch, scatters
+            except BaseException:
+                seq.clear()
+                raise
+            finally:
+                self._batch_seq, self._spare_seq = self._spare_seq, seq
+                self._batch_uploads, self._spare_uploads = self._spare_uploads, self._batch_uploads
+                self._batch_written = {}
+                self._batch_scatters = False
+                self._batch_upload_pos = 0
+                self._queued = 0
+                self._batch += 1
+                self._count_submission()
+        if wait:
+            self._await_inflight()
+
+    def _await_inflight(self) -> None:
+        """Waits for the batch in flight, if any (its Sequence is then cleared for the next batch)."""
+        if self._inflight:
+            seq = self._spare_seq
+            try:
+                seq.eval_await()
+                if self._inflight_scatters:
+                    self._owner_clean = True
+            finally:
+                seq.clear()
+                self._inflight = 0
 
     def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
+        if len(dispatches) == 1 and dispatches[0].barrier and not dispatches[0].wide:   # the common eager call
+            bound = self._algorithm(dispatches[0])
+            return [bound.barrier, bound.dispatch]
         ops = []
         for n, d in enumerate(dispatches):
             bound = self._algorithm(d)
@@ -720,6 +784,9 @@ class Device:
         seq.eval()
         if scatters:
             self._owner_clean = True
+        self._count_submission()
+
+    def _count_submission(self) -> None:
         self._submissions += 1
         if self._submissions % 256 == 0:
             self._mgr.clear()   # let Kompute forget expired objects: host memory stays flat

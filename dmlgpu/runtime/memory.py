@@ -73,18 +73,20 @@ class Allocator:
 
     def allocate(self, nbytes: int) -> Block:
         """A block of at least ``nbytes`` bytes (contents undefined)."""
-        self._drain()
+        if self._returned:
+            self._drain()
         size = size_class(max(4, nbytes), self.max_block)
         free = self._free.get(size)
+        s = self.stats
         if free:
             block = free.pop()
-            self.stats["cached_bytes"] -= size
-            self.stats["cache_hits"] += 1
+            s["cached_bytes"] -= size
+            s["cache_hits"] += 1
         else:
             block = self._new_block(size, nbytes)
-        s = self.stats
-        s["allocated_bytes"] += size
-        s["peak_allocated_bytes"] = max(s["peak_allocated_bytes"], s["allocated_bytes"])
+        allocated = s["allocated_bytes"] = s["allocated_bytes"] + size
+        if allocated > s["peak_allocated_bytes"]:
+            s["peak_allocated_bytes"] = allocated
         return block
 
     def allocate_span(self, nbytes: int, chunk: int, whole: int | None = None) -> list[Block]:

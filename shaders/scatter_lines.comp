@@ -1,0 +1,65 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// SCATTER_ELEMENTS in one pass, claims in shared memory (dmlgpu/plan.py's ScatterLinesPlan). Two updates
+// can only target the same output element when they lie on one *line*: the same coordinates but along the
+// axis. So a workgroup takes P[P_LINE_GROUP] whole lines at a time: it zeroes a claim word per output
+// element of its lines (P[P_LINE_N] per line) in shared memory, each update claims its target with
+// atomicMax(its position along the axis + 1), and after a barrier each update that holds its target's claim
+// writes it: the update last in row-major order wins, as in scatter_claim.comp + scatter_write.comp, with
+// no claim traffic to memory. The output holds the input's copy before this pass (the runtime's barrier).
+// Parameters: index_map.glsl's words describe the lines (iteration over the dimensions but the axis: dense
+// = updates, data = output, index = indices offsets of a line's first update; P_TOTAL lines), then
+// P_LINE_* (below). Bindings as bindings.glsl: 2 output, 3 updates.
+#include "units.glsl"
+#include "bindings.glsl"
+layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
+layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
+#include "index_map.glsl"
+const uint P_LINE_M = P_END;             // updates per line (along the axis)
+const uint P_LINE_DENSE = P_END + 1u;    // updates stride along the axis
+const uint P_LINE_INDEX = P_END + 2u;    // indices stride along the axis
+const uint P_LINE_N = P_END + 3u;        // output elements per line (the axis' size in the output)
+const uint P_LINE_DATA = P_END + 4u;     // output stride along the axis
+const uint P_LINE_GROUP = P_END + 5u;    // lines per workgroup at a time (P_LINE_GROUP * P_LINE_N <= CLAIM_WORDS)
+const uint P_LINE_MAGIC = P_END + 6u;    // divide() by P_LINE_M (when it is 2 or more) ...
+const uint P_LINE_SHIFT = P_END + 7u;    // ... and its shift
+shared uint s_claim[CLAIM_WORDS];
+
+// Update j of the group's lines starting at line ``first``: (its line within the group, its position along
+// the axis, its line's offsets, its target's position along the axis).
+void item(uint first, uint j, uint m, out uint l, out uint a, out Position p, out uint target) {
+    l = m == 1u ? j : divide(j, P[P_LINE_MAGIC], P[P_LINE_SHIFT]);
+    a = j - l * m;
+    p = locate(first + l);
+    target = read_index(p.index + a * P[P_LINE_INDEX], P[P_LINE_N], (P[P_FLAGS] & FLAG_SIGNED) != 0u);
+}
+
+void main() {
+    uint t = gl_LocalInvocationID.x, lines = P[P_TOTAL], group = P[P_LINE_GROUP];
+    uint m = P[P_LINE_M], n = P[P_LINE_N];
+    uint step = gl_NumWorkGroups.x * group;
+    for (uint first = gl_WorkGroupID.x * group; first < lines;) {
+        uint here = min(group, lines - first);
+        for (uint j = t; j < here * n; j += WORKGROUP_SIZE)
+            s_claim[j] = 0u;
+        barrier();
+        for (uint j = t; j < here * m; j += WORKGROUP_SIZE) {
+            uint l, a, target;
+            Position p;
+            item(first, j, m, l, a, p, target);
+            atomicMax(s_claim[l * n + target], a + 1u);
+        }
+        barrier();
+        for (uint j = t; j < here * m; j += WORKGROUP_SIZE) {
+            uint l, a, target;
+            Position p;
+            item(first, j, m, l, a, p, target);
+            if (s_claim[l * n + target] == a + 1u)
+                STORE_UNIT(DATA, p.data + target * P[P_LINE_DATA], LOAD_UNIT(DENSE, p.dense + a * P[P_LINE_DENSE]));
+        }
+        barrier();                               // the claims are read before the next lines zero them
+        if (lines - first <= step)
+            break;                               // first + step would reach or pass lines (or wrap)
+        first += step;
+    }
+}
