@@ -118,7 +118,7 @@ def forced_wide(dev, plan, table, ids, out):
     from dmlgpu.runtime import Dispatch
     words = plan._words_wide(dev)
     params, fresh = wide_params(dev, words, ids.buffer, table.buffer, out.buffer, None)
-    d = Dispatch(kernels.variant("gather", plan.map.unit, plan.index_bytes, True),
+    d = Dispatch(kernels.variant("gather", plan.map.unit, plan.index_bytes, wide=True),
                  (params, ids.buffer, table.buffer, out.buffer), int(words[P_TOTAL]), wide=True)
     dev._run([d], uploads=[params] if fresh else [])
     return [d]
