@@ -197,7 +197,18 @@ def _table() -> dict[str, tuple[str, dict]]:
             for wide in (False, True):
                 add(atomic_variant(kind, op, index_bytes, wide), "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
                     SIGNED=int(kind == "i"), IDX64=index_bytes // 8, **({"WIDE": 1} if wide else {}))
+    # the scatter reductions' kernels that touch the operands, for operands held in several blocks: ADDR
+    for stem, (source, defines) in list(table.items()):
+        if source in ("scatter_reduce.comp", "reduce_keys.comp"):
+            add(addr_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, ADDR=1)
     return table
+
+
+def addr_variant(name: str) -> str:
+    """The variant of a scatter reduction kernel (reduce_keys.comp, scatter_reduce.comp) that reaches the
+    operands through their blocks' device addresses (addressing.glsl's ADDR): for tensors held in several
+    blocks, with 32-bit offsets."""
+    return name + "_addr"
 
 
 VARIANTS = _table()

@@ -111,9 +111,11 @@ at 8 elements per row, and three times as long at 64.
 Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
 plus one per block of 4096 counts), and the levels' (above), taken from the device's scratch (Device._take) and given back by the
 caller after the run.
-Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within one block
-(Device.max_block: maxStorageBufferRange and the allocation limits), and no operand held in several blocks
-(tensors past one block: only the order-free reductions, in the wide atomic variants).
+Operands held in several blocks (tensors past one binding): the key and fold kernels' ADDR variants reach
+them through their blocks' device addresses (shaders/addressing.glsl), the order-free ones the atomics' WIDE
+variants. Limits (DeviceError before any GPU work): n * m < 2^32 - 1 and offsets below 2^32 (past that,
+the order-free reductions only), 4 n bytes within one block (Device.max_block: maxStorageBufferRange and the
+allocation limits).
 """
 from __future__ import annotations
 
@@ -121,7 +123,7 @@ import numpy as np
 
 from . import kernels
 from .errors import DeviceError
-from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
+from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
 from .plan import CopyPlan, Plan, needs_wide, wide_params
 from .runtime import Buffer, Device, Dispatch
 
@@ -139,7 +141,7 @@ FOLD_BLOCKS = None    # fold float32 add/mul runs by blocks: None = on every dev
 PARTIAL_CHUNK = 16    # elements per invocation on the levels of partials (see "Associative reductions")
 PARTIALS = True       # fold associative reductions by levels of partials (False: one invocation per run, for tests)
 NO_KEY = 0xFFFFFFFF   # scatter_reduce.comp's "no element" key: keys stay below it
-EXTRA_WORDS = 8
+EXTRA_WORDS = P_ADDR - P_END   # the kernels' own words; ADDR variants' block lists follow them
 _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
 
 
@@ -276,11 +278,16 @@ class ReducePlan(Plan):
                    take) -> tuple[list, list]:
         """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)``
         gives scratch buffers (Device._take); the caller gives them back once the dispatches have run.
-        DeviceError, before any GPU work, if the scratch exceeds one block (Device.max_block) or an operand is
-        held in several blocks (only the order-free reductions address those)."""
+        DeviceError, before any GPU work, if the scratch exceeds one block (Device.max_block). Operands held
+        in several blocks take the ADDR variants, whose words are followed by the operands' block lists
+        (``slots``: addressing.glsl's order)."""
         out, uploads = [], []
+        addr = self.atomic is None and needs_wide(device, self.full_map, input, indices, output, updates)
 
-        def params(words):
+        def params(words, slots=None):
+            if addr and slots is not None:
+                assert words.size == P_ADDR
+                words = np.concatenate([words, device._block_table(slots, 0).view(np.uint32)])
             buf, fresh = device._params(words)
             if fresh:
                 uploads.append(buf)
@@ -289,16 +296,18 @@ class ReducePlan(Plan):
         if self.atomic is None:
             hist_bytes = 4 * (kernels.RADIX * self.tiles + self.blocks)
             device._check_sizes(4 * self.rows, hist_bytes if self.pass_words else 0)
-            scratch = max(4 * self.rows, hist_bytes if self.pass_words else 0)
+            scratch = max(4 * self.rows, hist_bytes if self.pass_words else 0,   # bound whole: one block each
+                          4 * self.slice_count * self.part_words * int(self.level_words[0][P_ROWS])
+                          if PARTIALS and self.level_words else 0)
             if scratch > device._whole_max:
                 raise DeviceError(f"this scatter reduction sorts {self.rows} update rows: its scratch buffers of "
                                   f"{scratch} bytes exceed one buffer of {device.info.name} ({device._whole_max} "
                                   f"bytes); split it into smaller ones")
-        if self.atomic is None and any(b.chunked for b in (input, indices, output, updates)):
-            raise DeviceError(f"this scatter reduction has a tensor larger than one buffer of {device.info.name} "
-                              f"({device.max_block} bytes): only the order-free 32-bit integer ones (add, min, "
-                              f"max over rows of fewer than 8 elements) run on such tensors; split it into smaller "
-                              f"ones")
+
+        def kernel(name):
+            return kernels.addr_variant(name) if addr else name
+
+        operands = (None, output, updates, None)       # the fold kernels' slots
         if self.copy is not None and input is not output and self.copy.map.count:
             copy, copy_uploads = self.copy.dispatch(device, input, output)
             out.append(copy)
@@ -314,9 +323,9 @@ class ReducePlan(Plan):
                                     int(self.full_words[P_TOTAL])))
             return out, uploads
         keys, rows = take(4 * self.rows), take(4 * self.rows)
-        out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows)
-                            + ((updates,) if self.values else ()), self.rows,
-                            barrier=not out))       # independent of the copy: they may overlap
+        out.append(Dispatch(kernel(self.keys_kernel), (params(self.keys_words, (indices, None, updates, None)), indices,
+                                                       keys, rows) + ((updates,) if self.values else ()),
+                            self.rows, barrier=not out, wide=addr))   # independent of the copy: they may overlap
         if self.pass_words:
             other_keys, other_rows = take(4 * self.rows), take(4 * self.rows)
             hist = take(hist_bytes)
@@ -331,10 +340,11 @@ class ReducePlan(Plan):
                 keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
         if not (PARTIALS and self.level_words):
-            kernel = kernels.fold_variant(self.kernel, blocks, self.values)
+            fold = kernel(kernels.fold_variant(self.kernel, blocks, self.values))
             pieces = -(-self.rows // CPU_PIECE) if device.info.type == "CPU" and not blocks else 1
             for words in self.piece_words(pieces):
-                out.append(Dispatch(kernel, (params(words), keys, output, updates, rows), int(words[P_TOTAL])))
+                out.append(Dispatch(fold, (params(words, operands), keys, output, updates, rows), int(words[P_TOTAL]),
+                                    wide=addr))
             return out, uploads
         # levels of partials: level 0 (the rows) writes set 0, level L >= 1 reads set (L - 1) % 2 and writes
         # set L % 2 (keys, elements, heads), each set sized for the largest level that writes it
@@ -343,9 +353,10 @@ class ReducePlan(Plan):
         sizes = [int(self.level_words[0][P_ROWS]),
                  int(self.level_words[1][P_ROWS]) if len(self.level_words) > 1 else 1]
         sets = [(take(4 * c), take(part_bytes * c), take(part_bytes * c)) for c in sizes]
-        out.append(Dispatch(level0, (params(self.fold_words), keys, output, updates, rows) + sets[0],
-                            int(self.fold_words[P_TOTAL])))
+        out.append(Dispatch(kernel(level0), (params(self.fold_words, operands), keys, output, updates, rows) + sets[0],
+                            int(self.fold_words[P_TOTAL]), wide=addr))
         for level, words in enumerate(self.level_words, 1):
             k, v, h = sets[(level - 1) % 2]
-            out.append(Dispatch(up, (params(words), k, output, v, h) + sets[level % 2], int(words[P_TOTAL])))
+            out.append(Dispatch(kernel(up), (params(words, operands), k, output, v, h) + sets[level % 2],
+                                int(words[P_TOTAL]), wide=addr))
         return out, uploads

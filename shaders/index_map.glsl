@@ -10,9 +10,7 @@
 // Needs: IDX64 (0/1), WIDE (0/1: units.glsl), and the buffers P[] (params: uint64_t[] when WIDE, else uint[])
 // and IDX[] (indices: uvec2[] when IDX64, else uint[]; reached through its block addresses when WIDE).
 
-#ifndef OFF_T
-#define OFF_T uint          // offsets and iteration numbers (units.glsl: uint64_t in WIDE variants)
-#endif
+#include "addressing.glsl"  // OFF_T: offsets and iteration numbers (uint64_t in WIDE variants)
 
 const uint P_RANK = 0u;     // iteration dimensions after folding, 0..8
 const uint P_TOTAL = 1u;    // iterations of the kernel's loop (units of the dense tensor, or groups or rows of them)
@@ -29,9 +27,9 @@ const uint P_TDATA = 48u;   // [8] data-tensor stride of that dimension
 const uint P_MAGIC = 56u;   // [8] magic multiplier of iteration size d (sizes are >= 2 after folding) ...
 const uint P_SHIFT = 64u;   // [8] ... and its shift l = ceil(log2(size)): see divide()
 const uint P_END = 72u;     // kernels with parameters of their own put them from here on
-const uint P_BLOCKS = P_END; // WIDE: per tensor slot (units.glsl's SLOT_*), words 2 slot and 2 slot + 1: the log2
-                             // of its block size in bytes (63: one block) and the word where the list of its
-                             // blocks' device addresses starts (written by dmlgpu/runtime/device.py)
+const uint P_BLOCKS = P_END; // WIDE: the tensors' block lists, 64-bit words (see address())
+const uint P_ADDR = P_END + 8u; // ADDR: the same as pairs of 32-bit words (little-endian), after the reduction
+                                // kernels' own words (dmlgpu/reduction.py's EXTRA_WORDS)
 const uint FLAG_SIGNED = 1u;  // indices are of a signed type
 const uint FLAG_ROWS = 4u;    // gather moving whole rows of the innermost dimension, one per iteration
 
@@ -42,12 +40,31 @@ uint divide(uint i, uint m, uint l) {
     return (hi + ((i - hi) >> 1u)) >> (l - 1u);
 }
 
+#if ADDRESSED
+// The block lists: entry 2 slot of a tensor slot (addressing.glsl's SLOT_*) is the log2 of its block size in
+// bytes (63: one block), entry 2 slot + 1 the entry where the device addresses of its blocks start.
 #if WIDE
+#define BLOCK_HEAD P_BLOCKS                // entries are P's own 64-bit words
+uint64_t block_entry(uint64_t e) {
+    return P[uint(e)];
+}
+#else
+#define BLOCK_HEAD 0u                      // entries are pairs of P's words from P_ADDR
+uint64_t block_entry(uint64_t e) {
+    uint k = P_ADDR + 2u * uint(e);
+    return uint64_t(P[k]) | (uint64_t(P[k + 1u]) << 32u);
+}
+#endif
+
 // The device address of byte ``at`` of the tensor in ``slot``.
 uint64_t address(uint slot, uint64_t at) {
-    uint64_t shift = P[P_BLOCKS + 2u * slot];
-    return P[uint(P[P_BLOCKS + 2u * slot + 1u] + (at >> shift))] + (at & ((uint64_t(1) << shift) - 1u));
+    uint64_t shift = block_entry(BLOCK_HEAD + 2u * slot);
+    return block_entry(block_entry(BLOCK_HEAD + 2u * slot + 1u) + (at >> shift)) +
+           (at & ((uint64_t(1) << shift) - 1u));
 }
+#endif
+
+#if WIDE
 
 // i / size of iteration dimension d: 32-bit (as below) while both fit, else a 64-bit division.
 uint64_t divide_dim(uint64_t i, uint d) {
@@ -82,11 +99,18 @@ uint resolve_index(uint lo, uint hi, uint dim, bool is_signed) {
 }
 
 uint read_index(uint pos, uint dim, bool is_signed) {
-#if IDX64
+#if IDX64 && ADDR
+    uint64_t w = Word64Ref(address(SLOT_IDX, uint64_t(pos) * 8u)).v;
+    uint lo = uint(w), hi = uint(w >> 32u);
+#elif IDX64
     uvec2 v = IDX[pos];
     uint lo = v.x, hi = v.y;
 #else
+#if ADDR
+    uint lo = WordRef(address(SLOT_IDX, uint64_t(pos) * 4u)).v;
+#else
     uint lo = IDX[pos];
+#endif
     uint hi = (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u;
 #endif
     return resolve_index(lo, hi, dim, is_signed);

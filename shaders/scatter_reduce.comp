@@ -126,9 +126,9 @@ void process(uint i) {
         ELEM_T acc = HEADS_IN[(j - 1u) * slice + s];
 #elif UNIT < 4
         uint b = target * UNIT;       // an atomic read, as below
-        ELEM_T acc = (atomicOr(DATA[b >> 2u], 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
+        ELEM_T acc = (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
 #else
-        ELEM_T acc = DATA[target];
+        ELEM_T acc = UNIT_AT(DATA, target);
 #endif
         do {
             acc = combine(acc, update(j, o.dense));
@@ -161,9 +161,9 @@ void continue_run(uint i, uint slice, uint rows, uint chunk, uint piece) {
     uint target = (key << P[P_FOLD_SHIFT]) + o.data;
 #if UNIT < 4
     uint b = target * UNIT;
-    ELEM_T acc = (atomicOr(DATA[b >> 2u], 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
+    ELEM_T acc = (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
 #else
-    ELEM_T acc = DATA[target];
+    ELEM_T acc = UNIT_AT(DATA, target);
 #endif
     uint stop = min(rows, j + piece);
     do {
@@ -193,9 +193,9 @@ void process(uint i) {
 #if UNIT < 4
         // An atomic read: threads of neighbouring targets update the other bits of this word concurrently.
         uint b = target * UNIT;
-        ELEM_T acc = (atomicOr(DATA[b >> 2u], 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
+        ELEM_T acc = (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
 #else
-        ELEM_T acc = DATA[target];
+        ELEM_T acc = UNIT_AT(DATA, target);
 #endif
 #ifdef FAST_BLOCK
         while (j + FAST_BLOCK <= rows && IDX[j + FAST_BLOCK - 1u] == key) {   // sorted: the block is in the run

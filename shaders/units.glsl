@@ -1,20 +1,9 @@
 // Element access in units of UNIT bytes (1, 2, 4, 8 or 16), over buffers of 32-bit words.
 // 1- and 2-byte units are packed in words: reads shift and mask; writes touch only their own bits with
 // atomicAnd/atomicOr, so threads writing neighbouring units of one word never lose each other's writes.
-//
-// WIDE (0/1): the large-tensor variants. Offsets and iteration counts are 64-bit (OFF_T), and the tensors
-// are reached through device addresses, not bindings: tensor SLOT_<name> (IDX, DATA, DENSE, OWNER) is held
-// in blocks of 2^shift bytes whose addresses the parameter block lists (bindings.glsl's address()), so a
-// tensor may be larger than one binding (maxStorageBufferRange) and than 4 GiB. A unit never straddles two
-// blocks (blocks are powers of two of at least 256 bytes); a row may. Needs shaderInt64, bufferDeviceAddress.
-// UNIT_AT(ARR, off) is unit ``off`` of tensor ARR, WORD_AT(ARR, w) its 32-bit word ``w`` (lvalues).
-#if WIDE
-#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
-#extension GL_EXT_buffer_reference : require
-#define OFF_T uint64_t
-#else
-#define OFF_T uint
-#endif
+// UNIT_AT(ARR, off) is unit ``off`` of tensor ARR, WORD_AT(ARR, w) its 32-bit word ``w`` (lvalues): through its
+// binding, or its blocks' device addresses in WIDE and ADDR variants (addressing.glsl).
+#include "addressing.glsl"
 
 #if UNIT == 16
 #define UNIT_T uvec4
@@ -24,12 +13,8 @@
 #define UNIT_T uint
 #endif
 
-#if WIDE
+#if ADDRESSED
 layout(buffer_reference, std430, buffer_reference_align = UNIT) buffer UnitRef { UNIT_T v; };
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer WordRef { uint v; };
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer IntRef { int v; };
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer Word64Ref { uint64_t v; };
-const uint SLOT_IDX = 0u, SLOT_DATA = 1u, SLOT_DENSE = 2u, SLOT_OWNER = 3u;
 #define UNIT_AT(ARR, off) UnitRef(address(SLOT_##ARR, uint64_t(off) * UNIT)).v
 #define WORD_AT(ARR, w) WordRef(address(SLOT_##ARR, uint64_t(w) * 4u)).v
 #else

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
+import dmlgpu.reference
 from dmlgpu import kernels
 from dmlgpu.dtypes import DataType as D
 
@@ -122,13 +123,41 @@ def test_order_free_reductions_across_blocks(small_blocks):
         assert np.array_equal(got, want), op
 
 
-def test_sorted_reductions_on_chunked_tensors_are_refused_before_any_gpu_work(small_blocks, monkeypatch):
-    data = np.zeros(100_000, np.float32)
-    calls = []
-    monkeypatch.setattr(small_blocks, "_run", lambda *a, **k: calls.append(a))
-    with pytest.raises(dmlgpu.DeviceError, match="order-free 32-bit integer ones"):
-        dmlgpu.scatter_nd(data, np.array([[1], [2]]), np.ones(2, np.float32), reduction="add", device=small_blocks)
-    assert calls == []
+@pytest.fixture(scope="module")
+def medium_blocks():
+    """Blocks of 256 KiB: the sorted reductions' scratch (bound whole) fits one, their operands do not."""
+    with dmlgpu.Device(chunk_bytes=256 << 10) as dev:
+        yield dev
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul", "min", "max"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint16, np.int64, np.float64])
+def test_sorted_reductions_across_blocks(medium_blocks, reduction, dtype):
+    """The sort-based scatter reductions (keys, radix sort, folds and levels of partials) on operands held in
+    several blocks: rows of 29 elements (folded per slice position) and single elements (values carried by
+    the sort), many updates per target."""
+    small_blocks = medium_blocks
+    rng = np.random.default_rng([kernels.REDUCE_OPS.index(reduction), np.dtype(dtype).itemsize])
+    if np.dtype(dtype).kind == "f":
+        make = lambda *shape: rng.uniform(0.5, 1.5, size=shape).astype(dtype)
+    else:
+        make = lambda *shape: rng.integers(1, 4, size=shape).astype(dtype)
+    data = make(12_000, 29)
+    rows = rng.integers(0, 12_000, size=(9000, 1))
+    rows[:6000] = rng.integers(0, 2000, size=(6000, 1))                 # runs of 3 and more
+    upd = make(9000, 29)
+    want = dmlgpu.reference.scatter_nd(data, rows, upd, reduction)
+    got = dmlgpu.scatter_nd(data, rows, upd, reduction=reduction, device=small_blocks)
+    assert got.tobytes() == want.tobytes()
+    assert dmlgpu.tensor(data, device=small_blocks).buffer.chunked
+    flat = data.reshape(-1)
+    pos = rng.integers(0, flat.size, size=(12_000, 1))            # (the sort's scratch stays in one block)
+    pos[:9000] = rng.integers(flat.size - 3000, flat.size, size=(9000, 1))   # runs of 3 in the last blocks
+    vals = make(12_000)
+    want = dmlgpu.reference.scatter_nd(flat, pos, vals, reduction)
+    got = dmlgpu.scatter_nd(dmlgpu.tensor(flat, device=small_blocks), dmlgpu.tensor(pos, device=small_blocks),
+                            dmlgpu.tensor(vals, device=small_blocks), reduction=reduction)
+    assert got.buffer.chunked and got.numpy().tobytes() == want.tobytes()
 
 
 def test_recordings_upload_and_download_chunked_tensors(tiny_blocks):
@@ -214,6 +243,11 @@ def test_big_scatter_and_reduction(big):
     want[cols[0], np.arange(18)] = vals[0]
     want[cols[1], np.arange(18)] = vals[1]
     assert np.array_equal(dmlgpu.scatter_elements(data, cols, vals, axis=0, device=big), want)
+    floats = (data % 1000).astype(np.float32)                                # the sorted path: float32 rows
+    want = dmlgpu.reference.scatter_nd(floats, rows[:20_000], floats[:20_000] / 7, "add")
+    got = dmlgpu.scatter_nd(floats, rows[:20_000], floats[:20_000] / 7, reduction="add", device=big)
+    assert got.tobytes() == want.tobytes()
+    del floats, want, got
     flat = data.reshape(-1)                                                  # single elements: order-free atomics
     pos = rng.integers(0, flat.size, size=(300_000, 1))
     pos[:2, 0] = [32 * MiB - 1, 32 * MiB]                                    # the last and first of two blocks
