@@ -219,8 +219,9 @@ class Dispatch:
     count: int
     barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
                           # recorded before that one then covers this one's buffers too
-    wide: bool = False    # a large-tensor variant: addresses its buffers through the device addresses in its
-                          # parameters (chunked ones too); the others bind each buffer's one block
+    wide: bool = False    # a WIDE or ADDR variant (shaders/addressing.glsl): reaches its operands through the
+                          # device addresses listed in its parameters (chunked ones too), so its barrier covers
+                          # every block; the others bind each buffer's one block and refuse chunked buffers
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
