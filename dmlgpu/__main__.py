@@ -27,7 +27,9 @@ def main(argv=None) -> int:
                   f"     maxStorageBufferRange {d.max_storage_buffer_range} bytes, "
                   f"maxPushConstantsSize {d.max_push_constants_size} bytes, device memory {d.device_memory} bytes\n"
                   f"     workgroups: count {d.max_workgroup_count}, size {d.max_workgroup_size}, "
-                  f"invocations {d.max_workgroup_invocations}; timestamp period {d.timestamp_period_ns} ns")
+                  f"invocations {d.max_workgroup_invocations}; timestamp period {d.timestamp_period_ns} ns\n"
+                  f"     maxMemoryAllocationSize {d.max_memory_allocation_size} bytes, maxBufferSize "
+                  f"{d.max_buffer_size or 'not reported'}; features: {', '.join(sorted(d.features)) or 'none'}")
         print("(* = default device: DMLGPU_DEVICE, else the first discrete GPU, else the first device)")
         return 0
     from . import demo

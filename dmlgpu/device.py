@@ -14,14 +14,25 @@ class Device(runtime.Device):
 
     ``index``: as listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else
     the first device. ``feature_level``: the DirectML feature level layer-1 validation follows.
-    ``memory_limit``, ``direct_memory``: see dmlgpu.runtime.Device. One Device may be used from several
-    threads: its submissions are serialised by a lock.
+    ``memory_limit``, ``direct_memory``, ``max_queued``: see dmlgpu.runtime.Device. One Device may be used
+    from several threads: its submissions are serialised by a lock.
     """
 
     def __init__(self, index: int | None = None, *, feature_level="4.1", memory_limit: int | None = None,
-                 direct_memory: bool | None = None):
+                 direct_memory: bool | None = None, max_queued: int | None = None):
         self.feature_level = FeatureLevel.parse(feature_level)
-        super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory)
+        self._calls: dict = {}      # the layer-2 calls planned on this device, by signature (functions.py)
+        self._kept: dict = {}       # signature -> the buffers its last NumPy-in/out call kept (functions.py)
+        super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory, max_queued=max_queued)
+
+    def empty_cache(self) -> None:
+        """Releases the device memory of every cached (free) block, and of the buffers that small
+        NumPy-in/out calls keep for their next call; buffers in use keep theirs."""
+        with self._lock:
+            for buffers in self._kept.values():
+                self._give(*buffers)
+            self._kept.clear()
+            super().empty_cache()
 
     def compile(self, desc) -> CompiledOperator:
         """Validates an operator descriptor at this device's feature level; returns a CompiledOperator."""

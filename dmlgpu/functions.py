@@ -7,23 +7,92 @@ dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour: negative 
 clamped) or "raise" (IndexError naming the first offending index, before any GPU work). Inputs are never
 modified. Results are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made
 inside a Device.record() block.
+
+Calls that return Tensors are queued on their device and return at once (Device.synchronize() and host reads
+wait: see dmlgpu.runtime.device); NumPy results are complete when the call returns.
+
+Repeated calls: each call's validation and planning depend only on its *signature* (the function, the
+operands' shapes and dtypes, axis or batch_dims, mode, reduction). Every Device keeps the last
+``CALL_CACHE`` planned calls by signature, so a repeated call checks only what depends on the values
+(mode="raise" reads the indices) before it moves data.
 """
 from __future__ import annotations
 
 import math
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 from . import reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import GatherPlan, Plan, ScatterPlan, make_plan, scatter_elements_plan
+from .plan import GatherPlan, ScatterPlan, make_plan, scatter_elements_plan
 from .device import Device, default_device
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
 
 MODES = ("clamp", "raise")
 ITEM_SIZES = (1, 2, 4, 8, 16)
+CALL_CACHE = 512      # planned calls kept per device
+_INDEX_DTYPES = frozenset(INDEX_DTYPES)
+KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
+KEEP_CALLS = 32       # ... for the last this many such signatures per device
+
+
+class _Call(NamedTuple):
+    """A planned call: ``plan`` (Plan or ReducePlan; None when the call moves nothing), the result's shape,
+    ``check(values)`` (mode="raise": IndexError for a bad index value) or None, ``copy`` (True: a scatter
+    that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``: the
+    call's signature when its operands and result take at most KEEP_BYTES (a NumPy-in/out call then keeps
+    its device buffers for the next call of that signature, which submits the same recorded command buffer
+    again: Device._run's replays), else None."""
+
+    plan: object
+    out_shape: tuple
+    check: Callable | None = None
+    copy: bool = False
+    keep: tuple | None = None
+
+
+def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
+    """The planned call of ``op`` on ``arrays`` (NumPy arrays or Tensors, already checked by _operands) with
+    ``args`` (axis or batch_dims, mode, reduction): from ``dev``'s cache by signature, else ``build()`` (all
+    the checks that depend on the signature; they raise for bad input) and the check that every buffer fits
+    the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
+    reduction that is no string) are part of no signature: such calls take the full checks each time."""
+    if not all(type(a) is int or type(a) is str for a in args):
+        return _sized(dev, arrays, build(), None)
+    sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
+    calls = dev._calls
+    call = calls.pop(sig, None)
+    if call is None:
+        call = _sized(dev, arrays, build(), sig)
+        while len(calls) >= CALL_CACHE:
+            del calls[next(iter(calls))]
+    calls[sig] = call                    # most recently used last
+    return call
+
+
+def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
+    """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise), with
+    ``keep`` set (to its signature ``sig``) for small calls."""
+    if call.plan is None:
+        return call
+    sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
+    dev._check_sizes(*sizes)
+    return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None)
+
+
+def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
+    """Runs a planned call: its index check, then the plan (or the result of a call that moves nothing)."""
+    if call.check is not None:
+        call.check(values)
+    if call.plan is None:
+        return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
+    if native:
+        return _run(dev, call, data, idx, updates)
+    return _run_native(dev, call, data, idx, updates)
 
 
 def _device(device, *operands) -> Device:
@@ -72,7 +141,7 @@ def _data(arr, what: str):
 def _indices(indices, mode: str):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
     if isinstance(indices, Tensor):
-        if indices.dtype not in INDEX_DTYPES:
+        if indices.dtype not in _INDEX_DTYPES:
             raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or uint64")
         if mode == "raise" and indices.device._recording() is not None:
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
@@ -123,18 +192,23 @@ def _copy_result(data, device):
     return np.array(data, copy=True)
 
 
-def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
-    """Runs the plan in one submission. NumPy operands are uploaded; the result is a new NumPy array, or
-    a Tensor when an operand is a Tensor or the call is being recorded."""
+def _run(dev: Device, call: _Call, data, indices, updates=None):
+    """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
+    or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded."""
+    plan, out_shape = call.plan, call.out_shape
     recording = dev._recording() is not None
-    as_tensor = recording or any(isinstance(x, Tensor) for x in (data, indices, updates))
-    nbytes = math.prod(out_shape) * data.dtype.itemsize
-    dev._check_sizes(*(x.nbytes for x in (data, indices, updates) if x is not None), nbytes)
+    nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
+    if not recording and type(data) is Tensor and type(indices) is Tensor and \
+            (updates is None or type(updates) is Tensor):
+        return _run_tensors(dev, plan, data, indices, updates, out_shape, nbytes)
+    as_tensor = recording or isinstance(data, Tensor) or isinstance(indices, Tensor) or isinstance(updates, Tensor)
     with dev._lock:
         taken, uploads = [], []
+        keep = call.keep if not as_tensor else None
+        kept = iter(dev._kept.pop(keep, ()) if keep is not None else ())
 
-        def scratch(n):             # operands' copies and a reduction's sort: given back after the run
-            buf = dev._take(n)
+        def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)
+            buf = next(kept, None) or dev._take(n)
             taken.append(buf)
             return buf
 
@@ -149,49 +223,86 @@ def _run(dev: Device, plan: Plan, data, indices, out_shape, updates=None):
         in_buf = operand(data)
         idx_buf = operand(indices)
         if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
-            out_buf = dev._take(nbytes)      # not zero-filled: the kernels write all of it
+            out_buf = scratch(nbytes)        # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
         upd_buf = operand(updates) if updates is not None else None
         dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf,
                                              take=scratch)
         if as_tensor:
-            dev._run(dispatches, uploads=params + uploads)
+            dev._run(dispatches, uploads=params + uploads, queue=True)
             if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
                 dev._give(*(b for b in taken if b is not out_buf))
-            return Tensor(out_buf, out_shape, data.dtype)
+            return Tensor._wrap(out_buf, out_shape, data.dtype)
+        done = False
         try:
             out = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
+            done = True
             return out[:nbytes].view(data.dtype).reshape(out_shape)
         finally:
-            dev._give(*{id(b): b for b in taken + [out_buf]}.values())
+            if done and keep is not None:
+                _keep(dev, keep, taken)
+            else:
+                dev._give(*taken)
 
 
-def _check_indices(op: str, values, count: int, dims, mode: str, dim_of) -> None:
-    """mode="raise": IndexError for the first index outside [-dim, dim). Either mode: IndexError when
-    ``count`` (> 0) elements would be read or written through a dimension of size 0, which has no element
-    to clamp to."""
+def _run_tensors(dev: Device, plan, data: Tensor, indices: Tensor, updates: Tensor | None, out_shape: tuple,
+                 nbytes: int) -> Tensor:
+    """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
+    Tensor; a reduction's scratch goes back once queued (later queued work may reuse it: Device._run)."""
+    with dev._lock:
+        out_buf = dev._take(nbytes)       # not zero-filled: the kernels write all of it
+        taken = []
+
+        def scratch(n):
+            taken.append(dev._take(n))
+            return taken[-1]
+
+        dispatches, params = plan.dispatches(dev, input=data.buffer, indices=indices.buffer, output=out_buf,
+                                             updates=None if updates is None else updates.buffer, take=scratch)
+        dev._queue(dispatches, params)
+        if taken:
+            dev._give(*taken)
+        return Tensor._wrap(out_buf, out_shape, data.dtype)
+
+
+def _keep(dev: Device, sig: tuple, buffers: list) -> None:
+    """Keeps a NumPy-in/out call's buffers for the next call of its signature (the last KEEP_CALLS)."""
+    while len(dev._kept) >= KEEP_CALLS:
+        dev._give(*dev._kept.pop(next(iter(dev._kept))))
+    dev._kept[sig] = buffers
+
+
+def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | None:
+    """The check of a call's index values: mode="raise": a function that raises IndexError for the first
+    index outside [-dim, dim); mode="clamp": None. Either mode: IndexError now when ``count`` (> 0)
+    elements would be read or written through a dimension of size 0, which has no element to clamp to."""
     dims = np.asarray(dims)
     if mode == "raise":
-        check_in_range(values, dims, lambda pos, value: (
+        return lambda values: check_in_range(values, dims, lambda pos, value: (
             f"{op}: index {value} at indices position {pos} is out of range for a dimension of size "
             f"{dim_of(pos)} (valid: [-size, size))"))
-    elif count and (dims == 0).any():
+    if count and (dims == 0).any():
         raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to clamp to")
+    return None
 
 
 def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX Gather / numpy.take(data, indices, axis): shape data[:axis] + indices.shape + data[axis+1:]."""
     data, idx, values, dev, mode = _operands("gather", data, indices, device, mode)
-    axis = _axis(axis, data.ndim)
-    dim = data.shape[axis]
-    out_shape = take_shape(data.shape, idx.shape, axis)
-    _check_indices("gather", values, math.prod(out_shape), dim, mode, lambda pos: dim)
-    if 0 in out_shape:
-        return _empty_result(data, out_shape, dev)
-    index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), axis,
-                         data.dtype.itemsize)
-    return _run(dev, make_plan(GatherPlan, index_map, idx.dtype), data, idx, out_shape)
+
+    def build() -> _Call:
+        a = _axis(axis, data.ndim)
+        dim = data.shape[a]
+        out_shape = take_shape(data.shape, idx.shape, a)
+        check = _index_check("gather", math.prod(out_shape), dim, mode, lambda pos: dim)
+        if 0 in out_shape:
+            return _Call(None, out_shape, check)
+        index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), a,
+                             data.dtype.itemsize)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
+
+    return _execute(dev, _planned(dev, "gather", (data, idx), (axis, mode), build), data, idx, values)
 
 
 def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
@@ -209,15 +320,19 @@ def gather_elements(data, indices, axis: int = 0, *, device: Device | None = Non
     """ONNX GatherElements / numpy.take_along_axis: out[i][j] = data[indices[i][j]][j] (axis 0), and so
     on; indices has data's rank and may be smaller outside the axis; the result has indices' shape."""
     data, idx, values, dev, mode = _operands("gather_elements", data, indices, device, mode)
-    axis = _axis(axis, data.ndim)
-    _check_elements_shapes("gather_elements", data, idx, axis)
-    dim = data.shape[axis]
-    _check_indices("gather_elements", values, idx.size, dim, mode, lambda pos: dim)
-    if idx.size == 0:
-        return _empty_result(data, idx.shape, dev)
-    index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape), axis,
-                             data.dtype.itemsize)
-    return _run(dev, make_plan(GatherPlan, index_map, idx.dtype), data, idx, idx.shape)
+
+    def build() -> _Call:
+        a = _axis(axis, data.ndim)
+        _check_elements_shapes("gather_elements", data, idx, a)
+        dim = data.shape[a]
+        check = _index_check("gather_elements", idx.size, dim, mode, lambda pos: dim)
+        if idx.size == 0:
+            return _Call(None, idx.shape, check)
+        index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape),
+                                 a, data.dtype.itemsize)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), idx.shape, check)
+
+    return _execute(dev, _planned(dev, "gather_elements", (data, idx), (axis, mode), build), data, idx, values)
 
 
 def _check_nd(op: str, data, idx, batch_dims: int):
@@ -242,14 +357,18 @@ def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = Non
     """ONNX GatherND: out[b.., i..] = data[b.., *indices[b.., i.., :]]; shape
     indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
     data, idx, values, dev, mode = _operands("gather_nd", data, indices, device, mode)
-    dims = _check_nd("gather_nd", data, idx, batch_dims)
-    out_shape = nd_shape(data.shape, idx.shape, batch_dims)
-    _check_indices("gather_nd", values, math.prod(out_shape), dims, mode, lambda pos: dims[pos[-1]])
-    if 0 in out_shape:
-        return _empty_result(data, out_shape, dev)
-    index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), batch_dims,
-                       data.dtype.itemsize)
-    return _run(dev, make_plan(GatherPlan, index_map, idx.dtype), data, idx, out_shape)
+
+    def build() -> _Call:
+        dims = _check_nd("gather_nd", data, idx, batch_dims)
+        out_shape = nd_shape(data.shape, idx.shape, batch_dims)
+        check = _index_check("gather_nd", math.prod(out_shape), dims, mode, lambda pos: dims[pos[-1]])
+        if 0 in out_shape:
+            return _Call(None, out_shape, check)
+        index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape),
+                           batch_dims, data.dtype.itemsize)
+        return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
+
+    return _execute(dev, _planned(dev, "gather_nd", (data, idx), (batch_dims, mode), build), data, idx, values)
 
 
 def _updates(updates, data, op: str):
@@ -273,21 +392,26 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     target runs on the GPU (Tensor indices are never downloaded). Details: dmlgpu/reduction.py."""
     data, idx, values, dev, mode = _operands("scatter_nd", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_nd")
-    reduction = _reduction.check(reduction, data.dtype)
-    dims = _check_nd("scatter_nd", data, idx, 0)
-    upd_shape = nd_shape(data.shape, idx.shape, 0)
-    if upd.shape != upd_shape:
-        raise ValueError(f"scatter_nd: updates.shape {upd.shape} must be {upd_shape} "
-                         f"(indices.shape[:-1] + data.shape[indices.shape[-1]:])")
-    _check_indices("scatter_nd", values, upd.size, dims, mode, lambda pos: dims[pos[-1]])
-    if data.size == 0 or upd.size == 0:
-        return _copy_result(data, dev)
-    layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
-    if reduction != "none":
-        plan = _reduction.ReducePlan.nd(reduction, data.dtype, idx.dtype, *layouts, _self_copy(data))
-        return _run_native(dev, plan, data, idx, upd)
-    plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
-    return _run(dev, plan, data, idx, data.shape, updates=upd)
+
+    def build() -> _Call:
+        red = _reduction.check(reduction, data.dtype)
+        dims = _check_nd("scatter_nd", data, idx, 0)
+        upd_shape = nd_shape(data.shape, idx.shape, 0)
+        if upd.shape != upd_shape:
+            raise ValueError(f"scatter_nd: updates.shape {upd.shape} must be {upd_shape} "
+                             f"(indices.shape[:-1] + data.shape[indices.shape[-1]:])")
+        check = _index_check("scatter_nd", upd.size, dims, mode, lambda pos: dims[pos[-1]])
+        if data.size == 0 or upd.size == 0:
+            return _Call(None, data.shape, check, copy=True)
+        layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
+        if red != "none":
+            plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
+        else:
+            plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
+        return _Call(plan, data.shape, check)
+
+    call = _planned(dev, "scatter_nd", (data, idx, upd), (mode, reduction), build)
+    return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
 def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | None = None,
@@ -298,19 +422,24 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
     float32 subnormals may be flushed on some GPUs)."""
     data, idx, values, dev, mode = _operands("scatter_elements", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_elements")
-    reduction = _reduction.check(reduction, data.dtype)
-    axis = _axis(axis, data.ndim)
-    _check_elements_shapes("scatter_elements", data, idx, axis, upd)
-    dim = data.shape[axis]
-    _check_indices("scatter_elements", values, idx.size, dim, mode, lambda pos: dim)
-    if data.size == 0 or idx.size == 0:
-        return _copy_result(data, dev)
-    layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
-    if reduction != "none":
-        plan = _reduction.ReducePlan.elements(reduction, data.dtype, idx.dtype, *layouts, axis, _self_copy(data))
-        return _run_native(dev, plan, data, idx, upd)
-    plan = make_plan(scatter_elements_plan, *layouts, axis, data.dtype.itemsize, idx.dtype, _self_copy(data))
-    return _run(dev, plan, data, idx, data.shape, updates=upd)
+
+    def build() -> _Call:
+        red = _reduction.check(reduction, data.dtype)
+        a = _axis(axis, data.ndim)
+        _check_elements_shapes("scatter_elements", data, idx, a, upd)
+        dim = data.shape[a]
+        check = _index_check("scatter_elements", idx.size, dim, mode, lambda pos: dim)
+        if data.size == 0 or idx.size == 0:
+            return _Call(None, data.shape, check, copy=True)
+        layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
+        if red != "none":
+            plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
+        else:
+            plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data))
+        return _Call(plan, data.shape, check)
+
+    call = _planned(dev, "scatter_elements", (data, idx, upd), (axis, mode, reduction), build)
+    return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
 def _self_copy(data) -> IndexMap:
@@ -318,12 +447,12 @@ def _self_copy(data) -> IndexMap:
     return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
 
 
-def _run_native(dev: Device, plan, data, idx, upd):
+def _run_native(dev: Device, call: _Call, data, idx, upd):
     """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
     byte order are converted there and back."""
     if data.dtype.isnative:
-        return _run(dev, plan, data, idx, data.shape, updates=upd)
+        return _run(dev, call, data, idx, upd)
     if any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
         raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
     native = data.dtype.newbyteorder("=")
-    return _run(dev, plan, data.astype(native), idx, data.shape, updates=upd.astype(native)).astype(data.dtype)
+    return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)

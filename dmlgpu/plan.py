@@ -47,6 +47,11 @@ class GatherPlan(_MapPlan):
         self.words = self.map.params(self.signed, vec=self.vec)   # DeviceError if over 32 bits
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
         self.row_words = self.map.params(self.signed, row_loop=True) if self.map.row_loop_ok() else None
+        self.empty = not self.map.count
+        # the kernel of each VEC width the words may ask for (0: no VEC), named once
+        k = len(self.map.tuple_dims) if self.vec and len(self.map.tuple_dims) == 1 else None
+        self.kernels = {0: kernels.variant("gather", self.map.unit, self.index_bytes, 0, None),
+                        self.vec: kernels.variant("gather", self.map.unit, self.index_bytes, self.vec, k)}
 
     def _words(self, device: Device) -> tuple[np.ndarray, int]:
         """(the parameter words for this device, the bytes per iteration of their VEC variant, or 0)."""
@@ -56,13 +61,11 @@ class GatherPlan(_MapPlan):
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if not self.map.count:
+        if self.empty:
             return [], []
         words, vec = self._words(device)
         params, fresh = device._params(words)
-        k = len(self.map.tuple_dims) if vec and len(self.map.tuple_dims) == 1 else None
-        return ([Dispatch(kernels.variant("gather", self.map.unit, self.index_bytes, vec, k),
-                          (params, indices, input, output), int(words[P_TOTAL]))],
+        return ([Dispatch(self.kernels[vec], (params, indices, input, output), int(words[P_TOTAL]))],
                 [params] if fresh else [])
 
 

@@ -26,6 +26,14 @@ class Tensor:
             raise ValueError(f"a {self.shape} {self.dtype} tensor needs {self.nbytes} bytes; the buffer has "
                              f"{buffer.nbytes}")
 
+    @classmethod
+    def _wrap(cls, buffer: Buffer, shape: tuple, dtype: np.dtype) -> "Tensor":
+        """A Tensor of a buffer known to be large enough: ``shape`` a tuple of ints, ``dtype`` an np.dtype
+        (the operations' results: no checks)."""
+        t = cls.__new__(cls)
+        t.buffer, t.shape, t.dtype = buffer, shape, dtype
+        return t
+
     device = property(lambda self: self.buffer.device)
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
@@ -55,7 +63,9 @@ class Tensor:
 
 def tensor(array, device: Device | None = None) -> Tensor:
     """Uploads a NumPy array (any dtype of item size 1, 2, 4, 8 or 16) to a new Tensor."""
-    arr = np.ascontiguousarray(array)
+    arr = np.asarray(array)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")       # (np.ascontiguousarray would make a 0-d array 1-d)
     dev = device or default_device()
     return Tensor(dev.buffer(arr, nbytes=max(4, arr.nbytes)), arr.shape, arr.dtype)
 

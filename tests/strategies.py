@@ -245,6 +245,38 @@ def call_and_check(fn, args, kwargs, mode, idx, dims, expected_fn, callers):
         out = None
     else:
         out = fn(*args, **kwargs)
-        same_bytes(out, expected_fn())
+        expected = expected_fn()
+        same_bytes(out, expected)
+        _queued_twice(fn, args, kwargs, expected)
     assert snapshot(*callers) == before, "the caller's arrays were modified"
     return out
+
+
+def _queued_twice(fn, args, kwargs, expected) -> None:
+    """The same call twice on device Tensors (queued eager calls): the first call's operands are freed before
+    the second is made, so the second's uploads and result may reuse their blocks inside the same batch; both
+    results are read afterwards. (Scatter reductions need native byte order on Tensors: those are skipped.)"""
+    dev = kwargs.get("device")
+    if dev is None or any(isinstance(a, np.ndarray) and not a.dtype.isnative for a in args):
+        return
+    import dmlgpu
+    from dmlgpu.index_map import as_index_array
+
+    def on_device():    # indices (the second operand) of a narrow dtype widen, as layer 2 does for arrays
+        return tuple(dmlgpu.tensor(as_index_array(a) if i == 1 else a, device=dev) if isinstance(a, np.ndarray)
+                     else a for i, a in enumerate(args))
+
+    first = fn(*on_device(), **kwargs)
+    second = fn(*on_device(), **kwargs)
+    same_bytes(first.numpy(), expected)
+    same_bytes(second.numpy(), expected)
+
+
+def run_in_threads(work, count: int = 4) -> None:
+    """Runs ``work(seed)`` for seeds 0..count-1, each on its own thread, and waits for all of them."""
+    import threading
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

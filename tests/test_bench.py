@@ -41,9 +41,11 @@ def test_quick_run_writes_verified_results(tmp_path, capsys):
 
     lat = results["latency"]
     assert lat["mismatches"] == []
-    for key in ("recorded_round_trip_us", "function_round_trip_us", "amortized_us", "amortized_gpu_us"):
+    for key in ("recorded_round_trip_us", "function_round_trip_us", "eager_call_us", "eager_call_sync_us",
+                "chain_us", "amortized_us", "amortized_gpu_us"):
         assert lat["dmlgpu"][key] > 0
-    assert lat["peer"]["round_trip_us"] > 0
+    for key in ("round_trip_us", "eager_call_us", "eager_call_sync_us", "chain_us"):
+        assert lat["peer"][key] > 0
 
     md = (tmp_path / report.MARKDOWN_NAME).read_text()
     assert meta["device"]["name"] in md and "numpy" in md and "python -m dmlgpu bench --quick" in md

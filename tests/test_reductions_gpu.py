@@ -186,9 +186,9 @@ class Downloads:
         self.seen = []
         run = device._run
 
-        def counting(dispatches, uploads=(), downloads=()):
+        def counting(dispatches, uploads=(), downloads=(), queue=False):
             self.seen += list(downloads)
-            return run(dispatches, uploads=uploads, downloads=downloads)
+            return run(dispatches, uploads=uploads, downloads=downloads, queue=queue)
         monkeypatch.setattr(device, "_run", counting)
 
 

@@ -5,7 +5,6 @@ import resource
 import subprocess
 import sys
 import textwrap
-import threading
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import pytest
 import dmlgpu
 from dmlgpu import reference, runtime, validation
 from dmlgpu.tensor_desc import TensorDesc
+from strategies import run_in_threads
 
 DT = dmlgpu.DataType
 
@@ -50,7 +50,7 @@ def test_validation_layer_reports_nothing_for_scatters_and_gathers():
 def test_validation_layer_catches_the_scatter_hazard_without_dmlgpus_barrier():
     """The claim and write passes of a scatter depend on each other: with the compute-to-compute barrier
     replaced by Kompute's transfer-to-compute one, synchronization validation reports the hazard."""
-    patch = "runtime.device.BEFORE_DISPATCH = (0x1000, 0x20, 0x1000, 0x800)"
+    patch = "runtime.device.BEFORE_DISPATCH = runtime.pipelines.BEFORE_DISPATCH = (0x1000, 0x20, 0x1000, 0x800)"
     r = _python(_SCATTERS.format(patch=patch), DMLGPU_VALIDATION="1")
     assert r.returncode == 0, r.stderr
     assert "MESSAGES 0" not in r.stdout and "SYNC-HAZARD" in r.stdout, r.stdout
@@ -243,11 +243,7 @@ def test_threads_sharing_one_device_get_correct_results(device):
             if not np.array_equal(got, reference.scatter_nd(data, idx.reshape(-1, 1), upd)):
                 errors.append(("scatter", seed))
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work)
     assert errors == []
 
 

@@ -11,6 +11,7 @@ import pytest
 import dmlgpu
 from dmlgpu import reference
 from dmlgpu.runtime import memory, transfers
+from strategies import run_in_threads
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +81,26 @@ def test_a_failing_driver_allocation_raises_instead_of_crashing(device):
     with pytest.raises(RuntimeError, match="[Mm]emory type"):
         device._mgr.buffer(16, 0x40)          # VK_MEMORY_PROPERTY_PROTECTED_BIT: no such memory here
     assert dmlgpu.gather(np.arange(4), [2], device=device).tolist() == [2]
+
+
+def test_kp_enables_the_device_features_and_reports_the_size_limits(device):
+    """kp patch 0015: the optional features the device has are enabled, and buffers have device addresses
+    where bufferDeviceAddress is one of them; sizes are bytes (64-bit)."""
+    info = device.info
+    assert device.features == info.features
+    assert device.features <= {"shaderInt64", "shaderInt16", "shaderInt8", "storageBuffer16BitAccess",
+                               "storageBuffer8BitAccess", "shaderBufferInt64Atomics", "bufferDeviceAddress"}
+    assert info.max_memory_allocation_size >= info.max_storage_buffer_range // 2 > 0
+    assert info.max_buffer_size == 0 or info.max_buffer_size >= info.max_storage_buffer_range
+    if info.type == "CPU":       # lavapipe (Mesa 22+) has them all
+        assert {"shaderInt64", "bufferDeviceAddress", "storageBuffer8BitAccess"} <= device.features
+    a, b = (device._mgr.buffer(1 << 16, 0x1) for _ in range(2))
+    assert a.size() == 1 << 14                   # 32-bit words
+    if "bufferDeviceAddress" in device.features:
+        ends = sorted((t.device_address(), t.device_address() + (1 << 16)) for t in (a, b))
+        assert ends[0][0] > 0 and ends[0][1] <= ends[1][0], "two live buffers' address ranges overlap"
+    with pytest.raises((RuntimeError, ValueError), match="multiple of 4"):
+        device._mgr.buffer(6, 0x1)
 
 
 def test_mixed_sizes_leave_device_memory_flat(device):
@@ -200,9 +221,11 @@ def test_unwritable_cache_directory_is_skipped(tmp_path):
     assert r.returncode == 0 and "[4]" in r.stdout, r.stderr
 
 
-def test_repeated_dispatches_replay_their_recorded_submission(staged):
-    """A repeated eager call on the same buffers submits the command buffer recorded for it; what the buffers
-    hold at that time is what it reads (new parameters and new index values included)."""
+def test_repeated_dispatches_replay_their_recorded_submission():
+    """A repeated synchronous run on the same buffers (here: eager calls on a device that queues none)
+    submits the command buffer recorded for it; what the buffers hold at that time is what it reads (new
+    parameters and new index values included)."""
+    staged = dmlgpu.Device(direct_memory=False, max_queued=0)
     table = np.arange(40, dtype=np.float32).reshape(10, 4)
     t = dmlgpu.tensor(table, device=staged)
     ids = dmlgpu.tensor(np.array([1, 2], np.int32), device=staged)
@@ -216,10 +239,10 @@ def test_repeated_dispatches_replay_their_recorded_submission(staged):
         assert np.array_equal(got, want)
     staged.empty_cache()                    # destroying blocks forgets the recorded runs that bind them
     assert dmlgpu.gather(t, ids).numpy().tolist() == table[[-1, 3]].tolist()
+    staged.close()
 
 
 def test_threads_allocating_tensors_on_one_device(device):
-    import threading
     def held():      # bytes of live blocks other than the cached kernel parameter buffers
         return device.memory_stats()["allocated_bytes"] - sum(b._block.size for b in device._param_buffers.values())
 
@@ -236,12 +259,15 @@ def test_threads_allocating_tensors_on_one_device(device):
             if not np.array_equal(dmlgpu.gather(t, dmlgpu.tensor(ids, device=device)).numpy(), data[ids]):
                 errors.append(seed)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work)
     assert errors == []
     assert held() == before, "blocks of collected tensors did not return to the cache"
     s = device.memory_stats()
     assert s["reserved_bytes"] == s["allocated_bytes"] + s["cached_bytes"]
+
+
+def test_tensor_keeps_the_shape_of_a_zero_d_array(device):
+    t = dmlgpu.tensor(np.float32(2.5), device=device)
+    assert t.shape == () and t.numpy().shape == () and float(t.numpy()) == 2.5
+    strided = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
+    assert np.array_equal(dmlgpu.tensor(strided, device=device).numpy(), strided)

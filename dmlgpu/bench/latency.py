@@ -1,9 +1,15 @@
 """Small-op latency: a small gather (a [1024, 16] float32 table by 32 int64 row numbers: 2 KiB out),
-host to host, in microseconds of wall time.
+in microseconds of wall time.
 
 * recorded round trip: a pre-recorded Recording (``rec.upload(idx)``, gather, ``rec.download(out)``);
   each iteration writes new indices into ``idx.host``, calls ``rec.run()`` and copies ``out.host``;
 * function round trip: ``dmlgpu.gather(table, idx)`` on NumPy arrays (uploads both, downloads the result);
+* eager call on Tensors: ``dmlgpu.gather(table_t, idx_t)`` on device-resident Tensors, steady state: the
+  call alone (it is queued and returns; every max_queued-th call submits the batch), and the call followed by
+  ``Device.synchronize()``;
+* dependent chain: ``ops`` eager calls without record(), each gathering from a [1024] int64 permutation by
+  the previous call's result (``x = dmlgpu.gather(perm_t, x)``), then ``Device.synchronize()``: wall time per
+  call;
 * amortized: ``ops`` gathers on device-resident Tensors recorded into one submission; the wall time of
   ``rec.run()`` divided by ``ops``; the same from the GPU timestamps of a second such recording (first to
   last timestamp); and the host time the recording took, per op (its first run included).
@@ -23,11 +29,30 @@ TABLE_SHAPE = (1024, 16)
 INDEX_COUNT = 32
 
 
-def inputs(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(the table, two sets of indices: iterations alternate between them)."""
+def inputs(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the table, two sets of indices: iterations alternate between them, the chain's permutation)."""
     table = rng.standard_normal(TABLE_SHAPE, dtype=np.float32)
     idx = rng.integers(0, TABLE_SHAPE[0], (2, INDEX_COUNT), dtype=np.int64)
-    return table, idx
+    return table, idx, rng.permutation(TABLE_SHAPE[0]).astype(np.int64)
+
+
+def chain_reference(perm: np.ndarray, start: np.ndarray, ops: int) -> np.ndarray:
+    """The result of ``ops`` dependent gathers x = perm[x] from ``start``."""
+    x = start
+    for _ in range(ops):
+        x = perm[x]
+    return x
+
+
+def chain_runs(fn, runs: int = 3) -> float:
+    """The median wall time in seconds of ``runs`` calls of ``fn()`` (one warm-up call first)."""
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def describe() -> str:
@@ -35,8 +60,8 @@ def describe() -> str:
             f"({INDEX_COUNT * TABLE_SHAPE[1] * 4} bytes out)")
 
 
-def dmlgpu_small_gather(device: dmlgpu.Device, table: np.ndarray, idx: np.ndarray, iters: int, budget_s: float,
-                        ops: int) -> tuple[dict, list[str]]:
+def dmlgpu_small_gather(device: dmlgpu.Device, table: np.ndarray, idx: np.ndarray, perm: np.ndarray, iters: int,
+                        budget_s: float, ops: int) -> tuple[dict, list[str]]:
     """(microseconds per measurement, the mismatches found: empty when every result was right)."""
     mismatches = []
     table_t, idx_t = dmlgpu.tensor(table, device=device), dmlgpu.tensor(idx[0], device=device)
@@ -68,6 +93,31 @@ def dmlgpu_small_gather(device: dmlgpu.Device, table: np.ndarray, idx: np.ndarra
         mismatches.append("small gather through the NumPy-in/NumPy-out function")
 
     idx_t.write(idx[0])
+    eager_s = host_samples(lambda: dmlgpu.gather(table_t, idx_t, axis=0), iters, budget_s, min_iters=20)
+    device.synchronize()
+
+    def eager_sync():
+        state["result"] = dmlgpu.gather(table_t, idx_t, axis=0)
+        device.synchronize()
+
+    eager_sync()
+    eager_sync_s = host_samples(eager_sync, iters, budget_s, min_iters=20)
+    if not np.array_equal(state["result"].numpy(), table[idx[0]]):
+        mismatches.append("small gather as an eager call on Tensors")
+
+    perm_t, start_t = dmlgpu.tensor(perm, device=device), dmlgpu.tensor(idx[1], device=device)
+
+    def chain():
+        x = start_t
+        for _ in range(ops):
+            x = dmlgpu.gather(perm_t, x)
+        device.synchronize()
+        state["result"] = x
+
+    chain_s = chain_runs(chain)
+    if not np.array_equal(state["result"].numpy(), chain_reference(perm, idx[1], ops)):
+        mismatches.append(f"{ops} dependent eager gathers on Tensors")
+
     start = time.perf_counter()
     with device.record() as many:                  # ending the block runs it once (warm-up)
         outs = [dmlgpu.gather(table_t, idx_t, axis=0) for _ in range(ops)]
@@ -86,6 +136,8 @@ def dmlgpu_small_gather(device: dmlgpu.Device, table: np.ndarray, idx: np.ndarra
     ts = timed.timestamps()
     result = {"recorded_round_trip_us": median_us(recorded_s),
               "function_round_trip_us": median_us(function_s),
+              "eager_call_us": median_us(eager_s), "eager_call_sync_us": median_us(eager_sync_s),
+              "chain_us": chain_s / ops * 1e6, "max_queued": device.max_queued,
               "amortized_us": statistics.median(runs) / ops * 1e6,
               "amortized_gpu_us": (ts[-1] - ts[0]) / ops / 1e3,
               "record_us_per_op": record_s / ops * 1e6,

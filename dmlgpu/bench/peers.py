@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from . import latency
 from .clock import host_samples, median_us
 
 NUMPY_BUDGET_S = 1.0   # NumPy peer: stop timing a case after this long (at least 5 iterations)
@@ -64,12 +65,20 @@ class NumpyPeer:
         samples = host_samples(lambda: fn(args), repeats, NUMPY_BUDGET_S)
         return PeerTime([s * 1e9 for s in samples], "perf_counter"), result
 
-    def small_gather(self, table: np.ndarray, indices: np.ndarray, iters: int, budget_s: float, ops: int) -> dict:
-        """A small gather with NumPy (there is no device: a plain np.take), in microseconds."""
+    def small_gather(self, table: np.ndarray, indices: np.ndarray, perm: np.ndarray, iters: int, budget_s: float,
+                     ops: int) -> dict:
+        """A small gather with NumPy (there is no device: a plain np.take), in microseconds; the chain: ``ops``
+        dependent np.takes from ``perm``."""
         np.take(table, indices, axis=0)
         samples = host_samples(lambda: np.take(table, indices, axis=0), iters, budget_s)
-        return {"round_trip_us": median_us(samples), "amortized_us": median_us(samples),
-                "how": "np.take(table, indices, axis=0)"}
+
+        def chain():
+            x = indices
+            for _ in range(ops):
+                x = np.take(perm, x)
+        us = median_us(samples)
+        return {"round_trip_us": us, "amortized_us": us, "eager_call_us": us, "eager_call_sync_us": us,
+                "chain_us": latency.chain_runs(chain) / ops * 1e6, "how": "np.take(table, indices, axis=0)"}
 
 
 class TorchPeer:
@@ -128,17 +137,37 @@ class TorchPeer:
         cuda.synchronize(self.device)
         return PeerTime([s.elapsed_time(e) * 1e6 for s, e in events], "cuda events"), result
 
-    def small_gather(self, table: np.ndarray, indices: np.ndarray, iters: int, budget_s: float, ops: int) -> dict:
-        """A small gather with PyTorch, in microseconds: the round trip (indices .to('cuda'), index_select,
-        result .cpu()); and the amortized cost of ``ops`` device-resident index_selects, then one synchronize."""
+    def small_gather(self, table: np.ndarray, indices: np.ndarray, perm: np.ndarray, iters: int, budget_s: float,
+                     ops: int) -> dict:
+        """A small gather with PyTorch, in microseconds: the round trip (table and indices .to('cuda'),
+        index_select, result .cpu()); an eager index_select on CUDA tensors, alone and followed by a
+        synchronize; ``ops`` dependent index_selects from ``perm`` then a synchronize, per call; and the
+        amortized cost of ``ops`` device-resident index_selects, then one synchronize."""
         t, dev = self.torch, self.device
-        table_d, idx_d = self.put(table), self.put(indices)
+        table_d, idx_d, perm_d = self.put(table), self.put(indices), self.put(perm)
 
         def once():
-            return table_d.index_select(0, t.from_numpy(indices).to(dev)).cpu()
+            return t.from_numpy(table).to(dev).index_select(0, t.from_numpy(indices).to(dev)).cpu()
 
         once()
         samples = host_samples(once, iters, budget_s)
+        eager = host_samples(lambda: table_d.index_select(0, idx_d), iters, budget_s)
+        t.cuda.synchronize(dev)
+
+        def eager_sync():
+            table_d.index_select(0, idx_d)
+            t.cuda.synchronize(dev)
+
+        eager_sync()
+        eager_sync_s = host_samples(eager_sync, iters, budget_s)
+
+        def chain():
+            x = idx_d
+            for _ in range(ops):
+                x = perm_d.index_select(0, x)
+            t.cuda.synchronize(dev)
+
+        chain_s = latency.chain_runs(chain)
         totals = []
         for _ in range(3):
             t.cuda.synchronize(dev)
@@ -148,8 +177,10 @@ class TorchPeer:
             t.cuda.synchronize(dev)
             totals.append((time.perf_counter() - start) / ops)
         return {"round_trip_us": median_us(samples), "amortized_us": median_us(totals),
-                "how": f"index_select(table, 0, indices.to('cuda')).cpu(); amortized: {ops} index_selects, "
-                       f"then synchronize"}
+                "eager_call_us": median_us(eager), "eager_call_sync_us": median_us(eager_sync_s),
+                "chain_us": chain_s / ops * 1e6,
+                "how": f"table.to('cuda').index_select(0, indices.to('cuda')).cpu(); eager and chained: "
+                       f"index_select on CUDA tensors; amortized: {ops} index_selects, then synchronize"}
 
 
 def make_peer(choice: str = "auto", cuda_index: int | None = None, vulkan_name: str = ""):

@@ -12,12 +12,13 @@ JSON format (``bench.json``):
   won), calls (every call's median_ns, or why it did not run), median_ns, min_ns, samples, method, gbps);
   ratio (dmlgpu GB/s / peer GB/s); scatters on PyTorch: ``peer_deterministic`` (the same, under
   ``torch.use_deterministic_algorithms(True)``) and ratio_deterministic; single-element gathers:
-  ``ceiling`` (bytes, gbps: the random-access ceiling, workloads.py) and ceiling_fraction; ``eager`` (first_ns, median_ns, samples: wall time of the eager call on device Tensors,
+  ``ceiling`` (bytes, gbps: the random-access ceiling, workloads.py) and ceiling_fraction; ``eager`` (first_ns, median_ns, samples: wall time of the eager call on device Tensors and a synchronize,
   the case's first call and steady state; over_gpu_ns: median minus the GPU median); verified (bool);
   mismatch (str or null);
 * ``latency`` (or null): operation, ``dmlgpu`` (recorded_round_trip_us, function_round_trip_us,
-  amortized_us, amortized_gpu_us, record_us_per_op, ops, iterations), ``peer`` (name, round_trip_us,
-  amortized_us, how), mismatches (list of str).
+  eager_call_us, eager_call_sync_us, chain_us, max_queued, amortized_us, amortized_gpu_us, record_us_per_op,
+  ops, iterations), ``peer`` (name, round_trip_us, eager_call_us, eager_call_sync_us, chain_us, amortized_us,
+  how), mismatches (list of str). Descriptions: bench/latency.py.
 """
 from __future__ import annotations
 
@@ -75,6 +76,12 @@ def _latency_rows(lat: dict) -> tuple[list, list]:
          fmt_number(p["round_trip_us"])],
         ["round trip, NumPy-in/NumPy-out function call", fmt_number(d["function_round_trip_us"]),
          fmt_number(p["round_trip_us"])],
+        [f"eager call on Tensors (queued, up to {d['max_queued']} per submission)", fmt_number(d["eager_call_us"]),
+         fmt_number(p["eager_call_us"])],
+        ["eager call on Tensors, then synchronize", fmt_number(d["eager_call_sync_us"]),
+         fmt_number(p["eager_call_sync_us"])],
+        [f"{d['ops']} dependent eager calls on Tensors, then synchronize (per call)", fmt_number(d["chain_us"]),
+         fmt_number(p["chain_us"])],
         [f"amortized per op, {d['ops']} ops in one submission (wall)", fmt_number(d["amortized_us"]),
          fmt_number(p["amortized_us"])],
         [f"amortized per op, {d['ops']} ops in one submission (GPU timestamps)", fmt_number(d["amortized_gpu_us"]),
@@ -103,7 +110,8 @@ def text(results: dict) -> str:
              "shader's GB/s on as many bytes; % ceiling: of the random-access ceiling (single-element gathers); "
              "peer: the fastest of its calls for the job (peer call); det. peer: PyTorch with deterministic "
              "algorithms (scatters; dmlgpu's are deterministic); eager: wall time of the call on device Tensors "
-             "(steady-state median, and the case's first call)", ""]
+             "until its result is ready (the queued call, then synchronize; steady-state median, and the case's "
+             "first call)", ""]
     lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], ALIGN))
     if results.get("latency"):
         rows, header = _latency_rows(results["latency"])

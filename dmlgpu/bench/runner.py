@@ -154,13 +154,20 @@ def time_peer(peer, calls: dict, args: dict, repeats: int, got: np.ndarray, dete
 
 
 def eager_wall(device, call, tensors: dict, repeats: int) -> dict:
-    """Wall time of the eager call a user makes on device Tensors (returns when the GPU is done): the first
-    call of the case (its output allocated anew) and the median of ``repeats`` more (steady state), in ns."""
+    """Wall time of the eager call a user makes on device Tensors until its result is ready (the call, which
+    is queued, then Device.synchronize()): the first call of the case (its output allocated anew) and the
+    median of ``repeats`` more (steady state), in ns."""
+    def once():
+        result = call(tensors)
+        device.synchronize()
+        return result
+
+    device.synchronize()
     start = time.perf_counter()
-    del_me = call(tensors)
+    del_me = once()
     first = time.perf_counter() - start
     del del_me
-    samples = host_samples(lambda: call(tensors), repeats, EAGER_BUDGET_S)
+    samples = host_samples(once, repeats, EAGER_BUDGET_S)
     return {"first_ns": first * 1e9, "median_ns": statistics.median(samples) * 1e9, "samples": len(samples)}
 
 
@@ -180,10 +187,10 @@ def compare(got: np.ndarray, expected: np.ndarray) -> str | None:
 
 
 def run_latency(device, peer, settings: Settings, rng) -> dict:
-    table, idx = latency.inputs(rng)
-    dml, mismatches = latency.dmlgpu_small_gather(device, table, idx, settings.latency_iters,
+    table, idx, perm = latency.inputs(rng)
+    dml, mismatches = latency.dmlgpu_small_gather(device, table, idx, perm, settings.latency_iters,
                                                   settings.latency_budget_s, settings.latency_ops)
-    peer_result = peer.small_gather(table, idx[0], settings.latency_iters, settings.latency_budget_s,
+    peer_result = peer.small_gather(table, idx[0], perm, settings.latency_iters, settings.latency_budget_s,
                                     settings.latency_ops)
     return {"operation": latency.describe(), "dmlgpu": dml, "peer": {"name": peer.kind, **peer_result},
             "mismatches": mismatches}

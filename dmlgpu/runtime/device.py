@@ -8,6 +8,20 @@ marked ``barrier=False`` (a scatter's copy, independent of the claim pass before
 of the dispatch before it, which then covers its buffers too, so the two may overlap. Copies into and out of
 device buffers are preceded by ``BEFORE_COPY``; memory the host reads after a submission (staging, or
 mapped device buffers on unified memory) is made visible to it by ``BEFORE_HOST_READ`` at the end.
+
+Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are recorded into the
+device's open *batch*, one kp Sequence, and submitted together when the host needs a result: a host read or
+write of a buffer the batch uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a
+recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open
+batch per device, shared by its threads under the device's lock, so the order of the calls is the order in
+which the threads got the lock. A batch submitted because it is full is not waited for: the next one is
+recorded while the GPU runs it (at most one is in flight; the next submission waits for it first).
+The caching allocator may hand a block that a queued run still uses to a later queued run: the batches run in
+submission order on one queue, and the barrier before each dispatch makes earlier reads and writes of its
+buffers finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host
+reads and writes of mapped memory, staging transfers, fills, destroying it) first submits the open batch and
+waits for it, or waits for the batch in flight, if that batch uses the block: every block records the batch
+that last used it (``Block.batch``).
 """
 from __future__ import annotations
 
@@ -31,7 +45,19 @@ from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
 CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
 _PARAMS_CACHE = 256      # parameter buffers kept per device
 _FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the operation's own submission
-_REPLAYS = 16            # recorded dispatch-only runs kept per device, submitted again when repeated
+_REPLAYS = 16            # recorded synchronous runs kept per device, submitted again when repeated
+_MAX_QUEUED = 64         # eager runs a batch holds before it is submitted (Device's max_queued default)
+_QUEUE_UPLOADS = 1 << 20 # bytes of host data (per batch) that queued runs upload through the batch's own staging
+
+
+def _packed(sizes) -> list:
+    """Byte offsets of consecutive pieces of these sizes in one staging buffer, each at a multiple of 16,
+    followed by the total they take."""
+    out, pos = [], 0
+    for n in sizes:
+        out.append(pos)
+        pos += -(-n // 16) * 16
+    return out + [pos]
 
 
 def as_bytes(data) -> np.ndarray:
@@ -61,23 +87,24 @@ class Buffer:
     them (and shows up in results).
     """
 
+    _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
+    _mirror = None                       # host-visible copy for recordings (staging devices only)
+    _host: np.ndarray | None = None
+    pinned = False                       # a recording uses it: Device._give leaves it alone
+
     def __init__(self, device: "Device", nbytes: int):
         if nbytes <= 0 or nbytes % 4:
             raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
-        device._check_sizes(nbytes)
+        if nbytes > device._allocator.max_block:
+            device._check_sizes(nbytes)
         self.device = device
         self.nbytes = nbytes
-        self.canary_words = device.canary_words
+        self.canary_words = canary = device.canary_words
         with device._lock:                 # the allocator's lists are shared by the device's threads
-            self._block: Block = device._allocator.allocate(nbytes + 4 * self.canary_words)
+            self._block: Block = device._allocator.allocate(nbytes + 4 * canary)
         self._tensor = self._block.tensor
-        self._finalizer = weakref.finalize(self, device._allocator.free, self._block)
-        self._pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
-        self._mirror = None                       # host-visible copy for recordings (staging devices only)
-        self._host: np.ndarray | None = None
-        self.pinned = False                       # a recording uses it: Device._give leaves it alone
-        if self.canary_words:
-            device._fill(self, CANARY, nbytes, 4 * self.canary_words)
+        if canary:
+            device._fill(self, CANARY, nbytes, 4 * canary)
 
     def write(self, data, offset: int = 0) -> None:
         """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4)."""
@@ -99,11 +126,12 @@ class Buffer:
     def host(self) -> np.ndarray:
         """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
         fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped."""
+        self.device._sync_block(self._block)      # queued work may still write it
         if self._host is None:
             if self._block.view is not None:
                 view = self._block.view
             else:
-                self._mirror = self.device._mgr.buffer(self._block.size // 4,
+                self._mirror = self.device._mgr.buffer(self._block.size,
                                                        transfers.download_memory_flags(self.device.info))
                 view = self._mirror.host_view()
             self._host = np.asarray(_HostMemory(self, view, self.nbytes))
@@ -123,13 +151,17 @@ class Buffer:
 
     def _release(self) -> None:
         """Gives the block back to the allocator now (the Buffer must not be used afterwards)."""
-        self._finalizer()
+        block = self.__dict__.pop("_block", None)
+        if block is not None:
+            self.device._allocator.free(block)
+
+    __del__ = _release          # a collected Buffer's block goes back (allocator.free is safe from any thread)
 
     def __repr__(self) -> str:
         return f"<dmlgpu.Buffer {self.nbytes} bytes on {self.device.info.name}>"
 
 
-@dataclass
+@dataclass(slots=True)
 class Dispatch:
     """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count."""
 
@@ -157,12 +189,16 @@ class Device:
     the first device. ``memory_limit``: the most bytes of device memory this Device's allocator holds at once
     (in use and cached), or None for what the driver gives. ``direct_memory``: read and write buffers through
     mapped memory instead of staging copies; default: DMLGPU_DIRECT_MEMORY (0 or 1) if set, else on
-    unified-memory devices (DeviceInfo.unified_memory).
-    One Device may be used from several threads: its submissions are serialised by a lock.
+    unified-memory devices (DeviceInfo.unified_memory). ``max_queued``: the most eager calls on device
+    Tensors that wait in the device's batch before it is submitted; 0 runs each call at once; default:
+    DMLGPU_MAX_QUEUED if set, else 64 (see the module's docstring for when a batch is submitted).
+    One Device may be used from several threads: its submissions are serialised by a lock, and all threads
+    share its one batch of queued calls.
+    ``features``: the optional Vulkan features enabled on it (DeviceInfo.features: all the device has).
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
-                 direct_memory: bool | None = None):
+                 direct_memory: bool | None = None, max_queued: int | None = None):
         listed = devices()
         if index is None:
             index = default_device_index()
@@ -175,17 +211,40 @@ class Device:
         elif direct_memory and not self.info.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT):
             raise DeviceError(f"{self.info.name} has no host-visible device memory: direct_memory=True is not possible")
         self.direct_memory = bool(direct_memory)
+        if max_queued is None:
+            max_queued = int(os.environ.get("DMLGPU_MAX_QUEUED", _MAX_QUEUED))
+        if max_queued < 0:
+            raise ValueError(f"max_queued ({max_queued}) must be 0 (no queueing) or more")
+        self.max_queued = int(max_queued)
         self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
         self._lock = threading.RLock()
         self._mgr = open_manager(index)
+        # the optional features the device has are enabled (kp patch 0015); kernels use only these
+        self.features = frozenset(name for name, on in self._mgr.enabled_features().items() if on)
+        if self.features != self.info.features:
+            raise DeviceError(f"{self.info.name}: kp enabled the features {sorted(self.features)}, not those the "
+                              f"device has ({sorted(self.info.features)}); rebuild kp with 'python tools/build_kp.py "
+                              f"--force'")
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
         max_block = min(self.info.max_storage_buffer_range, 2**32 - 4) // 4 * 4   # kp sizes are 32-bit
-        self._allocator = Allocator(lambda size: self._mgr.buffer(size // 4, flags), self._forget, max_block,
+        self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info)
+        self._max_groups = self.info.max_workgroup_count[0]
         self._staging = Staging(self._mgr, self.info)
-        self._immediate = self._mgr.sequence()     # re-recorded for runs that move host data
-        self._replays: dict = {}    # dispatches only (on these blocks) -> the kp Sequence recorded for them
+        self._immediate = self._mgr.sequence()     # re-recorded for each copy or fill (_transfer_now)
+        self._replays: dict = {}    # synchronous runs (_submit_run's key) -> the kp Sequence recorded for them
+        self._batch_seq = self._mgr.sequence()     # queued runs, recorded as they come
+        self._batch = 1             # number of the open batch (Block.batch of the blocks it uses)
+        self._queued = 0            # runs in the open batch
+        self._batch_scatters = False
+        self._batch_written: dict = {}             # unified memory: what the batch writes (host-read barrier)
+        self._batch_uploads = None  # the batch's upload staging buffer (and its host view), and the bytes used
+        self._batch_upload_pos = 0
+        self._spare_seq = self._mgr.sequence()     # the previous batch's Sequence: in flight, or idle
+        self._spare_uploads = None
+        self._inflight = 0          # number of the batch submitted and not waited for (0: none)
+        self._inflight_scatters = False
         self._param_buffers: dict = {}
         self._local = threading.local()
         self._submissions = 0
@@ -213,6 +272,11 @@ class Device:
         buf.write(src)
         return buf
 
+    def synchronize(self) -> None:
+        """Submits the queued eager calls and waits until the device has finished them."""
+        with self._lock:
+            self._open()._flush()
+
     def memory_stats(self) -> dict:
         """The caching allocator's counters, in bytes and counts: ``allocated_bytes`` (blocks of live
         buffers), ``cached_bytes`` (free blocks kept for reuse), ``reserved_bytes`` (both),
@@ -228,13 +292,14 @@ class Device:
     def empty_cache(self) -> None:
         """Releases the device memory of every cached (free) block; buffers in use keep theirs."""
         with self._lock:
-            self._open()
+            self._open()._flush()
             self._allocator.empty_cache()
 
     def close(self) -> None:
         """Releases the device (saving its pipeline cache); using it afterwards raises DeviceError."""
         with self._lock:
             if not self._closed:
+                self._flush()
                 self._pipelines.save()
                 self._closed = True
                 self._pipelines.clear()
@@ -271,8 +336,10 @@ class Device:
                                   f"bytes, {self.info.name}); split the operation into smaller ones")
 
     def _take(self, nbytes: int) -> Buffer:
-        """A buffer of at least ``nbytes`` (a multiple of 4) whose contents are undefined."""
-        return Buffer(self._open(), max(4, (nbytes + 3) // 4 * 4))
+        """A buffer of at least ``nbytes`` whose contents are undefined."""
+        if self._closed:
+            self._open()
+        return Buffer(self, max(4, (nbytes + 3) & ~3))
 
     def _give(self, *bufs: Buffer) -> None:
         """Returns _take()n buffers to the allocator now (those a recording uses stay until it goes)."""
@@ -304,6 +371,8 @@ class Device:
             raise DeviceError(f"this scatter needs {4 * words} bytes of claim scratch (4 bytes per unit of its "
                               f"output, {words} units), more than this device's maxStorageBufferRange ({limit} "
                               f"bytes, {self.info.name}); split the output into smaller tensors")
+        if not self._owner_clean and self._owner is not None:
+            self._sync_block(self._owner._block)  # a batch in flight uses it: it is clean once that is done
         if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
             size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
             size = min(1 << (size - 1).bit_length(), limit // 4)
@@ -315,6 +384,7 @@ class Device:
 
     def _forget(self, block: Block) -> None:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
+        self._sync_block(block)
         self._pipelines.forget(block)
         self._immediate.clear()
         for seq in self._replays.values():
@@ -334,7 +404,7 @@ class Device:
     def _write(self, buf: Buffer, offset: int, src: np.ndarray) -> None:
         """Uploads ``src`` (flat uint8) into ``buf`` at byte ``offset``, now."""
         with self._lock:
-            self._open()
+            self._open()._sync_block(buf._block)
             if buf._block.view is not None:
                 transfers.host_copy(buf._block.view[offset:offset + src.size], src)
             else:
@@ -343,7 +413,7 @@ class Device:
     def _read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
         """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included)."""
         with self._lock:
-            self._open()
+            self._open()._sync_block(buf._block)
             if buf._block.view is not None:
                 return buf._block.view[offset:offset + nbytes].copy()
             out = np.empty(nbytes, dtype=np.uint8)
@@ -365,6 +435,8 @@ class Device:
         followed, on unified memory, by the barrier that lets the host read what it wrote."""
         with self._lock:
             self._open()
+            for b in touched:
+                self._sync_block(b._block)
             seq = self._immediate
             seq.clear()
             seq.record(kp.OpMemoryBarrier([b._tensor for b in touched], *BEFORE_COPY))
@@ -377,109 +449,225 @@ class Device:
     def _recording(self):
         return getattr(self._local, "recording", None)
 
-    def _run(self, dispatches, uploads=(), downloads=()) -> list:
+    def _run(self, dispatches, uploads=(), downloads=(), queue: bool = False) -> list:
         """Uploads the buffers' staged bytes, runs the dispatches in order (a barrier before each),
         downloads; waits. Returns the downloaded bytes: a new uint8 array of each buffer's nbytes.
-        Inside a recording of this thread the steps are appended to it instead (returns [])."""
+        Inside a recording of this thread the steps are appended to it instead (returns []). ``queue``
+        (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns [])."""
         rec = self._recording()
         if rec is not None:
             rec._append(dispatches, uploads, downloads)
             return []
         with self._lock:
             self._open()
+            if queue and self.max_queued and not downloads:
+                self._enqueue(dispatches, uploads)
+                return []
+            self._flush()
             pending = [b for b in uploads if b._pending is not None]
-            key = None if pending or downloads or not dispatches else \
-                tuple((d.kernel, d.count, d.barrier) + tuple(id(b._block) for b in d.buffers) for d in dispatches)
-            if key is not None:
-                seq = self._replays.pop(key, None)
-                if seq is not None:          # the same dispatches on the same blocks: submit what is recorded
-                    self._replays[key] = seq
-                    self._submit(seq, self._uses_owner(dispatches))
-                    return []
-                seq = self._replay_sequence()
-            else:
-                seq = self._immediate
-                seq.clear()
-            up = sum(b._pending.size for b in pending)
-            down = sum(b.nbytes for b in downloads)
-            fused = self.direct_memory or (up <= _FUSE_MAX and down <= _FUSE_MAX)
-            ops = []
+            up_sizes = [b._pending.size for b in pending]
+            down_sizes = [b.nbytes for b in downloads]
+            fused = self.direct_memory or (sum(up_sizes) <= _FUSE_MAX and sum(down_sizes) <= _FUSE_MAX)
+            up_slot = down_slot = None
             if self.direct_memory:
                 for b in pending:
                     transfers.host_copy(b._block.view[:b._pending.size], b._pending)
-            elif fused:
-                ops += self._staged_uploads(pending)
-            else:
+            elif not fused:          # large transfers: through staging, in submissions of their own
                 for b in pending:
                     self._staging.write(b._tensor, 0, b._pending)
+            else:
+                if pending:
+                    up_pos = _packed(up_sizes)
+                    up_slot = self._staging.slot("up", 0, up_pos[-1])
+                    view = up_slot.view
+                    for b, pos, n in zip(pending, up_pos, up_sizes):
+                        transfers.host_copy(view[pos:pos + n], b._pending)
+                if downloads:
+                    down_pos = _packed(down_sizes)
+                    down_slot = self._staging.slot("down", 0, down_pos[-1])
             for b in pending:
                 b._pending = None
-            ops += self._dispatch_ops(dispatches)
+            if dispatches or up_slot or down_slot:
+                self._submit_run(dispatches, pending, up_sizes, up_slot, downloads, down_sizes, down_slot)
+            if self.direct_memory:
+                return [b._block.view[:b.nbytes].copy() for b in downloads]
+            if down_slot is not None:
+                view = down_slot.view
+                return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
             results = []
-            if self.direct_memory:
-                ops += self._host_read_ops(dispatches)
-            elif fused and downloads:
-                ops += self._staged_downloads(downloads)
-            for op in ops:
-                seq.record(op)
-            if ops:
-                self._submit(seq, self._uses_owner(dispatches))
-                if key is not None:
-                    self._replays[key] = seq
-            if self.direct_memory:
-                results = [b._block.view[:b.nbytes].copy() for b in downloads]
-            elif fused:
-                view, pos = self._staging.slot("down", 0, 0).view, 0
-                for b in downloads:
-                    results.append(view[pos:pos + b.nbytes].copy())
-                    pos += -(-b.nbytes // 16) * 16
-            else:
-                for b in downloads:
-                    out = np.empty(b.nbytes, dtype=np.uint8)
-                    self._staging.read(b._tensor, 0, out)
-                    results.append(out)
+            for b in downloads:
+                out = np.empty(b.nbytes, dtype=np.uint8)
+                self._staging.read(b._tensor, 0, out)
+                results.append(out)
             return results
 
-    def _staged_uploads(self, bufs) -> list:
-        """Copies the buffers' pending bytes into the upload staging buffer; returns the ops that move them
-        on (one submission with the operation)."""
-        if not bufs:
+    def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot) -> None:
+        """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
+        into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
+        _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
+        key = []
+        for d in dispatches:
+            key += (d.kernel, d.count, d.barrier, *[id(b._block) for b in d.buffers])
+        if up_slot is not None:
+            key += ("up", up_slot.serial, *[id(b._block) for b in uploads], *up_sizes)
+        if down_slot is not None:
+            key += ("down", down_slot.serial, *[id(b._block) for b in downloads], *down_sizes)
+        key = tuple(key)
+        seq = self._replays.pop(key, None)
+        if seq is None:
+            seq = self._replay_sequence()
+            ops = self._staged_copies(uploads, up_sizes, up_slot, True) + self._dispatch_ops(dispatches)
+            if self.direct_memory:
+                ops += self._host_read_ops(dispatches)
+            ops += self._staged_copies(downloads, down_sizes, down_slot, False)
+            for op in ops:
+                seq.record(op)
+        self._replays[key] = seq                 # most recently used last
+        self._submit(seq, self._uses_owner(dispatches))
+
+    @staticmethod
+    def _staged_copies(bufs, sizes, slot, upload: bool) -> list:
+        """The ops that copy ``sizes`` bytes of each buffer from the upload staging buffer (``upload``) or
+        into the download one, at the offsets _packed() gives, with their barriers; [] without a slot."""
+        if slot is None:
             return []
-        slot = self._staging.slot("up", 0, sum(-(-b._pending.size // 16) * 16 for b in bufs))
         ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
-        pos = 0
-        for b in bufs:
-            n = b._pending.size
-            transfers.host_copy(slot.view[pos:pos + n], b._pending)
-            ops.append(kp.OpCopyRegion(slot.tensor, b._tensor, pos, 0, n))
-            pos += -(-n // 16) * 16
+        for b, pos, n in zip(bufs, _packed(sizes), sizes):
+            ops.append(kp.OpCopyRegion(slot.tensor, b._tensor, pos, 0, n) if upload else
+                       kp.OpCopyRegion(b._tensor, slot.tensor, 0, pos, n))
+        if not upload:
+            ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
         return ops
 
-    def _staged_downloads(self, bufs) -> list:
-        """The ops that copy the buffers into the download staging buffer, packed at 16-byte offsets."""
-        slot = self._staging.slot("down", 0, sum(-(-b.nbytes // 16) * 16 for b in bufs))
-        ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
-        pos = 0
-        for b in bufs:
-            ops.append(kp.OpCopyRegion(b._tensor, slot.tensor, 0, pos, b.nbytes))
-            pos += -(-b.nbytes // 16) * 16
-        ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
-        return ops
+    # ---- internal: the batch of queued runs ----
+    def _queue(self, dispatches, uploads=()) -> None:
+        """``_run(dispatches, uploads, queue=True)`` for a caller that knows that no recording of this thread
+        is open (the common eager call: one check fewer)."""
+        with self._lock:
+            if self._closed:
+                self._open()
+            if self.max_queued:
+                self._enqueue(dispatches, uploads)
+            else:
+                self._run(dispatches, uploads)
+
+    def _enqueue(self, dispatches, uploads) -> None:
+        """Records a run into the open batch (its uploads first), and submits the batch once it holds
+        max_queued runs. Host data of up to a quarter of _QUEUE_UPLOADS per buffer goes through the batch's
+        upload buffer (copied there now, into its device buffer by the batch: a block that the batch still
+        uses may be reused); larger data is written now (mapped, or by a staging transfer), after the batch
+        if the block is one it uses."""
+        batch = self._batch
+        for b in uploads:
+            if b._pending is None:
+                continue
+            src, n = b._pending, b._pending.size
+            if n > _QUEUE_UPLOADS // 4:
+                self._sync_block(b._block)
+                if self.direct_memory:
+                    transfers.host_copy(b._block.view[:n], src)
+                else:
+                    self._staging.write(b._tensor, 0, src)
+            else:
+                if self._batch_upload_pos + n > _QUEUE_UPLOADS:
+                    self._flush(wait=False)
+                    batch = self._batch
+                if self._batch_uploads is None:
+                    staging = self._mgr.buffer(_QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
+                    self._batch_uploads = (staging, staging.host_view())
+                staging, view = self._batch_uploads
+                pos = self._batch_upload_pos
+                transfers.host_copy(view[pos:pos + n], src)
+                self._batch_seq.record(kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY))
+                self._batch_seq.record(kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
+                self._batch_upload_pos = pos + -(-n // 16) * 16
+                b._block.batch = batch
+            b._pending = None
+        record = self._batch_seq.record
+        for op in self._dispatch_ops(dispatches):
+            record(op)
+        owner, written = self._owner, self._batch_written if self.direct_memory else None
+        for d in dispatches:
+            for b in d.buffers:
+                b._block.batch = batch
+                if b is owner:
+                    self._batch_scatters = True
+                if written is not None:
+                    written[id(b)] = b._tensor
+        self._queued += 1
+        if self._queued >= self.max_queued:
+            self._flush(wait=False)       # recording the next batch overlaps the GPU's work on this one
+
+    def _sync_block(self, block: Block) -> None:
+        """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
+        uses the block, or waits for the batch in flight if that one does."""
+        if block.batch == self._batch:
+            if self._queued:
+                self._flush()
+        elif block.batch == self._inflight:
+            self._await_inflight()
+
+    def _flush(self, wait: bool = True) -> None:
+        """Submits the open batch (if any run is queued), after waiting for the one in flight (at most one
+        is), and opens a new batch in the other Sequence. ``wait``: then waits for it too (every queued run
+        has finished when this returns); else it stays in flight while the next batch is recorded."""
+        if self._queued:
+            self._await_inflight()
+            seq, scatters = self._batch_seq, self._batch_scatters
+            if self._batch_written:
+                seq.record(kp.OpMemoryBarrier(list(self._batch_written.values()), *BEFORE_HOST_READ))
+            if scatters:
+                self._owner_clean = False
+            try:
+                seq.eval_async()
+                self._inflight, self._inflight_scatters = self._batch, scatters
+            except BaseException:
+                seq.clear()
+                raise
+            finally:
+                self._batch_seq, self._spare_seq = self._spare_seq, seq
+                self._batch_uploads, self._spare_uploads = self._spare_uploads, self._batch_uploads
+                self._batch_written = {}
+                self._batch_scatters = False
+                self._batch_upload_pos = 0
+                self._queued = 0
+                self._batch += 1
+                self._count_submission()
+        if wait:
+            self._await_inflight()
+
+    def _await_inflight(self) -> None:
+        """Waits for the batch in flight, if any (its Sequence is then cleared for the next batch)."""
+        if self._inflight:
+            seq = self._spare_seq
+            try:
+                seq.eval_await()
+                if self._inflight_scatters:
+                    self._owner_clean = True
+            finally:
+                seq.clear()
+                self._inflight = 0
 
     def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
+        if len(dispatches) == 1 and dispatches[0].barrier:      # the common eager call
+            bound = self._algorithm(dispatches[0])
+            return [bound.barrier, bound.dispatch]
         ops = []
         for n, d in enumerate(dispatches):
+            bound = self._algorithm(d)
             if d.barrier:
                 group = [d.buffers]
                 for later in dispatches[n + 1:]:
                     if later.barrier:
                         break
                     group.append(later.buffers)
-                tensors = list({id(b): b._tensor for bufs in group for b in bufs}.values())
-                ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
-            algo = self._algorithm(d)
-            ops.append(kp.OpAlgoDispatch(algo))
+                if len(group) == 1:
+                    ops.append(bound.barrier)
+                else:
+                    tensors = list({id(b): b._tensor for bufs in group for b in bufs}.values())
+                    ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
+            ops.append(bound.dispatch)
         return ops
 
     def _host_read_ops(self, dispatches) -> list:
@@ -492,9 +680,10 @@ class Device:
         return self._owner is not None and any(b is self._owner for d in dispatches for b in d.buffers)
 
     def _algorithm(self, d: Dispatch):
-        """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch."""
-        groups = kernels.workgroups(d.count, self.info.max_workgroup_count[0])
-        return self._pipelines.algorithm(d.kernel, groups, tuple(b._block for b in d.buffers))
+        """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
+        its ops (pipelines.Bound)."""
+        groups = kernels.workgroups(d.count, self._max_groups)
+        return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
 
     def _submit(self, seq, scatters: bool) -> None:
         """Submits a recorded Sequence and waits. While scatters run, the claim scratch is marked unclean,
@@ -504,6 +693,9 @@ class Device:
         seq.eval()
         if scatters:
             self._owner_clean = True
+        self._count_submission()
+
+    def _count_submission(self) -> None:
         self._submissions += 1
         if self._submissions % 256 == 0:
             self._mgr.clear()   # let Kompute forget expired objects: host memory stays flat

@@ -21,7 +21,7 @@ else:
 REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", "0006-python-eval-async-gil",
                     "0007-python-memory-barrier", "0008-python-manager-clear", "0009-python-device-properties",
                     "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines",
-                    "0014-manager-instance-errors")
+                    "0014-manager-instance-errors", "0015-device-features")
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
@@ -47,7 +47,10 @@ def require_kp() -> None:
 @dataclass(frozen=True)
 class DeviceInfo:
     """A Vulkan device as dmlgpu.devices() lists it; limits in bytes or counts. ``memory_heaps``: (size in
-    bytes, VkMemoryHeapFlags) per heap; ``memory_types``: (VkMemoryPropertyFlags, heap index) per type."""
+    bytes, VkMemoryHeapFlags) per heap; ``memory_types``: (VkMemoryPropertyFlags, heap index) per type.
+    ``features``: the optional Vulkan features (Vulkan's names, kp patch 0015) that the device has, which
+    a Device opened on it enables. ``max_memory_allocation_size``: the largest single allocation;
+    ``max_buffer_size``: the largest buffer (0 where the device does not report it, before Vulkan 1.3)."""
 
     index: int
     name: str
@@ -64,6 +67,9 @@ class DeviceInfo:
     device_id: int
     driver_version: int
     pipeline_cache_uuid: bytes
+    features: frozenset
+    max_memory_allocation_size: int
+    max_buffer_size: int
 
     @classmethod
     def from_kp(cls, index: int, p: dict) -> "DeviceInfo":
@@ -71,7 +77,9 @@ class DeviceInfo:
                    p["max_storage_buffer_range"], p["max_push_constants_size"], tuple(p["max_work_group_count"]),
                    tuple(p["max_work_group_size"]), p["max_work_group_invocations"], p["timestamp_period"],
                    tuple(tuple(h) for h in p["memory_heaps"]), tuple(tuple(t) for t in p["memory_types"]),
-                   p["vendor_id"], p["vendor_device_id"], p["driver_version"], bytes(p["pipeline_cache_uuid"]))
+                   p["vendor_id"], p["vendor_device_id"], p["driver_version"], bytes(p["pipeline_cache_uuid"]),
+                   frozenset(name for name, has in p["features"].items() if has), p["max_memory_allocation_size"],
+                   p["max_buffer_size"])
 
     @property
     def device_memory(self) -> int:

@@ -23,14 +23,16 @@ MIN_CLASS = 256
 
 class Block:
     """One device buffer: ``tensor`` (the kp buffer), ``size`` (its class, bytes), ``view`` (a uint8 NumPy
-    view of its mapped memory, or None when it is not host-visible)."""
+    view of its mapped memory, or None when it is not host-visible), ``batch`` (the number of the device's
+    batch of queued runs that last used it: runtime/device.py)."""
 
-    __slots__ = ("tensor", "size", "view")
+    __slots__ = ("tensor", "size", "view", "batch")
 
     def __init__(self, tensor, size: int, mapped: bool):
         self.tensor = tensor
         self.size = size
         self.view = tensor.host_view() if mapped else None
+        self.batch = 0
 
 
 def size_class(nbytes: int, limit: int) -> int:
@@ -61,18 +63,20 @@ class Allocator:
 
     def allocate(self, nbytes: int) -> Block:
         """A block of at least ``nbytes`` bytes (contents undefined)."""
-        self._drain()
+        if self._returned:
+            self._drain()
         size = size_class(max(4, nbytes), self.max_block)
         free = self._free.get(size)
+        s = self.stats
         if free:
             block = free.pop()
-            self.stats["cached_bytes"] -= size
-            self.stats["cache_hits"] += 1
+            s["cached_bytes"] -= size
+            s["cache_hits"] += 1
         else:
             block = self._new_block(size, nbytes)
-        s = self.stats
-        s["allocated_bytes"] += size
-        s["peak_allocated_bytes"] = max(s["peak_allocated_bytes"], s["allocated_bytes"])
+        allocated = s["allocated_bytes"] = s["allocated_bytes"] + size
+        if allocated > s["peak_allocated_bytes"]:
+            s["peak_allocated_bytes"] = allocated
         return block
 
     def free(self, block: Block) -> None:

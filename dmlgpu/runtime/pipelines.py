@@ -12,8 +12,11 @@ from __future__ import annotations
 import os
 import pathlib
 import tempfile
+from typing import NamedTuple
 
 from .. import kernels
+from .devices import kp
+from .transfers import BEFORE_DISPATCH
 
 
 def cache_dir() -> pathlib.Path:
@@ -30,10 +33,20 @@ def cache_file(info) -> pathlib.Path:
     return cache_dir() / name
 
 
+class Bound(NamedTuple):
+    """A kernel variant bound to buffers: the kp algorithm, the op that dispatches it, and the barrier that
+    orders it after everything before it (transfers.BEFORE_DISPATCH on its buffers). kp ops can be recorded
+    any number of times, so they are made once."""
+
+    algorithm: object
+    dispatch: object
+    barrier: object
+
+
 class Pipelines:
-    """The algorithms of one device: ``algorithm(kernel, groups, tensors, key)`` returns the kp algorithm of
-    a kernel variant bound to these kp buffers with this workgroup count, made once and kept (at most
-    ``capacity``, least recently used dropped first); ``forget(token)`` drops those that bind a block."""
+    """The algorithms of one device: ``algorithm(kernel, groups, blocks)`` returns the Bound algorithm of
+    a kernel variant bound to these blocks' kp buffers with this workgroup count, made once and kept (at
+    most ``capacity``, least recently used dropped first); ``forget(block)`` drops those that bind a block."""
 
     def __init__(self, mgr, info, capacity: int = 1024):
         self._mgr = mgr
@@ -52,17 +65,19 @@ class Pipelines:
         """Distinct pipelines this device has built (one per kernel variant used)."""
         return self._mgr.pipeline_count()
 
-    def algorithm(self, kernel: str, groups: int, blocks: tuple):
-        key = (kernel, groups) + tuple(id(b) for b in blocks)
-        algo = self._algorithms.pop(key, None)
-        if algo is None:
-            algo = self._mgr.algorithm([b.tensor for b in blocks], kernels.spirv(kernel), (groups, 1, 1), [], [])
+    def algorithm(self, kernel: str, groups: int, blocks: tuple) -> Bound:
+        key = (kernel, groups, *map(id, blocks))
+        bound = self._algorithms.pop(key, None)
+        if bound is None:
+            tensors = [b.tensor for b in blocks]
+            algo = self._mgr.algorithm(tensors, kernels.spirv(kernel), (groups, 1, 1), [], [])
+            bound = Bound(algo, kp.OpAlgoDispatch(algo), kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
             for b in blocks:
                 self._by_block.setdefault(id(b), set()).add(key)
-        self._algorithms[key] = algo              # most recently used last
-        return algo
+        self._algorithms[key] = bound             # most recently used last
+        return bound
 
     def forget(self, block) -> None:
         """Drops the algorithms that bind ``block`` (before it is destroyed)."""

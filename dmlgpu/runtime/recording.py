@@ -58,7 +58,7 @@ class Recording:
         if self._seq is None:
             raise RuntimeError("the recording has not ended yet")
         with self.device._lock:
-            self.device._open()
+            self.device._open()._flush()     # queued calls first: the recording may read what they write
             self.device._submit(self._seq, self._scatters)
 
     def timestamps(self) -> list[float]:

@@ -15,6 +15,7 @@ memory visible to the host before the fence is waited on.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import os
 
 import numpy as np
@@ -39,6 +40,7 @@ BEFORE_COPY = (SHADER_WRITE | TRANSFER_WRITE, TRANSFER_READ | TRANSFER_WRITE, ST
 BEFORE_HOST_READ = (SHADER_WRITE | TRANSFER_WRITE, HOST_READ, STAGE_COMPUTE | STAGE_TRANSFER, STAGE_HOST)
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
+_serials = itertools.count()
 
 
 def host_copy(dst: np.ndarray, src: np.ndarray) -> None:
@@ -62,11 +64,12 @@ def download_memory_flags(info) -> int:
 
 class Slot:
     """A staging buffer of ``size`` bytes and a Sequence that copies through it; ``busy`` while that copy may
-    run."""
+    run. ``serial`` tells it apart from every other slot made in the process (recorded runs name it)."""
 
     def __init__(self, mgr, flags: int, size: int):
+        self.serial = next(_serials)
         self.size = size
-        self.tensor = mgr.buffer(size // 4, flags)
+        self.tensor = mgr.buffer(size, flags)
         self.view = self.tensor.host_view()
         self.seq = mgr.sequence()
         self.busy = False

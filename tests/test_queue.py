@@ -1,0 +1,321 @@
+"""Queued eager calls (calls on device Tensors return at once and are submitted in batches) and the
+per-device cache of planned calls (a repeated call skips validation and planning)."""
+import sys
+
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu import functions, reference
+from strategies import run_in_threads
+
+
+@pytest.fixture(scope="module", params=["direct", "staged"])
+def dev(request):
+    """A device that moves bytes directly (unified memory) or through staging (as discrete GPUs do)."""
+    d = dmlgpu.Device(direct_memory=request.param == "direct")
+    yield d
+    d.close()
+
+
+def _chain_reference(perm: np.ndarray, start: np.ndarray, n: int) -> np.ndarray:
+    x = start
+    for _ in range(n):
+        x = perm[x]
+    return x
+
+
+# ---- queueing ----
+
+def test_dependent_calls_share_submissions(dev):
+    rng = np.random.default_rng(1)
+    perm = rng.permutation(5000).astype(np.int64)
+    start = rng.integers(0, 5000, 300)
+    p = dmlgpu.tensor(perm, device=dev)
+    x = dmlgpu.tensor(start, device=dev)
+    dev.synchronize()
+    before = dev._submissions
+    for _ in range(200):
+        x = dmlgpu.gather(p, x)         # each output is freed by the next call: blocks are reused in the batch
+    assert dev._submissions - before == 200 // dev.max_queued
+    assert np.array_equal(x.numpy(), _chain_reference(perm, start, 200))
+    assert dev._submissions - before == 200 // dev.max_queued + 1   # numpy() submitted the rest
+
+
+def test_max_queued_bounds_a_batch():
+    d = dmlgpu.Device(max_queued=3)
+    t = dmlgpu.tensor(np.arange(10, dtype=np.int32), device=d)
+    d.synchronize()
+    before = d._submissions
+    outs = [dmlgpu.gather(t, t) for _ in range(7)]
+    assert d._submissions - before == 2
+    d.synchronize()
+    assert d._submissions - before == 3
+    d.synchronize()                              # nothing queued: nothing submitted
+    assert d._submissions - before == 3
+    assert all(o.numpy().tolist() == list(range(10)) for o in outs)
+    d.close()
+
+
+def test_a_full_batch_runs_while_the_next_is_recorded(dev):
+    """A batch submitted because it is full is left in flight; reading a result of it (or of the open batch)
+    waits for the right one; results held across many batches are all right."""
+    d = dmlgpu.Device(max_queued=4, direct_memory=dev.direct_memory)
+    rng = np.random.default_rng(5)
+    perm = rng.permutation(300).astype(np.int32)
+    p = dmlgpu.tensor(perm, device=d)
+    x = dmlgpu.tensor(np.arange(300, dtype=np.int32), device=d)
+    held = []
+    for i in range(23):
+        x = dmlgpu.gather(p, x)
+        held.append(x)
+        if i == 4:
+            assert d._inflight and d._queued == 1      # the first four are in flight, the fifth is open
+            assert np.array_equal(held[1].numpy(), perm[perm])   # waits for the batch in flight only
+            assert d._queued == 1 and not d._inflight
+    want = np.arange(300)
+    for got in held:
+        want = perm[want]
+        assert np.array_equal(got.numpy(), want)
+    d.close()
+
+
+def test_no_queueing_runs_each_call_at_once():
+    d = dmlgpu.Device(max_queued=0)
+    t = dmlgpu.tensor(np.arange(10, dtype=np.int32), device=d)
+    before = d._submissions
+    dmlgpu.gather(t, t)
+    assert d._submissions - before == 1 and d._queued == 0
+    d.close()
+    with pytest.raises(ValueError, match="max_queued"):
+        dmlgpu.Device(max_queued=-1)
+
+
+def test_host_write_after_a_queued_read_waits_for_it(dev):
+    """Tensor.write() to a buffer that a queued call reads: the call sees the old contents."""
+    table = np.arange(60, dtype=np.float32).reshape(20, 3)
+    t = dmlgpu.tensor(table, device=dev)
+    ids = dmlgpu.tensor(np.array([4, 5], np.int32), device=dev)
+    first = dmlgpu.gather(t, ids)
+    ids.write(np.array([7, 8], np.int32))
+    second = dmlgpu.gather(t, ids)
+    t.write(np.zeros_like(table))
+    assert np.array_equal(first.numpy(), table[[4, 5]])
+    assert np.array_equal(second.numpy(), table[[7, 8]])
+
+
+def test_host_reads_see_queued_results(dev):
+    table = np.arange(24, dtype=np.int32).reshape(6, 4)
+    t = dmlgpu.tensor(table, device=dev)
+    ids = dmlgpu.tensor(np.array([5, 0], np.int64), device=dev)
+    out = dmlgpu.gather(t, ids)
+    assert np.array_equal(out.buffer.read()[:32].view(np.int32).reshape(2, 4), table[[5, 0]])
+    if dev.direct_memory:       # the host copy is the device buffer itself, mapped: reading it waits too
+        out = dmlgpu.gather(t, ids, axis=0)
+        assert np.array_equal(out.host, table[[5, 0]])
+    assert np.array_equal(dmlgpu.gather(table, [1]), table[[1]])   # a NumPy call after queued ones
+
+
+def test_numpy_operands_of_queued_calls_are_taken_at_the_call(dev):
+    """A NumPy operand of a call returning a Tensor is copied when the call is made: changing the array
+    afterwards changes nothing; its scratch block is reused by the next call in the same batch."""
+    table = np.arange(3000, dtype=np.float64).reshape(1000, 3)
+    t = dmlgpu.tensor(table, device=dev)
+    ids = np.zeros(50, np.int64)
+    outs, wants = [], []
+    for i in range(20):
+        ids[:] = np.arange(50) * 7 + i
+        outs.append(dmlgpu.gather(t, ids))
+        wants.append(table[ids])
+    big = np.arange(200_000, dtype=np.int64) % 1000          # 1.6 MB: uploaded outside the batch
+    outs.append(dmlgpu.gather(t, big))
+    wants.append(table[big])
+    big[:] = 0
+    for got, want in zip(outs, wants):
+        assert np.array_equal(got.numpy(), want)
+
+
+def test_queued_scatters_and_reductions(dev):
+    """Scatters (their claim scratch) and reductions (their sort scratch, freed after each call and reused by
+    the next one in the batch) queued back to back."""
+    rng = np.random.default_rng(2)
+    data = rng.standard_normal((300, 4)).astype(np.float32)
+    x = dmlgpu.tensor(data, device=dev)
+    want = data.copy()
+    for i in range(12):
+        idx = rng.integers(0, 300, (500, 1))
+        upd = rng.standard_normal((500, 4)).astype(np.float32)
+        red = ("none", "add", "max")[i % 3]
+        x = dmlgpu.scatter_nd(x, dmlgpu.tensor(idx, device=dev), dmlgpu.tensor(upd, device=dev), reduction=red)
+        want = reference.scatter_nd(want, idx, upd, reduction=red)
+    assert np.array_equal(x.numpy(), want)
+
+
+def test_layer1_and_recordings_see_queued_results(dev):
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    t = dmlgpu.tensor(table, device=dev)
+    ids = dmlgpu.tensor(np.array([9, 2, 4], np.int32), device=dev)
+    rows = dmlgpu.gather(t, ids)                     # queued
+    with dev.record() as rec:                        # reads what the queued call writes
+        again = dmlgpu.gather(rows, dmlgpu.tensor(np.array([2, 0], np.int32), device=dev))
+        rec.download(again)
+    assert np.array_equal(again.host, table[[4, 9]])
+    desc = dmlgpu.GatherDesc(dmlgpu.TensorDesc(dmlgpu.DataType.FLOAT32, [1, 1, 3, 4]),
+                             dmlgpu.TensorDesc(dmlgpu.DataType.INT32, [1, 1, 1, 1]),
+                             dmlgpu.TensorDesc(dmlgpu.DataType.FLOAT32, [1, 1, 1, 4]), axis=2,
+                             index_dimensions=1)
+    op = dev.compile(desc)
+    rows = dmlgpu.gather(t, ids)                     # queued again
+    out = dev.buffer(nbytes=16)
+    op.execute(input=rows.buffer, indices=dev.buffer(np.array([1], np.int32)), output=out)
+    assert np.array_equal(out.read().view(np.float32), table[2])
+
+
+def test_threads_share_the_queue(dev):
+    rng = np.random.default_rng(3)
+    perm = rng.permutation(777).astype(np.int32)
+    p = dmlgpu.tensor(perm, device=dev)
+    errors = []
+
+    def work(seed):
+        start = np.random.default_rng(seed).integers(0, 777, 64).astype(np.int32)
+        x = dmlgpu.tensor(start, device=dev)
+        for _ in range(150):
+            x = dmlgpu.gather(p, x)
+        if not np.array_equal(x.numpy(), _chain_reference(perm, start, 150)):
+            errors.append(seed)
+
+    run_in_threads(work)
+    assert errors == []
+
+
+def test_bad_input_raises_at_the_call_and_queued_work_completes(dev):
+    t = dmlgpu.tensor(np.arange(12, dtype=np.int32).reshape(4, 3), device=dev)
+    ids = dmlgpu.tensor(np.array([3, 1], np.int32), device=dev)
+    out = dmlgpu.gather(t, ids)
+    with pytest.raises(IndexError):
+        dmlgpu.gather(t, np.array([4]), mode="raise")
+    with pytest.raises(ValueError):
+        dmlgpu.gather_elements(t, ids)
+    assert out.numpy().tolist() == [[9, 10, 11], [3, 4, 5]]
+
+
+def test_empty_cache_with_queued_calls(dev):
+    t = dmlgpu.tensor(np.arange(100, dtype=np.int16), device=dev)
+    outs = []
+    for i in range(5):
+        outs.append(dmlgpu.gather(t, dmlgpu.tensor(np.array([i, 99 - i], np.int32), device=dev)))
+        del_me = dmlgpu.gather(t, dmlgpu.tensor(np.array([i], np.int32), device=dev))
+        del del_me                                   # a freed block the batch uses, destroyed below
+    dev.empty_cache()
+    assert [o.numpy().tolist() for o in outs] == [[i, 99 - i] for i in range(5)]
+
+
+# ---- the cache of planned calls ----
+
+def test_repeated_calls_skip_planning(dev, monkeypatch):
+    """The second call of a signature runs none of the validation and planning code: building, folding and
+    encoding index maps, making plans, and the checks of functions.py (what remains is moving the data)."""
+    table = np.arange(64, dtype=np.float32).reshape(16, 4)
+    t = dmlgpu.tensor(table, device=dev)
+    ids = dmlgpu.tensor(np.array([[3, 1]], np.int64), device=dev)
+    one = dmlgpu.tensor(np.ones(1, np.float32), device=dev)
+    two = dmlgpu.tensor(np.ones((1, 2), np.float32), device=dev)
+    calls = [lambda: dmlgpu.gather(t, ids, axis=0), lambda: dmlgpu.gather_nd(t, ids),
+             lambda: dmlgpu.gather_elements(t, ids, axis=1), lambda: dmlgpu.scatter_nd(t, ids, one),
+             lambda: dmlgpu.scatter_elements(t, ids, two, axis=1, reduction="add")]
+    planning = {("plan.py", "__init__"), ("plan.py", "make_plan"), ("reduction.py", "__init__"),
+                ("reduction.py", "nd"), ("reduction.py", "elements"), ("reduction.py", "check")}
+    planning |= {("index_map.py", f) for f in ("packed", "take_map", "elements_map", "nd_map", "copy_map",
+                                               "folded", "vectorized", "optimized", "params", "_magic",
+                                               "take_shape", "nd_shape")}
+    planning |= {("functions.py", f) for f in ("_axis", "_check_nd", "_check_elements_shapes", "_index_check",
+                                               "_self_copy", "build")}
+    for call in calls:
+        first = call().numpy()
+        seen = []
+
+        def profile(frame, event, arg):
+            if event == "call":
+                code = frame.f_code
+                seen.append((code.co_filename.rsplit("/", 1)[-1], code.co_name))
+
+        sys.setprofile(profile)
+        try:
+            second = call()
+        finally:
+            sys.setprofile(None)
+        assert np.array_equal(second.numpy(), first)
+        assert not planning & set(seen), seen
+
+
+def test_signatures_never_share_a_plan(dev):
+    """Calls that differ in any part of the signature (shape, dtype, axis, mode, reduction), interleaved,
+    each get their own plan and the right result."""
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 100, (6, 5)).astype(np.int32)
+    cases = [
+        lambda: (dmlgpu.gather(a, [1, 2]), np.take(a, [1, 2], 0)),
+        lambda: (dmlgpu.gather(a, [1, 2], axis=1), np.take(a, [1, 2], 1)),
+        lambda: (dmlgpu.gather(a, [1, 2], axis=-1), np.take(a, [1, 2], -1)),
+        lambda: (dmlgpu.gather(a, [1, 2, 3]), np.take(a, [1, 2, 3], 0)),
+        lambda: (dmlgpu.gather(a, np.array([1, 2], np.uint32)), np.take(a, [1, 2], 0)),
+        lambda: (dmlgpu.gather(a.astype(np.int64), [1, 2]), np.take(a.astype(np.int64), [1, 2], 0)),
+        lambda: (dmlgpu.gather(a.T.copy(), [1, 2]), np.take(a.T, [1, 2], 0)),
+        lambda: (dmlgpu.gather(a, [-1, 2], mode="raise"), np.take(a, [-1, 2], 0)),
+        lambda: (dmlgpu.scatter_elements(a, np.zeros((1, 5), np.int64), np.ones((1, 5), np.int32)),
+                 reference.scatter_elements(a, np.zeros((1, 5), np.int64), np.ones((1, 5), np.int32))),
+        lambda: (dmlgpu.scatter_elements(a, np.zeros((1, 5), np.int64), np.ones((1, 5), np.int32), reduction="add"),
+                 reference.scatter_elements(a, np.zeros((1, 5), np.int64), np.ones((1, 5), np.int32),
+                                                   reduction="add")),
+    ]
+    for _ in range(2):
+        for case in cases:
+            got, want = case()
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_cached_signatures_still_check_values_and_arguments(dev):
+    a = np.arange(10, dtype=np.int32)
+    assert dmlgpu.gather(a, [3], mode="raise", device=dev).tolist() == [3]
+    with pytest.raises(IndexError, match="index 10"):
+        dmlgpu.gather(a, [10], mode="raise", device=dev)      # same signature, a bad value
+    assert dmlgpu.gather(a, [2], axis=0, device=dev).tolist() == [2]
+    with pytest.raises(TypeError):
+        dmlgpu.gather(a, [2], axis=True, device=dev)          # equal to 1 as a key, but not an axis
+    with pytest.raises(ValueError):
+        dmlgpu.gather(a, [2], mode="wrap", device=dev)
+
+
+def test_the_cache_is_bounded(dev, monkeypatch):
+    monkeypatch.setattr(functions, "CALL_CACHE", 8)
+    a = np.arange(100, dtype=np.int8)
+    for n in range(1, 30):
+        assert dmlgpu.gather(a, np.arange(n), device=dev).tolist() == list(range(n))
+    assert len(dev._calls) <= 8
+
+
+def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
+    """A small NumPy-in/out call keeps its device buffers for the next call of its signature (which then
+    allocates nothing and submits the recorded command buffer again); new values go through them."""
+    a = np.arange(200, dtype=np.float32).reshape(50, 4)
+    dmlgpu.gather(a, [1, 2], device=dev)
+    allocations = dev.memory_stats()["device_allocations"]
+    replays = dict(dev._replays)
+    for i in range(20):
+        ids = np.array([i, 49 - i])
+        assert np.array_equal(dmlgpu.gather(a * i, ids, device=dev), (a * i)[ids])
+    assert dev.memory_stats()["device_allocations"] == allocations
+    assert any(dev._replays.get(k) is v for k, v in replays.items())
+    dev.empty_cache()
+    f, i, sel = np.ones((6, 4), np.float32), np.ones((6, 4), np.int32), np.array([1])
+    dmlgpu.gather(f, sel, device=dev), dmlgpu.gather(i, sel, device=dev)
+    assert functions._planned(dev, "gather", (f, sel), (0, "clamp"), None).plan is \
+        functions._planned(dev, "gather", (i, sel), (0, "clamp"), None).plan     # equal plans ...
+    assert len(dev._kept) == 2                                                    # ... two signatures
+    monkeypatch.setattr(functions, "KEEP_CALLS", 2)
+    for n in range(3, 8):
+        assert np.array_equal(dmlgpu.gather(a, np.arange(n), device=dev), a[:n])
+    assert len(dev._kept) <= 2
+    dev.empty_cache()
+    assert not dev._kept
