@@ -1,9 +1,9 @@
 """``python -m dmlgpu info`` lists the Vulkan devices; ``python -m dmlgpu demo`` runs the demo;
-``python -m dmlgpu bench [roundtrip | reductions] [options]`` runs the benchmark harness (dmlgpu.bench)."""
+``python -m dmlgpu bench [roundtrip | reductions | large] [options]`` runs the benchmark harness (dmlgpu.bench)."""
 import argparse
 import sys
 
-BENCH_SECTIONS = ("roundtrip", "reductions")    # python -m dmlgpu bench SECTION: dmlgpu.bench.SECTION.main
+BENCH_SECTIONS = ("roundtrip", "reductions", "large")    # python -m dmlgpu bench SECTION: dmlgpu.bench.SECTION.main
 
 
 def main(argv=None) -> int:

@@ -28,6 +28,7 @@ MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes
 P_RANK, P_TOTAL, P_K, P_FLAGS, P_TSTRIDE, P_UNITS = range(6)
 P_SHAPE, P_DENSE, P_DATA, P_INDEX, P_TDIM, P_TDATA, P_MAGIC, P_SHIFT = range(8, 8 + 8 * MAX_RANK, MAX_RANK)
 P_END = P_SHIFT + MAX_RANK    # kernels with parameters of their own put them from here on
+P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists start (Device._wide_params)
 PARAM_WORDS = P_END           # size of the index map's parameter block
 FLAG_SIGNED, FLAG_ROWS = 1, 4   # bits of P[P_FLAGS]
 UNITS = (16, 8, 4, 2, 1)
@@ -152,21 +153,29 @@ class IndexMap:
         variants): units narrower than 16 bytes, into a packed dense tensor."""
         return self.unit < 16 and self.dense_packed()
 
-    def params(self, signed_indices: bool, vec: int = 0, row_loop: bool = False) -> np.ndarray:
-        """The kernel's parameter words (uint32[PARAM_WORDS]); DeviceError if the map exceeds 32 bits.
-        ``vec`` (needs vec_ok()): a gather iterates over groups of ``vec`` bytes of its dense tensor.
-        ``row_loop`` (needs row_loop_ok()): a gather iterates over the rows of the innermost dimension,
-        moving each whole (FLAG_ROWS: fewer index decodes, for CPU devices, where an invocation is a SIMD
-        lane). Word P_TOTAL is the kernel's loop count in every case."""
+    def fits_32_bits(self) -> bool:
+        """True when the iteration count and every offset (dense, data and index tensors, in units) are under
+        2^32 - 1: the 32-bit kernels can run the map; else only the WIDE variants (params(wide=True))."""
+        last = [sum((d.size - 1) * getattr(d, t) for d in self.dims) for t in ("dense", "data", "index")]
+        last[1] += sum((n - 1) * t for n, t in self.tuple_dims)
+        last[2] += (len(self.tuple_dims) - 1) * self.tuple_stride if self.tuple_dims else 0
+        return max([self.count] + last) < _U32 - 1
+
+    def params(self, signed_indices: bool, vec: int = 0, row_loop: bool = False, wide: bool = False) -> np.ndarray:
+        """The kernel's parameter words (uint32[PARAM_WORDS]; with ``wide``, the WIDE variants' uint64 words,
+        the same layout); DeviceError if the map needs 64 bits (fits_32_bits()) and ``wide`` is not given.
+        ``vec`` (needs vec_ok(); not with ``wide``): a gather iterates over groups of ``vec`` bytes of its
+        dense tensor. ``row_loop`` (needs row_loop_ok()): a gather iterates over the rows of the innermost
+        dimension, moving each whole (FLAG_ROWS: fewer index decodes, for CPU devices, where an invocation is
+        a SIMD lane). Word P_TOTAL is the kernel's loop count in every case."""
         if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
             raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
                               f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
         count = self.count
-        last_data = sum((d.size - 1) * d.data for d in self.dims) + sum((n - 1) * t for n, t in self.tuple_dims)
-        last_dense = sum((d.size - 1) * d.dense for d in self.dims)
-        if count >= _U32 - 1 or last_data >= _U32 or last_dense >= _U32:
-            raise DeviceError("the operation addresses 2^32 or more units of a tensor; split it into smaller ones")
-        p = np.zeros(PARAM_WORDS, dtype=np.uint32)
+        if not wide and not self.fits_32_bits():
+            raise DeviceError("the operation addresses 2^32 or more units of a tensor: it needs the large-tensor "
+                              "kernels (params(wide=True))")
+        p = np.zeros(PARAM_WORDS, dtype=np.uint64 if wide else np.uint32)
         p[P_RANK] = sum(d.size > 1 for d in self.dims)
         p[P_TOTAL] = p[P_UNITS] = count
         p[P_K], p[P_TSTRIDE] = len(self.tuple_dims), self.tuple_stride
@@ -180,7 +189,8 @@ class IndexMap:
             p[P_FLAGS] |= FLAG_ROWS
         for i, d in enumerate(d for d in self.dims if d.size > 1):   # size-1 dimensions add nothing
             p[P_SHAPE + i], p[P_DENSE + i], p[P_DATA + i], p[P_INDEX + i] = d
-            p[P_MAGIC + i], p[P_SHIFT + i] = magic(d.size)
+            if d.size < _U32:     # WIDE kernels divide by sizes of 2^32 and more in 64 bits (magic 0)
+                p[P_MAGIC + i], p[P_SHIFT + i] = magic(d.size)
         for k, (n, t) in enumerate(self.tuple_dims):
             p[P_TDIM + k], p[P_TDATA + k] = n, t
         return p

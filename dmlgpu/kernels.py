@@ -32,6 +32,9 @@ RADIX_SCAN_BLOCK = RADIX_SCAN_ITEMS * WORKGROUP_SIZE  # radix.glsl's SCAN_BLOCK
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 
 
+WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the WIDE variants need
+
+
 def vec_sizes(unit: int) -> tuple:
     """Bytes of a packed dense tensor that a VEC gather of ``unit``-byte units writes per iteration: a word
     for 1- and 2-byte units (16 bytes of them measured 1.1-1.3x slower on an H200: 16 serial units per
@@ -39,15 +42,18 @@ def vec_sizes(unit: int) -> tuple:
     return (4,) if unit < 4 else (16,) if unit < 16 else ()
 
 
-def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None) -> str:
+def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None,
+            wide: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
     unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
-    bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None)."""
+    bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None).
+    ``wide``: the large-tensor variant (units.glsl's WIDE: 64-bit offsets, tensors held in several blocks
+    reached through device addresses; no ``vec``)."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8)
     if vec:
-        assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1)
+        assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1) and not wide
         return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}"
-    return f"{kernel}_u{unit}_i{index_bytes * 8}"
+    return f"{kernel}_u{unit}_i{index_bytes * 8}" + ("_wide" if wide else "")
 
 
 def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
@@ -81,15 +87,16 @@ def keys_variant(index_bytes: int, values: int = 0) -> str:
     return f"reduce_keys{f'_v{values}' if values else ''}_i{index_bytes * 8}"
 
 
-def atomic_variant(kind: str, op: str, index_bytes: int) -> str | None:
+def atomic_variant(kind: str, op: str, index_bytes: int, wide: bool = False) -> str | None:
     """File stem of the 32-bit atomic scatter reduction (shaders/scatter_atomic.comp) for integers of ``kind``
-    ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign."""
+    ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign.
+    ``wide``: the large-tensor variant (see variant())."""
     if kind == "i" and op == "add":
         kind = "u"
     if (kind, op) not in ATOMIC_REDUCTIONS:
         return None
     assert index_bytes in (4, 8)
-    return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}"
+    return f"scatter_atomic_{kind}32_{op}_i{index_bytes * 8}" + ("_wide" if wide else "")
 
 
 def _has_blocks(name: str) -> bool:
@@ -138,6 +145,8 @@ def _table() -> dict[str, tuple[str, dict]]:
         for unit in UNITS:
             for index_bytes in (4, 8):
                 add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
+                add(variant(kernel, unit, index_bytes, wide=True), f"{kernel}.comp", UNIT=unit,
+                    IDX64=index_bytes // 8, WIDE=1)
     for index_bytes in (4, 8):
         claim, _, clear = row_claim_variants(4, index_bytes)
         add(claim, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1)
@@ -185,8 +194,9 @@ def _table() -> dict[str, tuple[str, dict]]:
     # order-free 32-bit integer reductions by atomics
     for index_bytes in (4, 8):
         for kind, op in sorted(ATOMIC_REDUCTIONS):
-            add(atomic_variant(kind, op, index_bytes), "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
-                SIGNED=int(kind == "i"), IDX64=index_bytes // 8)
+            for wide in (False, True):
+                add(atomic_variant(kind, op, index_bytes, wide), "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
+                    SIGNED=int(kind == "i"), IDX64=index_bytes // 8, **({"WIDE": 1} if wide else {}))
     return table
 
 

@@ -7,8 +7,11 @@ import functools
 import numpy as np
 
 from . import kernels
+from .errors import DeviceError
 from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
 from .runtime import Buffer, Device, Dispatch
+
+_U32 = 2**32
 
 
 class Plan:
@@ -25,15 +28,52 @@ class Plan:
         raise NotImplementedError
 
 
+def needs_wide(device: Device, index_map: IndexMap, *buffers) -> bool:
+    """True when a dispatch of ``index_map`` on these buffers (None: absent) needs the WIDE kernel variants
+    (kernels.variant(wide=True)): a buffer is held in several blocks, or the map needs 64 bits. DeviceError,
+    before any GPU work, when the device lacks their features."""
+    wide = not index_map.fits_32_bits() or any(b is not None and b.chunked for b in buffers)
+    if wide and not kernels.WIDE_FEATURES <= device.features:
+        raise DeviceError(f"this operation has tensors larger than one buffer of {device.info.name} "
+                          f"({device.max_block} bytes) or 2^32 units, which needs the device features "
+                          f"{', '.join(sorted(kernels.WIDE_FEATURES - device.features))} that it lacks; split it "
+                          f"into smaller ones")
+    return wide
+
+
+def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
+    """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
+    ``slots`` (units.glsl's SLOT_* order: indices, data, dense, owner; None: absent)."""
+    return device._params(np.concatenate([words, device._block_table(slots, len(words))]))
+
+
+def _chunked(*buffers) -> bool:
+    return any(b is not None and b.chunked for b in buffers)
+
+
+def _sizes(*buffers) -> tuple:
+    """The sizes of the distinct buffers (None: absent)."""
+    return tuple(b.nbytes for b in {id(b): b for b in buffers if b is not None}.values())
+
+
 class _MapPlan(Plan):
     """A plan of one index map: ``index_dtype`` is the indices' NumPy dtype (its width picks the kernel; its
-    sign, wrapping)."""
+    sign, wrapping). Maps that need 64 bits run only in the WIDE variants; the others in the 32-bit ones
+    unless a buffer is held in several blocks."""
 
     def __init__(self, index_map: IndexMap, index_dtype):
         index_dtype = np.dtype(index_dtype)
         self.map = index_map.optimized()
         self.signed = index_dtype.kind == "i"
         self.index_bytes = index_dtype.itemsize
+        self.narrow = self.map.fits_32_bits()
+        self._wide_words: dict = {}         # params() arguments -> WIDE words, made on first use
+
+    def wide_words(self, **kwargs) -> np.ndarray:
+        key = tuple(sorted(kwargs.items()))
+        if key not in self._wide_words:
+            self._wide_words[key] = self.map.params(self.signed, wide=True, **kwargs)
+        return self._wide_words[key]
 
 
 class GatherPlan(_MapPlan):
@@ -44,9 +84,10 @@ class GatherPlan(_MapPlan):
     def __init__(self, index_map: IndexMap, index_dtype):
         super().__init__(index_map, index_dtype)
         self.vec = vec_bytes(self.map)
-        self.words = self.map.params(self.signed, vec=self.vec)   # DeviceError if over 32 bits
+        self.words = self.map.params(self.signed, vec=self.vec) if self.narrow else None
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
-        self.row_words = self.map.params(self.signed, row_loop=True) if self.map.row_loop_ok() else None
+        self.row_words = self.map.params(self.signed, row_loop=True) if self.narrow and self.map.row_loop_ok() \
+            else None
         self.empty = not self.map.count
         # the kernel of each VEC width the words may ask for (0: no VEC), named once
         k = len(self.map.tuple_dims) if self.vec and len(self.map.tuple_dims) == 1 else None
@@ -59,10 +100,20 @@ class GatherPlan(_MapPlan):
             return self.row_words, 0
         return self.words, self.vec
 
+    def _words_wide(self, device: Device) -> np.ndarray:
+        """The WIDE variant's parameter words for this device."""
+        return self.wide_words(row_loop=self.map.row_loop_ok() and device.info.type == "CPU")
+
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         if self.empty:
             return [], []
+        if needs_wide(device, self.map, indices, input, output):
+            words = self._words_wide(device)
+            params, fresh = wide_params(device, words, indices, input, output, None)
+            return ([Dispatch(kernels.variant("gather", self.map.unit, self.index_bytes, wide=True),
+                              (params, indices, input, output), int(words[P_TOTAL]), wide=True)],
+                    [params] if fresh else [])
         words, vec = self._words(device)
         params, fresh = device._params(words)
         return ([Dispatch(self.kernels[vec], (params, indices, input, output), int(words[P_TOTAL]))],
@@ -77,19 +128,22 @@ class ScatterPlan(_MapPlan):
     buffer), then every update claims its target and the last claim writes. Where the updates are whole
     rows (an innermost dimension contiguous in updates and output, not indexed) whose targets either
     coincide or are disjoint (every other output stride a multiple of the row), each row claims its target
-    row once (one claim word per row, ROWS variants), and a last pass clears the claims."""
+    row once (one claim word per row, ROWS variants), and a last pass clears the claims. Tensors held in
+    several blocks, or maps past 32 bits, take the WIDE claim-and-write variants (claims per unit)."""
 
     output_from_input = True
 
     def __init__(self, index_map: IndexMap, index_dtype, copy_map: IndexMap):
         super().__init__(index_map, index_dtype)
-        self.words = self.map.params(self.signed)                  # DeviceError if over 32 bits
-        self.copy = copy_map.optimized()
-        self.copy_words = copy_words(self.copy)
+        if self.map.count >= _U32 - 1:
+            raise DeviceError(f"a scatter of {self.map.count} update units: its claims are 32-bit, so at most "
+                              f"2^32 - 2 units; split it into smaller ones")
+        self.words = self.map.params(self.signed) if self.narrow else None
+        self.copy = CopyPlan(copy_map)
         self.row_words = None
         m = self.map
         inner = m.dims[-1] if m.dims else None
-        if inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size > 1:
+        if self.narrow and inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size > 1:
             strides = [d.data for d in m.dims[:-1] if d.size > 1] + [t for n, t in m.tuple_dims if n > 1]
             if all(s % inner.size == 0 for s in strides):
                 shift = min(((s & -s).bit_length() - 1 for s in strides if s), default=0)
@@ -105,29 +159,47 @@ class ScatterPlan(_MapPlan):
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         """The claims, then the copy (independent of the claims: they may overlap), then the winners write
         (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
-        pairs = [device._params(self.words), device._params(self.copy_words)]
+        m = self.map
+        beside = _sizes(input, indices, output, updates)
+        units = -(-output.nbytes // m.unit)
+        wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
+        if m.count and not wide:
+            owner = device._owner_scratch(self.owner_words if self.row_words is not None else units, beside=beside)
+            wide = owner.chunked                          # (claim scratch held in several blocks)
+        if wide:
+            owner = device._owner_scratch(units, beside=beside)
+            needs_wide(device, m, indices, output, updates, owner)
+            params, fresh = wide_params(device, self.wide_words(), indices, output, updates, owner)
+            uploads = [params] if fresh else []
+            scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes, wide=True),
+                                (params, indices, output, updates, owner), m.count, wide=True)
+                       for kernel in ("scatter_claim", "scatter_write")]
+            return self._with_copy(device, input, output, scatter, uploads)
+        pairs = [device._params(self.words)] if m.count else []
         if self.row_words is not None:
             pairs.append(device._params(self.row_words))
         params, uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
-        m, out = self.map, []
         if not m.count:
             scatter = []
         elif self.row_words is None:
-            owner = device._owner_scratch(-(-output.nbytes // m.unit))
             scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
                                 (params[0], indices, output, updates, owner), m.count)
                        for kernel in ("scatter_claim", "scatter_write")]
         else:
-            owner = device._owner_scratch(self.owner_words)
             rows = int(self.row_words[P_TOTAL])
             claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
-            scatter = [Dispatch(claim, (params[2], indices, output, updates, owner), rows),
+            scatter = [Dispatch(claim, (params[1], indices, output, updates, owner), rows),
                        Dispatch(write, (params[0], indices, output, updates, owner), m.count),
-                       Dispatch(clear, (params[2], indices, output, updates, owner), rows)]
-        out += scatter[:1]
-        if input is not output and self.copy.count:
-            out.append(copy_dispatch(device, self.copy, self.copy_words, params[1], input, output,
-                                     barrier=not out))
+                       Dispatch(clear, (params[1], indices, output, updates, owner), rows)]
+        return self._with_copy(device, input, output, scatter, uploads)
+
+    def _with_copy(self, device, input, output, scatter, uploads) -> tuple[list, list]:
+        """The first scatter pass, then the copy (independent of it: they may overlap), then the others."""
+        out = scatter[:1]
+        if input is not output and self.copy.map.count:
+            copy, copy_uploads = self.copy.dispatch(device, input, output, barrier=not out)
+            out.append(copy)
+            uploads = uploads + copy_uploads
         return out + scatter[1:], uploads
 
 
@@ -145,7 +217,8 @@ class ScatterLinesPlan(Plan):
 
     output_from_input = True
 
-    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap):
+    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: Plan):
+        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks
         index_dtype = np.dtype(index_dtype)
         m, n = axis[0], axis[3]
         assert n <= kernels.LINE_CLAIM_WORDS
@@ -158,16 +231,19 @@ class ScatterLinesPlan(Plan):
             self.words[P_LINE_MAGIC], self.words[P_LINE_SHIFT] = magic(m)
         self.kernel = kernels.lines_variant(lines.unit, index_dtype.itemsize)
         self.groups = -(-lines.count // group)
-        self.copy = copy_map.optimized()
-        self.copy_words = copy_words(self.copy)
+        self.copy = CopyPlan(copy_map)
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        pairs = [device._params(self.words), device._params(self.copy_words)]
-        (params, copy_params), uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
-        out = []
-        if input is not output and self.copy.count:
-            out.append(copy_dispatch(device, self.copy, self.copy_words, copy_params, input, output))
+        if _chunked(input, indices, output, updates):
+            return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
+                                            take=take)
+        params, fresh = device._params(self.words)
+        out, uploads = [], [params] if fresh else []
+        if input is not output and self.copy.map.count:
+            copy, copy_uploads = self.copy.dispatch(device, input, output)
+            out.append(copy)
+            uploads += copy_uploads
         out.append(Dispatch(self.kernel, (params, indices, output, updates), self.groups * kernels.WORKGROUP_SIZE))
         return out, uploads
 
@@ -177,9 +253,10 @@ def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: in
     """SCATTER_ELEMENTS (reduction "none") of these layouts (as index_map.elements_map takes them): the
     one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
     the claim-and-write ScatterPlan."""
-    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint():
-        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map)
-    return ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map)
+    plan = ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map)
+    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow:
+        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map, plan)
+    return plan
 
 
 @functools.lru_cache(maxsize=1024)
@@ -197,14 +274,27 @@ def vec_bytes(m: IndexMap) -> int:
     return kernels.vec_sizes(m.unit)[0]
 
 
-def copy_words(copy: IndexMap) -> np.ndarray:
-    """The parameter words of a strided copy (an optimized copy map: tuple size 0)."""
-    return copy.params(False, vec=vec_bytes(copy))
+class CopyPlan:
+    """The strided copy input -> output of a copy map (the gather kernel with tuple size 0; VEC where it fits,
+    WIDE where a buffer is held in several blocks or the map needs 64 bits)."""
 
+    def __init__(self, copy_map: IndexMap):
+        self.map = copy_map.optimized()
+        self.narrow = self.map.fits_32_bits()
+        self.vec = vec_bytes(self.map)
+        self.words = self.map.params(False, vec=self.vec) if self.narrow else None
+        self.wide_words = None
 
-def copy_dispatch(device: Device, copy: IndexMap, words: np.ndarray, params: Buffer, input: Buffer, output: Buffer,
-                  barrier: bool = True) -> Dispatch:
-    """The strided copy input -> output (the gather kernel with tuple size 0) of an optimized copy map and
-    its parameter words ``words`` (copy_words()), held by ``params``."""
-    return Dispatch(kernels.variant("gather", copy.unit, 4, vec_bytes(copy)), (params, device._dummy, input, output),
-                    int(words[P_TOTAL]), barrier=barrier)
+    def dispatch(self, device: Device, input: Buffer, output: Buffer, barrier: bool = True) -> tuple[Dispatch, list]:
+        """(the copy's dispatch, [its parameter buffer] if it must be uploaded first, else [])."""
+        if needs_wide(device, self.map, input, output):
+            if self.wide_words is None:
+                self.wide_words = self.map.params(False, wide=True)
+            params, fresh = wide_params(device, self.wide_words, None, input, output, None)
+            d = Dispatch(kernels.variant("gather", self.map.unit, 4, wide=True), (params, device._dummy, input, output),
+                         int(self.wide_words[P_TOTAL]), barrier=barrier, wide=True)
+        else:
+            params, fresh = device._params(self.words)
+            d = Dispatch(kernels.variant("gather", self.map.unit, 4, self.vec), (params, device._dummy, input, output),
+                         int(self.words[P_TOTAL]), barrier=barrier)
+        return d, [params] if fresh else []

@@ -111,16 +111,18 @@ at 8 elements per row, and three times as long at 64.
 Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
 plus one per block of 4096 counts), and the levels' (above), taken from the device's scratch (Device._take) and given back by the
 caller after the run.
-Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within
-maxStorageBufferRange.
+Limits (DeviceError before any GPU work): n * m < 2^32 - 1, offsets below 2^32, 4 n bytes within one block
+(Device.max_block: maxStorageBufferRange and the allocation limits), and no operand held in several blocks
+(tensors past one block: only the order-free reductions, in the wide atomic variants).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import kernels
+from .errors import DeviceError
 from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
-from .plan import Plan, copy_dispatch, copy_words
+from .plan import CopyPlan, Plan, needs_wide, wide_params
 from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")
@@ -188,10 +190,11 @@ class ReducePlan(Plan):
         self.reduction = reduction
         self.kernel = kernel_for(dtype, reduction)
         signed, index_bytes = index_dtype.kind == "i", index_dtype.itemsize
-        self.copy = copy.optimized() if copy is not None else None
-        self.copy_words = copy_words(self.copy) if self.copy is not None else None
+        self.signed = signed
+        self.copy = CopyPlan(copy) if copy is not None else None
         full = scatter_map.folded()                       # element-wise arithmetic: no wider units
-        self.full_words = full.params(signed)             # DeviceError if it does not fit 32 bits
+        self.full_map = full
+        self.full_words = full.params(signed) if full.fits_32_bits() else None
         elem = scatter_map.unit
         row_map = IndexMap(scatter_map.dims[:rows], scatter_map.tuple_dims, scatter_map.tuple_stride, elem).folded()
         slice_map = IndexMap(scatter_map.dims[rows:], (), 0, elem).folded()
@@ -199,6 +202,11 @@ class ReducePlan(Plan):
         self.atomic = (kernels.atomic_variant(dtype.kind, reduction, index_bytes)
                        if dtype.kind in "iu" and dtype.itemsize == 4 and self.slice_count < ATOMIC_MAX_SLICE
                        else None)
+        self.atomic_wide = self.atomic and kernels.atomic_variant(dtype.kind, reduction, index_bytes, True)
+        if self.full_words is None and self.atomic is None:
+            raise DeviceError("this scatter reduction addresses 2^32 or more elements: only the order-free 32-bit "
+                              "integer ones (add, min, max over rows of fewer than 8 elements) run at that size; "
+                              "split it into smaller ones")
         self.level_words, self.part_words = [], 2 if dtype.itemsize == 8 else 1   # words per element
         if self.atomic is not None:
             return
@@ -268,7 +276,8 @@ class ReducePlan(Plan):
                    take) -> tuple[list, list]:
         """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)``
         gives scratch buffers (Device._take); the caller gives them back once the dispatches have run.
-        DeviceError, before any GPU work, if the scratch exceeds the device's maxStorageBufferRange."""
+        DeviceError, before any GPU work, if the scratch exceeds one block (Device.max_block) or an operand is
+        held in several blocks (only the order-free reductions address those)."""
         out, uploads = [], []
 
         def params(words):
@@ -280,12 +289,29 @@ class ReducePlan(Plan):
         if self.atomic is None:
             hist_bytes = 4 * (kernels.RADIX * self.tiles + self.blocks)
             device._check_sizes(4 * self.rows, hist_bytes if self.pass_words else 0)
-        if self.copy is not None and input is not output and self.copy.count:
-            out.append(copy_dispatch(device, self.copy, self.copy_words, params(self.copy_words), input,
-                                     output))
+            scratch = max(4 * self.rows, hist_bytes if self.pass_words else 0)
+            if scratch > device._whole_max:
+                raise DeviceError(f"this scatter reduction sorts {self.rows} update rows: its scratch buffers of "
+                                  f"{scratch} bytes exceed one buffer of {device.info.name} ({device._whole_max} "
+                                  f"bytes); split it into smaller ones")
+        if self.atomic is None and any(b.chunked for b in (input, indices, output, updates)):
+            raise DeviceError(f"this scatter reduction has a tensor larger than one buffer of {device.info.name} "
+                              f"({device.max_block} bytes): only the order-free 32-bit integer ones (add, min, "
+                              f"max over rows of fewer than 8 elements) run on such tensors; split it into smaller "
+                              f"ones")
+        if self.copy is not None and input is not output and self.copy.map.count:
+            copy, copy_uploads = self.copy.dispatch(device, input, output)
+            out.append(copy)
+            uploads += copy_uploads
         if self.atomic is not None:
-            out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
-                                int(self.full_words[P_TOTAL])))
+            if needs_wide(device, self.full_map, indices, output, updates):
+                words = self.full_map.params(self.signed, wide=True)
+                p, fresh = wide_params(device, words, indices, output, updates, None)
+                uploads += [p] if fresh else []
+                out.append(Dispatch(self.atomic_wide, (p, indices, output, updates), int(words[P_TOTAL]), wide=True))
+            else:
+                out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
+                                    int(self.full_words[P_TOTAL])))
             return out, uploads
         keys, rows = take(4 * self.rows), take(4 * self.rows)
         out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows)

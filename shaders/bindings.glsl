@@ -1,7 +1,11 @@
 // The buffers every kernel is given, in this order (dmlgpu/runtime.py binds them so):
 // 0 params, 1 indices, 2 data tensor, 3 dense tensor, 4 owner scratch (scatter only).
 #include "workgroup.glsl"
+#if WIDE
+layout(std430, binding = 0) restrict readonly buffer Params { uint64_t P[]; };  // index_map.glsl's words
+#else
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
+#endif
 #if IDX64
 layout(std430, binding = 1) restrict readonly buffer Indices { uvec2 IDX[]; };  // one 64-bit load per index
 #else

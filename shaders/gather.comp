@@ -6,7 +6,7 @@
 // (VEC: 4 or 16), its VEC / UNIT units decoded once and then stepped along the innermost dimension
 // (index_map.glsl's advance), their index loads, then their data loads, then the one store. TUPLE_K: the
 // tuple size fixed (index_map.glsl's data_offset). Else one unit per iteration, or (FLAG_ROWS, CPU
-// devices) one row of the innermost dimension per iteration.
+// devices) one row of the innermost dimension per iteration. WIDE (units.glsl): no VEC.
 #include "units.glsl"
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict readonly buffer Data { UNIT_T DATA[]; };
@@ -76,13 +76,13 @@ void process(uint w) {
 #endif
 }
 #else
-void process(uint i) {
+void process(OFF_T i) {
 #if UNIT >= 4
     if ((P[P_FLAGS] & FLAG_ROWS) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
-        uint n = P[P_SHAPE + P[P_RANK] - 1u];
+        uint n = uint(P[P_SHAPE + uint(P[P_RANK]) - 1u]);
         Offsets o = map_offsets(i * n);
         for (uint j = 0u; j < n; ++j)
-            DENSE[o.dense + j] = DATA[o.data + j];
+            UNIT_AT(DENSE, o.dense + j) = UNIT_AT(DATA, o.data + j);
         return;
     }
 #endif

@@ -7,7 +7,12 @@
 // the "data" tensor is the one addressed through the indices (gather: input; scatter: output).
 // All offsets are in units of UNIT bytes; index offsets in index elements.
 //
-// Needs: IDX64 (0/1), and the buffers P[] (params) and IDX[] (indices: uvec2[] when IDX64, else uint[]).
+// Needs: IDX64 (0/1), WIDE (0/1: units.glsl), and the buffers P[] (params: uint64_t[] when WIDE, else uint[])
+// and IDX[] (indices: uvec2[] when IDX64, else uint[]; reached through its block addresses when WIDE).
+
+#ifndef OFF_T
+#define OFF_T uint          // offsets and iteration numbers (units.glsl: uint64_t in WIDE variants)
+#endif
 
 const uint P_RANK = 0u;     // iteration dimensions after folding, 0..8
 const uint P_TOTAL = 1u;    // iterations of the kernel's loop (units of the dense tensor, or groups or rows of them)
@@ -24,6 +29,9 @@ const uint P_TDATA = 48u;   // [8] data-tensor stride of that dimension
 const uint P_MAGIC = 56u;   // [8] magic multiplier of iteration size d (sizes are >= 2 after folding) ...
 const uint P_SHIFT = 64u;   // [8] ... and its shift l = ceil(log2(size)): see divide()
 const uint P_END = 72u;     // kernels with parameters of their own put them from here on
+const uint P_BLOCKS = P_END; // WIDE: per tensor slot (units.glsl's SLOT_*), words 2 slot and 2 slot + 1: the log2
+                             // of its block size in bytes (63: one block) and the word where the list of its
+                             // blocks' device addresses starts (written by dmlgpu/runtime/device.py)
 const uint FLAG_SIGNED = 1u;  // indices are of a signed type
 const uint FLAG_ROWS = 4u;    // gather moving whole rows of the innermost dimension, one per iteration
 
@@ -34,6 +42,35 @@ uint divide(uint i, uint m, uint l) {
     return (hi + ((i - hi) >> 1u)) >> (l - 1u);
 }
 
+#if WIDE
+// The device address of byte ``at`` of the tensor in ``slot``.
+uint64_t address(uint slot, uint64_t at) {
+    uint64_t shift = P[P_BLOCKS + 2u * slot];
+    return P[uint(P[P_BLOCKS + 2u * slot + 1u] + (at >> shift))] + (at & ((uint64_t(1) << shift) - 1u));
+}
+
+// i / size of iteration dimension d: 32-bit (as below) while both fit, else a 64-bit division.
+uint64_t divide_dim(uint64_t i, uint d) {
+    uint64_t n = P[P_SHAPE + d];
+    if ((i >> 32u) == 0u && P[P_MAGIC + d] != 0u)    // the host writes magic 0 for sizes of 2^32 and more
+        return divide(uint(i), uint(P[P_MAGIC + d]), uint(P[P_SHIFT + d]));
+    return i / n;
+}
+
+// An index as a 64-bit two's complement value, resolved into [0, dim): negative values of signed types count
+// from the end, then anything outside is clamped.
+uint64_t read_index(uint64_t pos, uint64_t dim, bool is_signed) {
+#if IDX64
+    uint64_t v = Word64Ref(address(SLOT_IDX, pos * 8u)).v;
+#else
+    uint64_t v = is_signed ? uint64_t(int64_t(IntRef(address(SLOT_IDX, pos * 4u)).v))
+                           : uint64_t(WordRef(address(SLOT_IDX, pos * 4u)).v);
+#endif
+    if (is_signed && int64_t(v) < 0)
+        return v >= 0u - dim ? v + dim : 0u;     // value v - 2^64 is in [-dim, -1]
+    return v >= dim ? dim - 1u : v;
+}
+#else
 // An index given as a 64-bit two's complement (hi:lo) value, resolved into [0, dim):
 // negative values of signed types count from the end, then anything outside is clamped.
 uint resolve_index(uint lo, uint hi, uint dim, bool is_signed) {
@@ -55,29 +92,34 @@ uint read_index(uint pos, uint dim, bool is_signed) {
     return resolve_index(lo, hi, dim, is_signed);
 }
 
+uint divide_dim(uint i, uint d) {
+    return divide(i, P[P_MAGIC + d], P[P_SHIFT + d]);
+}
+#endif
+
 struct Offsets {
-    uint dense;
-    uint data;
+    OFF_T dense;
+    OFF_T data;
 };
 
 // Iteration i decoded: its dense offset, the directly mapped part of its data offset, its index offset,
 // and its coordinate in the innermost dimension (rank >= 1). The outermost coordinate is what is left of
 // i after the inner ones: no division for it (i < P_TOTAL units, so it is below that dimension's size).
 struct Position {
-    uint dense;
-    uint data;
-    uint index;
-    uint inner;
+    OFF_T dense;
+    OFF_T data;
+    OFF_T index;
+    OFF_T inner;
 };
 
-Position locate(uint i) {
+Position locate(OFF_T i) {
     Position p = Position(0u, 0u, 0u, 0u);
-    uint rank = P[P_RANK];
+    uint rank = uint(P[P_RANK]);
     for (uint d = rank; d > 0u;) {
         --d;
-        uint c = i;
+        OFF_T c = i;
         if (d > 0u) {
-            uint q = divide(i, P[P_MAGIC + d], P[P_SHIFT + d]);
+            OFF_T q = divide_dim(i, d);
             c = i - q * P[P_SHAPE + d];
             i = q;
         }
@@ -92,8 +134,8 @@ Position locate(uint i) {
 
 // p (the position of iteration i - 1) becomes that of iteration i: one step along the innermost
 // dimension, or a new decode where it wraps.
-void advance(inout Position p, uint i) {
-    uint d = P[P_RANK] - 1u;
+void advance(inout Position p, OFF_T i) {
+    uint d = uint(P[P_RANK]) - 1u;
     if (++p.inner < P[P_SHAPE + d]) {
         p.dense += P[P_DENSE + d];
         p.data += P[P_DATA + d];
@@ -106,21 +148,21 @@ void advance(inout Position p, uint i) {
 // The data offset of a position: its direct part plus each index of its tuple times its data stride.
 // TUPLE_K (a define, where a variant has one): the tuple size fixed at compile time, so that the loop
 // unrolls and a kernel's index loads for several units can all be in flight at once.
-uint data_offset(Position p) {
-    uint data = p.data;
+OFF_T data_offset(Position p) {
+    OFF_T data = p.data;
 #ifdef TUPLE_K
     const uint k_count = TUPLE_K;
 #else
-    uint k_count = P[P_K];
+    uint k_count = uint(P[P_K]);
 #endif
     bool is_signed = (P[P_FLAGS] & FLAG_SIGNED) != 0u;
-    uint tstride = P[P_TSTRIDE];
+    OFF_T tstride = P[P_TSTRIDE];
     for (uint k = 0u; k < k_count; ++k)
         data += read_index(p.index + k * tstride, P[P_TDIM + k], is_signed) * P[P_TDATA + k];
     return data;
 }
 
-Offsets map_offsets(uint i) {
+Offsets map_offsets(OFF_T i) {
     Position p = locate(i);
     return Offsets(p.dense, data_offset(p));
 }

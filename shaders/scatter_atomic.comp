@@ -9,20 +9,27 @@
 #include "bindings.glsl"
 #if SIGNED
 #define VALUE_T int
+#define VALUE_AT(ARR, off) INT_AT(ARR, off)
 #else
 #define VALUE_T uint
+#define VALUE_AT(ARR, off) WORD_AT(ARR, off)
+#endif
+#if WIDE
+#define INT_AT(ARR, off) IntRef(address(SLOT_##ARR, uint64_t(off) * 4u)).v
+#else
+#define INT_AT(ARR, off) ARR[off]
 #endif
 layout(std430, binding = 2) restrict buffer Data { VALUE_T DATA[]; };
 layout(std430, binding = 3) restrict readonly buffer Dense { VALUE_T DENSE[]; };
 #include "index_map.glsl"
-void process(uint i) {
+void process(OFF_T i) {
     Offsets o = map_offsets(i);
 #if OP == 0
-    atomicAdd(DATA[o.data], DENSE[o.dense]);
+    atomicAdd(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
 #elif OP == 2
-    atomicMin(DATA[o.data], DENSE[o.dense]);
+    atomicMin(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
 #else
-    atomicMax(DATA[o.data], DENSE[o.dense]);
+    atomicMax(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
 #endif
 }
 #include "grid_loop.glsl"

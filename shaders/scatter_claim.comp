@@ -23,8 +23,8 @@ void process(uint r) {
 #endif
 }
 #else
-void process(uint i) {
-    atomicMax(OWNER[map_offsets(i).data], i + 1u);
+void process(OFF_T i) {
+    atomicMax(WORD_AT(OWNER, map_offsets(i).data), uint(i) + 1u);   // the host keeps counts under 2^32 - 1
 }
 #endif
 #include "grid_loop.glsl"

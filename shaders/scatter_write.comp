@@ -21,11 +21,11 @@ void process(uint i) {
         STORE_UNIT(DATA, data, LOAD_UNIT(DENSE, p.dense));
 }
 #else
-void process(uint i) {
+void process(OFF_T i) {
     Offsets o = map_offsets(i);
-    if (OWNER[o.data] == i + 1u) {
+    if (WORD_AT(OWNER, o.data) == uint(i) + 1u) {
         STORE_UNIT(DATA, o.data, LOAD_UNIT(DENSE, o.dense));
-        OWNER[o.data] = 0u;
+        WORD_AT(OWNER, o.data) = 0u;
     }
 }
 #endif

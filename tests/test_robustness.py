@@ -149,19 +149,20 @@ def test_guard_words_untouched_through_layer2_tensors_with_8_byte_data(guarded_d
 
 # ---- limits ----
 
-def test_tensor_larger_than_the_device_limit_is_refused_before_any_gpu_work(device, monkeypatch):
-    limit = device.info.max_storage_buffer_range
-    rows = limit // 4096 + 1                       # rows of 4 KiB: one more than fits
+def test_tensor_larger_than_the_device_memory_is_refused_before_any_gpu_work(device, monkeypatch):
+    limit = device.memory_capacity
+    rows = limit // 4096 + 1                       # rows of 4 KiB: one more than the device holds
     calls = []
     monkeypatch.setattr(device, "_run", lambda *a, **k: calls.append(a))
-    with pytest.raises(dmlgpu.DeviceError, match="maxStorageBufferRange"):
+    with pytest.raises(dmlgpu.DeviceError, match=rf"\+ {rows * 4096} = \d+ bytes exceed this device's memory \({limit} bytes"):
         dmlgpu.gather(np.zeros((2, 1024), np.float32), np.zeros(rows, np.int32), device=device)
     assert calls == []
 
 
-def test_buffer_larger_than_the_device_limit_is_refused(device):
-    with pytest.raises(dmlgpu.DeviceError, match="maxStorageBufferRange"):
-        device.buffer(nbytes=device.info.max_storage_buffer_range + 4)
+def test_buffer_larger_than_the_device_memory_is_refused(device):
+    n = device.memory_capacity + 4
+    with pytest.raises(dmlgpu.DeviceError, match=rf"a tensor of {n} bytes exceeds this device's memory"):
+        device.buffer(nbytes=n)
 
 
 def test_large_gather_near_the_limit_is_correct(device):
@@ -267,15 +268,16 @@ def test_ten_thousand_calls_leave_memory_flat(device):
     assert grown < 8, f"resident memory grew by {grown:.1f} MiB over 10,000 calls"
 
 
-def test_scatter_whose_claim_scratch_exceeds_the_limit_is_refused_before_any_gpu_work(device, monkeypatch):
+def test_scatter_whose_claim_scratch_exceeds_the_device_memory_is_refused_before_any_gpu_work(monkeypatch):
     """A scatter keeps one 32-bit claim per output unit: 1-byte elements need 4 bytes of scratch each."""
-    n = device.info.max_storage_buffer_range // 4 + 64          # uint8 elements scattered one by one
-    data = np.zeros(n, np.uint8)
-    calls = []
-    monkeypatch.setattr(device, "_run", lambda *a, **k: calls.append(a))
-    with pytest.raises(dmlgpu.DeviceError, match="claim scratch"):
-        dmlgpu.scatter_elements(data, np.array([1, 3]), np.array([7, 9], np.uint8), device=device)
-    assert calls == []
+    with dmlgpu.Device(memory_limit=4 << 20) as dev:
+        n = (1 << 20) + 64                                      # uint8 elements scattered one by one
+        data = np.zeros(n, np.uint8)
+        calls = []
+        monkeypatch.setattr(dev, "_run", lambda *a, **k: calls.append(a))
+        with pytest.raises(dmlgpu.DeviceError, match=rf"\+ {4 * n} = \d+ bytes exceed this device's memory"):
+            dmlgpu.scatter_elements(data, np.array([1, 3]), np.array([7, 9], np.uint8), device=dev)
+        assert calls == []
 
 
 def test_eager_tensor_operations_reuse_buffers_and_algorithms(device):

@@ -63,10 +63,18 @@ def test_out_of_memory_raises_device_error_and_the_device_keeps_working():
     with dmlgpu.Device(memory_limit=4 << 20) as dev:
         table = np.arange(1 << 18, dtype=np.float32)             # 1 MiB
         t = dmlgpu.tensor(table, device=dev)
-        with pytest.raises(dmlgpu.DeviceError, match=r"out of device memory: a buffer of 8388608 bytes"):
-            dev.buffer(nbytes=8 << 20)
+        with pytest.raises(dmlgpu.DeviceError, match=r"a tensor of 8388608 bytes exceeds this device's memory "
+                                                     r"\(4194304 bytes, .*its memory_limit\)"):
+            dev.buffer(nbytes=8 << 20)                           # more than it can ever hold: refused at once
+        with pytest.raises(dmlgpu.DeviceError, match=r"out of device memory: a buffer of 3670016 bytes"):
+            dev.buffer(nbytes=7 << 19)                           # fits the limit, not beside the 1 MiB in use
+        other = dmlgpu.tensor(table, device=dev)                  # 2 MiB in use
         with pytest.raises(dmlgpu.DeviceError, match="in use"):
-            dmlgpu.gather(t, np.zeros(3 << 18, np.int32))        # a 3 MiB output on top of 1 MiB + indices
+            dmlgpu.gather(t, np.zeros(5 << 16, np.int32))        # 1.25 MiB of indices and of output: 4.5 MiB
+        with pytest.raises(dmlgpu.DeviceError, match=r"tensors of 1048576 \+ 3145728 \+ 3145728 = 7340032 bytes "
+                                                     r"exceed this device's memory"):
+            dmlgpu.gather(t, np.zeros(3 << 18, np.int32))        # more than it can ever hold: refused at once
+        del other
         ids = np.array([5, -1, 7])
         assert dmlgpu.gather(t, ids).numpy().tolist() == table[ids].tolist()
         # cached blocks are released to make room before failing

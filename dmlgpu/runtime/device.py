@@ -79,7 +79,9 @@ class _HostMemory:
 class Buffer:
     """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer() (and by operations
     for their results), backed by a block of the device's caching allocator, which gets it back when the
-    Buffer is collected.
+    Buffer is collected. A buffer larger than one block (``Device.max_block``; ``chunk_bytes`` if given) is
+    held in several blocks (``chunked``): block i holds bytes [i * Device.chunk_bytes, (i + 1) * chunk_bytes);
+    its kernels address it through the blocks' device addresses, and transfers move each block's share.
 
     Test mode: with ``Device.canary_words`` > 0, every new buffer has that many extra guard words after
     its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
@@ -92,17 +94,20 @@ class Buffer:
     _host: np.ndarray | None = None
     pinned = False                       # a recording uses it: Device._give leaves it alone
 
-    def __init__(self, device: "Device", nbytes: int):
+    def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
             raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
-        if nbytes > device._allocator.max_block:
+        if nbytes > device._check_above:
             device._check_sizes(nbytes)
         self.device = device
         self.nbytes = nbytes
         self.canary_words = canary = device.canary_words
         with device._lock:                 # the allocator's lists are shared by the device's threads
-            self._block: Block = device._allocator.allocate(nbytes + 4 * canary)
+            self._blocks: list[Block] = device._allocator.allocate_span(
+                nbytes + 4 * canary, device.chunk_bytes, None if whole else device._whole_max)
+        self._block = self._blocks[0]
         self._tensor = self._block.tensor
+        self.chunked = len(self._blocks) > 1      # held in several blocks
         if canary:
             device._fill(self, CANARY, nbytes, 4 * canary)
 
@@ -123,16 +128,44 @@ class Buffer:
         return self.device._run([], downloads=[self])[0]
 
     @property
+    def _tensors(self) -> list:
+        """The kp buffers of its blocks."""
+        return [b.tensor for b in self._blocks]
+
+    @property
+    def _mirrored(self) -> bool:
+        """True when its host copy (``host``) is a separate host-visible buffer, not its own mapped memory."""
+        return self._block.view is None or self.chunked
+
+    def _pieces(self, offset: int, nbytes: int) -> list:
+        """(block, byte offset in the block, byte offset from ``offset``, bytes) for each block that the byte
+        range [offset, offset + nbytes) touches, in order."""
+        if not self.chunked:
+            return [(self._block, offset, 0, nbytes)] if nbytes else []
+        chunk, out, pos, end = self.device.chunk_bytes, [], offset, offset + nbytes
+        while pos < end:
+            i, at = divmod(pos, chunk)
+            n = min(end - pos, chunk - at)
+            out.append((self._blocks[i], at, pos - offset, n))
+            pos += n
+        return out
+
+    @property
     def host(self) -> np.ndarray:
         """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
-        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped."""
-        self.device._sync_block(self._block)      # queued work may still write it
+        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped, unless
+        the buffer is chunked. DeviceError when a host copy that large cannot be allocated at once."""
+        self.device._sync_buffer(self)            # queued work may still write it
         if self._host is None:
-            if self._block.view is not None:
+            if not self._mirrored:
                 view = self._block.view
             else:
-                self._mirror = self.device._mgr.buffer(self._block.size,
-                                                       transfers.download_memory_flags(self.device.info))
+                size = sum(b.size for b in self._blocks)
+                if size > self.device.info.max_memory_allocation_size:
+                    raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
+                                      f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
+                                      f"bytes): use Tensor.numpy() and write() for this tensor")
+                self._mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
                 view = self._mirror.host_view()
             self._host = np.asarray(_HostMemory(self, view, self.nbytes))
         return self._host
@@ -150,15 +183,31 @@ class Buffer:
         self._pending = src
 
     def _release(self) -> None:
-        """Gives the block back to the allocator now (the Buffer must not be used afterwards)."""
-        block = self.__dict__.pop("_block", None)
-        if block is not None:
-            self.device._allocator.free(block)
+        """Gives the blocks back to the allocator now (the Buffer must not be used afterwards)."""
+        blocks = self.__dict__.pop("_blocks", None)
+        if blocks is not None:
+            for block in blocks:
+                self.device._allocator.free(block)
 
     __del__ = _release          # a collected Buffer's block goes back (allocator.free is safe from any thread)
 
     def __repr__(self) -> str:
-        return f"<dmlgpu.Buffer {self.nbytes} bytes on {self.device.info.name}>"
+        held = f" in {len(self._blocks)} blocks" if self.chunked else ""
+        return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.device.info.name}>"
+
+
+def _block_ids(bufs) -> tuple:
+    return tuple(id(block) for b in bufs for block in b._blocks)
+
+
+def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes: int) -> list:
+    """The region copies that move ``nbytes`` from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset``,
+    split where either buffer's blocks end."""
+    ops = []
+    for s_block, s_at, pos, n in src._pieces(src_offset, nbytes):
+        for d_block, d_at, d_pos, m in dst._pieces(dst_offset + pos, n):
+            ops.append(kp.OpCopyRegion(s_block.tensor, d_block.tensor, s_at + d_pos, d_at, m))
+    return ops
 
 
 @dataclass(slots=True)
@@ -170,6 +219,8 @@ class Dispatch:
     count: int
     barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
                           # recorded before that one then covers this one's buffers too
+    wide: bool = False    # a large-tensor variant: addresses its buffers through the device addresses in its
+                          # parameters (chunked ones too); the others bind each buffer's one block
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
@@ -192,13 +243,17 @@ class Device:
     unified-memory devices (DeviceInfo.unified_memory). ``max_queued``: the most eager calls on device
     Tensors that wait in the device's batch before it is submitted; 0 runs each call at once; default:
     DMLGPU_MAX_QUEUED if set, else 64 (see the module's docstring for when a batch is submitted).
+    ``chunk_bytes``: the size of the blocks that hold a buffer larger than one block (a power of two of at
+    least 256 bytes; buffers larger than it are then held in several blocks: a setting for tests); default: the
+    largest power of two that one block may have (``max_block``: the least of maxStorageBufferRange,
+    maxMemoryAllocationSize and maxBufferSize).
     One Device may be used from several threads: its submissions are serialised by a lock, and all threads
     share its one batch of queued calls.
     ``features``: the optional Vulkan features enabled on it (DeviceInfo.features: all the device has).
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
-                 direct_memory: bool | None = None, max_queued: int | None = None):
+                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None):
         listed = devices()
         if index is None:
             index = default_device_index()
@@ -226,8 +281,19 @@ class Device:
                               f"device has ({sorted(self.info.features)}); rebuild kp with 'python tools/build_kp.py "
                               f"--force'")
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
-        max_block = min(self.info.max_storage_buffer_range, 2**32 - 4) // 4 * 4   # kp sizes are 32-bit
-        self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, max_block,
+        info = self.info
+        self.max_block = min(info.max_storage_buffer_range, info.max_memory_allocation_size or 2**64,
+                             info.max_buffer_size or 2**64) // 4 * 4     # bytes of one block
+        if chunk_bytes is None:
+            self.chunk_bytes = 1 << (self.max_block.bit_length() - 1)
+        elif chunk_bytes & (chunk_bytes - 1) or not 256 <= chunk_bytes <= self.max_block:
+            raise ValueError(f"chunk_bytes ({chunk_bytes}) must be a power of two from 256 to {self.max_block}")
+        else:
+            self.chunk_bytes = int(chunk_bytes)
+        self._whole_max = self.chunk_bytes if chunk_bytes is not None else self.max_block   # larger: chunked
+        self.memory_limit = memory_limit
+        self._check_above = min(self._whole_max, self.memory_capacity)  # buffers up to this size fit: unchecked
+        self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info)
         self._max_groups = self.info.max_workgroup_count[0]
@@ -327,13 +393,24 @@ class Device:
             raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
         return self
 
+    @property
+    def memory_capacity(self) -> int:
+        """The most bytes of buffers this Device can hold at once: its memory_limit, else the device's largest
+        device-local memory heap."""
+        heap = self.info.device_memory
+        return heap if self.memory_limit is None else min(heap, self.memory_limit)
+
     def _check_sizes(self, *nbytes: int) -> None:
-        """DeviceError, before any GPU work, if a buffer of one of these sizes would exceed the device."""
-        limit = self._allocator.max_block
-        for n in nbytes:
-            if n > limit:
-                raise DeviceError(f"a tensor of {n} bytes exceeds this device's maxStorageBufferRange ({limit} "
-                                  f"bytes, {self.info.name}); split the operation into smaller ones")
+        """DeviceError, before any GPU work, if buffers of these sizes (one operation's) cannot be held by the
+        device together."""
+        total, capacity = sum(nbytes), self.memory_capacity
+        if total > capacity:
+            what = f"a tensor of {total} bytes exceeds" if len(nbytes) == 1 else \
+                f"tensors of {' + '.join(map(str, nbytes))} = {total} bytes exceed"
+            raise DeviceError(f"{what} this device's memory ({capacity} bytes, {self.info.name}"
+                              f"{', its memory_limit' if capacity == self.memory_limit else ''}); "
+                              f"split the operation into smaller ones")
+
 
     def _take(self, nbytes: int) -> Buffer:
         """A buffer of at least ``nbytes`` whose contents are undefined."""
@@ -357,27 +434,39 @@ class Device:
         if fresh:
             if len(self._param_buffers) >= _PARAMS_CACHE:
                 self._param_buffers.pop(next(iter(self._param_buffers)))
-            buf = Buffer(self, words.nbytes)
+            buf = Buffer(self, words.nbytes, whole=True)    # bound whole at binding 0
             buf._stage(np.frombuffer(key, dtype=np.uint8))
         self._param_buffers[key] = buf            # most recently used last
         return buf, fresh
 
-    def _owner_scratch(self, words: int) -> Buffer:
+    def _block_table(self, slots, base: int) -> np.ndarray:
+        """The block lists of the WIDE kernel variants (shaders/index_map.glsl's P_BLOCKS) for the buffers in
+        ``slots`` (None: absent), to be placed at word ``base`` of their parameter words: per slot, the log2 of
+        its block size in bytes (63: one block) and the word where its blocks' addresses start; then the
+        addresses (uint64)."""
+        head, addresses = [], []
+        start = base + 2 * len(slots)
+        for buf in slots:
+            blocks = buf._blocks if buf is not None else []
+            head += [self.chunk_bytes.bit_length() - 1 if len(blocks) > 1 else 63, start + len(addresses)]
+            addresses += [b.address for b in blocks] or [0]
+        return np.array(head + addresses, dtype=np.uint64)
+
+    def _owner_scratch(self, words: int, beside: tuple = ()) -> Buffer:
         """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it):
         one 32-bit word per unit of the output, so a scatter of 1-byte elements needs 4 bytes of it per
-        element. DeviceError, before any GPU work, if that exceeds the largest buffer."""
-        limit = self._allocator.max_block       # maxStorageBufferRange (and kp's 32-bit sizes)
-        if 4 * words > limit:
-            raise DeviceError(f"this scatter needs {4 * words} bytes of claim scratch (4 bytes per unit of its "
-                              f"output, {words} units), more than this device's maxStorageBufferRange ({limit} "
-                              f"bytes, {self.info.name}); split the output into smaller tensors")
+        element (chunked past the largest block). DeviceError, before any GPU work, if the device cannot hold
+        it beside the operation's tensors ``beside`` (bytes)."""
         if not self._owner_clean and self._owner is not None:
-            self._sync_block(self._owner._block)  # a batch in flight uses it: it is clean once that is done
+            self._sync_buffer(self._owner)        # a batch in flight uses it: it is clean once that is done
         if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
+            self._check_sizes(*beside, 4 * words)
             size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
-            size = min(1 << (size - 1).bit_length(), limit // 4)
+            size = 1 << (size - 1).bit_length()        # powers of two up to one block, then what is asked
+            if 4 * size > self._whole_max:
+                size = words
             self._owner = None
-            self._owner = Buffer(self, 4 * max(size, words))
+            self._owner = Buffer(self, 4 * size)
             self._fill(self._owner, 0, 0, self._owner.nbytes)
             self._owner_clean = True
         return self._owner
@@ -404,45 +493,50 @@ class Device:
     def _write(self, buf: Buffer, offset: int, src: np.ndarray) -> None:
         """Uploads ``src`` (flat uint8) into ``buf`` at byte ``offset``, now."""
         with self._lock:
-            self._open()._sync_block(buf._block)
-            if buf._block.view is not None:
-                transfers.host_copy(buf._block.view[offset:offset + src.size], src)
-            else:
-                self._staging.write(buf._tensor, offset, src)
+            self._open()._sync_buffer(buf)
+            for block, at, pos, n in buf._pieces(offset, src.size):
+                if block.view is not None:
+                    transfers.host_copy(block.view[at:at + n], src[pos:pos + n])
+                else:
+                    self._staging.write(block.tensor, at, src[pos:pos + n])
 
     def _read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
         """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included)."""
         with self._lock:
-            self._open()._sync_block(buf._block)
-            if buf._block.view is not None:
-                return buf._block.view[offset:offset + nbytes].copy()
+            self._open()._sync_buffer(buf)
             out = np.empty(nbytes, dtype=np.uint8)
-            self._staging.read(buf._tensor, offset, out)
+            for block, at, pos, n in buf._pieces(offset, nbytes):
+                if block.view is not None:
+                    transfers.host_copy(out[pos:pos + n], block.view[at:at + n])
+                else:
+                    self._staging.read(block.tensor, at, out[pos:pos + n])
             return out
 
     def _copy(self, src: Buffer, dst: Buffer, nbytes: int) -> None:
         """Copies the first ``nbytes`` of ``src`` into ``dst`` on the device, now (no host round trip)."""
         if nbytes > 0:
-            self._transfer_now([src, dst], dst, kp.OpCopyRegion(src._tensor, dst._tensor, 0, 0, nbytes))
+            self._transfer_now([src, dst], dst, _copy_ops(src, 0, dst, 0, nbytes))
 
     def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
         """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
         if nbytes > 0:
-            self._transfer_now([buf], buf, kp.OpFill(buf._tensor, offset, nbytes, word))
+            self._transfer_now([buf], buf, [kp.OpFill(block.tensor, at, n, word)
+                                            for block, at, _, n in buf._pieces(offset, nbytes)])
 
-    def _transfer_now(self, touched: list, written: Buffer, op) -> None:
-        """Submits one transfer op on device buffers and waits: after a barrier on the buffers it touches, and
-        followed, on unified memory, by the barrier that lets the host read what it wrote."""
+    def _transfer_now(self, touched: list, written: Buffer, ops: list) -> None:
+        """Submits transfer ops on device buffers and waits: after a barrier on the buffers they touch, and
+        followed, on unified memory, by the barrier that lets the host read what they wrote."""
         with self._lock:
             self._open()
             for b in touched:
-                self._sync_block(b._block)
+                self._sync_buffer(b)
             seq = self._immediate
             seq.clear()
-            seq.record(kp.OpMemoryBarrier([b._tensor for b in touched], *BEFORE_COPY))
-            seq.record(op)
+            seq.record(kp.OpMemoryBarrier([t for b in touched for t in b._tensors], *BEFORE_COPY))
+            for op in ops:
+                seq.record(op)
             if self.direct_memory:
-                seq.record(kp.OpMemoryBarrier([written._tensor], *BEFORE_HOST_READ))
+                seq.record(kp.OpMemoryBarrier(written._tensors, *BEFORE_HOST_READ))
             self._submit(seq, False)
 
     # ---- internal: running ----
@@ -469,12 +563,9 @@ class Device:
             down_sizes = [b.nbytes for b in downloads]
             fused = self.direct_memory or (sum(up_sizes) <= _FUSE_MAX and sum(down_sizes) <= _FUSE_MAX)
             up_slot = down_slot = None
-            if self.direct_memory:
+            if self.direct_memory or not fused:   # mapped, or large: through staging in submissions of their own
                 for b in pending:
-                    transfers.host_copy(b._block.view[:b._pending.size], b._pending)
-            elif not fused:          # large transfers: through staging, in submissions of their own
-                for b in pending:
-                    self._staging.write(b._tensor, 0, b._pending)
+                    self._write(b, 0, b._pending)
             else:
                 if pending:
                     up_pos = _packed(up_sizes)
@@ -489,17 +580,10 @@ class Device:
                 b._pending = None
             if dispatches or up_slot or down_slot:
                 self._submit_run(dispatches, pending, up_sizes, up_slot, downloads, down_sizes, down_slot)
-            if self.direct_memory:
-                return [b._block.view[:b.nbytes].copy() for b in downloads]
             if down_slot is not None:
                 view = down_slot.view
                 return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
-            results = []
-            for b in downloads:
-                out = np.empty(b.nbytes, dtype=np.uint8)
-                self._staging.read(b._tensor, 0, out)
-                results.append(out)
-            return results
+            return [self._read_range(b, 0, b.nbytes) for b in downloads]
 
     def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot) -> None:
         """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
@@ -507,11 +591,11 @@ class Device:
         _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
         key = []
         for d in dispatches:
-            key += (d.kernel, d.count, d.barrier, *[id(b._block) for b in d.buffers])
+            key += (d.kernel, d.count, d.barrier, *_block_ids(d.buffers))
         if up_slot is not None:
-            key += ("up", up_slot.serial, *[id(b._block) for b in uploads], *up_sizes)
+            key += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
         if down_slot is not None:
-            key += ("down", down_slot.serial, *[id(b._block) for b in downloads], *down_sizes)
+            key += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
         key = tuple(key)
         seq = self._replays.pop(key, None)
         if seq is None:
@@ -531,10 +615,11 @@ class Device:
         into the download one, at the offsets _packed() gives, with their barriers; [] without a slot."""
         if slot is None:
             return []
-        ops = [kp.OpMemoryBarrier([b._tensor for b in bufs], *BEFORE_COPY)]
+        ops = [kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY)]
         for b, pos, n in zip(bufs, _packed(sizes), sizes):
-            ops.append(kp.OpCopyRegion(slot.tensor, b._tensor, pos, 0, n) if upload else
-                       kp.OpCopyRegion(b._tensor, slot.tensor, 0, pos, n))
+            for block, at, off, m in b._pieces(0, n):
+                ops.append(kp.OpCopyRegion(slot.tensor, block.tensor, pos + off, at, m) if upload else
+                           kp.OpCopyRegion(block.tensor, slot.tensor, at, pos + off, m))
         if not upload:
             ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
         return ops
@@ -562,12 +647,8 @@ class Device:
             if b._pending is None:
                 continue
             src, n = b._pending, b._pending.size
-            if n > _QUEUE_UPLOADS // 4:
-                self._sync_block(b._block)
-                if self.direct_memory:
-                    transfers.host_copy(b._block.view[:n], src)
-                else:
-                    self._staging.write(b._tensor, 0, src)
+            if n > _QUEUE_UPLOADS // 4 or b.chunked:
+                self._write(b, 0, src)         # after the batch if it uses the buffer
             else:
                 if self._batch_upload_pos + n > _QUEUE_UPLOADS:
                     self._flush(wait=False)
@@ -589,14 +670,21 @@ class Device:
         owner, written = self._owner, self._batch_written if self.direct_memory else None
         for d in dispatches:
             for b in d.buffers:
-                b._block.batch = batch
+                for block in b._blocks:
+                    block.batch = batch
                 if b is owner:
                     self._batch_scatters = True
                 if written is not None:
-                    written[id(b)] = b._tensor
+                    for block in b._blocks:
+                        written[id(block)] = block.tensor
         self._queued += 1
         if self._queued >= self.max_queued:
             self._flush(wait=False)       # recording the next batch overlaps the GPU's work on this one
+
+    def _sync_buffer(self, buf: Buffer) -> None:
+        """_sync_block for each of the buffer's blocks."""
+        for block in buf._blocks:
+            self._sync_block(block)
 
     def _sync_block(self, block: Block) -> None:
         """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
@@ -650,7 +738,7 @@ class Device:
 
     def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
-        if len(dispatches) == 1 and dispatches[0].barrier:      # the common eager call
+        if len(dispatches) == 1 and dispatches[0].barrier and not dispatches[0].wide:   # the common eager call
             bound = self._algorithm(dispatches[0])
             return [bound.barrier, bound.dispatch]
         ops = []
@@ -662,10 +750,10 @@ class Device:
                     if later.barrier:
                         break
                     group.append(later.buffers)
-                if len(group) == 1:
+                if len(group) == 1 and not d.wide:
                     ops.append(bound.barrier)
-                else:
-                    tensors = list({id(b): b._tensor for bufs in group for b in bufs}.values())
+                else:                # the group's buffers, or a wide kernel's blocks (it binds only the first)
+                    tensors = list({id(t): t for bufs in group for b in bufs for t in b._tensors}.values())
                     ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
             ops.append(bound.dispatch)
         return ops
@@ -673,7 +761,7 @@ class Device:
     def _host_read_ops(self, dispatches) -> list:
         """Unified memory: the barrier that makes what the dispatches wrote visible to host reads (so that
         reading a mapped buffer afterwards needs no submission of its own)."""
-        written = {id(b): b._tensor for d in dispatches for b in d.buffers}
+        written = {id(t): t for d in dispatches for b in d.buffers for t in b._tensors}
         return [kp.OpMemoryBarrier(list(written.values()), *BEFORE_HOST_READ)] if written else []
 
     def _uses_owner(self, dispatches) -> bool:
@@ -683,6 +771,9 @@ class Device:
         """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
         its ops (pipelines.Bound)."""
         groups = kernels.workgroups(d.count, self._max_groups)
+        if not d.wide and any(b.chunked for b in d.buffers):
+            raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in several "
+                              f"(a large-tensor variant must be chosen for it)")
         return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
 
     def _submit(self, seq, scatters: bool) -> None:

@@ -4,7 +4,9 @@ Every buffer dmlgpu makes is a *block*: one Vulkan buffer (a kp buffer without a
 size class at least as large as the request. Freed blocks are kept and handed out again for requests of
 the same class, so steady-state operations allocate nothing (and reuse the descriptor sets bound to their
 blocks). Classes: powers of two from 256 bytes to 1 MiB, then 8 classes per doubling (at most 12.5 % over
-the request), never above the device's maxStorageBufferRange.
+the request), never above the largest block (the device's maxStorageBufferRange, maxMemoryAllocationSize and
+maxBufferSize). A buffer larger than that is a *span* of blocks (``allocate_span``): chunks of a power-of-two
+size and a last block holding the rest, addressed by the large-tensor kernels through device addresses.
 
 When an allocation fails (the driver is out of memory, or the device's ``memory_limit`` would be passed),
 the allocator releases every cached block and tries once more, then raises DeviceError naming the size
@@ -26,13 +28,21 @@ class Block:
     view of its mapped memory, or None when it is not host-visible), ``batch`` (the number of the device's
     batch of queued runs that last used it: runtime/device.py)."""
 
-    __slots__ = ("tensor", "size", "view", "batch")
+    __slots__ = ("tensor", "size", "view", "batch", "_address")
 
     def __init__(self, tensor, size: int, mapped: bool):
         self.tensor = tensor
         self.size = size
         self.view = tensor.host_view() if mapped else None
         self.batch = 0
+        self._address = None
+
+    @property
+    def address(self) -> int:
+        """The buffer's device address (devices with bufferDeviceAddress: kp patch 0015)."""
+        if self._address is None:
+            self._address = self.tensor.device_address()
+        return self._address
 
 
 def size_class(nbytes: int, limit: int) -> int:
@@ -78,6 +88,25 @@ class Allocator:
         if allocated > s["peak_allocated_bytes"]:
             s["peak_allocated_bytes"] = allocated
         return block
+
+    def allocate_span(self, nbytes: int, chunk: int, whole: int | None = None) -> list[Block]:
+        """Blocks holding ``nbytes`` bytes (contents undefined): one block when ``nbytes`` is at most ``whole``
+        (default: the largest block), else blocks of ``chunk`` bytes (a power of two, at most the largest
+        block) and a last one of the rest. DeviceError when the device cannot hold them all (none is kept)."""
+        if nbytes <= (self.max_block if whole is None else whole):
+            return [self.allocate(nbytes)]
+        assert chunk & (chunk - 1) == 0 and chunk <= self.max_block
+        sizes = [chunk] * (nbytes // chunk) + ([nbytes % chunk] if nbytes % chunk else [])
+        blocks: list[Block] = []
+        try:
+            for size in sizes:
+                blocks.append(self.allocate(size))
+        except DeviceError as exc:
+            for block in blocks:
+                self.free(block)
+            raise DeviceError(f"out of device memory: a buffer of {nbytes} bytes, held in {len(sizes)} blocks of at "
+                              f"most {chunk} bytes, could not be allocated ({len(blocks)} were): {exc}") from None
+        return blocks
 
     def free(self, block: Block) -> None:
         """Takes a block back into the cache (safe from any thread, at any time)."""

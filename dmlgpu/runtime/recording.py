@@ -11,8 +11,8 @@ class Recording:
     block return dmlgpu.Tensors whose contents are valid once the block has ended (and after each run()).
     ``upload(*tensors)`` re-sends the tensors' host copies (Tensor.host) at that point of each run;
     ``download(*tensors)`` refreshes their host copies. mode="raise" cannot be recorded. On unified memory
-    (Device.direct_memory) a tensor's host copy is its device buffer itself: uploads and downloads then
-    move nothing, and host writes take effect when run() submits."""
+    (Device.direct_memory) a tensor's host copy is its device buffer itself (unless the buffer is chunked):
+    uploads and downloads then move nothing, and host writes take effect when run() submits."""
 
     def __init__(self, device: Device, timestamps: bool = False):
         self.device = device
@@ -88,7 +88,6 @@ class Recording:
 
     def _ops(self) -> list:
         dev, ops, run = self.device, [], []
-        direct = dev.direct_memory
         for kind, what in self._steps + [("end", ())]:
             if kind == "dispatch":
                 run.append(what)
@@ -96,16 +95,21 @@ class Recording:
             if run:
                 ops += dev._dispatch_ops(run)
                 run = []
-            if kind == "upload" and not direct:
-                ops.append(kp.OpMemoryBarrier([b._tensor for b in what], *BEFORE_COPY))
-                ops += [kp.OpCopyRegion(_mirror(b), b._tensor, 0, 0, b.nbytes) for b in what]
-            elif kind == "download" and direct:
-                ops.append(kp.OpMemoryBarrier([b._tensor for b in what], *BEFORE_HOST_READ))
+            mirrored = [b for b in what if b._mirrored]     # the others' host copy is their mapped memory
+            mapped = [b for b in what if not b._mirrored]
+            if kind == "upload" and mirrored:
+                ops.append(kp.OpMemoryBarrier([t for b in mirrored for t in b._tensors], *BEFORE_COPY))
+                ops += [kp.OpCopyRegion(_mirror(b), block.tensor, pos, at, n)
+                        for b in mirrored for block, at, pos, n in b._pieces(0, b.nbytes)]
             elif kind == "download":
-                ops.append(kp.OpMemoryBarrier([b._tensor for b in what], *BEFORE_COPY))
-                ops += [kp.OpCopyRegion(b._tensor, _mirror(b), 0, 0, b.nbytes) for b in what]
-                ops.append(kp.OpMemoryBarrier([_mirror(b) for b in what], *BEFORE_HOST_READ))
-        if direct:
+                if mapped:
+                    ops.append(kp.OpMemoryBarrier([t for b in mapped for t in b._tensors], *BEFORE_HOST_READ))
+                if mirrored:
+                    ops.append(kp.OpMemoryBarrier([t for b in mirrored for t in b._tensors], *BEFORE_COPY))
+                    ops += [kp.OpCopyRegion(block.tensor, _mirror(b), at, pos, n)
+                            for b in mirrored for block, at, pos, n in b._pieces(0, b.nbytes)]
+                    ops.append(kp.OpMemoryBarrier([_mirror(b) for b in mirrored], *BEFORE_HOST_READ))
+        if dev.direct_memory:
             ops += dev._host_read_ops([what for kind, what in self._steps if kind == "dispatch"])
         return ops
 

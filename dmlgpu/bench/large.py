@@ -1,0 +1,352 @@
+"""``python -m dmlgpu bench large``: tensors past one storage-buffer binding, past 4 GiB and past 2^32 elements
+(issue 13), each result checked bit for bit against NumPy on the host, with GPU times from Vulkan timestamps
+(gpu_timing: the call's dispatches replayed ``--repeats`` times in one submission, median) and, where CUDA
+PyTorch is there, the same gather through ``torch.index_select`` timed with CUDA events.
+
+Sections (``--sections``, comma-separated):
+* ``rows``: a gather of ``--rows`` random rows of 8 KiB (float16) from a table of ``--table-gib`` GiB and from
+  one of ``--small-gib`` GiB; the small table also through the WIDE variant forced (the mechanism's own cost
+  on the same data). Bandwidth = bytes read + written (2 x the output) / GPU time.
+* ``scatter``: scatter_nd of ``--rows`` / 4 rows of 8 KiB (float32, random rows, repeats included) into a
+  tensor of ``--scatter-gib`` GiB (out of place: the copy of the input is timed too).
+* ``elements``: gather_elements on a uint8 tensor of ``--elements-gib`` GiB (1-D) with 2^22 int64 indices,
+  most of them past 2^32.
+* ``small``: the 32-bit kernels on tensors under one binding, 64 MiB and 1 GiB moved (gather of rows of 1 KiB,
+  gather of single float32 elements, scatter_nd of rows of 1 KiB): run it with an older tree on PYTHONPATH
+  to compare (``python3 path/to/large.py --sections small``: it uses only what every tree has).
+
+Table contents: random bytes, 64 MiB of them repeated with a different XOR per repetition (fast to make; no
+two rows alike). Writes a JSON line per measurement to ``--out`` if given, and a table at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import dmlgpu
+from dmlgpu.bench.gpu_timing import capture, release, time_dispatches
+
+GiB, MiB = 1 << 30, 1 << 20
+ROW = 8192
+
+
+def random_bytes(nbytes: int, seed: int) -> np.ndarray:
+    """``nbytes`` (a multiple of 8) random-looking bytes: 64 MiB of random bytes repeated, each repetition
+    XORed with its own 64-bit word."""
+    rng = np.random.default_rng(seed)
+    tile = np.frombuffer(rng.bytes(min(nbytes, 64 * MiB)), np.uint64)
+    out = np.empty(nbytes // 8, np.uint64)
+    for k, pos in enumerate(range(0, out.size, tile.size)):
+        n = min(tile.size, out.size - pos)
+        np.bitwise_xor(tile[:n], np.uint64(k * 0x9E3779B97F4A7C15 % 2**64), out=out[pos:pos + n])
+    return out.view(np.uint8)
+
+
+class Report:
+    def __init__(self, path: str | None):
+        self.rows: list[dict] = []
+        self.path = path
+
+    def add(self, **row) -> None:
+        self.rows.append(row)
+        print(json.dumps(row), flush=True)
+        if self.path:
+            with open(self.path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+    def table(self) -> None:
+        print(f"\n{'case':58} {'checked':8} {'GPU ms':>9} {'GB/s':>8} {'torch GB/s':>10}")
+        for r in self.rows:
+            peer = f"{r['torch_gbps']:.0f}" if r.get("torch_gbps") else "-"
+            print(f"{r['case']:58} {str(r.get('checked', '-')):8} {r['gpu_ms']:9.3f} {r['gbps']:8.0f} {peer:>10}")
+
+
+def gpu_time(dev, dispatches, repeats: int) -> float:
+    """Median GPU seconds of one replay of ``dispatches``."""
+    t = time_dispatches(dev, dispatches, repeats)
+    release(dev)
+    return t.median_ns * 1e-9
+
+
+def torch_time(fn, repeats: int) -> float | None:
+    """Median seconds of ``fn()`` on CUDA (events), or None without CUDA PyTorch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    return statistics.median(times)
+
+
+def torch_gather_rows(table_bytes: int, rows: int, repeats: int) -> float | None:
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    table = torch.empty((table_bytes // ROW, ROW // 2), dtype=torch.float16, device="cuda")
+    table.view(torch.int16).random_()
+    ids = torch.randint(0, table.shape[0], (rows,), device="cuda")
+    s = torch_time(lambda: torch.index_select(table, 0, ids), repeats)
+    del table, ids
+    torch.cuda.empty_cache()
+    return s
+
+
+def forced_wide(dev, plan, table, ids, out):
+    """The WIDE variant's dispatch of a GatherPlan on these Tensors (the large-tensor path on a small table)."""
+    from dmlgpu import kernels
+    from dmlgpu.index_map import P_TOTAL
+    from dmlgpu.plan import wide_params
+    from dmlgpu.runtime import Dispatch
+    words = plan._words_wide(dev)
+    params, fresh = wide_params(dev, words, ids.buffer, table.buffer, out.buffer, None)
+    d = Dispatch(kernels.variant("gather", plan.map.unit, plan.index_bytes, wide=True),
+                 (params, ids.buffer, table.buffer, out.buffer), int(words[P_TOTAL]), wide=True)
+    dev._run([d], uploads=[params] if fresh else [])
+    return [d]
+
+
+def rows_section(dev, args, report: Report) -> None:
+    rng = np.random.default_rng(1)
+    for gib, label in ((args.table_gib, "large"), (args.small_gib, "small")):
+        nbytes = int(gib * GiB) // ROW * ROW
+        host = random_bytes(nbytes, seed=int(gib * 10)).view(np.float16).reshape(-1, ROW // 2)
+        t0 = time.perf_counter()
+        table = dmlgpu.tensor(host, device=dev)
+        upload_s = time.perf_counter() - t0
+        ids_host = rng.integers(0, host.shape[0], size=args.rows).astype(np.int64)
+        ids = dmlgpu.tensor(ids_host, device=dev)
+        out, dispatches = capture(dev, dmlgpu.gather, table, ids)
+        t0 = time.perf_counter()
+        got = out.numpy()
+        download_s = time.perf_counter() - t0
+        ok = got.view(np.uint16).tobytes() == host[ids_host].view(np.uint16).tobytes()
+        moved = 2 * out.nbytes
+        s = gpu_time(dev, dispatches, args.repeats)
+        peer = torch_gather_rows(nbytes, args.rows, args.repeats)
+        report.add(case=f"gather {args.rows} rows of 8 KiB from {gib:g} GiB ({len(table.buffer._blocks)} blocks, "
+                        f"{'wide' if dispatches[0].wide else '32-bit'})", checked=ok, gpu_ms=s * 1e3,
+                   gbps=moved / s / 1e9, torch_gbps=moved / peer / 1e9 if peer else None, table_bytes=nbytes,
+                   upload_gbps=nbytes / upload_s / 1e9, download_gbps=out.nbytes / download_s / 1e9)
+        if label == "small" and not dispatches[0].wide:
+            from dmlgpu.plan import GatherPlan
+            plan = GatherPlan(dispatches_map(table, ids), ids_host.dtype)
+            out2 = dmlgpu.empty(out.shape, out.dtype, device=dev)
+            wide = forced_wide(dev, plan, table, ids, out2)
+            ok2 = out2.numpy().view(np.uint16).tobytes() == got.view(np.uint16).tobytes()
+            s2 = gpu_time(dev, wide, args.repeats)
+            report.add(case=f"gather {args.rows} rows of 8 KiB from {gib:g} GiB (1 block, wide forced)",
+                       checked=ok2, gpu_ms=s2 * 1e3, gbps=moved / s2 / 1e9)
+            del out2, wide
+        del table, ids, out, host, got, dispatches
+        dev.empty_cache()
+
+
+def spread_section(dev, args, report: Report) -> None:
+    """Where the large gather's time goes: one table of ``--table-gib`` GiB with the rows drawn from one block
+    only, from all (random and sorted); and single tables just under and just over one block."""
+    rng = np.random.default_rng(3)
+    for gib in [args.table_gib] + [float(g) for g in args.spread_gib.split(",") if g]:
+        nbytes = int(gib * GiB) // ROW * ROW
+        host = random_bytes(nbytes, seed=11).view(np.float16).reshape(-1, ROW // 2)
+        table = dmlgpu.tensor(host, device=dev)
+        n, per_block = host.shape[0], dev.chunk_bytes // ROW
+        cases = {"random": rng.integers(0, n, size=args.rows)}
+        if gib == args.table_gib and n >= 10 * per_block:
+            cases["sorted"] = np.sort(cases["random"])
+            cases["block 0 only"] = rng.integers(0, per_block, size=args.rows)
+            cases["block 5 only"] = rng.integers(5 * per_block, 6 * per_block, size=args.rows)
+            cases["first 2 GiB of blocks 0-9, 1/10 each"] = (rng.integers(0, per_block // 10, size=args.rows)
+                                                            + per_block * rng.integers(0, 10, size=args.rows))
+        for name, ids_host in cases.items():
+            ids = dmlgpu.tensor(ids_host.astype(np.int64), device=dev)
+            out, dispatches = capture(dev, dmlgpu.gather, table, ids)
+            ok = out.numpy().view(np.uint16).tobytes() == host[ids_host].view(np.uint16).tobytes()
+            s = gpu_time(dev, dispatches, args.repeats)
+            report.add(case=f"spread: {gib:g} GiB ({len(table.buffer._blocks)} blocks, "
+                            f"{'wide' if dispatches[0].wide else '32-bit'}), rows {name}", checked=ok,
+                       gpu_ms=s * 1e3, gbps=2 * out.nbytes / s / 1e9)
+            del ids, out, dispatches
+        del table, host
+        dev.empty_cache()
+
+
+def alloc_section(dev, args, report: Report) -> None:
+    """Does the device memory that other allocations hold change a plain copy's speed? The copy shader (the
+    gather kernel with tuple size 0) over 1 GiB: alone, then with ``--table-gib`` GiB held by another buffer
+    (its buffers made before it, and new ones made after it), and PyTorch's copy beside it."""
+    from dmlgpu.bench.gpu_timing import CopyReference
+    print("memory heaps", dev.info.memory_heaps, "types", dev.info.memory_types, flush=True)
+
+    def copy(label):
+        moved, t = CopyReference(dev, args.repeats).measure(2 * GiB)
+        report.add(case=f"alloc: copy 1 GiB, {label}", checked=True, gpu_ms=t.median_ns * 1e-6,
+                   gbps=moved / t.median_ns)
+
+    copy("nothing else held")
+    src, dst = dev.buffer(random_bytes(GiB, 1)), dev.buffer(nbytes=GiB)
+    from dmlgpu.bench.gpu_timing import time_dispatches
+    from dmlgpu.index_map import Layout, copy_map
+    from dmlgpu.plan import GatherPlan
+    plan = GatherPlan(copy_map(Layout.packed((GiB // 16,)), Layout.packed((GiB // 16,)), 16), np.uint32)
+    d, up = plan.dispatches(dev, input=src, indices=dev._dummy, output=dst)
+    dev._run(d, uploads=up)
+    t = gpu_time(dev, d, args.repeats)
+    report.add(case="alloc: copy 1 GiB (buffers made first), nothing else", checked=True, gpu_ms=t * 1e3,
+               gbps=2 * GiB / t / 1e9)
+    other = dev.buffer(nbytes=int(args.table_gib * GiB))
+    t = gpu_time(dev, d, args.repeats)
+    report.add(case=f"alloc: the same copy with {args.table_gib:g} GiB held after them", checked=True,
+               gpu_ms=t * 1e3, gbps=2 * GiB / t / 1e9)
+    copy(f"new buffers, {args.table_gib:g} GiB held")
+    s = None
+    try:
+        import torch
+        a = torch.empty(GiB, dtype=torch.uint8, device="cuda")
+        b = torch.empty_like(a)
+        s = torch_time(lambda: b.copy_(a), args.repeats)
+    except Exception as exc:
+        print("no torch copy:", exc)
+    if s:
+        report.add(case=f"alloc: torch copy 1 GiB, {args.table_gib:g} GiB of Vulkan memory held", checked=True,
+                   gpu_ms=s * 1e3, gbps=2 * GiB / s / 1e9)
+    del other, d, src, dst
+    dev.empty_cache()
+
+
+def dispatches_map(table, ids):
+    from dmlgpu.index_map import Layout, take_map, take_shape
+    shape = take_shape(table.shape, ids.shape, 0)
+    return take_map(Layout.packed(table.shape), Layout.packed(ids.shape), Layout.packed(shape), 0,
+                    table.dtype.itemsize)
+
+
+def scatter_section(dev, args, report: Report) -> None:
+    rng = np.random.default_rng(2)
+    nbytes = int(args.scatter_gib * GiB) // ROW * ROW
+    host = random_bytes(nbytes, seed=3).view(np.float32).reshape(-1, ROW // 4)
+    n = args.rows // 4
+    rows = rng.integers(0, host.shape[0], size=(n, 1))
+    upd = random_bytes(n * ROW, seed=4).view(np.float32).reshape(n, ROW // 4)
+    data = dmlgpu.tensor(host, device=dev)
+    out, dispatches = capture(dev, dmlgpu.scatter_nd, data, dmlgpu.tensor(rows, device=dev),
+                              dmlgpu.tensor(upd, device=dev))
+    got = out.numpy()
+    last = n - 1 - np.unique(rows[::-1, 0], return_index=True)[1]
+    host[rows[last, 0]] = upd[last]                                   # the reference, in place
+    ok = got.view(np.uint32).tobytes() == host.view(np.uint32).tobytes()
+    s = gpu_time(dev, dispatches, args.repeats)
+    moved = 2 * nbytes + 2 * upd.nbytes                               # the copy, then the updates
+    report.add(case=f"scatter_nd {n} rows of 8 KiB into {args.scatter_gib:g} GiB ({len(data.buffer._blocks)} "
+                    f"blocks, {'wide' if dispatches[0].wide else '32-bit'})", checked=ok, gpu_ms=s * 1e3,
+               gbps=moved / s / 1e9)
+    del data, out, host, got, dispatches
+    dev.empty_cache()
+
+
+def elements_section(dev, args, report: Report) -> None:
+    rng = np.random.default_rng(5)
+    n = int(args.elements_gib * GiB)
+    host = random_bytes(n, seed=6)
+    idx = rng.integers(min(2**32, n // 2), n, size=1 << 22)
+    idx[: 1 << 20] = rng.integers(0, n, size=1 << 20)                   # a quarter anywhere
+    if n > 2**32:
+        idx[:4] = [0, 2**32 - 1, 2**32, n - 1]
+    data = dmlgpu.tensor(host, device=dev)
+    ids = dmlgpu.tensor(idx, device=dev)
+    out, dispatches = capture(dev, dmlgpu.gather_elements, data, ids)
+    ok = np.array_equal(out.numpy(), host[idx])
+    s = gpu_time(dev, dispatches, args.repeats)
+    report.add(case=f"gather_elements uint8[{n}] ({len(data.buffer._blocks)} blocks), 2^22 int64 indices "
+                    f"({int((idx >= 2**32).sum())} past 2^32)", checked=ok, gpu_ms=s * 1e3,
+               gbps=(out.nbytes + idx.nbytes + out.nbytes) / s / 1e9)
+    del data, ids, out, host, dispatches
+    dev.empty_cache()
+
+
+def small_section(dev, args, report: Report) -> None:
+    """Tensors under one binding (the 32-bit kernels), 64 MiB and 1 GiB moved."""
+    rng = np.random.default_rng(7)
+    table_host = random_bytes(1 * GiB, seed=8).view(np.float32).reshape(-1, 256)        # rows of 1 KiB
+    table = dmlgpu.tensor(table_host, device=dev)
+    flat = dmlgpu.tensor(table_host.reshape(-1), device=dev)
+    for moved in (64 * MiB, 1 * GiB):
+        rows = rng.integers(0, table_host.shape[0], size=moved // 2 // 1024)
+        out, dispatches = capture(dev, dmlgpu.gather, table, dmlgpu.tensor(rows, device=dev))
+        ok = out.numpy().view(np.uint32).tobytes() == table_host[rows].view(np.uint32).tobytes()
+        s = gpu_time(dev, dispatches, args.repeats)
+        report.add(case=f"small: gather rows of 1 KiB, {moved // MiB} MiB moved", checked=ok, gpu_ms=s * 1e3,
+                   gbps=moved / s / 1e9)
+        pos = rng.integers(0, table_host.size, size=moved // 2 // 4).astype(np.int32)
+        out, dispatches = capture(dev, dmlgpu.gather, flat, dmlgpu.tensor(pos, device=dev))
+        ok = out.numpy().view(np.uint32).tobytes() == table_host.reshape(-1)[pos].view(np.uint32).tobytes()
+        s = gpu_time(dev, dispatches, args.repeats)
+        report.add(case=f"small: gather float32 elements, {moved // MiB} MiB moved", checked=ok, gpu_ms=s * 1e3,
+                   gbps=(moved + pos.nbytes) / s / 1e9)
+        upd_rows = moved // 2 // 1024
+        upd = random_bytes(upd_rows * 1024, seed=9).view(np.float32).reshape(-1, 256)
+        at = rng.integers(0, table_host.shape[0], size=(upd_rows, 1))
+        target = dmlgpu.tensor(table_host, device=dev)
+        out, dispatches = capture(dev, dmlgpu.scatter_nd, target, dmlgpu.tensor(at, device=dev),
+                                  dmlgpu.tensor(upd, device=dev))
+        s = gpu_time(dev, dispatches, args.repeats)
+        report.add(case=f"small: scatter_nd rows of 1 KiB into 1 GiB, {moved // MiB} MiB of updates",
+                   checked="-", gpu_ms=s * 1e3, gbps=(2 * GiB + 2 * upd.nbytes) / s / 1e9)
+        del out, target, dispatches
+    del table, flat
+    dev.empty_cache()
+
+
+SECTIONS = {"alloc": alloc_section, "spread": spread_section, "rows": rows_section, "scatter": scatter_section, "elements": elements_section, "small": small_section}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dmlgpu bench large", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sections", default="rows,scatter,elements,small")
+    ap.add_argument("--table-gib", type=float, default=20)
+    ap.add_argument("--small-gib", type=float, default=2)
+    ap.add_argument("--rows", type=int, default=262_144)
+    ap.add_argument("--scatter-gib", type=float, default=6)
+    ap.add_argument("--elements-gib", type=float, default=5)
+    ap.add_argument("--spread-gib", default="3.99,4.01,8")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--chunk-mib", type=int, default=None, help="Device(chunk_bytes=) in MiB (default: the largest)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    extra = {"chunk_bytes": args.chunk_mib * MiB} if args.chunk_mib else {}
+    dev = dmlgpu.Device(max_queued=0, **extra) if "max_queued" in dmlgpu.Device.__init__.__code__.co_varnames \
+        else dmlgpu.Device()
+    info = dev.info
+    print(f"{info.name}: maxStorageBufferRange {info.max_storage_buffer_range}, memory {info.device_memory}, "
+          f"block {getattr(dev, 'max_block', '?')}, chunk {getattr(dev, 'chunk_bytes', '?')}, "
+          f"maxMemoryAllocationSize {getattr(info, 'max_memory_allocation_size', '?')}, "
+          f"maxBufferSize {getattr(info, 'max_buffer_size', '?')}, features {sorted(getattr(dev, 'features', ()))}",
+          flush=True)
+    report = Report(args.out)
+    for name in args.sections.split(","):
+        SECTIONS[name](dev, args, report)
+    report.table()
+    return 0 if all(r.get("checked") in (True, "-") for r in report.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
