@@ -156,11 +156,16 @@ class IndexMap:
 
     def fits_32_bits(self) -> bool:
         """True when the iteration count and every offset (dense, data and index tensors, in units) are under
-        2^32 - 1: the 32-bit kernels can run the map; else only the WIDE variants (params(wide=True))."""
-        last = [sum((d.size - 1) * getattr(d, t) for d in self.dims) for t in ("dense", "data", "index")]
-        last[1] += sum((n - 1) * t for n, t in self.tuple_dims)
-        last[2] += (len(self.tuple_dims) - 1) * self.tuple_stride if self.tuple_dims else 0
-        return max([self.count] + last) < _U32 - 1
+        2^32 - 1: the 32-bit kernels can run the map; else only the WIDE variants (params(wide=True)).
+        Worked out once per map (plans ask on every dispatch)."""
+        fits = self.__dict__.get("_fits_32_bits")
+        if fits is None:
+            last = [sum((d.size - 1) * getattr(d, t) for d in self.dims) for t in ("dense", "data", "index")]
+            last[1] += sum((n - 1) * t for n, t in self.tuple_dims)
+            last[2] += (len(self.tuple_dims) - 1) * self.tuple_stride if self.tuple_dims else 0
+            fits = max([self.count] + last) < _U32 - 1
+            object.__setattr__(self, "_fits_32_bits", fits)      # not a field: equality and hash ignore it
+        return fits
 
     def params(self, signed_indices: bool, vec: int = 0, row_loop: bool = False, wide: bool = False) -> np.ndarray:
         """The kernel's parameter words (uint32[PARAM_WORDS]; with ``wide``, the WIDE variants' uint64 words,

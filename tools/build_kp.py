@@ -2,7 +2,7 @@
 
 The patches are a conventional series: ``tools/kp-patches/series`` lists unified diffs (``-p1``) in the
 order they apply, and each diff's header says why it exists (two are backports of upstream Kompute
-commits). They are applied strictly (no fuzz, no offsets), so a patch that no longer fits fails the build. The built module reports what it carries as ``kp.__dmlgpu_patches__`` (the series' names),
+commits). They are applied strictly (no fuzz, no offsets), so a patch that no longer fits fails the build. The built module reports what it carries as ``kp.__dmlgpu_patches__`` (the series' names and a digest of their contents),
 which dmlgpu checks; nothing keeps a patch level by hand.
 
 Building kp 0.9.0 offline: its sdist's CMake clones its dependencies from GitHub; the
@@ -18,6 +18,7 @@ with exactly this series is already importable.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import pathlib
 import re
@@ -34,6 +35,13 @@ def series() -> list[str]:
     """The patch names, in order (file names without .patch)."""
     lines = (PATCH_DIR / "series").read_text().split()
     return [name.removesuffix(".patch") for name in lines]
+
+
+def reported() -> list[str]:
+    """What a kp built from the series reports as ``kp.__dmlgpu_patches__``: the names, then
+    "sha256:<digest of the patches' contents>", so that a patch edited under the same name is rebuilt."""
+    digest = hashlib.sha256(b"".join((PATCH_DIR / f"{n}.patch").read_bytes() for n in series())).hexdigest()
+    return series() + [f"sha256:{digest[:16]}"]
 
 
 ENV = {
@@ -85,10 +93,9 @@ def apply_diff(src: pathlib.Path, diff: str, name: str) -> None:
 
 def apply_patches(src: pathlib.Path) -> None:
     """Applies the series strictly, then writes the list of names the module reports."""
-    names = series()
-    for name in names:
+    for name in series():
         apply_diff(src, (PATCH_DIR / f"{name}.patch").read_text(), name)
-    listed = ", ".join(f'"{n}"' for n in names)
+    listed = ", ".join(f'"{n}"' for n in reported())
     (src / "python/src/dmlgpu_patches.hpp").write_text(
         f"// Written by dmlgpu's tools/build_kp.py: the patches applied to this kp.\n"
         f"#define DMLGPU_KP_PATCHES {listed}\n")
@@ -100,7 +107,7 @@ def main() -> int:
     ap.add_argument("--target", help="install into this folder instead of the interpreter's site-packages")
     ap.add_argument("--force", action="store_true", help="rebuild even if the patched kp is importable")
     args = ap.parse_args()
-    if not args.force and not args.target and installed_patches() == series():
+    if not args.force and not args.target and installed_patches() == reported():
         print(f"kp {KP_VERSION} with dmlgpu's {len(series())} patches is already installed")
         return 0
     with tempfile.TemporaryDirectory(prefix="dmlgpu-kp-") as tmp:

@@ -772,9 +772,11 @@ class Device:
         """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
         its ops (pipelines.Bound)."""
         groups = kernels.workgroups(d.count, self._max_groups)
-        if not d.wide and any(b.chunked for b in d.buffers):
-            raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in several "
-                              f"(a large-tensor variant must be chosen for it)")
+        if not d.wide:
+            for b in d.buffers:
+                if b.chunked:
+                    raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in "
+                                      f"several (a large-tensor variant must be chosen for it)")
         return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
 
     def _submit(self, seq, scatters: bool) -> None:
