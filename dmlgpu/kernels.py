@@ -43,17 +43,21 @@ def vec_sizes(unit: int) -> tuple:
 
 
 def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None,
-            wide: bool = False) -> str:
+            wide: bool = False, addr: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
     unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
     bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None).
     ``wide``: the large-tensor variant (units.glsl's WIDE: 64-bit offsets, tensors held in several blocks
-    reached through device addresses; no ``vec``)."""
-    assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8)
+    reached through device addresses). ``addr`` (gathers only): the variant for tensors held in several blocks
+    whose map fits 32 bits (addressing.glsl's ADDR: 32-bit offsets, the same device addresses). The gather's
+    ``wide`` and ``addr`` variants have the ``vec`` ones too."""
+    assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8) and not (wide and addr)
+    assert kernel == "gather" or not addr
+    suffix = "_wide" if wide else "_addr" if addr else ""
     if vec:
-        assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1) and not wide
-        return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}"
-    return f"{kernel}_u{unit}_i{index_bytes * 8}" + ("_wide" if wide else "")
+        assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1)
+        return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}" + suffix
+    return f"{kernel}_u{unit}_i{index_bytes * 8}" + suffix
 
 
 def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
@@ -163,6 +167,16 @@ def _table() -> dict[str, tuple[str, dict]]:
                 for k in (None, 1):
                     add(variant("gather", unit, index_bytes, vec, k), "gather.comp", UNIT=unit,
                         IDX64=index_bytes // 8, VEC=vec, **({"TUPLE_K": k} if k else {}))
+    # gathers and copies on tensors held in several blocks: ADDR (maps under 2^32 units) and WIDE, every path
+    for unit in UNITS:
+        for index_bytes in (4, 8):
+            add(variant("gather", unit, index_bytes, addr=True), "gather.comp", UNIT=unit, IDX64=index_bytes // 8,
+                ADDR=1)
+            for vec in vec_sizes(unit):
+                for k in (None, 1):
+                    for mode in ("wide", "addr"):
+                        add(variant("gather", unit, index_bytes, vec, k, **{mode: True}), "gather.comp", UNIT=unit,
+                            IDX64=index_bytes // 8, VEC=vec, **({"TUPLE_K": k} if k else {}), **{mode.upper(): 1})
     # scatter reductions (reduction.py), by element type (ELEM_KIND 0 unsigned, 1 signed, 2 float) and OP
     for type_ in REDUCE_TYPES:
         kind, bits = type_[0], int(type_[1:])

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import kernels
 from .errors import DeviceError
-from .index_map import P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
+from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
 from .runtime import Buffer, Device, Dispatch
 
 _U32 = 2**32
@@ -47,6 +47,14 @@ def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool
     return device._params(np.concatenate([words, device._block_table(slots, len(words))]))
 
 
+def addr_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
+    """Device._params for an ADDR variant of an index map's kernel: its uint32 words (P_END of them), zeros up
+    to P_ADDR, then the block lists of the tensors in ``slots`` (as wide_params) as pairs of 32-bit words."""
+    assert words.dtype == np.uint32 and words.size == P_END
+    return device._params(np.concatenate([words, np.zeros(P_ADDR - P_END, np.uint32),
+                                          device._block_table(slots, 0).view(np.uint32)]))
+
+
 def _chunked(*buffers) -> bool:
     return any(b is not None and b.chunked for b in buffers)
 
@@ -77,7 +85,9 @@ class _MapPlan(Plan):
 
 
 class GatherPlan(_MapPlan):
-    """dense (output) <- data (input) through ``index_map``."""
+    """dense (output) <- data (input) through ``index_map``. Tensors held in several blocks take the ADDR
+    variants of the same kernels (the map fits 32 bits) or the WIDE ones (it does not): the same paths (VEC,
+    whole rows on CPU devices), the tensors reached through their blocks' device addresses."""
 
     output_from_input = False
 
@@ -90,9 +100,13 @@ class GatherPlan(_MapPlan):
             else None
         self.empty = not self.map.count
         # the kernel of each VEC width the words may ask for (0: no VEC), named once
-        k = len(self.map.tuple_dims) if self.vec and len(self.map.tuple_dims) == 1 else None
+        self.tuple_k = len(self.map.tuple_dims) if self.vec and len(self.map.tuple_dims) == 1 else None
         self.kernels = {0: kernels.variant("gather", self.map.unit, self.index_bytes, 0, None),
-                        self.vec: kernels.variant("gather", self.map.unit, self.index_bytes, self.vec, k)}
+                        self.vec: kernels.variant("gather", self.map.unit, self.index_bytes, self.vec, self.tuple_k)}
+
+    def _rows(self, device: Device) -> bool:
+        """Whole rows per iteration: on CPU devices, where the map allows."""
+        return device.info.type == "CPU" and self.map.row_loop_ok()
 
     def _words(self, device: Device) -> tuple[np.ndarray, int]:
         """(the parameter words for this device, the bytes per iteration of their VEC variant, or 0)."""
@@ -100,20 +114,35 @@ class GatherPlan(_MapPlan):
             return self.row_words, 0
         return self.words, self.vec
 
-    def _words_wide(self, device: Device) -> np.ndarray:
-        """The WIDE variant's parameter words for this device."""
-        return self.wide_words(row_loop=self.map.row_loop_ok() and device.info.type == "CPU")
+    def _words_wide(self, device: Device) -> tuple[np.ndarray, int]:
+        """The WIDE variant's parameter words for this device, and their VEC width (as _words)."""
+        if self._rows(device):
+            return self.wide_words(row_loop=True), 0
+        return self.wide_words(vec=self.vec), self.vec
+
+    def addressed(self, device: Device, indices: Buffer, input: Buffer, output: Buffer,
+                  wide: bool = False) -> tuple[list, list]:
+        """(dispatches, uploads) of the gather through the ADDR variant (``wide``: the WIDE one, which
+        maps past 32 bits need) on any buffers, held in several blocks or not (the benchmarks force it on
+        one-block tensors to measure what addressing costs)."""
+        unit, ib = self.map.unit, self.index_bytes
+        if wide or not self.narrow:
+            words, vec = self._words_wide(device)
+            params, fresh = wide_params(device, words, indices, input, output, None)
+            kernel = kernels.variant("gather", unit, ib, vec, self.tuple_k if vec else None, wide=True)
+        else:
+            words, vec = self._words(device)
+            params, fresh = addr_params(device, words, indices, input, output, None)
+            kernel = kernels.variant("gather", unit, ib, vec, self.tuple_k if vec else None, addr=True)
+        return ([Dispatch(kernel, (params, indices, input, output), int(words[P_TOTAL]), wide=True)],
+                [params] if fresh else [])
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         if self.empty:
             return [], []
         if needs_wide(device, self.map, indices, input, output):
-            words = self._words_wide(device)
-            params, fresh = wide_params(device, words, indices, input, output, None)
-            return ([Dispatch(kernels.variant("gather", self.map.unit, self.index_bytes, wide=True),
-                              (params, indices, input, output), int(words[P_TOTAL]), wide=True)],
-                    [params] if fresh else [])
+            return self.addressed(device, indices, input, output)
         words, vec = self._words(device)
         params, fresh = device._params(words)
         return ([Dispatch(self.kernels[vec], (params, indices, input, output), int(words[P_TOTAL]))],
@@ -275,8 +304,8 @@ def vec_bytes(m: IndexMap) -> int:
 
 
 class CopyPlan:
-    """The strided copy input -> output of a copy map (the gather kernel with tuple size 0; VEC where it fits,
-    WIDE where a buffer is held in several blocks or the map needs 64 bits)."""
+    """The strided copy input -> output of a copy map (the gather kernel with tuple size 0; VEC where it fits;
+    its ADDR variant where a buffer is held in several blocks, WIDE where the map needs 64 bits)."""
 
     def __init__(self, copy_map: IndexMap):
         self.map = copy_map.optimized()
@@ -287,14 +316,19 @@ class CopyPlan:
 
     def dispatch(self, device: Device, input: Buffer, output: Buffer, barrier: bool = True) -> tuple[Dispatch, list]:
         """(the copy's dispatch, [its parameter buffer] if it must be uploaded first, else [])."""
+        unit, inputs = self.map.unit, (device._dummy, input, output)
         if needs_wide(device, self.map, input, output):
-            if self.wide_words is None:
-                self.wide_words = self.map.params(False, wide=True)
-            params, fresh = wide_params(device, self.wide_words, None, input, output, None)
-            d = Dispatch(kernels.variant("gather", self.map.unit, 4, wide=True), (params, device._dummy, input, output),
-                         int(self.wide_words[P_TOTAL]), barrier=barrier, wide=True)
+            if self.narrow:
+                params, fresh = addr_params(device, self.words, None, input, output, None)
+                kernel, count = kernels.variant("gather", unit, 4, self.vec, addr=True), self.words[P_TOTAL]
+            else:
+                if self.wide_words is None:
+                    self.wide_words = self.map.params(False, vec=self.vec, wide=True)
+                params, fresh = wide_params(device, self.wide_words, None, input, output, None)
+                kernel, count = kernels.variant("gather", unit, 4, self.vec, wide=True), self.wide_words[P_TOTAL]
+            d = Dispatch(kernel, (params,) + inputs, int(count), barrier=barrier, wide=True)
         else:
             params, fresh = device._params(self.words)
-            d = Dispatch(kernels.variant("gather", self.map.unit, 4, self.vec), (params, device._dummy, input, output),
+            d = Dispatch(kernels.variant("gather", unit, 4, self.vec), (params,) + inputs,
                          int(self.words[P_TOTAL]), barrier=barrier)
         return d, [params] if fresh else []

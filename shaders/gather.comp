@@ -6,42 +6,118 @@
 // (VEC: 4 or 16), its VEC / UNIT units decoded once and then stepped along the innermost dimension
 // (index_map.glsl's advance), their index loads, then their data loads, then the one store. TUPLE_K: the
 // tuple size fixed (index_map.glsl's data_offset). Else one unit per iteration, or (FLAG_ROWS, CPU
-// devices) one row of the innermost dimension per iteration. WIDE (units.glsl): no VEC.
+// devices) one row of the innermost dimension per iteration.
+// The ADDR variants (tensors held in several blocks, maps under 2^32 units: 32-bit offsets) and the WIDE ones
+// (maps past 2^32 units: 64-bit offsets) have the same paths. They reach a tensor held in several blocks through
+// its blocks' device addresses (index_map.glsl's place), finding the block once per unit (data loads), per group
+// of VEC bytes (a group never straddles a block) or per run of a row inside one block of both tensors
+// (FLAG_ROWS: a row that straddles a block boundary is copied as several runs); a tensor held in one block,
+// through its binding, as the 32-bit kernels do.
+#define INDICES_BOUND 1          // binding 1 is the index tensor (index_map.glsl's raw_index)
 #include "units.glsl"
 #include "bindings.glsl"
-layout(std430, binding = 2) restrict readonly buffer Data { UNIT_T DATA[]; };
+
+// MOVE_T: a unit as the kernel loads and stores it: UNIT_T, except that the ADDR and WIDE variants move 8- and
+// 16-byte units as 64-bit components (uint64_t, u64vec2). lavapipe accesses device addresses one component at
+// a time in a loop over its SIMD lanes: half the components measured about 2x faster there; a GPU makes the
+// same 8- or 16-byte access either way.
+#if ADDRESSED && UNIT == 16
+#define MOVE_T u64vec2
+#elif ADDRESSED && UNIT == 8
+#define MOVE_T uint64_t
+#else
+#define MOVE_T UNIT_T
+#endif
+layout(std430, binding = 2) restrict readonly buffer Data { MOVE_T DATA[]; };
 #if VEC == 16
 layout(std430, binding = 3) restrict buffer Dense { uvec4 DENSE[]; };
 #elif VEC == 4
 layout(std430, binding = 3) restrict buffer Dense { uint DENSE[]; };
 #else
-layout(std430, binding = 3) restrict buffer Dense { UNIT_T DENSE[]; };
+layout(std430, binding = 3) restrict buffer Dense { MOVE_T DENSE[]; };
 #endif
 #include "index_map.glsl"
 
-#if VEC
-const uint PER = VEC / UNIT;     // units per iteration (VEC: 4 or 16 bytes of the dense tensor)
+const uint LOG2_UNIT = UNIT == 16 ? 4u : UNIT == 8 ? 3u : UNIT == 4 ? 2u : UNIT == 2 ? 1u : 0u;
 
-#if VEC == 16
-// A last, partial group writes only the words that hold its units, and keeps the other bytes of a
-// partial last word (no other iteration writes them).
-void store_part(uint w, uvec4 v, uint nbytes) {
-    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-        if (4u * k + 4u <= nbytes) {
-            DENSE[w][k] = v[k];
-        } else if (4u * k < nbytes) {
-            uint keep = 0xFFFFFFFFu << ((nbytes & 3u) * 8u);
-            DENSE[w][k] = (DENSE[w][k] & keep) | v[k];
-        }
-    }
-}
+#if ADDRESSED
+layout(buffer_reference, std430, buffer_reference_align = UNIT) buffer UnitsRef { MOVE_T v[]; };
 #endif
 
-void process(uint w) {
-    uint first = w * PER;
-    uint n = min(PER, P[P_UNITS] - first);
+// Unit ``off`` of the data tensor. 1- and 2-byte units come from their 32-bit word (through a device address:
+// the unit's byte address, as blocks start 4-byte aligned, so that no byte offset is formed: it may pass 2^32
+// in ADDR variants).
+MOVE_T load_data(OFF_T off) {
+#if ADDRESSED
+    if (!one_block(SLOT_DATA)) {
+        uint64_t a = place(SLOT_DATA, off, LOG2_UNIT).address;
+#if UNIT >= 4
+        return UnitsRef(a).v[0];
+#else
+        return (WordRef(a & ~uint64_t(3u)).v >> ((uint(a) & 3u) * 8u)) & UNIT_MASK;
+#endif
+    }
+#endif
+#if UNIT >= 4
+    return DATA[uint(off)];
+#else
+    uint b = uint(off) * UNIT;       // (one block: under 4 GiB)
+    return (DATA[b >> 2u] >> ((b & 3u) * 8u)) & UNIT_MASK;
+#endif
+}
+
+#if VEC
+const uint PER = VEC / UNIT;     // units per iteration (VEC: 4 or 16 bytes of the dense tensor)
+const uint LOG2_VEC = VEC == 16 ? 4u : 2u;
+
+// Group ``g`` (an lvalue: uvec4 for VEC 16, uint for VEC 4) = v, the units of its first n of PER. A last, partial
+// group writes only the words that hold its units, and keeps the other bytes of a partial last word (no other
+// iteration writes them).
+#if VEC == 16
+#define STORE_GROUP(g, v, n) \
+    if (n == PER) { \
+        g = v; \
+    } else { \
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) { \
+            uint nbytes = n * UNIT; \
+            if (4u * k + 4u <= nbytes) \
+                g[k] = v[k]; \
+            else if (4u * k < nbytes) \
+                g[k] = (g[k] & (0xFFFFFFFFu << ((nbytes & 3u) * 8u))) | v[k]; \
+        } \
+    }
+#else
+#define STORE_GROUP(g, v, n) \
+    if (n == PER) \
+        g = v.x; \
+    else \
+        g = (g & (0xFFFFFFFFu << (n * UNIT * 8u))) | v.x;
+#endif
+
+#if ADDRESSED
+#if VEC == 16
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer GroupRef { uvec4 v; };
+#else
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer GroupRef { uint v; };
+#endif
+#endif
+
+void store_group(OFF_T w, uvec4 v, uint n) {
+#if ADDRESSED
+    if (!one_block(SLOT_DENSE)) {
+        GroupRef g = GroupRef(place(SLOT_DENSE, w, LOG2_VEC).address);
+        STORE_GROUP(g.v, v, n)
+        return;
+    }
+#endif
+    STORE_GROUP(DENSE[uint(w)], v, n)
+}
+
+void process(OFF_T w) {
+    OFF_T first = w * PER;
+    uint n = uint(min(OFF_T(PER), P[P_UNITS] - first));
     Position p = locate(first);
-    uint offset[PER];                // the units' data offsets first (their index loads), then their loads
+    OFF_T offset[PER];               // the units' data offsets first (their index loads), then their loads
     [[unroll]] for (uint j = 0u; j < PER; ++j) {
         if (j < n) {
             if (j > 0u)
@@ -52,8 +128,11 @@ void process(uint w) {
     uvec4 v = uvec4(0u);
     [[unroll]] for (uint j = 0u; j < PER; ++j) {
         if (j < n) {
-            UNIT_T u = LOAD_UNIT(DATA, offset[j]);
-#if UNIT == 8
+            MOVE_T u = load_data(offset[j]);
+#if UNIT == 8 && ADDRESSED
+            v[2u * j] = uint(u);
+            v[2u * j + 1u] = uint(u >> 32u);
+#elif UNIT == 8
             v[2u * j] = u.x;
             v[2u * j + 1u] = u.y;
 #elif UNIT == 4
@@ -63,31 +142,71 @@ void process(uint w) {
 #endif
         }
     }
-#if VEC == 16
-    if (n == PER)
-        DENSE[w] = v;
-    else
-        store_part(w, v, n * UNIT);
-#else
-    if (n == PER)
-        DENSE[w] = v.x;
-    else
-        DENSE[w] = (DENSE[w] & (0xFFFFFFFFu << (n * UNIT * 8u))) | v.x;
-#endif
+    store_group(w, v, n);
 }
 #else
+
+// Unit ``off`` of the dense tensor = v; 1- and 2-byte units by atomics on their own bits (as units.glsl's
+// STORE_UNIT), at their byte address (see load_data).
+void store_dense(OFF_T off, MOVE_T v) {
+#if ADDRESSED
+    if (!one_block(SLOT_DENSE)) {
+        uint64_t a = place(SLOT_DENSE, off, LOG2_UNIT).address;
+#if UNIT >= 4
+        UnitsRef(a).v[0] = v;
+#else
+        uint sh = (uint(a) & 3u) * 8u;
+        WordRef w = WordRef(a & ~uint64_t(3u));
+        atomicAnd(w.v, ~(UNIT_MASK << sh));
+        atomicOr(w.v, v << sh);
+#endif
+        return;
+    }
+#endif
+#if UNIT >= 4
+    DENSE[uint(off)] = v;
+#else
+    uint b = uint(off) * UNIT, sh = (b & 3u) * 8u;
+    atomicAnd(DENSE[b >> 2u], ~(UNIT_MASK << sh));
+    atomicOr(DENSE[b >> 2u], v << sh);
+#endif
+}
+
+#define COPY_RUN(DST, SRC, m) \
+    for (uint k = 0u; k < m; ++k) \
+        DST = SRC;
+
 void process(OFF_T i) {
 #if UNIT >= 4
     if ((P[P_FLAGS] & FLAG_ROWS) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
         uint n = uint(P[P_SHAPE + uint(P[P_RANK]) - 1u]);
         Offsets o = map_offsets(i * n);
-        for (uint j = 0u; j < n; ++j)
-            UNIT_AT(DENSE, o.dense + j) = UNIT_AT(DATA, o.data + j);
+#if ADDRESSED
+        bool data_one = one_block(SLOT_DATA), dense_one = one_block(SLOT_DENSE);
+        for (uint j = 0u; j < n;) {          // the runs of the row inside one block of each tensor
+            Place s = place(SLOT_DATA, o.data + j, LOG2_UNIT), d = place(SLOT_DENSE, o.dense + j, LOG2_UNIT);
+            uint m = min(n - j, min(s.left, d.left));
+            UnitsRef src = UnitsRef(s.address), dst = UnitsRef(d.address);
+            uint from = uint(o.data) + j, to = uint(o.dense) + j;     // (used for one-block tensors only)
+            if (dense_one && data_one) {
+                COPY_RUN(DENSE[to + k], DATA[from + k], m)
+            } else if (dense_one) {
+                COPY_RUN(DENSE[to + k], src.v[k], m)
+            } else if (data_one) {
+                COPY_RUN(dst.v[k], DATA[from + k], m)
+            } else {
+                COPY_RUN(dst.v[k], src.v[k], m)
+            }
+            j += m;
+        }
+#else
+        COPY_RUN(DENSE[o.dense + k], DATA[o.data + k], n)
+#endif
         return;
     }
 #endif
     Offsets o = map_offsets(i);
-    STORE_UNIT(DENSE, o.dense, LOAD_UNIT(DATA, o.data));
+    store_dense(o.dense, load_data(o.data));
 }
 #endif
 #include "grid_loop.glsl"

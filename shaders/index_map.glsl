@@ -62,6 +62,51 @@ uint64_t address(uint slot, uint64_t at) {
     return block_entry(block_entry(BLOCK_HEAD + 2u * slot + 1u) + (at >> shift)) +
            (at & ((uint64_t(1) << shift) - 1u));
 }
+
+// Element ``off`` of the tensor in ``slot``, counted in elements of 2^log2e bytes (at most 16, so that an element
+// never straddles two blocks): its device address, and the elements from it to the end of its block (at least 1;
+// 2^32 - 1 where the tensor is one block). The block is found with 32-bit arithmetic: a tensor held in several
+// blocks has blocks of less than 2^32 bytes (maxStorageBufferRange is 32-bit), and a one-block tensor fewer than
+// 2^32 elements, so only the final address is 64-bit.
+struct Place {
+    uint64_t address;
+    uint left;
+};
+
+Place place(uint slot, OFF_T off, uint log2e) {
+    uint shift = uint(block_entry(BLOCK_HEAD + 2u * slot)) - log2e;   // log2 of elements per block
+    uint64_t first = block_entry(BLOCK_HEAD + 2u * slot + 1u);        // the entry of its first block's address
+    if (shift >= 32u)                                                  // one block (log2 63 on the host)
+        return Place(block_entry(first) + (uint64_t(off) << log2e), 0xFFFFFFFFu);
+    uint within = uint(off) & ((1u << shift) - 1u);
+    return Place(block_entry(first + uint64_t(off >> shift)) + (uint64_t(within) << log2e), (1u << shift) - within);
+}
+
+// True when the tensor in ``slot`` is held in one block: its binding is that block, so a kernel may reach it
+// through the binding (as the 32-bit kernels do) instead of its device address.
+bool one_block(uint slot) {
+    return block_entry(BLOCK_HEAD + 2u * slot) >= 32u;
+}
+
+// The index at ``pos`` of the index tensor as read: 64 bits, or 32 in the low half. INDICES_BOUND (a define of
+// the kernels whose binding 1 is the index tensor's first block): a one-block index tensor is read through it.
+uint64_t raw_index(OFF_T pos) {
+#ifdef INDICES_BOUND
+    if (one_block(SLOT_IDX)) {
+#if IDX64
+        uvec2 v = IDX[uint(pos)];
+        return uint64_t(v.x) | (uint64_t(v.y) << 32u);
+#else
+        return uint64_t(IDX[uint(pos)]);
+#endif
+    }
+#endif
+#if IDX64
+    return Word64Ref(place(SLOT_IDX, pos, 3u).address).v;
+#else
+    return uint64_t(WordRef(place(SLOT_IDX, pos, 2u).address).v);
+#endif
+}
 #endif
 
 #if WIDE
@@ -77,11 +122,10 @@ uint64_t divide_dim(uint64_t i, uint d) {
 // An index as a 64-bit two's complement value, resolved into [0, dim): negative values of signed types count
 // from the end, then anything outside is clamped.
 uint64_t read_index(uint64_t pos, uint64_t dim, bool is_signed) {
-#if IDX64
-    uint64_t v = Word64Ref(address(SLOT_IDX, pos * 8u)).v;
-#else
-    uint64_t v = is_signed ? uint64_t(int64_t(IntRef(address(SLOT_IDX, pos * 4u)).v))
-                           : uint64_t(WordRef(address(SLOT_IDX, pos * 4u)).v);
+    uint64_t v = raw_index(pos);
+#if !IDX64
+    if (is_signed)
+        v = uint64_t(int64_t(int(uint(v))));
 #endif
     if (is_signed && int64_t(v) < 0)
         return v >= 0u - dim ? v + dim : 0u;     // value v - 2^64 is in [-dim, -1]
@@ -100,14 +144,14 @@ uint resolve_index(uint lo, uint hi, uint dim, bool is_signed) {
 
 uint read_index(uint pos, uint dim, bool is_signed) {
 #if IDX64 && ADDR
-    uint64_t w = Word64Ref(address(SLOT_IDX, uint64_t(pos) * 8u)).v;
+    uint64_t w = raw_index(pos);
     uint lo = uint(w), hi = uint(w >> 32u);
 #elif IDX64
     uvec2 v = IDX[pos];
     uint lo = v.x, hi = v.y;
 #else
 #if ADDR
-    uint lo = WordRef(address(SLOT_IDX, uint64_t(pos) * 4u)).v;
+    uint lo = uint(raw_index(pos));
 #else
     uint lo = IDX[pos];
 #endif

@@ -110,18 +110,12 @@ def torch_gather_rows(table_bytes: int, rows: int, repeats: int) -> float | None
     return s
 
 
-def forced_wide(dev, plan, table, ids, out):
-    """The WIDE variant's dispatch of a GatherPlan on these Tensors (the large-tensor path on a small table)."""
-    from dmlgpu import kernels
-    from dmlgpu.index_map import P_TOTAL
-    from dmlgpu.plan import wide_params
-    from dmlgpu.runtime import Dispatch
-    words = plan._words_wide(dev)
-    params, fresh = wide_params(dev, words, ids.buffer, table.buffer, out.buffer, None)
-    d = Dispatch(kernels.variant("gather", plan.map.unit, plan.index_bytes, wide=True),
-                 (params, ids.buffer, table.buffer, out.buffer), int(words[P_TOTAL]), wide=True)
-    dev._run([d], uploads=[params] if fresh else [])
-    return [d]
+def forced_wide(dev, plan, table, ids, out, wide: bool = False):
+    """The dispatches of a GatherPlan on these Tensors through its ADDR variant (``wide``: its 64-bit WIDE one),
+    run once: the large-tensor path on a one-block table, which measures what addressing costs."""
+    d, uploads = plan.addressed(dev, ids.buffer, table.buffer, out.buffer, wide=wide)
+    dev._run(d, uploads=uploads)
+    return d
 
 
 def rows_section(dev, args, report: Report) -> None:
