@@ -8,14 +8,18 @@
 // tuple size fixed (index_map.glsl's data_offset). Else one unit per iteration, or (FLAG_ROWS, CPU
 // devices) one row of the innermost dimension per iteration.
 // The ADDR variants (tensors held in several blocks, maps under 2^32 units: 32-bit offsets) and the WIDE ones
-// (maps past 2^32 units: 64-bit offsets) have the same paths. They reach a tensor held in several blocks through
-// its blocks' device addresses (index_map.glsl's place), finding the block once per unit (data loads), per group
-// of VEC bytes (a group never straddles a block) or per run of a row inside one block of both tensors
-// (FLAG_ROWS: a row that straddles a block boundary is copied as several runs); a tensor held in one block,
-// through its binding, as the 32-bit kernels do.
-#define INDICES_BOUND 1          // binding 1 is the index tensor (index_map.glsl's raw_index)
+// (maps past 2^32 units: 64-bit offsets) have the same paths. They reach the tensors through their blocks' device
+// addresses (index_map.glsl's place), finding the block once per unit (data loads), per group of VEC bytes (a
+// group never straddles a block), or per run of a row inside one block of both tensors (FLAG_ROWS: a row that
+// straddles a block boundary is copied as several runs). In that row loop a tensor held in one block is reached
+// through its binding, as in the 32-bit kernels; elsewhere it is not, because CPU devices (lavapipe) run both
+// sides of such a branch for every unit: measured slower there, and no shorter a chain of loads on a GPU.
 #include "units.glsl"
 #include "bindings.glsl"
+#if ADDR                         // the parameter words as 64-bit words too: one load per block-list entry
+layout(std430, binding = 0) restrict readonly buffer Params64 { uint64_t P64[]; };
+#define PARAMS64 P64
+#endif
 
 // MOVE_T: a unit as the kernel loads and stores it: UNIT_T, except that the ADDR and WIDE variants move 8- and
 // 16-byte units as 64-bit components (uint64_t, u64vec2). lavapipe accesses device addresses one component at
@@ -44,25 +48,19 @@ const uint LOG2_UNIT = UNIT == 16 ? 4u : UNIT == 8 ? 3u : UNIT == 4 ? 2u : UNIT 
 layout(buffer_reference, std430, buffer_reference_align = UNIT) buffer UnitsRef { MOVE_T v[]; };
 #endif
 
-// Unit ``off`` of the data tensor. 1- and 2-byte units come from their 32-bit word (through a device address:
-// the unit's byte address, as blocks start 4-byte aligned, so that no byte offset is formed: it may pass 2^32
-// in ADDR variants).
+// Unit ``off`` of the data tensor. In ADDR and WIDE variants 1- and 2-byte units come from their 32-bit word at
+// the unit's byte address rounded down (blocks start 4-byte aligned), so that no byte offset is formed: it may
+// pass 2^32 in ADDR variants.
 MOVE_T load_data(OFF_T off) {
 #if ADDRESSED
-    if (!one_block(SLOT_DATA)) {
-        uint64_t a = place(SLOT_DATA, off, LOG2_UNIT).address;
+    uint64_t a = place(SLOT_DATA, off, LOG2_UNIT).address;
 #if UNIT >= 4
-        return UnitsRef(a).v[0];
+    return UnitsRef(a).v[0];
 #else
-        return (WordRef(a & ~uint64_t(3u)).v >> ((uint(a) & 3u) * 8u)) & UNIT_MASK;
+    return (WordRef(a & ~uint64_t(3u)).v >> ((uint(a) & 3u) * 8u)) & UNIT_MASK;
 #endif
-    }
-#endif
-#if UNIT >= 4
-    return DATA[uint(off)];
 #else
-    uint b = uint(off) * UNIT;       // (one block: under 4 GiB)
-    return (DATA[b >> 2u] >> ((b & 3u) * 8u)) & UNIT_MASK;
+    return LOAD_UNIT(DATA, off);
 #endif
 }
 
@@ -104,13 +102,11 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer GroupRef { u
 
 void store_group(OFF_T w, uvec4 v, uint n) {
 #if ADDRESSED
-    if (!one_block(SLOT_DENSE)) {
-        GroupRef g = GroupRef(place(SLOT_DENSE, w, LOG2_VEC).address);
-        STORE_GROUP(g.v, v, n)
-        return;
-    }
+    GroupRef g = GroupRef(place(SLOT_DENSE, w, LOG2_VEC).address);
+    STORE_GROUP(g.v, v, n)
+#else
+    STORE_GROUP(DENSE[w], v, n)
 #endif
-    STORE_GROUP(DENSE[uint(w)], v, n)
 }
 
 void process(OFF_T w) {
@@ -147,28 +143,20 @@ void process(OFF_T w) {
 #else
 
 // Unit ``off`` of the dense tensor = v; 1- and 2-byte units by atomics on their own bits (as units.glsl's
-// STORE_UNIT), at their byte address (see load_data).
+// STORE_UNIT), in ADDR and WIDE variants at their byte address (see load_data).
 void store_dense(OFF_T off, MOVE_T v) {
 #if ADDRESSED
-    if (!one_block(SLOT_DENSE)) {
-        uint64_t a = place(SLOT_DENSE, off, LOG2_UNIT).address;
+    uint64_t a = place(SLOT_DENSE, off, LOG2_UNIT).address;
 #if UNIT >= 4
-        UnitsRef(a).v[0] = v;
+    UnitsRef(a).v[0] = v;
 #else
-        uint sh = (uint(a) & 3u) * 8u;
-        WordRef w = WordRef(a & ~uint64_t(3u));
-        atomicAnd(w.v, ~(UNIT_MASK << sh));
-        atomicOr(w.v, v << sh);
+    uint sh = (uint(a) & 3u) * 8u;
+    WordRef w = WordRef(a & ~uint64_t(3u));
+    atomicAnd(w.v, ~(UNIT_MASK << sh));
+    atomicOr(w.v, v << sh);
 #endif
-        return;
-    }
-#endif
-#if UNIT >= 4
-    DENSE[uint(off)] = v;
 #else
-    uint b = uint(off) * UNIT, sh = (b & 3u) * 8u;
-    atomicAnd(DENSE[b >> 2u], ~(UNIT_MASK << sh));
-    atomicOr(DENSE[b >> 2u], v << sh);
+    STORE_UNIT(DENSE, off, v);
 #endif
 }
 
@@ -182,9 +170,11 @@ void process(OFF_T i) {
         uint n = uint(P[P_SHAPE + uint(P[P_RANK]) - 1u]);
         Offsets o = map_offsets(i * n);
 #if ADDRESSED
-        bool data_one = one_block(SLOT_DATA), dense_one = one_block(SLOT_DENSE);
+        uint data_b = block_log2(SLOT_DATA), dense_b = block_log2(SLOT_DENSE);
+        bool data_one = data_b >= 32u, dense_one = dense_b >= 32u;
         for (uint j = 0u; j < n;) {          // the runs of the row inside one block of each tensor
-            Place s = place(SLOT_DATA, o.data + j, LOG2_UNIT), d = place(SLOT_DENSE, o.dense + j, LOG2_UNIT);
+            Place s = place_in(SLOT_DATA, data_b, o.data + j, LOG2_UNIT);
+            Place d = place_in(SLOT_DENSE, dense_b, o.dense + j, LOG2_UNIT);
             uint m = min(n - j, min(s.left, d.left));
             UnitsRef src = UnitsRef(s.address), dst = UnitsRef(d.address);
             uint from = uint(o.data) + j, to = uint(o.dense) + j;     // (used for one-block tensors only)

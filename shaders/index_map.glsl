@@ -51,8 +51,12 @@ uint64_t block_entry(uint64_t e) {
 #else
 #define BLOCK_HEAD 0u                      // entries are pairs of P's words from P_ADDR
 uint64_t block_entry(uint64_t e) {
+#ifdef PARAMS64
+    return PARAMS64[P_ADDR / 2u + uint(e)];   // (P_ADDR is even)
+#else
     uint k = P_ADDR + 2u * uint(e);
     return uint64_t(P[k]) | (uint64_t(P[k + 1u]) << 32u);
+#endif
 }
 #endif
 
@@ -63,44 +67,38 @@ uint64_t address(uint slot, uint64_t at) {
            (at & ((uint64_t(1) << shift) - 1u));
 }
 
+// The log2 of the block size in bytes of the tensor in ``slot``; 32 or more (63) when it is held in one block,
+// which its binding then is (a kernel may reach it through the binding, as the 32-bit kernels do).
+uint block_log2(uint slot) {
+    return uint(block_entry(BLOCK_HEAD + 2u * slot));
+}
+
 // Element ``off`` of the tensor in ``slot``, counted in elements of 2^log2e bytes (at most 16, so that an element
 // never straddles two blocks): its device address, and the elements from it to the end of its block (at least 1;
-// 2^32 - 1 where the tensor is one block). The block is found with 32-bit arithmetic: a tensor held in several
-// blocks has blocks of less than 2^32 bytes (maxStorageBufferRange is 32-bit), and a one-block tensor fewer than
-// 2^32 elements, so only the final address is 64-bit.
+// 2^32 - 1 where the tensor is one block). ``log2b``: its block_log2. The block is found with 32-bit arithmetic:
+// a tensor held in several blocks has blocks of less than 2^32 bytes (maxStorageBufferRange is 32-bit), and a
+// one-block tensor fewer than 2^32 elements, so only the final address is 64-bit.
 struct Place {
     uint64_t address;
     uint left;
 };
 
-Place place(uint slot, OFF_T off, uint log2e) {
-    uint shift = uint(block_entry(BLOCK_HEAD + 2u * slot)) - log2e;   // log2 of elements per block
+Place place_in(uint slot, uint log2b, OFF_T off, uint log2e) {
+    bool one = log2b >= 32u;
+    uint shift = one ? 0u : log2b - log2e;                           // log2 of elements per block (no branch:
+    OFF_T block = one ? OFF_T(0u) : off >> shift;                    // CPU devices run both sides of one)
+    uint within = one ? uint(off) : uint(off) & ((1u << shift) - 1u);
     uint64_t first = block_entry(BLOCK_HEAD + 2u * slot + 1u);        // the entry of its first block's address
-    if (shift >= 32u)                                                  // one block (log2 63 on the host)
-        return Place(block_entry(first) + (uint64_t(off) << log2e), 0xFFFFFFFFu);
-    uint within = uint(off) & ((1u << shift) - 1u);
-    return Place(block_entry(first + uint64_t(off >> shift)) + (uint64_t(within) << log2e), (1u << shift) - within);
+    return Place(block_entry(first + uint64_t(block)) + (uint64_t(within) << log2e),
+                 one ? 0xFFFFFFFFu : (1u << shift) - within);
 }
 
-// True when the tensor in ``slot`` is held in one block: its binding is that block, so a kernel may reach it
-// through the binding (as the 32-bit kernels do) instead of its device address.
-bool one_block(uint slot) {
-    return block_entry(BLOCK_HEAD + 2u * slot) >= 32u;
+Place place(uint slot, OFF_T off, uint log2e) {
+    return place_in(slot, block_log2(slot), off, log2e);
 }
 
-// The index at ``pos`` of the index tensor as read: 64 bits, or 32 in the low half. INDICES_BOUND (a define of
-// the kernels whose binding 1 is the index tensor's first block): a one-block index tensor is read through it.
+// The index at ``pos`` of the index tensor as read: 64 bits, or 32 in the low half.
 uint64_t raw_index(OFF_T pos) {
-#ifdef INDICES_BOUND
-    if (one_block(SLOT_IDX)) {
-#if IDX64
-        uvec2 v = IDX[uint(pos)];
-        return uint64_t(v.x) | (uint64_t(v.y) << 32u);
-#else
-        return uint64_t(IDX[uint(pos)]);
-#endif
-    }
-#endif
 #if IDX64
     return Word64Ref(place(SLOT_IDX, pos, 3u).address).v;
 #else

@@ -11,6 +11,18 @@ Sections (``--sections``, comma-separated):
   tensor of ``--scatter-gib`` GiB (out of place: the copy of the input is timed too).
 * ``elements``: gather_elements on a uint8 tensor of ``--elements-gib`` GiB (1-D) with 2^22 int64 indices,
   most of them past 2^32.
+* ``sweep`` (issue 23: where a gather from a large table loses): the same random gather, ``--sweep-out-gib`` GiB
+  of output, from tables of each of ``--sweep-gib`` GiB (prefixes of one random table; sizes that the device
+  cannot hold beside the output are skipped), for rows of each of ``--sweep-rows`` bytes (float16 rows of 8 KiB,
+  float32 rows of 512 B: 16-byte units, one per invocation): the kernel the table takes (32-bit in one block,
+  else ADDR) and the others forced (ADDR and WIDE), rows drawn from the table's first ``--sweep-span-gib`` GiB
+  only (TLB reach: the same table, a smaller footprint), and a plain copy of the whole table through the same
+  blocks (the copy shader; skipped where a second table does not fit). Each is timed on its first run (the
+  first kernel to read the table after its upload) and in steady state (median of ``--repeats`` replays), and
+  PyTorch's ``index_select`` (first call, then steady) beside it on a CUDA table of the same shape with the same
+  ids. The tables' block sizes and the alignment of their blocks' device addresses are printed.
+  ``--chunk-mib`` sets the block size (Device(chunk_bytes=)); ``--sweep-chunks-mib`` repeats the sweep in the
+  same process for each block size listed (a new Device each; 0: the default blocks).
 * ``small``: the 32-bit kernels on tensors under one binding, 64 MiB and 1 GiB moved (gather of rows of 1 KiB,
   gather of single float32 elements, scatter_nd of rows of 1 KiB): run it with an older tree on PYTHONPATH
   to compare (``python3 path/to/large.py --sections small``: it uses only what every tree has).
@@ -60,10 +72,13 @@ class Report:
                 f.write(json.dumps(row) + "\n")
 
     def table(self) -> None:
-        print(f"\n{'case':58} {'checked':8} {'GPU ms':>9} {'GB/s':>8} {'torch GB/s':>10}")
+        """The rows: steady-state GPU ms and GB/s; a first run's GB/s where measured; PyTorch's where run."""
+        print(f"\n{'case':78} {'checked':8} {'GPU ms':>9} {'GB/s':>8} {'first GB/s':>10} {'torch GB/s':>10} "
+              f"{'torch first':>11}")
         for r in self.rows:
-            peer = f"{r['torch_gbps']:.0f}" if r.get("torch_gbps") else "-"
-            print(f"{r['case']:58} {str(r.get('checked', '-')):8} {r['gpu_ms']:9.3f} {r['gbps']:8.0f} {peer:>10}")
+            cols = [f"{r[k]:.0f}" if r.get(k) else "-" for k in ("first_gbps", "torch_gbps", "torch_first_gbps")]
+            print(f"{r['case']:78} {str(r.get('checked', '-')):8} {r['gpu_ms']:9.3f} {r['gbps']:8.0f} {cols[0]:>10} "
+                  f"{cols[1]:>10} {cols[2]:>11}")
 
 
 def gpu_time(dev, dispatches, repeats: int) -> float:
@@ -144,14 +159,148 @@ def rows_section(dev, args, report: Report) -> None:
             from dmlgpu.plan import GatherPlan
             plan = GatherPlan(dispatches_map(table, ids), ids_host.dtype)
             out2 = dmlgpu.empty(out.shape, out.dtype, device=dev)
-            wide = forced_wide(dev, plan, table, ids, out2)
-            ok2 = out2.numpy().view(np.uint16).tobytes() == got.view(np.uint16).tobytes()
-            s2 = gpu_time(dev, wide, args.repeats)
-            report.add(case=f"gather {args.rows} rows of 8 KiB from {gib:g} GiB (1 block, wide forced)",
-                       checked=ok2, gpu_ms=s2 * 1e3, gbps=moved / s2 / 1e9)
-            del out2, wide
+            for wide_ in (False, True):
+                forced = forced_wide(dev, plan, table, ids, out2, wide=wide_)
+                ok2 = out2.numpy().view(np.uint16).tobytes() == got.view(np.uint16).tobytes()
+                s2 = gpu_time(dev, forced, args.repeats)
+                report.add(case=f"gather {args.rows} rows of 8 KiB from {gib:g} GiB (1 block, "
+                                f"{'WIDE' if wide_ else 'ADDR'} forced)", checked=ok2, gpu_ms=s2 * 1e3,
+                           gbps=moved / s2 / 1e9)
+            del out2, forced
         del table, ids, out, host, got, dispatches
         dev.empty_cache()
+
+
+def first_and_steady(dev, dispatches, uploads, repeats: int) -> tuple[float, float]:
+    """(GPU seconds of the dispatches' first run, the median of ``repeats`` replays after it). Their parameter
+    buffers are uploaded first, in a submission of their own, so that the first run is the dispatches alone."""
+    if uploads:
+        dev._run([], uploads=uploads)
+    with dev.record(timestamps=True) as rec:         # ending the block runs it: the first run
+        dev._run(dispatches)
+    ts = rec.timestamps()
+    first = (ts[sum(2 if d.barrier else 1 for d in dispatches)] - ts[0]) * 1e-9
+    del rec
+    return first, gpu_time(dev, dispatches, repeats)
+
+
+def torch_first_and_steady(table_shape, dtype: str, ids_host, repeats: int) -> tuple[float, float] | None:
+    """PyTorch's index_select of ``ids_host`` from a new CUDA table of this shape and dtype (random bits): (the
+    first call's seconds, the median of ``repeats`` after 3 more), from CUDA events; None without CUDA torch."""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    table = torch.empty(table_shape, dtype=getattr(torch, dtype), device="cuda")
+    table.view(torch.int16 if table.element_size() == 2 else torch.int32).random_()
+    ids = torch.from_numpy(ids_host).cuda()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    torch.index_select(table, 0, ids)
+    b.record()
+    b.synchronize()
+    first = a.elapsed_time(b) * 1e-3
+    steady = torch_time(lambda: torch.index_select(table, 0, ids), repeats)
+    del table, ids
+    torch.cuda.empty_cache()
+    return first, steady
+
+
+def block_summary(buf) -> str:
+    """A buffer's blocks: count, size, and the alignment of their device addresses (their lowest set bit)."""
+    blocks = buf._blocks
+    align = min((b.address & -b.address) for b in blocks) if all(b.address for b in blocks) else 0
+    return f"{len(blocks)} x {blocks[0].size / MiB:g} MiB blocks, addresses aligned to {align / MiB:g} MiB"
+
+
+SWEEP_ROWS = {8192: "float16", 512: "float32"}      # row bytes -> the table's dtype (16-byte units either way)
+
+
+def sweep_section(dev, args, report: Report) -> None:
+    """The large-table sweep (module docstring): per block size, per table size, per row size."""
+    from dmlgpu.plan import CopyPlan, GatherPlan
+    from dmlgpu.index_map import Layout, copy_map
+    sizes = [float(g) for g in args.sweep_gib.split(",") if g]
+    rows_bytes = [int(r) for r in args.sweep_rows.split(",") if r]
+    out_bytes = int(args.sweep_out_gib * GiB)
+    chunks = [int(c) for c in args.sweep_chunks_mib.split(",")] if args.sweep_chunks_mib else [None]
+    print("memory heaps", dev.info.memory_heaps, "types", dev.info.memory_types, flush=True)
+    t0 = time.perf_counter()
+    host = random_bytes(int(max(sizes) * GiB) // max(rows_bytes) * max(rows_bytes), seed=23)
+    print(f"host table of {host.nbytes / GiB:g} GiB made in {time.perf_counter() - t0:.1f} s", flush=True)
+    rng = np.random.default_rng(23)
+    for chunk in chunks:
+        d = dev if chunk is None else dmlgpu.Device(max_queued=0, **({"chunk_bytes": chunk * MiB} if chunk else {}))
+        tag = f"blocks of {d.chunk_bytes / MiB:g} MiB"
+        for gib in sizes:
+            nbytes = int(gib * GiB) // max(rows_bytes) * max(rows_bytes)
+            if nbytes + out_bytes + (1 << 28) > d.memory_capacity:
+                print(f"skipped: a {gib:g} GiB table and {args.sweep_out_gib:g} GiB of output do not fit "
+                      f"{d.memory_capacity / GiB:.1f} GiB", flush=True)
+                continue
+            for row in rows_bytes:
+                dtype = np.dtype(SWEEP_ROWS[row])
+                view = host[:nbytes].view(dtype).reshape(-1, row // dtype.itemsize)
+                count = out_bytes // row
+                t1 = time.perf_counter()
+                table = dmlgpu.tensor(view, device=d)
+                upload_s = time.perf_counter() - t1
+                where = f"{gib:g} GiB ({block_summary(table.buffer)})"
+                print(f"{tag}: table {where}, uploaded at {nbytes / upload_s / 1e9:.1f} GB/s", flush=True)
+                span_rows = min(view.shape[0], int(args.sweep_span_gib * GiB) // row)
+                cases = [("random", rng.integers(0, view.shape[0], size=count))]
+                if span_rows < view.shape[0]:
+                    cases.append((f"from its first {args.sweep_span_gib:g} GiB", rng.integers(0, span_rows, size=count)))
+                for name, ids_host in cases:
+                    ids = dmlgpu.tensor(ids_host, device=d)
+                    out = dmlgpu.empty((count, view.shape[1]), dtype, device=d)
+                    plan = GatherPlan(dispatches_map(table, ids), ids_host.dtype)
+                    want = view[ids_host].tobytes()
+                    runs = [("as chosen", plan.dispatches(d, input=table.buffer, indices=ids.buffer,
+                                                          output=out.buffer))]
+                    if name == "random":
+                        runs += [(f"{'WIDE' if w else 'ADDR'} forced",
+                                  plan.addressed(d, ids.buffer, table.buffer, out.buffer, wide=w))
+                                 for w in (False, True) if w or not table.buffer.chunked]
+                    for how, (dispatches, uploads) in runs:
+                        first, steady = first_and_steady(d, dispatches, uploads, args.repeats)
+                        ok = out.numpy().tobytes() == want
+                        kernel = dispatches[0].kernel
+                        moved = 2 * count * row
+                        peer = torch_first_and_steady(view.shape, dtype.name, ids_host, args.repeats) \
+                            if how == "as chosen" and args.sweep_torch else None
+                        report.add(case=f"sweep {tag}: {count} rows of {row} B, {name}, from {gib:g} GiB, {how} "
+                                        f"({kernel})", checked=ok, gpu_ms=steady * 1e3, gbps=moved / steady / 1e9,
+                                   first_gbps=moved / first / 1e9, table=where,
+                                   torch_gbps=moved / peer[1] / 1e9 if peer else None,
+                                   torch_first_gbps=moved / peer[0] / 1e9 if peer else None)
+                    del ids, out, plan
+                    d.empty_cache()
+                if row == rows_bytes[0]:
+                    if 2 * nbytes + (1 << 28) <= d.memory_capacity:
+                        dst = d.buffer(nbytes=nbytes)
+                        units = nbytes // 16
+                        cp = CopyPlan(copy_map(Layout.packed((units,)), Layout.packed((units,)), 16))
+                        dispatch, uploads = cp.dispatch(d, table.buffer, dst)
+                        first, steady = first_and_steady(d, [dispatch], uploads, args.repeats)
+                        ok = all(d._read_range(dst, at, n).tobytes() == view.reshape(-1).view(np.uint8)[at:at + n].tobytes()
+                                 for at, n in ((0, 64 * MiB), (nbytes // 2 - 32 * MiB, 64 * MiB),
+                                               (nbytes - 64 * MiB, 64 * MiB)) if at >= 0 and at + n <= nbytes)
+                        report.add(case=f"sweep {tag}: copy the whole {gib:g} GiB table ({dispatch.kernel})",
+                                   checked=ok, gpu_ms=steady * 1e3, gbps=2 * nbytes / steady / 1e9,
+                                   first_gbps=2 * nbytes / first / 1e9, table=where)
+                        del dst, dispatch
+                    else:
+                        print(f"skipped: the copy of a {gib:g} GiB table (two do not fit)", flush=True)
+                del table
+                d.empty_cache()
+                release(d)
+        if d is not dev:
+            d.close()
+    del host
 
 
 def spread_section(dev, args, report: Report) -> None:
@@ -309,7 +458,8 @@ def small_section(dev, args, report: Report) -> None:
     dev.empty_cache()
 
 
-SECTIONS = {"alloc": alloc_section, "spread": spread_section, "rows": rows_section, "scatter": scatter_section, "elements": elements_section, "small": small_section}
+SECTIONS = {"alloc": alloc_section, "spread": spread_section, "rows": rows_section, "scatter": scatter_section,
+            "elements": elements_section, "small": small_section, "sweep": sweep_section}
 
 
 def main(argv=None) -> int:
@@ -323,6 +473,14 @@ def main(argv=None) -> int:
     ap.add_argument("--elements-gib", type=float, default=5)
     ap.add_argument("--spread-gib", default="3.99,4.01,8")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--sweep-gib", default="2,4,8,16,20", help="sweep: table sizes (GiB)")
+    ap.add_argument("--sweep-rows", default="8192,512", help="sweep: row sizes (bytes: 8192 and/or 512)")
+    ap.add_argument("--sweep-out-gib", type=float, default=2, help="sweep: bytes gathered per case (GiB)")
+    ap.add_argument("--sweep-span-gib", type=float, default=2,
+                    help="sweep: the footprint of the second set of rows (the table's first GiB)")
+    ap.add_argument("--sweep-chunks-mib", default="",
+                    help="sweep: block sizes (MiB) to repeat it for, a new Device each (0: the default)")
+    ap.add_argument("--sweep-torch", type=int, default=1, help="sweep: 0 skips PyTorch")
     ap.add_argument("--chunk-mib", type=int, default=None, help="Device(chunk_bytes=) in MiB (default: the largest)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
