@@ -256,3 +256,16 @@ def test_big_scatter_and_reduction(big):
         want = flat.copy()
         ufunc.at(want, pos[:, 0], vals)
         assert np.array_equal(dmlgpu.scatter_nd(flat, pos, vals, reduction=op, device=big), want), op
+
+
+# ---- the benchmark's large-table sweep (dmlgpu/bench/large.py), at a small scale ----
+
+def test_bench_large_sweep_runs_and_checks(capsys):
+    """``python -m dmlgpu bench large --sections sweep`` on tables of 1 and 4 MiB held in blocks of 1 MiB (and in
+    one block of the default size): every case's result checked against NumPy (the exit status says so)."""
+    from dmlgpu.bench import large
+    rc = large.main(["--sections", "sweep", "--sweep-gib", f"{1 / 1024},{4 / 1024}", "--sweep-out-gib", f"{1 / 2048}",
+                     "--sweep-span-gib", f"{1 / 2048}", "--sweep-chunks-mib", "1,0", "--repeats", "2"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "ADDR forced" in out and "WIDE forced" in out and "copy the whole" in out
+    assert "gather_u16_i64_addr" in out and "gather_u16_i64 " in out.replace(")", " ")
