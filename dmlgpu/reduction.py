@@ -241,14 +241,23 @@ class ReducePlan(Plan):
                 words[P_ROWS], words[P_CHUNK] = count, PARTIAL_CHUNK
                 self.level_words.append(words)
                 count = groups
-        self.tiles = -(-self.rows // kernels.RADIX_TILE)
-        self.blocks = -(-kernels.RADIX * self.tiles // kernels.RADIX_SCAN_BLOCK)
-        self.pass_words = []
-        for b in range(0, self.key_bits, kernels.RADIX_BITS):
-            words = np.zeros(R_BLOCKS + 1, dtype=np.uint32)
-            words[[R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS]] = (
-                self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1, self.tiles, self.blocks)
-            self.pass_words.append(words)
+        self._sorts: dict = {}
+
+    def sort(self, geometry: kernels.Geometry) -> tuple[int, int, list]:
+        """The radix sort's (tiles, blocks of counts, parameter words of each pass) in a variant set's
+        geometry (kernels.Geometry: its workgroup size and digit bits)."""
+        sort = self._sorts.get(geometry.suffix)
+        if sort is None:
+            tiles = -(-self.rows // geometry.radix_tile)
+            blocks = -(-geometry.radix * tiles // geometry.radix_scan_block)
+            pass_words = []
+            for b in range(0, self.key_bits, geometry.radix_bits):
+                words = np.zeros(R_BLOCKS + 1, dtype=np.uint32)
+                words[[R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS]] = (
+                    self.rows, b, (1 << min(geometry.radix_bits, self.key_bits - b)) - 1, tiles, blocks)
+                pass_words.append(words)
+            sort = self._sorts[geometry.suffix] = (tiles, blocks, pass_words)
+        return sort
 
     @classmethod
     def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None) -> "ReducePlan":
@@ -294,9 +303,11 @@ class ReducePlan(Plan):
             return buf
 
         if self.atomic is None:
-            hist_bytes = 4 * (kernels.RADIX * self.tiles + self.blocks)
-            device._check_sizes(4 * self.rows, hist_bytes if self.pass_words else 0)
-            scratch = max(4 * self.rows, hist_bytes if self.pass_words else 0,   # bound whole: one block each
+            geometry = device.geometry
+            tiles, blocks, pass_words = self.sort(geometry)
+            hist_bytes = 4 * (geometry.radix * tiles + blocks)
+            device._check_sizes(4 * self.rows, hist_bytes if pass_words else 0)
+            scratch = max(4 * self.rows, hist_bytes if pass_words else 0,   # bound whole: one block each
                           4 * self.slice_count * self.part_words * int(self.level_words[0][P_ROWS])
                           if PARTIALS and self.level_words else 0)
             if scratch > device._whole_max:
@@ -326,14 +337,15 @@ class ReducePlan(Plan):
         out.append(Dispatch(kernel(self.keys_kernel), (params(self.keys_words, (indices, None, updates, None)), indices,
                                                        keys, rows) + ((updates,) if self.values else ()),
                             self.rows, barrier=not out, wide=addr))   # independent of the copy: they may overlap
-        if self.pass_words:
+        if pass_words:
             other_keys, other_rows = take(4 * self.rows), take(4 * self.rows)
             hist = take(hist_bytes)
-            tile_groups, block_groups = self.tiles * kernels.WORKGROUP_SIZE, self.blocks * kernels.WORKGROUP_SIZE
-            for words in self.pass_words:
+            size = geometry.workgroup_size
+            tile_groups, block_groups = tiles * size, blocks * size
+            for words in pass_words:
                 p = params(words)
                 out.append(Dispatch("radix_hist", (p, keys, hist), tile_groups))
-                if self.blocks > 1:
+                if blocks > 1:
                     out.append(Dispatch("radix_reduce", (p, hist), block_groups))
                 out += [Dispatch("radix_scan", (p, hist), block_groups),
                         Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
