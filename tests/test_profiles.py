@@ -1,0 +1,179 @@
+"""Device profiles (dmlgpu/runtime/profiles.py): every operator under each profile either matches NumPy or is
+refused with a DeviceError naming the limit or feature, before any GPU work, as README's device feature
+matrix says. Devices are opened with explicit profiles, so this file runs under any DMLGPU_DEVICE_PROFILE;
+scripts/test.sh also runs the gather tests under the minimum profile and the property tests under others."""
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu import DeviceError, kernels, reference
+from dmlgpu.runtime import profiles
+
+PROFILES = ["full", "minimum", "no-int64", "no-device-address", "no-narrow-storage", "small-shared-memory",
+            "small-workgroups", "few-buffers"]
+FEW_BUFFERS = ("minimum", "few-buffers")        # maxPerStageDescriptorStorageBuffers 4
+NO_WIDE = ("minimum", "no-int64", "no-device-address")
+BUFFERS = "maxPerStageDescriptorStorageBuffers"
+
+
+@pytest.fixture(scope="module", params=PROFILES)
+def dev(request):
+    d = dmlgpu.Device(profile=request.param)
+    yield d
+    d.close()
+
+
+def check(dev, refused_by, call, expected):
+    """``call()`` matches ``expected`` (NumPy), or, where ``refused_by`` names the profiles that refuse it
+    (a limit or feature name, ``profiles``), raises DeviceError naming it."""
+    name, refusing = refused_by if refused_by else (None, ())
+    if dev.profile.name in refusing:
+        with pytest.raises(DeviceError, match=name):
+            call()
+    else:
+        out = call()
+        out = out.numpy() if isinstance(out, dmlgpu.Tensor) else out
+        np.testing.assert_array_equal(out, expected)
+
+
+def test_profile_masks_features_and_limits(dev):
+    p, info = dev.profile, dev.info
+    assert dev.features == dev.physical_info.features - p.withheld
+    assert dev.features == frozenset(n for n, on in dev._mgr.enabled_features().items() if on)
+    for name, value in p.limits:
+        have = getattr(info, profiles.LIMITS[name])
+        if isinstance(have, tuple):
+            assert all(a <= b for a, b in zip(have, profiles._triple(value))), name
+        else:
+            assert have <= value, name
+    assert dev.geometry is (kernels.SMALL if info.max_workgroup_invocations < 256 else kernels.DEFAULT)
+    if p.name == "minimum":
+        assert not dev.features and info.max_storage_buffer_range == 1 << 27 and dev.max_block <= 1 << 27
+        assert info.max_workgroup_count == (65535,) * 3 and info.max_compute_shared_memory_size == 16384
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int16, np.float64, np.complex128])
+def test_gathers(dev, dtype):
+    rng = np.random.default_rng(1)
+    x = (rng.random((300, 7)) * 100).astype(dtype)
+    idx = rng.integers(-300, 300, (5, 2)).astype(np.int64)
+    check(dev, None, lambda: dmlgpu.gather(x, idx, axis=0, device=dev), reference.gather(x, idx, 0))
+    e = rng.integers(0, 7, (300, 3)).astype(np.uint32)
+    check(dev, None, lambda: dmlgpu.gather_elements(x, e, axis=1, device=dev), reference.gather_elements(x, e, 1))
+    nd = np.stack([rng.integers(0, 300, 9), rng.integers(0, 7, 9)], 1)
+    check(dev, None, lambda: dmlgpu.gather_nd(x, nd, device=dev), reference.gather_nd(x, nd))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.float16])
+def test_scatters(dev, dtype):
+    rng = np.random.default_rng(2)
+    x = (rng.random((200, 6)) * 100).astype(dtype)
+    idx = rng.integers(0, 200, (40, 1))
+    upd = (rng.random((40, 6)) * 100).astype(dtype)
+    check(dev, (BUFFERS, FEW_BUFFERS), lambda: dmlgpu.scatter_nd(x, idx, upd, device=dev),
+          reference.scatter_nd(x, idx, upd))
+    # along an axis of at most kernels.LINE_CLAIM_WORDS: one pass, 4 buffers (scatter_lines.comp)
+    e = rng.integers(0, 200, (30, 6))
+    check(dev, None, lambda: dmlgpu.scatter_elements(x, e, upd[:30], axis=0, device=dev),
+          reference.scatter_elements(x, e, upd[:30], 0))
+    # a longer axis: claim and write (5 buffers)
+    long = (rng.random(kernels.LINE_CLAIM_WORDS + 5) * 100).astype(dtype)
+    le = rng.integers(0, long.size, 50)
+    check(dev, (BUFFERS, FEW_BUFFERS), lambda: dmlgpu.scatter_elements(long, le, long[:50], axis=0, device=dev),
+          reference.scatter_elements(long, le, long[:50], 0))
+
+
+@pytest.mark.parametrize("dtype, reduction, buffers", [(np.int32, "add", 4), (np.uint32, "max", 4),
+                                                      (np.float32, "add", 8), (np.float64, "mul", 8),
+                                                      (np.int64, "min", 8), (np.uint8, "max", 8)])
+def test_reductions(dev, dtype, reduction, buffers):
+    """32-bit integer add/min/max run by atomics (4 buffers); the others sort the updates (up to 8)."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(1, 5, 500).astype(dtype)
+    idx = rng.integers(0, 500, (3000, 1))
+    upd = rng.integers(1, 3, 3000).astype(dtype)
+    refusing = FEW_BUFFERS if buffers > 4 else ()
+    check(dev, (BUFFERS, refusing), lambda: dmlgpu.scatter_nd(x, idx, upd, reduction=reduction, device=dev),
+          reference.scatter_nd(x, idx, upd, reduction))
+
+
+def test_chunked_tensor(dev):
+    """A tensor held in several blocks needs shaderInt64 and bufferDeviceAddress: refused where withheld,
+    before any GPU work (the output is left as it was)."""
+    chunked = dmlgpu.Device(profile=dev.profile, chunk_bytes=1024)
+    try:
+        x = np.arange(4096, dtype=np.float32).reshape(512, 8)
+        t = dmlgpu.tensor(x, device=chunked)
+        assert t.buffer.chunked
+        idx = np.array([511, 0, 300, -1])
+        check(chunked, ("bufferDeviceAddress|shaderInt64", NO_WIDE),
+              lambda: dmlgpu.gather(t, idx, axis=0), reference.gather(x, idx, 0))
+        np.testing.assert_array_equal(t.numpy(), x)          # transfers of chunked tensors need no feature
+    finally:
+        chunked.close()
+
+
+def test_queued_calls_and_recordings(dev):
+    rng = np.random.default_rng(4)
+    x = rng.random((400, 16)).astype(np.float32)
+    t = dmlgpu.tensor(x, device=dev)
+    outs, idxs = [], []
+    for k in range(5):                                   # queued eager calls, one batch
+        idx = rng.integers(0, 400, 17)
+        idxs.append(idx)
+        outs.append(dmlgpu.gather(t, dmlgpu.tensor(idx, device=dev), axis=0))
+    for out, idx in zip(outs, idxs):
+        np.testing.assert_array_equal(out.numpy(), x[idx])
+    ids = dmlgpu.tensor(np.zeros(8, np.int32), device=dev)
+    with dev.record() as rec:
+        rec.upload(ids)
+        out = dmlgpu.gather(t, ids, axis=0)
+        rec.download(out)
+    for k in range(3):
+        ids.host[:] = rng.integers(0, 400, 8)
+        rec.run()
+        np.testing.assert_array_equal(out.host.view(np.float32).reshape(8, 16), x[ids.host.view(np.int32)])
+
+
+def test_refusal_leaves_device_usable(dev):
+    """A refused run records nothing: the same parameter words serve the next run correctly."""
+    x = np.arange(60, dtype=np.float32).reshape(10, 6)
+    idx, upd = np.array([[3], [3]]), np.ones((2, 6), np.float32)
+    for _ in range(2):
+        check(dev, (BUFFERS, FEW_BUFFERS), lambda: dmlgpu.scatter_nd(x, idx, upd, device=dev),
+              reference.scatter_nd(x, idx, upd))
+        check(dev, None, lambda: dmlgpu.gather(x, np.arange(10), axis=0, device=dev), x)
+
+
+def test_profile_strings():
+    p = profiles.resolve("no-int64,maxComputeSharedMemorySize=8192,-bufferDeviceAddress")
+    assert p.withheld == {"shaderInt64", "shaderBufferInt64Atomics", "bufferDeviceAddress"}
+    assert dict(p.limits) == {"maxComputeSharedMemorySize": 8192}
+    with pytest.raises(ValueError, match="no-such"):
+        profiles.resolve("no-such")
+    with pytest.raises(ValueError, match="-shaderFloat64"):
+        profiles.resolve("-shaderFloat64")
+
+
+def test_shared_memory_limit_below_the_lines_kernel():
+    """maxComputeSharedMemorySize under scatter_lines.comp's 16 KiB: the one-pass SCATTER_ELEMENTS is refused
+    naming the limit (Vulkan allows no such device: the profile string lowers it past the minimum)."""
+    with dmlgpu.Device(profile="maxComputeSharedMemorySize=8192") as d:
+        x = np.zeros((10, 4), np.float32)
+        with pytest.raises(DeviceError, match="maxComputeSharedMemorySize"):
+            dmlgpu.scatter_elements(x, np.zeros((2, 4), np.int64), np.ones((2, 4), np.float32), axis=0, device=d)
+
+
+def test_requirements_match_the_variant_table():
+    """kernels.requirements (read from the SPIR-V) agrees with the table: every variant's workgroup is its
+    geometry's, only WIDE/ADDR variants need optional features, and MOST_* bound what any variant needs."""
+    for name in kernels.VARIANTS:
+        need = kernels.requirements(name)
+        small = name.endswith(kernels.SMALL_SUFFIX)
+        assert need.invocations == (kernels.SMALL_WORKGROUP if small else kernels.WORKGROUP_SIZE), name
+        wide = "_wide" in name or "_addr" in name
+        assert need.features == (kernels.WIDE_FEATURES if wide else frozenset()), name
+        assert need.storage_buffers <= kernels.MOST_STORAGE_BUFFERS and need.shared_bytes <= kernels.MOST_SHARED_BYTES
+        assert need.push_constant_bytes == 0
+    assert max(kernels.requirements(n).storage_buffers for n in kernels.VARIANTS) == kernels.MOST_STORAGE_BUFFERS
+    assert max(kernels.requirements(n).shared_bytes for n in kernels.VARIANTS) == kernels.MOST_SHARED_BYTES
