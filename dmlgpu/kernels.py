@@ -41,6 +41,7 @@ WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the W
 # them against the SPIR-V): on a device with at least these, the runtime checks no run's kernels
 MOST_STORAGE_BUFFERS = 8      # scatter_reduce.comp's PARTIALS variants
 MOST_SHARED_BYTES = 4 * LINE_CLAIM_WORDS    # scatter_lines.comp
+SCATTER_BUFFERS = 5           # the claim-and-write scatter's passes bind (plans take the FEW ones below this)
 
 
 def vec_sizes(unit: int) -> tuple:
@@ -51,13 +52,17 @@ def vec_sizes(unit: int) -> tuple:
 
 
 def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None,
-            wide: bool = False) -> str:
+            wide: bool = False, few: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
     unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
     bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None).
     ``wide``: the large-tensor variant (units.glsl's WIDE: 64-bit offsets, tensors held in several blocks
-    reached through device addresses; no ``vec``)."""
+    reached through device addresses; no ``vec``). ``few``: a scatter pass for devices that bind at most 4
+    storage buffers (scatter_claim.comp's and scatter_write.comp's FEW: the writes by output unit)."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8)
+    if few:
+        assert kernel != "gather" and not vec and not wide
+        return f"{kernel}_u{unit}_i{index_bytes * 8}_few"
     if vec:
         assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1) and not wide
         return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}"
@@ -196,6 +201,9 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
                 add(variant(kernel, unit, index_bytes, wide=True), f"{kernel}.comp", UNIT=unit,
                     IDX64=index_bytes // 8, WIDE=1)
+                if kernel != "gather":
+                    add(variant(kernel, unit, index_bytes, few=True), f"{kernel}.comp", UNIT=unit,
+                        IDX64=index_bytes // 8, FEW=1)
     for index_bytes in (4, 8):
         claim, _, clear = row_claim_variants(4, index_bytes)
         add(claim, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1)

@@ -163,6 +163,10 @@ class ScatterPlan(_MapPlan):
         beside = _sizes(input, indices, output, updates)
         units = -(-output.nbytes // m.unit)
         wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
+        if m.count and not wide and device.info.max_per_stage_storage_buffers < kernels.SCATTER_BUFFERS:
+            owner = device._owner_scratch(units, beside=beside)
+            if not owner.chunked:
+                return self._few_buffers(device, input, indices, output, updates, owner, units)
         if m.count and not wide:
             owner = device._owner_scratch(self.owner_words if self.row_words is not None else units, beside=beside)
             wide = owner.chunked                          # (claim scratch held in several blocks)
@@ -191,6 +195,21 @@ class ScatterPlan(_MapPlan):
             scatter = [Dispatch(claim, (params[1], indices, output, updates, owner), rows),
                        Dispatch(write, (params[0], indices, output, updates, owner), m.count),
                        Dispatch(clear, (params[1], indices, output, updates, owner), rows)]
+        return self._with_copy(device, input, output, scatter, uploads)
+
+    def _few_buffers(self, device, input, indices, output, updates, owner, units) -> tuple[list, list]:
+        """The claims and the writes for a device that binds fewer than kernels.SCATTER_BUFFERS storage
+        buffers (scatter_claim.comp's and scatter_write.comp's FEW): each update claims its target unit, then
+        each of the output's ``units`` that was claimed takes its winner's update (no index read)."""
+        m = self.map
+        write_words = self.words.copy()
+        write_words[P_TOTAL] = units
+        (claim, fresh), (write, write_fresh) = device._params(self.words), device._params(write_words)
+        uploads = [claim] * fresh + [write] * (write_fresh and write is not claim)
+        scatter = [Dispatch(kernels.variant("scatter_claim", m.unit, self.index_bytes, few=True),
+                            (claim, indices, owner), m.count),
+                   Dispatch(kernels.variant("scatter_write", m.unit, self.index_bytes, few=True),
+                            (write, output, updates, owner), units)]
         return self._with_copy(device, input, output, scatter, uploads)
 
     def _with_copy(self, device, input, output, scatter, uploads) -> tuple[list, list]:

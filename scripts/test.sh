@@ -17,9 +17,8 @@ fi
 .venv/bin/python -m pytest -q
 echo "== device profile minimum"
 DMLGPU_DEVICE_PROFILE=minimum .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_profiles.py \
-    tests/test_gathers.py tests/test_layer1.py tests/test_queue.py \
-    -k "not SCATTER_ND and not scatter_nd and not scatter_many_duplicates and not scatters_and_reductions \
-        and not repeated_calls_skip_planning"
+    tests/test_gathers.py tests/test_scatters.py tests/test_layer1.py tests/test_queue.py \
+    -k "not scatters_and_reductions and not repeated_calls_skip_planning"     # (these two sort reductions)
 for profile in small-workgroups no-int64 no-device-address small-shared-memory; do
     echo "== device profile $profile"
     DMLGPU_DEVICE_PROFILE=$profile .venv/bin/python -m pytest -q -p no:cacheprovider -k "fuzz or reduction" \
