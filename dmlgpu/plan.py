@@ -237,7 +237,9 @@ class ScatterLinesPlan(Plan):
     output_from_input = True
 
     def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: Plan):
-        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks
+        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks and
+                                        # devices with less shared memory than its claims (none: 16 KiB is Vulkan's
+                                        # minimum; a device profile may lower it)
         index_dtype = np.dtype(index_dtype)
         m, n = axis[0], axis[3]
         assert n <= kernels.LINE_CLAIM_WORDS
@@ -254,7 +256,8 @@ class ScatterLinesPlan(Plan):
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if _chunked(input, indices, output, updates):
+        if _chunked(input, indices, output, updates) or \
+                device.info.max_compute_shared_memory_size < kernels.MOST_SHARED_BYTES:
             return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
                                             take=take)
         params, fresh = device._params(self.words)
