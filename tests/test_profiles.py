@@ -168,3 +168,16 @@ def test_shared_memory_limit_below_the_lines_kernel():
               reference.scatter_elements(x, e, u, 0))
         with pytest.raises(DeviceError, match="8192"):
             d._admit([dmlgpu.runtime.Dispatch(kernels.lines_variant(4, 8), (), 1)], ())
+
+
+@pytest.mark.parametrize("profile, kernel, named", [
+    ("no-int64", kernels.variant("gather", 4, 4, wide=True), "shaderInt64"),
+    ("no-device-address", kernels.atomic_variant("u", "add", 4, wide=True), "bufferDeviceAddress"),
+    ("few-buffers", "radix_scatter", "maxPerStageDescriptorStorageBuffers \\(4\\)"),
+    ("maxComputeSharedMemorySize=2048", "radix_scatter", "11264 bytes of shared memory"),
+])
+def test_admission_names_the_limit_or_feature(profile, kernel, named):
+    """The runtime's check of a run's kernels (Device._admit) names what the device lacks, before recording."""
+    with dmlgpu.Device(profile=profile + ",few-buffers") as d:     # few-buffers: checks on
+        with pytest.raises(DeviceError, match=named):
+            d._admit([dmlgpu.runtime.Dispatch(kernel, (), 1)], ())

@@ -112,20 +112,17 @@ def check_limits(device, kernel: str, need) -> None:
     """DeviceError, naming the limit or feature and both sizes, unless the device (its profile's DeviceInfo
     and enabled features) can run a kernel of these kernels.Requirements."""
     info, problem = device.info, None
-    if need.invocations > info.max_workgroup_invocations:
-        problem = (f"{need.invocations} invocations per workgroup, over its maxComputeWorkGroupInvocations "
-                   f"({info.max_workgroup_invocations})")
-    elif need.shared_bytes > info.max_compute_shared_memory_size:
-        problem = (f"{need.shared_bytes} bytes of shared memory, over its maxComputeSharedMemorySize "
-                   f"({info.max_compute_shared_memory_size})")
-    elif need.storage_buffers > info.max_per_stage_storage_buffers:
-        problem = (f"{need.storage_buffers} storage buffers, over its maxPerStageDescriptorStorageBuffers "
-                   f"({info.max_per_stage_storage_buffers})")
-    elif need.push_constant_bytes > info.max_push_constants_size:
-        problem = (f"{need.push_constant_bytes} bytes of push constants, over its maxPushConstantsSize "
-                   f"({info.max_push_constants_size})")
-    elif not need.features <= device.features:
-        problem = f"the features {', '.join(sorted(need.features - device.features))}, which it lacks"
+    for needed, limit, what in ((need.invocations, "maxComputeWorkGroupInvocations", "invocations per workgroup"),
+                                (need.shared_bytes, "maxComputeSharedMemorySize", "bytes of shared memory"),
+                                (need.storage_buffers, "maxPerStageDescriptorStorageBuffers", "storage buffers"),
+                                (need.push_constant_bytes, "maxPushConstantsSize", "bytes of push constants")):
+        have = getattr(info, LIMITS[limit])
+        if needed > have:
+            problem = f"{needed} {what}, over its {limit} ({have})"
+            break
+    else:
+        if not need.features <= device.features:
+            problem = f"the features {', '.join(sorted(need.features - device.features))}, which it lacks"
     if problem:
         raise DeviceError(f"this operation needs kernel {kernel}, which needs {problem} on {info.name} "
                           f"(profile {device.profile.name}); see README's device feature matrix")
