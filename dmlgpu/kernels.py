@@ -42,6 +42,7 @@ WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the W
 MOST_STORAGE_BUFFERS = 8      # scatter_reduce.comp's PARTIALS variants
 MOST_SHARED_BYTES = 4 * LINE_CLAIM_WORDS    # scatter_lines.comp
 SCATTER_BUFFERS = 5           # the claim-and-write scatter's passes bind (plans take the FEW ones below this)
+SORT_BUFFERS = 6              # a sorted reduction's radix_scatter binds (below: its FEW kernels, no PARTIALS)
 
 
 def vec_sizes(unit: int) -> tuple:
@@ -258,7 +259,19 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
     for stem, (source, defines) in list(table.items()):
         if source in ("scatter_reduce.comp", "reduce_keys.comp"):
             add(addr_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, ADDR=1)
+    # the sort's kernels with their keys and rows in one buffer, for devices that bind fewer than SORT_BUFFERS
+    for stem, (source, defines) in list(table.items()):
+        if (source == "reduce_keys.comp" or stem == "radix_scatter" or source == "scatter_reduce.comp"
+                and "PARTIALS" not in defines) and "ADDR" not in defines:
+            add(few_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, FEW=1)
     return table
+
+
+def few_variant(name: str) -> str:
+    """The variant of a scatter reduction's key, radix scatter or fold kernel (reduce_keys.comp,
+    radix_scatter.comp, scatter_reduce.comp without PARTIALS) for devices that bind fewer than SORT_BUFFERS
+    storage buffers (FEW): each pair's row follows the keys in the keys' buffer."""
+    return name + "_few"
 
 
 def addr_variant(name: str) -> str:

@@ -5,8 +5,8 @@
 # (DMLGPU_VALIDATION=0 turns it off). Extra arguments go to pytest.
 # Without extra arguments it then runs the device-profile slice (dmlgpu/runtime/profiles.py, README's device
 # feature matrix): every operator, a reduction, a chunked tensor, recordings and queued calls under the
-# "minimum" profile (Vulkan 1.1's required limits, no optional feature), and the property tests and the
-# scatter and reduction tests under profiles between minimum and full.
+# "minimum" profile (Vulkan 1.1's required limits, no optional feature), and the property and reduction
+# tests under profiles between minimum and full.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --no-demo
@@ -17,11 +17,10 @@ fi
 .venv/bin/python -m pytest -q
 echo "== device profile minimum"
 DMLGPU_DEVICE_PROFILE=minimum .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_profiles.py \
-    tests/test_gathers.py tests/test_scatters.py tests/test_layer1.py tests/test_queue.py \
-    -k "not scatters_and_reductions and not repeated_calls_skip_planning"     # (these two sort reductions)
-for profile in small-workgroups no-int64 no-device-address small-shared-memory; do
+    tests/test_gathers.py tests/test_scatters.py tests/test_layer1.py tests/test_queue.py tests/test_reductions.py \
+    tests/test_reductions_gpu.py
+for profile in small-workgroups no-int64 no-device-address small-shared-memory few-buffers; do
     echo "== device profile $profile"
     DMLGPU_DEVICE_PROFILE=$profile .venv/bin/python -m pytest -q -p no:cacheprovider -k "fuzz or reduction" \
         tests/test_gathers.py tests/test_scatters.py tests/test_reductions.py
 done
-DMLGPU_DEVICE_PROFILE=small-workgroups .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_reductions_gpu.py
