@@ -116,6 +116,18 @@ TEMPLATES = 512               # templates (and candidates) kept per device
 _wrap = Tensor._wrap
 
 
+def held(dev: Device) -> list:
+    """The buffers that ``dev``'s templates (and candidates) keep alive: their parameter buffers and the dummy
+    binding (each once)."""
+    kept = {}
+    for t in dev.templates.values():
+        for step in (t.template if isinstance(t, _Candidate) else t).steps:
+            for s in step[3]:
+                if s.__class__ is not int:
+                    kept[id(s)] = s
+    return list(kept.values())
+
+
 def templated(op: str, operands: tuple, args: tuple):
     """The result of ``op`` on Tensor ``operands`` with the other arguments ``args`` (exact ints and strings,
     as in its signature) through the device's template for that signature, or None (no template yet, or a
