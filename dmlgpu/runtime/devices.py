@@ -21,7 +21,8 @@ else:
 REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", "0006-python-eval-async-gil",
                     "0007-python-memory-barrier", "0008-python-manager-clear", "0009-python-device-properties",
                     "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines",
-                    "0014-manager-instance-errors", "0015-device-features", "0017-withheld-features")
+                    "0014-manager-instance-errors", "0015-device-features", "0017-call-path",
+                    "0018-withheld-features")
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
@@ -130,7 +131,7 @@ def devices() -> list[DeviceInfo]:
 
 def open_manager(index: int, withheld: frozenset = frozenset()):
     """A kp.Manager on device ``index`` (the one that listed the devices, if it is device 0 and unused and no
-    feature is ``withheld``: those are not enabled, kp patch 0017)."""
+    feature is ``withheld``: those are not enabled, kp patch 0018)."""
     global _spare_manager
     devices()
     with _devices_lock:

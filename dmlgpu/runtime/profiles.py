@@ -2,7 +2,7 @@
 the suite can run on one machine as it would on the least capable device Vulkan allows (tests and CI).
 
 A profile withholds optional features (kp patch 0015's names: they are not enabled at device creation, so
-the Khronos validation layer reports any shader or command that still uses them; kp patch 0017) and lowers
+the Khronos validation layer reports any shader or command that still uses them; kp patch 0018) and lowers
 limits (the runtime plans, picks kernel variants and refuses work as if the device's limits were these).
 ``DMLGPU_DEVICE_PROFILE`` names the profile of devices opened without ``Device(profile=...)``; "full" (the
 default) changes nothing. A profile is a name of ``PROFILES``, a Profile, or a string of comma-separated
