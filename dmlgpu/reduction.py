@@ -373,8 +373,8 @@ class ReducePlan(Plan):
             fold = kernels.few_variant(fold) if few else kernel(fold)
             pieces = -(-self.rows // CPU_PIECE) if device.info.type == "CPU" and not blocks else 1
             for words in self.piece_words(pieces):
-                out.append(Dispatch(fold, (params(words, operands), keys, output, updates) + ((rows,) if rows is not None else ()),
-                                    int(words[P_TOTAL]), wide=addr))
+                bound = (params(words, operands), keys, output, updates) + (() if few else (rows,))
+                out.append(Dispatch(fold, bound, int(words[P_TOTAL]), wide=addr))
             return out, uploads
         # levels of partials: level 0 (the rows) writes set 0, level L >= 1 reads set (L - 1) % 2 and writes
         # set L % 2 (keys, elements, heads), each set sized for the largest level that writes it

@@ -44,7 +44,8 @@ def test_profile_masks_features_and_limits(dev):
             assert all(a <= b for a, b in zip(have, profiles._triple(value))), name
         else:
             assert have <= value, name
-    assert dev.geometry is (kernels.SMALL if info.max_workgroup_invocations < 256 else kernels.DEFAULT)
+    assert dev.geometry is (kernels.SMALL_GEOMETRY if info.max_workgroup_invocations < 256
+                           else kernels.FULL_GEOMETRY)
     if p.name == "minimum":
         assert not dev.features and info.max_storage_buffer_range == 1 << 27 and dev.max_block <= 1 << 27
         assert info.max_workgroup_count == (65535,) * 3 and info.max_compute_shared_memory_size == 16384
