@@ -184,3 +184,16 @@ def test_admission_names_the_limit_or_feature(profile, kernel, named):
     with dmlgpu.Device(profile=profile + ",few-buffers") as d:     # few-buffers: checks on
         with pytest.raises(DeviceError, match=named):
             d._admit([dmlgpu.runtime.Dispatch(kernel, (), 1)], ())
+
+
+def test_environment_names_the_default_profile(monkeypatch):
+    """DMLGPU_DEVICE_PROFILE is the profile of devices opened without one; an explicit profile wins."""
+    monkeypatch.setenv("DMLGPU_DEVICE_PROFILE", "no-int64")
+    assert profiles.resolve(None) == profiles.PROFILES["no-int64"]._replace(name="no-int64")
+    with dmlgpu.Device() as d:
+        assert d.profile.name == "no-int64" and "shaderInt64" not in d.features
+    with dmlgpu.Device(profile=profiles.PROFILES["full"]) as d:
+        assert d.features == d.physical_info.features and d._admitted is None
+    monkeypatch.setenv("DMLGPU_DEVICE_PROFILE", "no-such")
+    with pytest.raises(ValueError, match="no-such"):
+        dmlgpu.Device()
