@@ -121,6 +121,10 @@ class GatherPlan(_MapPlan):
 
 
 P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
+# The scatters' claim words (Device.zeroed scratch under this key): one 32-bit word per unit of the output (a
+# scatter of 1-byte elements needs 4 bytes of it per element), or per target row (ROWS); the write pass (or
+# the ROWS clearing pass) leaves them all zeros again.
+CLAIMS = "scatter claims"
 
 
 class ScatterPlan(_MapPlan):
@@ -178,10 +182,10 @@ class ScatterPlan(_MapPlan):
         beside = _sizes(input, indices, output, updates)
         units = -(-output.nbytes // m.unit)
         if m.count and not wide:
-            owner = device._owner_scratch(self.owner_words if self.row_words is not None else units, beside=beside)
+            owner = device.zeroed(CLAIMS, 4 * (self.owner_words if self.row_words is not None else units), beside)
             wide = owner.chunked                          # (claim scratch held in several blocks)
         if wide:
-            owner = device._owner_scratch(units, beside=beside)
+            owner = device.zeroed(CLAIMS, 4 * units, beside)
             needs_wide(device, m, indices, output, updates, owner)
             params, fresh = wide_params(device, self.wide_words(), indices, output, updates, owner)
             uploads = [params] if fresh else []
