@@ -74,3 +74,63 @@ def test_sizes_and_selection():
     assert len(select(["scatter*"])) == 4
     with pytest.raises(ValueError):
         select(["nope"])
+
+
+APPS_SMALL = ["--scale", "0.001", "--repeats", "2", "--budget", "0.05", "--peer", "numpy", "--quiet"]
+
+
+def test_apps_smallest_scale_is_checked(tmp_path, capsys):
+    from dmlgpu.bench import apps
+    assert cli.main(["apps", *APPS_SMALL, "--out", str(tmp_path)]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "all results checked against the peer" in out
+    results = json.loads((tmp_path / apps.JSON_NAME).read_text())
+    rows = results["rows"]
+    assert [r["workload"].split(" ")[0] for r in rows] == list(apps.BUILDERS)
+    for r in rows:
+        assert r["verified"] is True and r["mismatch"] is None, r
+        assert r["dmlgpu"]["median_us"] > 0 and r["dmlgpu"]["first_us"] > 0 and r["peer"]["median_us"] > 0
+        assert r["ratio"] == pytest.approx(r["peer"]["median_us"] / r["dmlgpu"]["median_us"])
+        assert r["peer"]["call"] == "numpy"
+    copying = not results["meta"]["inplace_scatter"]
+    assert all(r["workload"].endswith("(copy)") == copying for r in rows
+               if r["family"] in ("KV-cache write", "decode loop", "MoE combine"))
+    assert results["geomean"] > 0
+    md = (tmp_path / apps.MARKDOWN_NAME).read_text()
+    assert "| embedding-bf16 |" in md and "geometric mean" in md
+
+
+def test_apps_reports_a_wrong_result(tmp_path, capsys, monkeypatch):
+    """A gather that returns the wrong rows must fail the run, and only its rows."""
+    import numpy as np
+
+    import dmlgpu
+    real = dmlgpu.gather
+
+    def wrong(data, indices, *args, **kwargs):    # every index 0
+        zeros = dmlgpu.tensor(np.zeros(indices.shape, np.int64), device=indices.device)
+        return real(data, zeros, *args, **kwargs)
+
+    monkeypatch.setattr(dmlgpu, "gather", wrong)
+    rc = cli.main(["apps", *APPS_SMALL, "--workloads", "embedding-f16,topk-gather", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 1 and "MISMATCH" in out
+    from dmlgpu.bench import apps
+    rows = {r["workload"]: r for r in json.loads((tmp_path / apps.JSON_NAME).read_text())["rows"]}
+    assert rows["embedding-f16"]["verified"] is False and "elements differ" in rows["embedding-f16"]["mismatch"]
+    assert rows["topk-gather"]["verified"] is True      # gather_elements is not the broken function
+
+
+def test_apps_inputs():
+    import numpy as np
+
+    from dmlgpu.bench import apps
+    rng = np.random.default_rng(0)
+    for dtype in (np.float16, np.float32):
+        x = apps.random_rows(rng, (1000, 8), dtype)
+        assert x.dtype == dtype and np.isfinite(x).all()
+    ids = apps.zipf_ids(rng, 10000, 1000)
+    assert ids.min() >= 0 and ids.max() < 1000 and np.bincount(ids).max() > 500    # skewed (uniform: ~10)
+    assert apps.compare_bits(np.ones(3, np.float16), np.ones(3, np.uint16)) is not None   # 1.0 != 1
+    assert apps.compare_bits(np.zeros(3, np.float16), np.zeros(3, np.uint16)) is None
+    assert apps.select(["gnn*"]) == ["gnn-gather", "gnn-scatter-add"]
