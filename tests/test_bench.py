@@ -42,12 +42,18 @@ def test_quick_run_writes_verified_results(tmp_path, capsys):
     lat = results["latency"]
     assert lat["mismatches"] == []
     for key in ("recorded_round_trip_us", "function_round_trip_us", "eager_call_us", "eager_call_sync_us",
-                "chain_us", "amortized_us", "amortized_gpu_us"):
+                "recorded_call_us", "empty_recording_us", "chain_us", "amortized_us"):
         assert lat["dmlgpu"][key] > 0
-    for key in ("round_trip_us", "eager_call_us", "eager_call_sync_us", "chain_us"):
+    for key in ("round_trip_us", "eager_call_us", "eager_call_sync_us", "recorded_call_us", "chain_us"):
         assert lat["peer"][key] > 0
+    for side in ("dmlgpu", "peer"):       # the per-call breakdown of a small scatter_nd
+        for key in ("eager_call_us", "eager_call_sync_us", "recorded_call_us", "chain_us"):
+            assert lat["scatter"][side][key] > 0
+    for c in measured:                    # the stream time (no timestamps) and the eager call's excess over it
+        assert c["dmlgpu"]["stream_ns"] == pytest.approx(c["eager"]["median_ns"] - c["eager"]["over_stream_ns"])
 
     md = (tmp_path / report.MARKDOWN_NAME).read_text()
+    assert "| per call (host wall time, median) |" in md and "scatter_nd: numpy us" in md
     assert meta["device"]["name"] in md and "numpy" in md and "python -m dmlgpu bench --quick" in md
     if importlib.util.find_spec("matplotlib") is not None:
         assert (tmp_path / report.PLOT_NAME).stat().st_size > 0
