@@ -140,3 +140,206 @@ def test_apps_inputs():
     assert apps.compare_bits(np.ones(3, np.float16), np.ones(3, np.uint16)) is not None   # 1.0 != 1
     assert apps.compare_bits(np.zeros(3, np.float16), np.zeros(3, np.uint16)) is None
     assert apps.select(["gnn*"]) == ["gnn-gather", "gnn-scatter-add"]
+
+
+class _FakeTorch:
+    """Just enough of PyTorch, on NumPy, to run the bench's PyTorch code paths where there is no CUDA: the
+    calls' arguments, shapes and the results' bits (not CUDA's semantics or speed). Like PyTorch,
+    F.embedding takes a 2-D table only."""
+
+    def __init__(self):
+        import types
+
+        import numpy as np
+        self.np = np
+        fake = self
+
+        class Dtype:
+            def __init__(self, name, np_dtype):
+                self.name, self.np = name, np.dtype(np_dtype)
+
+            def __repr__(self):
+                return f"fake.{self.name}"
+
+        for name, d in (("float16", np.float16), ("float32", np.float32), ("int16", np.int16),
+                        ("int64", np.int64), ("int32", np.int32), ("bfloat16", np.uint16)):
+            setattr(self, name, Dtype(name, d))
+        by_np = {np.dtype(d): getattr(self, n) for n, d in (("float16", np.float16), ("float32", np.float32),
+                                                            ("int16", np.int16), ("int64", np.int64),
+                                                            ("int32", np.int32))}
+
+        def arr(x):
+            return x.a if isinstance(x, T) else x
+
+        def key(k):
+            return tuple(arr(i) for i in k) if isinstance(k, tuple) else arr(k)
+
+        class T:
+            def __init__(self, a, dtype=None):
+                self.a, self.dtype = a, dtype or by_np[a.dtype]
+                self.device = "cuda:0"
+
+            shape = property(lambda self: self.a.shape)
+
+            def to(self, device):
+                return T(self.a.copy(), self.dtype)
+
+            def cpu(self):
+                return self
+
+            def numpy(self):
+                return self.a
+
+            def clone(self):
+                return T(self.a.copy(), self.dtype)
+
+            def view(self, *shape):
+                if len(shape) == 1 and isinstance(shape[0], Dtype):
+                    return T(self.a.view(shape[0].np), shape[0])
+                v = self.a.view()
+                v.shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape   # no copy
+                return T(v, self.dtype)
+
+            def expand(self, *sizes):
+                return T(np.broadcast_to(self.a, [n if s == -1 else s for n, s in zip(self.a.shape, sizes)]),
+                         self.dtype)
+
+            def __getitem__(self, k):
+                return T(self.a[key(k)], self.dtype)
+
+            def __setitem__(self, k, v):
+                self.a[key(k)] = arr(v)
+
+            def __add__(self, other):
+                return T(self.a + arr(other))
+
+            def index_select(self, dim, idx):
+                assert dim == 0 and idx.a.ndim == 1 and idx.a.dtype == np.int64
+                return T(np.take(self.a, idx.a, axis=0), self.dtype)
+
+            def index_copy_(self, dim, idx, src):
+                assert dim == 0 and src.a.shape == idx.a.shape + self.a.shape[1:] and src.dtype is self.dtype
+                self.a[idx.a] = src.a
+                return self
+
+            def index_copy(self, dim, idx, src):
+                return self.clone().index_copy_(dim, idx, src)
+
+            def index_add_(self, dim, idx, src):
+                assert dim == 0 and src.a.shape == idx.a.shape + self.a.shape[1:] and src.dtype is self.dtype
+                np.add.at(self.a, idx.a, src.a)
+                return self
+
+            def new_zeros(self, shape):
+                return T(np.zeros(shape, self.a.dtype), self.dtype)
+
+            def scatter_add_(self, dim, index, src):
+                assert dim == 0 and index.a.shape == src.a.shape and index.a.ndim == 2
+                np.add.at(self.a, (index.a, np.arange(index.a.shape[1])[None, :]), src.a)
+                return self
+
+            def gather(self, dim, index):
+                assert index.a.dtype == np.int64
+                return T(np.take_along_axis(self.a, index.a, axis=dim), self.dtype)
+
+        self.Tensor = T
+        self.__version__ = "0-fake"
+        self.version = types.SimpleNamespace(cuda="fake")
+        self.from_numpy = lambda a: T(a)
+        self.full = lambda shape, value, dtype, device=None: T(np.full(shape, value, dtype.np), dtype)
+        self.gather = lambda x, dim, index: x.gather(dim, index)
+        self.take_along_dim = lambda x, index, dim: x.gather(dim, index)
+        self.device = lambda kind, index=0: types.SimpleNamespace(type=kind, index=index)
+        self._det = False
+        self.use_deterministic_algorithms = lambda on: setattr(fake, "_det", bool(on))
+        self.are_deterministic_algorithms_enabled = lambda: fake._det
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.t = None
+
+            def record(self, stream=None):
+                import time
+                self.t = time.perf_counter()
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, end):
+                return (end.t - self.t) * 1e3
+
+        class Ctx:
+            def __init__(self, *args):
+                pass
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+        class Stream(Ctx):
+            def wait_stream(self, other):
+                pass
+
+        class Graph:
+            def replay(self):
+                pass
+
+        self.cuda = types.SimpleNamespace(
+            is_available=lambda: True, synchronize=lambda device=None: None, empty_cache=lambda: None,
+            mem_get_info=lambda device=None: (64 << 30, 80 << 30), get_device_name=lambda device=None: "fake GPU",
+            device_count=lambda: 1, set_device=lambda device: None, Event=Event, Stream=Stream,
+            current_stream=lambda device=None: Stream(), stream=Ctx, graph=Ctx, CUDAGraph=Graph)
+
+        def embedding(ids, table):
+            assert table.a.ndim == 2, "'weight' must be 2-D"
+            return T(np.take(table.a, ids.a, axis=0), table.dtype)
+        self.nn = types.SimpleNamespace(functional=types.SimpleNamespace(embedding=embedding))
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    import sys
+    fake = _FakeTorch()
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setitem(sys.modules, "torch.nn", fake.nn)
+    monkeypatch.setitem(sys.modules, "torch.nn.functional", fake.nn.functional)
+    return fake
+
+
+def test_apps_torch_path_on_a_fake(fake_torch):
+    """The apps section's PyTorch calls (every workload's, deterministic mode included), run on a NumPy fake
+    of torch: each call runs and its result matches dmlgpu's bit for bit."""
+    import dmlgpu
+    from dmlgpu.bench import apps
+    side = apps.make_side("torch", None)
+    assert isinstance(side, apps.TorchSide)
+    results = apps.run(dmlgpu.default_device(), side, list(apps.BUILDERS),
+                       apps.Settings(scale=0.001, repeats=2, budget_s=0.05))
+    for r in results["rows"]:
+        assert r["verified"] is True, r.get("error") or r.get("mismatch")
+        calls = r["peer"]["calls"]
+        assert all(isinstance(v, float) for v in calls.values()), calls      # every PyTorch call ran
+        assert set(calls) == set(apps.BUILDERS[r["workload"].split(" ")[0]](0.001, __import__("numpy").random
+                                                                             .default_rng(0), False).torch)
+        assert r["peer"]["gpu_us"] is not None
+    det = [r for r in results["rows"] if "peer_deterministic" in r]
+    assert [r["workload"] for r in det] == ["gnn-scatter-add"] and det[0]["peer_deterministic"]["median_us"] > 0
+    assert "torch 0-fake (CUDA fake, fake GPU)" in apps.render(results)
+
+
+def test_latency_torch_path_on_a_fake(fake_torch):
+    """The latency section's PyTorch path (small gather, small scatter, CUDA graph replay) on the fake."""
+    import numpy as np
+
+    import dmlgpu
+    from dmlgpu.bench import peers, runner
+    peer = peers.make_peer("torch")
+    assert peer.kind == "torch"
+    settings = runner.Settings(workloads=[], sizes=[], max_size=0, latency_iters=5, latency_budget_s=0.01,
+                               latency_ops=10)
+    lat = runner.run_latency(dmlgpu.default_device(), peer, settings, np.random.default_rng(0))
+    assert lat["mismatches"] == []
+    for key in ("eager_call_us", "eager_call_sync_us", "recorded_call_us", "chain_us"):
+        assert lat["peer"][key] > 0 and lat["scatter"]["peer"][key] > 0

@@ -79,6 +79,14 @@ def random_rows(rng, shape, dtype) -> np.ndarray:
     return words.view(dtype).reshape(shape)
 
 
+def normal_values(rng, shape, dtype) -> np.ndarray:
+    """Normal values of ``dtype`` with no zeros and no subnormals (|x| >= 1/1024), so that adding one onto a
+    zero gives the value's own bits (a -0.0 onto +0.0 gives +0.0): for PyTorch's index_add_ onto zeros."""
+    x = rng.standard_normal(shape, dtype=np.float32)
+    np.copysign(np.maximum(np.abs(x), np.float32(1 / 1024)), x, out=x)
+    return x.astype(dtype)
+
+
 def zipf_ids(rng, n: int, rows: int, a: float = 1.1) -> np.ndarray:
     """``n`` ids in [0, rows): Zipf-distributed ranks (exponent ``a``: a few ids take most lookups) scattered
     over the table by a multiplicative hash (a bijection: 2654435761 is prime and not a factor of rows)."""
@@ -252,7 +260,7 @@ def moe_dispatch(scale, rng) -> App:
 
 def moe_combine(scale, rng, inplace: bool) -> App:
     rows, hidden = _n(32768, scale, 16), 4096
-    y = random_rows(rng, (rows, hidden), np.float16)
+    y = normal_values(rng, (rows, hidden), np.float16)     # index_add_ onto zeros keeps their bits
     perm = rng.permutation(rows).astype(np.int64)
     out0 = np.zeros((rows, hidden), np.float16)
     write = _scatter_rows(inplace)
@@ -452,10 +460,11 @@ class TorchSide:
         return x.view(getattr(self.torch, as_dtype)) if as_dtype else x
 
     def fetch(self, x) -> np.ndarray:
+        """A host copy (of its own: later calls that write x in place must not change it), as bits."""
         t = self.torch
         if x.dtype in (t.bfloat16, t.int16):
-            return x.view(t.int16).cpu().numpy().view(np.uint16)
-        return x.cpu().numpy()
+            return np.array(x.view(t.int16).cpu().numpy().view(np.uint16))
+        return np.array(x.cpu().numpy())
 
     def sync(self) -> None:
         self.torch.cuda.synchronize(self.device)
