@@ -343,3 +343,28 @@ def test_latency_torch_path_on_a_fake(fake_torch):
     assert lat["mismatches"] == []
     for key in ("eager_call_us", "eager_call_sync_us", "recorded_call_us", "chain_us"):
         assert lat["peer"][key] > 0 and lat["scatter"]["peer"][key] > 0
+
+
+def test_apps_in_place_rows_when_scatter_nd_has_out(tmp_path, capsys, monkeypatch):
+    """Where scatter_nd takes out= (issue 25), the KV-cache, decode and MoE-combine rows write in place; here a
+    stand-in out= (the copy, then written into out) shows the rows take that path and are checked."""
+    import dmlgpu
+    from dmlgpu.bench import apps
+    real = dmlgpu.scatter_nd
+    used = []
+
+    def scatter_nd(data, indices, updates, *, out=None, **kwargs):
+        result = real(data, indices, updates, **kwargs)
+        if out is None:
+            return result
+        used.append(out)
+        out.write(result.numpy())
+        return out
+
+    monkeypatch.setattr(dmlgpu, "scatter_nd", scatter_nd)
+    assert apps.has_out()
+    rc = cli.main(["apps", *APPS_SMALL, "--workloads", "kv*,decode*,moe-combine", "--out", str(tmp_path)])
+    assert rc == 0, capsys.readouterr().out
+    rows = json.loads((tmp_path / apps.JSON_NAME).read_text())["rows"]
+    assert [r["workload"] for r in rows] == ["kv-cache-write", "decode-loop", "moe-combine"]
+    assert all(r["verified"] for r in rows) and used

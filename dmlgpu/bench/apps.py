@@ -6,8 +6,9 @@ Tensors, with the sizes of a real model, next to the fastest PyTorch call for th
 
 * **dmlgpu us**: eager wall time of the call a user makes until its result is ready: the call, then
   ``Device.synchronize()``; the median of up to ``--repeats`` calls (``--budget`` seconds at most, at least 5)
-  after two warm-up calls. **first us**: the first call of the workload (cold: the signature's planning,
-  allocations, pipelines not yet built in this process), call + synchronize.
+  after two warm-up calls. **first us**: the workload's first call, call + synchronize (cold: the
+  signature's planning and allocations, and the pipelines no earlier workload of the process built, from
+  the on-disk pipeline cache where it has them).
 * **peer us**: the same for each of the peer's calls for the job (PyTorch: the call, then
   ``torch.cuda.synchronize()``; NumPy: the call), the fastest of them (**peer call**); **peer/dmlgpu** > 1
   means dmlgpu is faster. The geometric mean of the ratios is over the rows that ran and were checked.
@@ -120,6 +121,7 @@ class App:
     deterministic: bool = False
     steps: int = 1                  # calls per loop (the decode loop): per-step figures divide by it
     note: str = ""
+    recordable: bool = True         # False: no GPU time (a Recording would pin every copy a loop makes)
 
     def device_bytes(self) -> int:
         return sum(a.nbytes for a in self.inputs.values())
@@ -151,9 +153,13 @@ def _torch_module(name: str):
 
 
 def _scatter_rows(inplace: bool):
-    """scatter_nd of rows into t[key]: in place through out= (issue 25) when ``inplace``, else the copy."""
+    """scatter_nd of rows into ``data``: in place through out= (issue 25) when ``inplace`` (returns data),
+    else the copy (returns it)."""
     if inplace:
-        return lambda data, idx, rows: dmlgpu.scatter_nd(data, idx, rows, out=data)
+        def write(data, idx, rows):
+            dmlgpu.scatter_nd(data, idx, rows, out=data)
+            return data
+        return write
     return lambda data, idx, rows: dmlgpu.scatter_nd(data, idx, rows)
 
 
@@ -238,7 +244,7 @@ def decode_loop(scale, rng, inplace: bool) -> App:
                {"table": table, "cache": cache, "tokens": tokens},
                dml=dml, dml_prepare=dml_prepare, numpy=numpy, torch_prepare=torch_prepare,
                torch={"index_select + index_copy_": torch_index, "F.embedding + cache[p] = row": torch_slice},
-               mutates=("cache",), steps=steps,
+               mutates=("cache",), steps=steps, recordable=inplace,
                note="the embedded row stands in for the K projection" +
                     ("" if inplace else "; dmlgpu has no scatter_nd(out=) here: each step copies the cache"))
 
@@ -558,6 +564,8 @@ def run_dmlgpu(dev, app: App, s: Settings) -> tuple[dict, np.ndarray]:
     samples = wall_samples(lambda: app.dml(t), dev.synchronize, s.repeats, s.budget_s)
     out = {"first_us": first * 1e6, "median_us": statistics.median(samples) * 1e6, "samples": len(samples)}
     try:
+        if not app.recordable:
+            raise RuntimeError("a Recording of the loop would hold every copy it makes")
         with dev.record(timestamps=True) as rec:
             app.dml(t)
         ts = rec.timestamps()
