@@ -103,7 +103,8 @@ class App:
     PyTorch calls only; ``torch_dtypes``: inputs PyTorch sees in another dtype of the same bits (bfloat16).
     ``dml(t)`` and each of ``torch`` (by name) and ``numpy`` take a dict of their side's tensors (after
     ``dml_prepare`` / ``torch_prepare``, which add derived entries such as per-step lists) and return the
-    result to check; ``mutates``: inputs the calls write in place (fresh copies before the checked call).
+    result to check; ``mutates``: inputs the calls write in place (every side's checked call gets fresh
+    inputs, so this is for the reader).
     ``deterministic``: PyTorch's calls are also timed under torch.use_deterministic_algorithms(True)."""
 
     name: str
@@ -505,9 +506,11 @@ class TorchSide:
         self.torch.use_deterministic_algorithms(on)
 
 
-def make_side(choice: str, cuda_index: int | None):
+def make_side(choice: str, cuda_index: int | None, vulkan_name: str = ""):
+    """The peer (peers.make_peer picks it: PyTorch where CUDA is available, on the CUDA device named like the
+    Vulkan one by default) as the apps section uses it."""
     from .peers import make_peer
-    peer = make_peer(choice, cuda_index)
+    peer = make_peer(choice, cuda_index, vulkan_name)
     return TorchSide(peer.torch, peer.device) if peer.kind == "torch" else NumpySide()
 
 
@@ -785,7 +788,7 @@ def main(argv=None) -> int:
         print(f"python -m dmlgpu bench apps: {exc}", file=sys.stderr)
         return 2
     dev = dmlgpu.Device(args.device)
-    side = make_side(args.peer, args.cuda_device)
+    side = make_side(args.peer, args.cuda_device, dev.info.name)
     results = run(dev, side, names, Settings(args.scale, args.repeats, args.budget), progress=not args.quiet)
     results["meta"]["command"] = " ".join(["python -m dmlgpu bench apps"] + list(sys.argv[1:] if argv is None
                                                                                  else argv))
