@@ -1,9 +1,14 @@
 """Recordings: operations captured into one Vulkan submission that can be run again (Device.record)."""
 from __future__ import annotations
 
-from .device import Buffer, Device, Dispatch
+from typing import TYPE_CHECKING
+
+from .buffer import Buffer, Dispatch
 from .devices import kp
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
+
+if TYPE_CHECKING:
+    from .device import Device
 
 
 class Recording:
