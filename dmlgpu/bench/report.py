@@ -32,10 +32,10 @@ from pathlib import Path
 from .units import fmt_bytes, fmt_number
 
 JSON_NAME, MARKDOWN_NAME, PLOT_NAME = "bench.json", "bench.md", "bench.png"
-COLUMNS = ("workload", "moved", "dmlgpu GPU us (timestamps)", "dmlgpu GB/s", "% copy", "% ceiling", "peer GB/s",
+COLUMNS = ("workload", "moved", "dmlgpu GPU us (timestamps)", "dmlgpu stream us", "dmlgpu GB/s", "% copy", "% ceiling", "peer GB/s",
            "peer call", "dmlgpu/peer", "det. peer GB/s", "dmlgpu/det. peer", "eager us (call+sync)",
            "eager - stream us", "first eager us", "check")
-ALIGN = "lrrrrrrlrrrrrrl"
+ALIGN = "lrrrrrrrlrrrrrrl"
 
 
 def failures(results: dict) -> list[str]:
@@ -67,7 +67,8 @@ def _case_cells(c: dict) -> list[str]:
     ceiling = f"{100 * c['ceiling_fraction']:.0f}%" if "ceiling_fraction" in c else ""
     det = c.get("peer_deterministic")
     det_cells = [fmt_number(det["gbps"]), fmt_number(c["ratio_deterministic"], 2)] if det else ["", ""]
-    return [name, size, fmt_number(d["median_ns"] / 1e3), fmt_number(d["gbps"]), f"{100 * c['copy_fraction']:.0f}%",
+    stream = fmt_number(d["stream_ns"] / 1e3) if "stream_ns" in d else ""      # bench.json from issue 19 on
+    return [name, size, fmt_number(d["median_ns"] / 1e3), stream, fmt_number(d["gbps"]), f"{100 * c['copy_fraction']:.0f}%",
             ceiling, fmt_number(c["peer"]["gbps"]), c["peer"].get("call", c["peer"]["name"]), fmt_number(c["ratio"], 2),
             *det_cells, *eager, "ok" if c["verified"] else "MISMATCH"]
 
@@ -140,8 +141,9 @@ def text(results: dict) -> str:
              "algorithms (scatters; dmlgpu's are deterministic); eager: wall time of the call on device Tensors "
              "until its result is ready (the queued call, then synchronize; steady-state median, and the case's "
              "first call); dmlgpu GPU us: Vulkan timestamps per repetition of 100 recorded back to back (a "
-             "timestamp after every command: their own cost included); eager - stream: the eager wall minus the "
-             "stream time (what one more repetition adds to a submission without timestamps, host-timed)", ""]
+             "timestamp after every command: their own cost included); dmlgpu stream us: what one more repetition "
+             "adds to a submission without timestamps (host-timed; GB/s and ratios use the timestamps); eager - "
+             "stream: the eager wall minus the stream time", ""]
     lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], ALIGN))
     if results.get("latency"):
         rows, header = _latency_rows(results["latency"])
