@@ -71,11 +71,13 @@ def has_out() -> bool:
 # ---- inputs ----
 
 def random_rows(rng, shape, dtype) -> np.ndarray:
-    """Random finite values of ``dtype`` (float16, bfloat16 bits as uint16, float32): random bits with the
-    exponent's top bit cleared (no inf or NaN; cheap at gigabytes)."""
+    """Finite values of ``dtype`` (float16, bfloat16 bits as uint16, float32): random bits with the exponent's
+    top bit cleared (no inf or NaN), a block of a prime number of random words repeated (cheap at gigabytes;
+    no two rows alike)."""
     dtype = np.dtype(dtype)
     n = math.prod(shape)
-    words = np.frombuffer(rng.bytes(n * dtype.itemsize), dtype=f"u{dtype.itemsize}").copy()
+    block = np.frombuffer(rng.bytes(min(n, 1_000_003) * dtype.itemsize), dtype=f"u{dtype.itemsize}")
+    words = np.resize(block, n)
     np.bitwise_and(words, (1 << (8 * dtype.itemsize)) - 1 - (1 << (8 * dtype.itemsize - 2)), out=words)
     return words.view(dtype).reshape(shape)
 
