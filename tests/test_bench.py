@@ -104,6 +104,8 @@ def test_apps_smallest_scale_is_checked(tmp_path, capsys):
     assert results["geomean"] > 0
     md = (tmp_path / apps.MARKDOWN_NAME).read_text()
     assert "| embedding-bf16 |" in md and "geometric mean" in md
+    assert cli.main(["apps", "--render", str(tmp_path / apps.JSON_NAME), "--markdown"]) == 0
+    assert capsys.readouterr().out == md + "\n"      # print() adds one
 
 
 def test_apps_reports_a_wrong_result(tmp_path, capsys, monkeypatch):

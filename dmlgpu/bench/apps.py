@@ -30,7 +30,9 @@ messages are small integers, so every order of summation gives the same bits.
 
 Usage: python -m dmlgpu bench apps [--scale 1] [--workloads embedding*,gnn*] [--repeats 50] [--budget 3]
                                    [--peer auto|torch|numpy] [--out DIR] [--markdown] [--list]
-Writes apps.json and apps.md to --out (default dmlgpu-bench/).
+       python -m dmlgpu bench apps --render DIR/apps.json [--markdown]
+Writes apps.json and apps.md to --out (default dmlgpu-bench/). A full run at --scale 1 needs about 12 GiB of
+device memory (the recommender's table, on both sides in turn) and as much host memory.
 """
 from __future__ import annotations
 
@@ -777,11 +779,16 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path("dmlgpu-bench"))
     ap.add_argument("--markdown", action="store_true", help="print the Markdown section")
     ap.add_argument("--list", action="store_true", help="list the workloads and exit")
+    ap.add_argument("--render", type=Path, metavar="JSON", help="print a saved apps.json again; run nothing")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.list:
         print("\n".join(BUILDERS))
         return 0
+    if args.render:
+        results = json.loads(args.render.read_text())
+        print(render(results, markdown=args.markdown))
+        return 1 if failures(results) else 0
     if args.scale <= 0 or args.repeats < 1:
         ap.error("--scale must be > 0 and --repeats >= 1")
     try:
