@@ -32,9 +32,9 @@ from pathlib import Path
 from .units import fmt_bytes, fmt_number
 
 JSON_NAME, MARKDOWN_NAME, PLOT_NAME = "bench.json", "bench.md", "bench.png"
-COLUMNS = ("workload", "moved", "dmlgpu GPU us (timestamps)", "dmlgpu stream us", "dmlgpu GB/s", "% copy", "% ceiling", "peer GB/s",
-           "peer call", "dmlgpu/peer", "det. peer GB/s", "dmlgpu/det. peer", "eager us (call+sync)",
-           "eager - stream us", "first eager us", "check")
+COLUMNS = ("workload", "moved", "dmlgpu GPU us (timestamps)", "dmlgpu stream us", "dmlgpu GB/s", "% copy",
+           "% ceiling", "peer GB/s", "peer call", "dmlgpu/peer", "det. peer GB/s", "dmlgpu/det. peer",
+           "eager us (call+sync)", "eager - stream us", "first eager us", "check")
 ALIGN = "lrrrrrrrlrrrrrrl"
 
 
@@ -68,7 +68,8 @@ def _case_cells(c: dict) -> list[str]:
     det = c.get("peer_deterministic")
     det_cells = [fmt_number(det["gbps"]), fmt_number(c["ratio_deterministic"], 2)] if det else ["", ""]
     stream = fmt_number(d["stream_ns"] / 1e3) if "stream_ns" in d else ""      # bench.json from issue 19 on
-    return [name, size, fmt_number(d["median_ns"] / 1e3), stream, fmt_number(d["gbps"]), f"{100 * c['copy_fraction']:.0f}%",
+    return [name, size, fmt_number(d["median_ns"] / 1e3), stream, fmt_number(d["gbps"]),
+            f"{100 * c['copy_fraction']:.0f}%",
             ceiling, fmt_number(c["peer"]["gbps"]), c["peer"].get("call", c["peer"]["name"]), fmt_number(c["ratio"], 2),
             *det_cells, *eager, "ok" if c["verified"] else "MISMATCH"]
 
