@@ -370,3 +370,13 @@ def test_apps_in_place_rows_when_scatter_nd_has_out(tmp_path, capsys, monkeypatc
     rows = json.loads((tmp_path / apps.JSON_NAME).read_text())["rows"]
     assert [r["workload"] for r in rows] == ["kv-cache-write", "decode-loop", "moe-combine"]
     assert all(r["verified"] for r in rows) and used
+
+
+def test_apps_skip_what_the_device_cannot_hold(tmp_path, capsys, monkeypatch):
+    from dmlgpu.bench import apps
+    monkeypatch.setattr(apps, "MEMORY_HEADROOM", 1e-9)
+    assert cli.main(["apps", *APPS_SMALL[:-1], "--workloads", "recommender", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "skipped: needs about" in captured.err and "skipped: needs about" in captured.out
+    (row,) = json.loads((tmp_path / apps.JSON_NAME).read_text())["rows"]
+    assert row["skipped"].startswith("needs about") and "verified" not in row

@@ -683,6 +683,8 @@ def run(dev, side, names: list[str], s: Settings, progress=None) -> dict:
         r = rows[-1]
         if progress and (r.get("error") or r.get("mismatch")):
             print(f"  !! {r.get('error') or 'MISMATCH ' + r['mismatch']}", file=sys.stderr, flush=True)
+        if progress and r.get("skipped"):
+            print(f"  skipped: {r['skipped']}", file=sys.stderr, flush=True)
     ok = [r["ratio"] for r in rows if r.get("verified")]
     return {"meta": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                      "device": {"index": dev.info.index, "name": dev.info.name, "type": dev.info.type,
