@@ -17,12 +17,13 @@ a check of the index values, mode="raise") is never templated, and takes the pla
 
 Conditions checked on a hit (otherwise the call takes the planned path, which re-traces): no recording of this
 thread is open, queueing is on (max_queued > 0), every operand is on the template's device and held in one
-block, and the scatter claim buffer is still the one traced (Device.claims_serial) and clean. Parameter words
+block, and the scatter claim buffer is still the one traced (Device.zeroed_serial) and clean. Parameter words
 that hold block addresses belong to the large-tensor launches alone (shaders/addressing.glsl), which are
 never templated, so a template's parameter buffers hold only words fixed by its signature.
 """
 from __future__ import annotations
 
+from .plan import CLAIMS as CLAIMS_KEY
 from .runtime import Buffer, Device
 from .tensor import Tensor
 
@@ -40,7 +41,7 @@ class Template:
         self.out_shape = out_shape
         self.out_nbytes = out_nbytes
         self.scratch = scratch        # sizes of the scratch buffers, in the order the plan took them
-        self.owner = owner            # Device.claims_serial of the claim buffer the launches use, or None
+        self.owner = owner            # Device.zeroed_serial of the claim buffer the launches use, or None
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
@@ -58,14 +59,14 @@ class Template:
                 return None
         with dev._lock:
             owner = self.owner
-            if owner is not None and (owner != dev.claims_serial or not dev._owner_clean):
+            if owner is not None and (owner != dev.zeroed_serial or not dev._zeroed_clean):
                 return None
             take = Buffer._in_block if not dev.canary_words else Device._take
             out = take(dev, self.out_nbytes)
             bufs.insert(2, out)
             if len(bufs) < CLAIMS:
                 bufs.append(None)
-            bufs.append(dev._owner)
+            bufs.append(dev._zeroed.get(CLAIMS_KEY))
             if self.scratch:
                 taken = [take(dev, n) for n in self.scratch]
                 dev.queue_steps(self.steps, bufs + taken, owner is not None)
@@ -79,7 +80,7 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
     or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
     equals the first makes the signature's template."""
-    slots = {id(b): n for n, b in enumerate(buffers + [dev._owner] + scratch) if b is not None}
+    slots = {id(b): n for n, b in enumerate(buffers + [dev._zeroed.get(CLAIMS_KEY)] + scratch) if b is not None}
     steps = []
     for d in dispatches:
         if d.wide or any(b.chunked for b in d.buffers):
@@ -89,7 +90,7 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
     out = buffers[2]
     template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),
-                        dev.claims_serial if uses_owner else None)
+                        dev.zeroed_serial if uses_owner else None)
     known = dev.templates.pop(sig, None)
     while len(dev.templates) >= TEMPLATES:
         del dev.templates[next(iter(dev.templates))]

@@ -37,12 +37,12 @@ class Batch:
         self.spare_held: list | None = None
         self.number = 1               # number of the open batch (Block.batch of the blocks it uses)
         self.queued = 0               # runs in the open batch
-        self.scatters = False         # the open batch uses the scatter claim buffer
+        self.zeroed = False           # the open batch uses zeroed scratch (Device.zeroed)
         self.uploads = None           # the batch's upload staging buffer and its host view
         self.upload_pos = 0           # bytes of it used
         self.spare_uploads = None
         self.inflight = 0             # number of the batch submitted and not waited for (0: none)
-        self.inflight_scatters = False
+        self.inflight_zeroed = False
 
     def enqueue(self, dispatches, uploads) -> None:
         """Adds a run to the open batch (its uploads first), and submits the batch once it holds max_queued
@@ -74,20 +74,19 @@ class Batch:
                 b._block.batch = number
             b._pending = None
         self.ops += dev._dispatch_ops(dispatches)
-        owner = dev._owner
         for d in dispatches:
             for b in d.buffers:
                 for block in b._blocks:
                     block.batch = number
-                if b is owner:
-                    self.scatters = True
+        if not self.zeroed and dev._zeroed:
+            self.zeroed = dev._uses_zeroed(dispatches)
         self._added()
 
-    def record_steps(self, steps, buffers: list, scatters: bool) -> None:
+    def record_steps(self, steps, buffers: list, zeroed: bool) -> None:
         """Adds a call template's launches to the open batch (the caller has checked that no recording of its
         thread is open and that max_queued is not 0): ``steps`` are (kernel, workgroups, barrier, slots), each
-        slot an index into ``buffers`` or a Buffer; every buffer is held in one block. ``scatters``: the
-        launches use the scatter claim buffer."""
+        slot an index into ``buffers`` or a Buffer; every buffer is held in one block. ``zeroed``: the
+        launches use zeroed scratch (Device.zeroed)."""
         dev = self.device
         number, algorithm, barrier, ops = self.number, dev._pipelines.algorithm, dev._barrier, self.ops
         for kernel, groups, before, slots in steps:
@@ -97,8 +96,8 @@ class Batch:
             ops.append(algorithm(kernel, groups, blocks).dispatch)
             for block in blocks:
                 block.batch = number
-        if scatters:
-            self.scatters = True
+        if zeroed:
+            self.zeroed = True
         self._added()
 
     def _added(self) -> None:
@@ -122,7 +121,7 @@ class Batch:
         dev = self.device
         if self.queued:
             self.await_inflight()
-            seq, ops, scatters = self.seq, self.ops, self.scatters
+            seq, ops, zeroed = self.seq, self.ops, self.zeroed
             if dev.direct_memory:
                 ops.append(dev._host_barrier)
             try:
@@ -132,19 +131,19 @@ class Batch:
                     seq.record_ops(ops)
                     self.held = ops
                 seq.eval_async()
-                self.inflight, self.inflight_scatters = self.number, scatters
+                self.inflight, self.inflight_zeroed = self.number, zeroed
             except BaseException:
                 seq.clear()
                 self.held = None
-                if scatters:
-                    dev._owner_clean = False    # claims may be left set: the next scatter re-zeroes them
+                if zeroed:
+                    dev._zeroed_clean = False   # it may be left non-zero: the next request renews it
                 raise
             finally:
                 self.seq, self.spare_seq = self.spare_seq, seq
                 self.held, self.spare_held = self.spare_held, self.held
                 self.ops = []
                 self.uploads, self.spare_uploads = self.spare_uploads, self.uploads
-                self.scatters = False
+                self.zeroed = False
                 self.upload_pos = 0
                 self.queued = 0
                 self.number += 1
@@ -160,8 +159,8 @@ class Batch:
                 self.spare_seq.eval_await()
             except BaseException:
                 self.spare_held = None
-                if self.inflight_scatters:
-                    self.device._owner_clean = False
+                if self.inflight_zeroed:
+                    self.device._zeroed_clean = False
                 raise
             finally:
                 self.inflight = 0
