@@ -43,8 +43,12 @@ def needs_wide(device: Device, index_map: IndexMap, *buffers) -> bool:
 
 def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
     """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
-    ``slots`` (units.glsl's SLOT_* order: indices, data, dense, owner; None: absent)."""
-    return device._params(np.concatenate([words, device._block_table(slots, len(words))]))
+    ``slots`` (units.glsl's SLOT_* order: indices, data, dense, owner; None: absent). The buffer's ``recipe``
+    (its words and the ids of the ``slots`` it was made for) lets a call template make it again for other
+    buffers (dmlgpu/calls.py)."""
+    buf, fresh = device._params(np.concatenate([words, device._block_table(slots, len(words))]))
+    buf.recipe = (words, tuple(None if b is None else id(b) for b in slots))
+    return buf, fresh
 
 
 def _chunked(*buffers) -> bool:

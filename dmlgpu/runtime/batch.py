@@ -45,34 +45,11 @@ class Batch:
         self.inflight_zeroed = False
 
     def enqueue(self, dispatches, uploads) -> None:
-        """Adds a run to the open batch (its uploads first), and submits the batch once it holds max_queued
-        runs. Host data of up to a quarter of QUEUE_UPLOADS per buffer goes through the batch's upload buffer
-        (copied there now, into its device buffer by the batch: a block that the batch still uses may be
-        reused); larger data is written now (mapped, or by a staging transfer), after the batch if the block
-        is one it uses."""
+        """Adds a run to the open batch (its uploads first: stage()), and submits the batch once it holds
+        max_queued runs."""
+        self.stage(uploads)
         dev = self.device
         number = self.number
-        for b in uploads:
-            if b._pending is None:
-                continue
-            src, n = b._pending, b._pending.size
-            if n > QUEUE_UPLOADS // 4 or b.chunked:
-                dev._write(b, 0, src)          # after the batch if it uses the buffer
-            else:
-                if self.upload_pos + n > QUEUE_UPLOADS:
-                    self.flush(wait=False)
-                    number = self.number
-                if self.uploads is None:
-                    staging = dev._mgr.buffer(QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
-                    self.uploads = (staging, staging.host_view())
-                staging, view = self.uploads
-                pos = self.upload_pos
-                transfers.host_copy(view[pos:pos + n], src)
-                self.ops += (kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY),
-                             kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
-                self.upload_pos = pos + -(-n // 16) * 16
-                b._block.batch = number
-            b._pending = None
         self.ops += dev._dispatch_ops(dispatches)
         for d in dispatches:
             for b in d.buffers:
@@ -82,20 +59,50 @@ class Batch:
             self.zeroed = dev._uses_zeroed(dispatches)
         self._added()
 
+    def stage(self, uploads) -> None:
+        """Uploads the staged bytes of these buffers (Buffer._stage) before what the batch does next. Host
+        data of up to a quarter of QUEUE_UPLOADS per buffer goes through the batch's upload buffer (copied there
+        now, into its device buffer by the batch: a block that the batch still uses may be reused); larger
+        data is written now (mapped, or by a staging transfer), after the batch if the block is one it uses."""
+        dev = self.device
+        for b in uploads:
+            if b._pending is None:
+                continue
+            src, n = b._pending, b._pending.size
+            if n > QUEUE_UPLOADS // 4 or b.chunked:
+                dev._write(b, 0, src)          # after the batch if it uses the buffer
+            else:
+                if self.upload_pos + n > QUEUE_UPLOADS:
+                    self.flush(wait=False)
+                if self.uploads is None:
+                    staging = dev._mgr.buffer(QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
+                    self.uploads = (staging, staging.host_view())
+                staging, view = self.uploads
+                pos = self.upload_pos
+                transfers.host_copy(view[pos:pos + n], src)
+                self.ops += (kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY),
+                             kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
+                self.upload_pos = pos + -(-n // 16) * 16
+                b._block.batch = self.number
+            b._pending = None
+
     def record_steps(self, steps, buffers: list, zeroed: bool) -> None:
         """Adds a call template's launches to the open batch (the caller has checked that no recording of its
         thread is open and that max_queued is not 0): ``steps`` are (kernel, workgroups, barrier, slots), each
-        slot an index into ``buffers`` or a Buffer; every buffer is held in one block. ``zeroed``: the
-        launches use zeroed scratch (Device.zeroed)."""
+        slot an index into ``buffers`` or a Buffer (the launches bind each buffer's first block; those of the
+        large-tensor variants reach every block through their parameters). ``zeroed``: the launches use
+        zeroed scratch (Device.zeroed)."""
         dev = self.device
         number, algorithm, barrier, ops = self.number, dev._pipelines.algorithm, dev._barrier, self.ops
         for kernel, groups, before, slots in steps:
-            blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
+            bound = [buffers[s] if s.__class__ is int else s for s in slots]
+            blocks = tuple([b._block for b in bound])
             if before:
                 ops.append(barrier)
             ops.append(algorithm(kernel, groups, blocks).dispatch)
-            for block in blocks:
-                block.batch = number
+            for b in bound:
+                for block in b._blocks:
+                    block.batch = number
         if zeroed:
             self.zeroed = True
         self._added()
