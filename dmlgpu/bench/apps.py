@@ -5,8 +5,8 @@ Tensors, with the sizes of a real model, next to the fastest PyTorch call for th
 (NumPy on the host where there is no CUDA). For each:
 
 * **dmlgpu us**: eager wall time of the call a user makes until its result is ready: the call, then
-  ``Device.synchronize()``; the median of up to ``--repeats`` calls (``--budget`` seconds at most, at least 5)
-  after two warm-up calls. **first us**: the workload's first call, call + synchronize (cold: the
+  ``Device.synchronize()``; the median of ``--repeats`` calls, or fewer once ``--budget`` seconds have
+  passed (but at least 5), after two warm-up calls. **first us**: the workload's first call, call + synchronize (cold: the
   signature's planning and allocations, and the pipelines no earlier workload of the process built, from
   the on-disk pipeline cache where it has them).
 * **peer us**: the same for each of the peer's calls for the job (PyTorch: the call, then
