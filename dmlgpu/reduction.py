@@ -304,8 +304,8 @@ class ReducePlan(Plan):
 
         if self.atomic is None:
             geometry = device.geometry
-            tiles, blocks, pass_words = self.sort(geometry)
-            hist_bytes = 4 * (geometry.radix * tiles + blocks)
+            tiles, scan_blocks, pass_words = self.sort(geometry)
+            hist_bytes = 4 * (geometry.radix * tiles + scan_blocks)
             # a device that binds fewer storage buffers than the sort's kernels: their FEW variants (the rows
             # after the keys in one buffer), and no levels of partials (they bind MOST_STORAGE_BUFFERS)
             bindable = device.info.max_per_stage_storage_buffers
@@ -356,11 +356,11 @@ class ReducePlan(Plan):
             other_keys, other_rows = take(key_bytes), None if few else take(key_bytes)
             hist = take(hist_bytes)
             size = geometry.workgroup_size
-            tile_groups, block_groups = tiles * size, blocks * size
+            tile_groups, block_groups = tiles * size, scan_blocks * size
             for words in pass_words:
                 p = params(words)
                 out.append(Dispatch("radix_hist", (p, keys, hist), tile_groups))
-                if blocks > 1:
+                if scan_blocks > 1:
                     out.append(Dispatch("radix_reduce", (p, hist), block_groups))
                 out += [Dispatch("radix_scan", (p, hist), block_groups),
                         Dispatch(kernels.few_variant("radix_scatter"), (p, keys, other_keys, hist), tile_groups)
