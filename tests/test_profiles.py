@@ -197,3 +197,19 @@ def test_environment_names_the_default_profile(monkeypatch):
     monkeypatch.setenv("DMLGPU_DEVICE_PROFILE", "no-such")
     with pytest.raises(ValueError, match="no-such"):
         dmlgpu.Device()
+
+
+@pytest.mark.parametrize("extra", [-1, 1])
+@pytest.mark.parametrize("tiles", [1, 16, 17])
+def test_small_geometry_sort_edges(tiles, extra):
+    """The radix sort in the small geometry (7-bit digits, tiles of 16 x 128 pairs, blocks of 16 x 128 counts)
+    at its tile and scan-block edges, through its FEW kernels (minimum) and its own (small-workgroups)."""
+    n = tiles * kernels.SMALL_GEOMETRY.radix_tile + extra
+    rng = np.random.default_rng(n)
+    x = rng.random(3000).astype(np.float32)
+    idx = rng.integers(0, 3000, (n, 1))
+    upd = rng.random(n).astype(np.float32)
+    for profile in ("minimum", "small-workgroups"):
+        with dmlgpu.Device(profile=profile) as d:
+            check(d, None, lambda: dmlgpu.scatter_nd(x, idx, upd, reduction="add", device=d),
+                  reference.scatter_nd(x, idx, upd, "add"))
