@@ -34,8 +34,16 @@ def check(dev, refused_by, call, expected):
         np.testing.assert_array_equal(out, expected)
 
 
+def kp_features(dev) -> frozenset:
+    """Every optional feature name that kp reports (enabled or not)."""
+    return frozenset(dev._mgr.enabled_features())
+
+
 def test_profile_masks_features_and_limits(dev):
     p, info = dev.profile, dev.info
+    phys = dev.physical_info              # kp 0018 reports maxPerStageDescriptorStorageBuffers; Vulkan's minimums
+    assert phys.max_per_stage_storage_buffers >= 4 and phys.max_compute_shared_memory_size >= 16384
+    assert kp_features(dev) == profiles.FEATURES
     assert dev.features == dev.physical_info.features - p.withheld
     assert dev.features == frozenset(n for n, on in dev._mgr.enabled_features().items() if on)
     for name, value in p.limits:
