@@ -34,10 +34,11 @@ def needs_wide(device: Device, index_map: IndexMap, *buffers) -> bool:
     before any GPU work, when the device lacks their features."""
     wide = not index_map.fits_32_bits() or any(b is not None and b.chunked for b in buffers)
     if wide and not kernels.WIDE_FEATURES <= device.features:
+        largest = max((b.nbytes for b in buffers if b is not None), default=0)
         raise DeviceError(f"this operation has tensors larger than one buffer of {device.info.name} "
-                          f"({device.max_block} bytes) or 2^32 units, which needs the device features "
-                          f"{', '.join(sorted(kernels.WIDE_FEATURES - device.features))} that it lacks; split it "
-                          f"into smaller ones")
+                          f"({device.max_block} bytes: the largest is {largest} bytes) or 2^32 units, which needs "
+                          f"the device features {', '.join(sorted(kernels.WIDE_FEATURES - device.features))} "
+                          f"that it lacks; split it into smaller ones")
     return wide
 
 
