@@ -7,6 +7,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from .. import validation
 from ..errors import DeviceError
 
 try:
@@ -116,7 +117,6 @@ def devices() -> list[DeviceInfo]:
     require_kp()
     with _devices_lock:
         if _devices_cache is None:
-            from .. import validation
             if validation.requested():
                 validation.enable()
             try:
@@ -138,6 +138,7 @@ def open_manager(index: int, withheld: frozenset = frozenset()):
         if index == 0 and _spare_manager is not None and not withheld:
             mgr, _spare_manager = _spare_manager, None
             return mgr
+    validation.next_instance()          # (the validation layer truncates the log file an instance opens)
     try:
         return kp.Manager(index, [], [], sorted(withheld))
     except Exception as exc:
