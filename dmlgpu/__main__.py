@@ -20,8 +20,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from . import runtime
     if args.command == "info":
+        from .runtime import profiles
         default = runtime.default_device_index()
+        profile = profiles.resolve(None)
         for d in runtime.devices():
+            d = profiles.apply(d, profile)
             mark = "*" if d.index == default else " "
             print(f"{mark} {d.index}: {d.name} ({d.type})\n"
                   f"     maxStorageBufferRange {d.max_storage_buffer_range} bytes, "
@@ -29,8 +32,13 @@ def main(argv=None) -> int:
                   f"     workgroups: count {d.max_workgroup_count}, size {d.max_workgroup_size}, "
                   f"invocations {d.max_workgroup_invocations}; timestamp period {d.timestamp_period_ns} ns\n"
                   f"     maxMemoryAllocationSize {d.max_memory_allocation_size} bytes, maxBufferSize "
-                  f"{d.max_buffer_size or 'not reported'}; features: {', '.join(sorted(d.features)) or 'none'}")
+                  f"{d.max_buffer_size or 'not reported'}, maxComputeSharedMemorySize "
+                  f"{d.max_compute_shared_memory_size} bytes, maxPerStageDescriptorStorageBuffers "
+                  f"{d.max_per_stage_storage_buffers}\n"
+                  f"     features: {', '.join(sorted(d.features)) or 'none'}")
         print("(* = default device: DMLGPU_DEVICE, else the first discrete GPU, else the first device)")
+        if profile.name != "full":
+            print(f"(as the device profile {profile.name!r} shows them: DMLGPU_DEVICE_PROFILE)")
         return 0
     from . import demo
     return demo.main()

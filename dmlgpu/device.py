@@ -14,18 +14,19 @@ class Device(runtime.Device):
 
     ``index``: as listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else
     the first device. ``feature_level``: the DirectML feature level layer-1 validation follows.
-    ``memory_limit``, ``direct_memory``, ``max_queued``, ``chunk_bytes``: see dmlgpu.runtime.Device. One Device
+    ``memory_limit``, ``direct_memory``, ``max_queued``, ``chunk_bytes``, ``profile``: see dmlgpu.runtime.Device
+    (``profile``: as if the device had fewer features and lower limits, e.g. "minimum"). One Device
     may be used from several threads: its submissions are serialised by a lock.
     """
 
     def __init__(self, index: int | None = None, *, feature_level="4.1", memory_limit: int | None = None,
                  direct_memory: bool | None = None, max_queued: int | None = None,
-                 chunk_bytes: int | None = None):
+                 chunk_bytes: int | None = None, profile=None):
         self.feature_level = FeatureLevel.parse(feature_level)
         self._calls: dict = {}      # the layer-2 calls planned on this device, by signature (functions.py)
         self._kept: dict = {}       # signature -> the buffers its last NumPy-in/out call kept (functions.py)
         super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory, max_queued=max_queued,
-                         chunk_bytes=chunk_bytes)
+                         chunk_bytes=chunk_bytes, profile=profile)
 
     def empty_cache(self) -> None:
         """Releases the device memory of every cached (free) block, and of the buffers that small

@@ -34,17 +34,22 @@ def needs_wide(device: Device, index_map: IndexMap, *buffers) -> bool:
     before any GPU work, when the device lacks their features."""
     wide = not index_map.fits_32_bits() or any(b is not None and b.chunked for b in buffers)
     if wide and not kernels.WIDE_FEATURES <= device.features:
+        largest = max((b.nbytes for b in buffers if b is not None), default=0)
         raise DeviceError(f"this operation has tensors larger than one buffer of {device.info.name} "
-                          f"({device.max_block} bytes) or 2^32 units, which needs the device features "
-                          f"{', '.join(sorted(kernels.WIDE_FEATURES - device.features))} that it lacks; split it "
-                          f"into smaller ones")
+                          f"({device.max_block} bytes: the largest is {largest} bytes) or 2^32 units, which needs "
+                          f"the device features {', '.join(sorted(kernels.WIDE_FEATURES - device.features))} "
+                          f"that it lacks; split it into smaller ones")
     return wide
 
 
 def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
     """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
-    ``slots`` (units.glsl's SLOT_* order: indices, data, dense, owner; None: absent)."""
-    return device._params(np.concatenate([words, device._block_table(slots, len(words))]))
+    ``slots`` (units.glsl's SLOT_* order: indices, data, dense, owner; None: absent). The buffer's ``recipe``
+    (its words and the ids of the ``slots`` it was made for) lets a call template make it again for other
+    buffers (dmlgpu/calls.py)."""
+    buf, fresh = device._params(np.concatenate([words, device._block_table(slots, len(words))]))
+    buf.recipe = (words, tuple(None if b is None else id(b) for b in slots))
+    return buf, fresh
 
 
 def addr_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
@@ -150,6 +155,10 @@ class GatherPlan(_MapPlan):
 
 
 P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
+# The scatters' claim words (Device.zeroed scratch under this key): one 32-bit word per unit of the output (a
+# scatter of 1-byte elements needs 4 bytes of it per element), or per target row (ROWS); the write pass (or
+# the ROWS clearing pass) leaves them all zeros again.
+CLAIMS = "scatter claims"
 
 
 class ScatterPlan(_MapPlan):
@@ -157,8 +166,10 @@ class ScatterPlan(_MapPlan):
     buffer), then every update claims its target and the last claim writes. Where the updates are whole
     rows (an innermost dimension contiguous in updates and output, not indexed) whose targets either
     coincide or are disjoint (every other output stride a multiple of the row), each row claims its target
-    row once (one claim word per row, ROWS variants), and a last pass clears the claims. Tensors held in
-    several blocks, or maps past 32 bits, take the WIDE claim-and-write variants (claims per unit)."""
+    row once (one claim word per row, ROWS variants), and a last pass clears the claims; at most
+    kernels.WORKGROUP_SIZE such rows settle their claims in one workgroup that also writes them (SMALL: the
+    copy, then one dispatch). Tensors held in several blocks, or maps past 32 bits, take the WIDE
+    claim-and-write variants (claims per unit)."""
 
     output_from_input = True
 
@@ -183,20 +194,33 @@ class ScatterPlan(_MapPlan):
                 self.row_words[:P_END] = rows.params(self.signed)
                 self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
                 self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
+        # at most a workgroup of rows: claims and writes in one workgroup (scatter_write.comp's SMALL): their
+        # count (a device of the small geometry takes them so up to its workgroup size), else 0
+        self.small = int(self.row_words[P_TOTAL]) if self.row_words is not None and \
+            int(self.row_words[P_TOTAL]) <= kernels.WORKGROUP_SIZE else 0
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         """The claims, then the copy (independent of the claims: they may overlap), then the winners write
         (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
         m = self.map
+        wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
+        if self.small and not wide and self.small <= device.geometry.workgroup_size:
+            params, fresh = device._params(self.row_words)
+            return self.copy.then(device, input, output, [params] if fresh else [],
+                                  Dispatch(kernels.small_scatter_variant(m.unit, self.index_bytes),
+                                           (params, indices, output, updates), m.count))   # a grid over the units
         beside = _sizes(input, indices, output, updates)
         units = -(-output.nbytes // m.unit)
-        wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
+        if m.count and not wide and device.info.max_per_stage_storage_buffers < kernels.SCATTER_BUFFERS:
+            owner = device.zeroed(CLAIMS, 4 * units, beside)
+            if not owner.chunked:
+                return self._few_buffers(device, input, indices, output, updates, owner, units)
         if m.count and not wide:
-            owner = device._owner_scratch(self.owner_words if self.row_words is not None else units, beside=beside)
+            owner = device.zeroed(CLAIMS, 4 * (self.owner_words if self.row_words is not None else units), beside)
             wide = owner.chunked                          # (claim scratch held in several blocks)
         if wide:
-            owner = device._owner_scratch(units, beside=beside)
+            owner = device.zeroed(CLAIMS, 4 * units, beside)
             needs_wide(device, m, indices, output, updates, owner)
             params, fresh = wide_params(device, self.wide_words(), indices, output, updates, owner)
             uploads = [params] if fresh else []
@@ -220,6 +244,21 @@ class ScatterPlan(_MapPlan):
             scatter = [Dispatch(claim, (params[1], indices, output, updates, owner), rows),
                        Dispatch(write, (params[0], indices, output, updates, owner), m.count),
                        Dispatch(clear, (params[1], indices, output, updates, owner), rows)]
+        return self._with_copy(device, input, output, scatter, uploads)
+
+    def _few_buffers(self, device, input, indices, output, updates, owner, units) -> tuple[list, list]:
+        """The claims and the writes for a device that binds fewer than kernels.SCATTER_BUFFERS storage
+        buffers (scatter_claim.comp's and scatter_write.comp's FEW): each update claims its target unit, then
+        each of the output's ``units`` that was claimed takes its winner's update (no index read)."""
+        m = self.map
+        write_words = self.words.copy()
+        write_words[P_TOTAL] = units
+        (claim, fresh), (write, write_fresh) = device._params(self.words), device._params(write_words)
+        uploads = [claim] * fresh + [write] * (write_fresh and write is not claim)
+        scatter = [Dispatch(kernels.variant("scatter_claim", m.unit, self.index_bytes, few=True),
+                            (claim, indices, owner), m.count),
+                   Dispatch(kernels.variant("scatter_write", m.unit, self.index_bytes, few=True),
+                            (write, output, updates, owner), units)]
         return self._with_copy(device, input, output, scatter, uploads)
 
     def _with_copy(self, device, input, output, scatter, uploads) -> tuple[list, list]:
@@ -247,7 +286,9 @@ class ScatterLinesPlan(Plan):
     output_from_input = True
 
     def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: Plan):
-        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks
+        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks and
+                                        # devices with less shared memory than its claims (none: 16 KiB is Vulkan's
+                                        # minimum; a device profile may lower it)
         index_dtype = np.dtype(index_dtype)
         m, n = axis[0], axis[3]
         assert n <= kernels.LINE_CLAIM_WORDS
@@ -264,17 +305,14 @@ class ScatterLinesPlan(Plan):
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if _chunked(input, indices, output, updates):
+        if _chunked(input, indices, output, updates) or \
+                device.info.max_compute_shared_memory_size < kernels.MOST_SHARED_BYTES:
             return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
                                             take=take)
         params, fresh = device._params(self.words)
-        out, uploads = [], [params] if fresh else []
-        if input is not output and self.copy.map.count:
-            copy, copy_uploads = self.copy.dispatch(device, input, output)
-            out.append(copy)
-            uploads += copy_uploads
-        out.append(Dispatch(self.kernel, (params, indices, output, updates), self.groups * kernels.WORKGROUP_SIZE))
-        return out, uploads
+        return self.copy.then(device, input, output, [params] if fresh else [],
+                              Dispatch(self.kernel, (params, indices, output, updates),
+                                       self.groups * kernels.WORKGROUP_SIZE))
 
 
 def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,
@@ -313,6 +351,14 @@ class CopyPlan:
         self.vec = vec_bytes(self.map)
         self.words = self.map.params(False, vec=self.vec) if self.narrow else None
         self.wide_words = None
+
+    def then(self, device: Device, input: Buffer, output: Buffer, uploads: list, launch: Dispatch) -> tuple[list, list]:
+        """(the copy input -> output, unless output is input's own buffer or the copy moves nothing, then
+        ``launch``, which works on what the copy wrote; ``uploads`` and the copy's parameter buffer if new)."""
+        if input is output or not self.map.count:
+            return [launch], uploads
+        copy, more = self.dispatch(device, input, output)
+        return [copy, launch], uploads + more
 
     def dispatch(self, device: Device, input: Buffer, output: Buffer, barrier: bool = True) -> tuple[Dispatch, list]:
         """(the copy's dispatch, [its parameter buffer] if it must be uploaded first, else [])."""

@@ -1,27 +1,27 @@
-"""A Vulkan device opened through Kompute: its buffers, and recording and running kernel dispatches.
+"""A Vulkan device opened through Kompute: its buffers (runtime/buffer.py), synchronous runs of kernel
+dispatches and their replays, and the batches of queued eager runs (runtime/batch.py).
 
-Ordering: Kompute's OpAlgoDispatch records only a transfer-to-compute barrier, so dmlgpu records its own
-before every dispatch (``BEFORE_DISPATCH``): all earlier transfer and compute writes to the dispatch's
-buffers are made available and visible to its reads and writes, and all earlier reads of them finish first.
-Two dependent dispatches in one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch
-marked ``barrier=False`` (a scatter's copy, independent of the claim pass before it) shares the barrier
-of the dispatch before it, which then covers its buffers too, so the two may overlap. Copies into and out of
-device buffers are preceded by ``BEFORE_COPY``; memory the host reads after a submission (staging, or
-mapped device buffers on unified memory) is made visible to it by ``BEFORE_HOST_READ`` at the end.
+Ordering: Kompute's OpAlgoDispatch records no barrier of its own (kp patch 0016), so dmlgpu records one
+global memory barrier before every dispatch (``BEFORE_DISPATCH`` on all memory, kp patch 0017: one
+vkCmdPipelineBarrier, made once per device): all earlier transfer and compute writes are made available and
+visible to the dispatch's reads and writes, and all earlier reads finish first. Two dependent dispatches in
+one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch marked ``barrier=False`` (a
+scatter's copy, independent of the claim pass before it) shares the barrier of the dispatch before it, so
+the two may overlap. Copies into and out of device buffers are preceded by ``BEFORE_COPY``; memory the host
+reads after a submission (staging, or mapped device buffers on unified memory) is made visible to it by a
+global ``BEFORE_HOST_READ`` at the end.
 
-Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are recorded into the
-device's open *batch*, one kp Sequence, and submitted together when the host needs a result: a host read or
-write of a buffer the batch uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a
-recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open
-batch per device, shared by its threads under the device's lock, so the order of the calls is the order in
-which the threads got the lock. A batch submitted because it is full is not waited for: the next one is
-recorded while the GPU runs it (at most one is in flight; the next submission waits for it first).
-The caching allocator may hand a block that a queued run still uses to a later queued run: the batches run in
-submission order on one queue, and the barrier before each dispatch makes earlier reads and writes of its
-buffers finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host
-reads and writes of mapped memory, staging transfers, fills, destroying it) first submits the open batch and
-waits for it, or waits for the batch in flight, if that batch uses the block: every block records the batch
-that last used it (``Block.batch``).
+Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) join the device's
+open batch, submitted together when the host needs a result: a host read or write of a buffer the batch
+uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a recording's submission,
+``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open batch per device, shared by
+its threads under the device's lock, so the order of the calls is the order in which the threads got the
+lock. A batch submitted because it is full is not waited for: the next one is collected while the GPU runs
+it. The caching allocator may hand a block that a queued run still uses to a later queued run: the batches
+run in submission order on one queue, and the barrier before each dispatch makes earlier reads and writes
+finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host reads
+and writes of mapped memory, staging transfers, fills, destroying it) first waits for the batch that uses
+it (runtime/batch.py).
 """
 from __future__ import annotations
 
@@ -29,25 +29,25 @@ import atexit
 import os
 import threading
 import weakref
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import kernels
 from ..errors import DeviceError
-from . import transfers
+from . import profiles, transfers
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
     open_manager
+from .batch import Batch
+from .buffer import CANARY, Buffer, Dispatch, _block_ids, _copy_ops, as_bytes
 from .memory import Allocator, Block
 from .pipelines import Pipelines
+from .recording import Recording
 from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
 
-CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
 _PARAMS_CACHE = 256      # parameter buffers kept per device
 _FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the operation's own submission
 _REPLAYS = 16            # recorded synchronous runs kept per device, submitted again when repeated
 _MAX_QUEUED = 64         # eager runs a batch holds before it is submitted (Device's max_queued default)
-_QUEUE_UPLOADS = 1 << 20 # bytes of host data (per batch) that queued runs upload through the batch's own staging
 
 
 def _packed(sizes) -> list:
@@ -58,170 +58,6 @@ def _packed(sizes) -> list:
         out.append(pos)
         pos += -(-n // 16) * 16
     return out + [pos]
-
-
-def as_bytes(data) -> np.ndarray:
-    """The raw bytes of an array or bytes-like object, as a flat uint8 array (a view where possible)."""
-    if isinstance(data, np.ndarray):
-        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    return np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
-
-
-class _HostMemory:
-    """Exposes mapped memory to NumPy while keeping its owner (a Buffer) alive: arrays made from it hold it."""
-
-    def __init__(self, owner, view: np.ndarray, nbytes: int):
-        self.owner = owner
-        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (view.ctypes.data, False),
-                                    "version": 3}
-
-
-class Buffer:
-    """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer() (and by operations
-    for their results), backed by a block of the device's caching allocator, which gets it back when the
-    Buffer is collected. A buffer larger than one block (``Device.max_block``; ``chunk_bytes`` if given) is
-    held in several blocks (``chunked``): block i holds bytes [i * Device.chunk_bytes, (i + 1) * chunk_bytes);
-    its kernels address it through the blocks' device addresses, and transfers move each block's share.
-
-    Test mode: with ``Device.canary_words`` > 0, every new buffer has that many extra guard words after
-    its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
-    words as part of the buffer, so a write past a tensor's end changes them and a read past it returns
-    them (and shows up in results).
-    """
-
-    _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
-    _mirror = None                       # host-visible copy for recordings (staging devices only)
-    _host: np.ndarray | None = None
-    pinned = False                       # a recording uses it: Device._give leaves it alone
-
-    def __init__(self, device: "Device", nbytes: int, whole: bool = False):
-        if nbytes <= 0 or nbytes % 4:
-            raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
-        if nbytes > device._check_above:
-            device._check_sizes(nbytes)
-        self.device = device
-        self.nbytes = nbytes
-        self.canary_words = canary = device.canary_words
-        with device._lock:                 # the allocator's lists are shared by the device's threads
-            self._blocks: list[Block] = device._allocator.allocate_span(
-                nbytes + 4 * canary, device.chunk_bytes, None if whole else device._whole_max)
-        self._block = self._blocks[0]
-        self._tensor = self._block.tensor
-        self.chunked = len(self._blocks) > 1      # held in several blocks
-        if canary:
-            device._fill(self, CANARY, nbytes, 4 * canary)
-
-    def write(self, data, offset: int = 0) -> None:
-        """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4)."""
-        src = as_bytes(data)
-        if offset < 0 or offset % 4 or offset + src.size > self.nbytes:
-            raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
-                             f"(the offset must be a multiple of 4)")
-        if src.size:
-            self.device._write(self, offset, src)
-
-    def read(self) -> np.ndarray:
-        """Downloads the buffer: a new uint8 array of nbytes bytes."""
-        if self.device._recording() is not None:
-            raise RuntimeError("read() cannot run inside a recording: record download() and read the "
-                               "host copy after the block")
-        return self.device._run([], downloads=[self])[0]
-
-    @property
-    def _tensors(self) -> list:
-        """The kp buffers of its blocks."""
-        return [b.tensor for b in self._blocks]
-
-    @property
-    def _mirrored(self) -> bool:
-        """True when its host copy (``host``) is a separate host-visible buffer, not its own mapped memory."""
-        return self._block.view is None or self.chunked
-
-    def _pieces(self, offset: int, nbytes: int) -> list:
-        """(block, byte offset in the block, byte offset from ``offset``, bytes) for each block that the byte
-        range [offset, offset + nbytes) touches, in order."""
-        if not self.chunked:
-            return [(self._block, offset, 0, nbytes)] if nbytes else []
-        chunk, out, pos, end = self.device.chunk_bytes, [], offset, offset + nbytes
-        while pos < end:
-            i, at = divmod(pos, chunk)
-            n = min(end - pos, chunk - at)
-            out.append((self._blocks[i], at, pos - offset, n))
-            pos += n
-        return out
-
-    @property
-    def host(self) -> np.ndarray:
-        """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
-        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped, unless
-        the buffer is chunked. DeviceError when a host copy that large cannot be allocated at once."""
-        self.device._sync_buffer(self)            # queued work may still write it
-        if self._host is None:
-            if not self._mirrored:
-                view = self._block.view
-            else:
-                size = sum(b.size for b in self._blocks)
-                if size > self.device.info.max_memory_allocation_size:
-                    raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
-                                      f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
-                                      f"bytes): use Tensor.numpy() and write() for this tensor")
-                self._mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
-                view = self._mirror.host_view()
-            self._host = np.asarray(_HostMemory(self, view, self.nbytes))
-        return self._host
-
-    def canary_intact(self) -> bool:
-        """Test mode: downloads the buffer and checks its guard words (True when there are none)."""
-        if not self.canary_words:
-            return True
-        words = self.device._read_range(self, self.nbytes, 4 * self.canary_words).view(np.uint32)
-        return bool((words == CANARY).all())
-
-    def _stage(self, src: np.ndarray) -> None:
-        """Keeps ``src`` (flat uint8, not copied: it must not change before the run) to be uploaded by the
-        next run that lists this buffer among its uploads."""
-        self._pending = src
-
-    def _release(self) -> None:
-        """Gives the blocks back to the allocator now (the Buffer must not be used afterwards)."""
-        blocks = self.__dict__.pop("_blocks", None)
-        if blocks is not None:
-            for block in blocks:
-                self.device._allocator.free(block)
-
-    __del__ = _release          # a collected Buffer's block goes back (allocator.free is safe from any thread)
-
-    def __repr__(self) -> str:
-        held = f" in {len(self._blocks)} blocks" if self.chunked else ""
-        return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.device.info.name}>"
-
-
-def _block_ids(bufs) -> tuple:
-    return tuple(id(block) for b in bufs for block in b._blocks)
-
-
-def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes: int) -> list:
-    """The region copies that move ``nbytes`` from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset``,
-    split where either buffer's blocks end."""
-    ops = []
-    for s_block, s_at, pos, n in src._pieces(src_offset, nbytes):
-        for d_block, d_at, d_pos, m in dst._pieces(dst_offset + pos, n):
-            ops.append(kp.OpCopyRegion(s_block.tensor, d_block.tensor, s_at + d_pos, d_at, m))
-    return ops
-
-
-@dataclass(slots=True)
-class Dispatch:
-    """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count."""
-
-    kernel: str
-    buffers: tuple
-    count: int
-    barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
-                          # recorded before that one then covers this one's buffers too
-    wide: bool = False    # a WIDE or ADDR variant (shaders/addressing.glsl): reaches its operands through the
-                          # device addresses listed in its parameters (chunked ones too), so its barrier covers
-                          # every block; the others bind each buffer's one block and refuse chunked buffers
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
@@ -250,17 +86,27 @@ class Device:
     maxMemoryAllocationSize and maxBufferSize).
     One Device may be used from several threads: its submissions are serialised by a lock, and all threads
     share its one batch of queued calls.
-    ``features``: the optional Vulkan features enabled on it (DeviceInfo.features: all the device has).
+    ``profile``: open it as if it had fewer features and lower limits (runtime/profiles.py: "full",
+    "minimum" (Vulkan 1.1's required limits, no optional feature), ...); default: DMLGPU_DEVICE_PROFILE,
+    else "full". ``info`` is the DeviceInfo as the profile shows it (``physical_info``: as the device has it).
+    ``features``: the optional Vulkan features enabled on it (those of ``info``).
+    ``geometry``: the kernel variant set its plans use (kernels.Geometry: the small one where
+    maxComputeWorkGroupInvocations is below kernels.WORKGROUP_SIZE). A run whose kernel needs more than
+    the device's limits or features raises DeviceError naming them before any GPU work.
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
-                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None):
+                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None,
+                 profile=None):
         listed = devices()
         if index is None:
             index = default_device_index()
         if not 0 <= index < len(listed):
             raise DeviceError(f"device index {index} must be in [0, {len(listed) - 1}]")
-        self.info: DeviceInfo = listed[index]
+        self.profile = profiles.resolve(profile)
+        self.physical_info: DeviceInfo = listed[index]
+        self.info: DeviceInfo = profiles.apply(listed[index], self.profile)
+        self.geometry = kernels.geometry(min(self.info.max_workgroup_invocations, self.info.max_workgroup_size[0]))
         if direct_memory is None:
             env = os.environ.get("DMLGPU_DIRECT_MEMORY", "")
             direct_memory = self.info.unified_memory if env == "" else env != "0"
@@ -274,13 +120,19 @@ class Device:
         self.max_queued = int(max_queued)
         self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
         self._lock = threading.RLock()
-        self._mgr = open_manager(index)
-        # the optional features the device has are enabled (kp patch 0015); kernels use only these
+        self._mgr = open_manager(index, self.profile.withheld & self.physical_info.features)
+        # the optional features the device has are enabled (kp patch 0015), but those the profile withholds
+        # (kp patch 0018); kernels use only these
         self.features = frozenset(name for name, on in self._mgr.enabled_features().items() if on)
         if self.features != self.info.features:
             raise DeviceError(f"{self.info.name}: kp enabled the features {sorted(self.features)}, not those the "
                               f"device has ({sorted(self.info.features)}); rebuild kp with 'python tools/build_kp.py "
                               f"--force'")
+        # whether a run's kernels must be checked against the limits (_admit): where a limit is below what
+        # some variant of the device's geometry needs
+        self._admitted: dict | None = None if (
+            self.info.max_per_stage_storage_buffers >= kernels.MOST_STORAGE_BUFFERS
+            and self.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES) else {}
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
         info = self.info
         self.max_block = min(info.max_storage_buffer_range, info.max_memory_allocation_size or 2**64,
@@ -296,29 +148,24 @@ class Device:
         self._check_above = min(self._whole_max, self.memory_capacity)  # buffers up to this size fit: unchecked
         self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
-        self._pipelines = Pipelines(self._mgr, self.info)
+        self._pipelines = Pipelines(self._mgr, self.info, self.geometry.suffix,
+                                    "" if self.profile.name == "full" else self.profile.name)
         self._max_groups = self.info.max_workgroup_count[0]
         self._staging = Staging(self._mgr, self.info)
         self._immediate = self._mgr.sequence()     # re-recorded for each copy or fill (_transfer_now)
+        self._batches = Batch(self)  # queued eager runs (runtime/batch.py)
         self._replays: dict = {}    # synchronous runs (_submit_run's key) -> the kp Sequence recorded for them
-        self._batch_seq = self._mgr.sequence()     # queued runs, recorded as they come
-        self._batch = 1             # number of the open batch (Block.batch of the blocks it uses)
-        self._queued = 0            # runs in the open batch
-        self._batch_scatters = False
-        self._batch_written: dict = {}             # unified memory: what the batch writes (host-read barrier)
-        self._batch_uploads = None  # the batch's upload staging buffer (and its host view), and the bytes used
-        self._batch_upload_pos = 0
-        self._spare_seq = self._mgr.sequence()     # the previous batch's Sequence: in flight, or idle
-        self._spare_uploads = None
-        self._inflight = 0          # number of the batch submitted and not waited for (0: none)
-        self._inflight_scatters = False
         self._param_buffers: dict = {}
         self._local = threading.local()
         self._submissions = 0
-        self._owner: Buffer | None = None
-        self._owner_clean = True
+        self._zeroed: dict = {}     # zeroed scratch by key (zeroed())
+        self._zeroed_clean = True   # False once a run that used zeroed scratch failed: the next request renews it
+        self.zeroed_serial = 0      # counts the zeroed scratch buffers made (a call template names the one it used)
         self._closed = False
         self._dummy = Buffer(self, 4)
+        self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
+        self._host_barrier = kp.OpMemoryBarrier([], *BEFORE_HOST_READ)
+        self.templates: dict = {}   # call templates by signature (dmlgpu/calls.py): what repeated calls record
         _open_devices.add(self)
 
     # ---- public ----
@@ -381,11 +228,10 @@ class Device:
     def __repr__(self) -> str:
         return f"<dmlgpu.Device {self.info.index}: {self.info.name} ({self.info.type})>"
 
-    def record(self, timestamps: bool = False) -> "Recording":
+    def record(self, timestamps: bool = False) -> Recording:
         """A recording: ``with dev.record() as rec:`` captures the operations run on this device by this
         thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again.
         ``timestamps=True``: the GPU writes a timestamp after each recorded step (Recording.timestamps)."""
-        from .recording import Recording
         return Recording(self._open(), timestamps)
 
     # ---- internal: buffers ----
@@ -453,29 +299,33 @@ class Device:
             addresses += [b.address for b in blocks] or [0]
         return np.array(head + addresses, dtype=np.uint64)
 
-    def _owner_scratch(self, words: int, beside: tuple = ()) -> Buffer:
-        """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it):
-        one 32-bit word per unit of the output, so a scatter of 1-byte elements needs 4 bytes of it per
-        element (chunked past the largest block). DeviceError, before any GPU work, if the device cannot hold
-        it beside the operation's tensors ``beside`` (bytes)."""
-        if not self._owner_clean and self._owner is not None:
-            self._sync_buffer(self._owner)        # a batch in flight uses it: it is clean once that is done
-        if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
-            self._check_sizes(*beside, 4 * words)
-            size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
+    def zeroed(self, key: str, nbytes: int, beside: tuple = ()) -> Buffer:
+        """Zeroed scratch: a buffer of at least ``nbytes`` (a multiple of 4), all zeros, kept for ``key`` and
+        shared by the runs that ask for it. The kernels that use it must leave it all zeros again (a scatter's
+        claim words: dmlgpu/plan.py); after a run that used zeroed scratch fails, the next request gets a new,
+        zeroed one. It grows by powers of two up to one block (chunked past it). DeviceError, before any GPU
+        work, if the device cannot hold it beside the operation's tensors ``beside`` (bytes)."""
+        buf = self._zeroed.get(key)
+        if buf is None or buf.nbytes < nbytes or not self._zeroed_clean:
+            self._check_sizes(*beside, nbytes)
+            size = max(nbytes, 4096, 0 if buf is None else buf.nbytes)
             size = 1 << (size - 1).bit_length()        # powers of two up to one block, then what is asked
-            if 4 * size > self._whole_max:
-                size = words
-            self._owner = None
-            self._owner = Buffer(self, 4 * size)
-            self._fill(self._owner, 0, 0, self._owner.nbytes)
-            self._owner_clean = True
-        return self._owner
+            if size > self._whole_max:
+                size = nbytes
+            if not self._zeroed_clean:
+                self._zeroed.clear()
+                self._zeroed_clean = True
+            self._zeroed.pop(key, None)
+            buf = self._zeroed[key] = Buffer(self, size)
+            self.zeroed_serial += 1
+            self._fill(buf, 0, 0, buf.nbytes)
+        return buf
 
     def _forget(self, block: Block) -> None:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
-        self._sync_block(block)
+        self._batches.sync_block(block)
         self._pipelines.forget(block)
+        self._batches.forget()        # batches that bound it are never submitted again
         self._immediate.clear()
         for seq in self._replays.values():
             seq.clear()
@@ -549,6 +399,8 @@ class Device:
         downloads; waits. Returns the downloaded bytes: a new uint8 array of each buffer's nbytes.
         Inside a recording of this thread the steps are appended to it instead (returns []). ``queue``
         (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns [])."""
+        if self._admitted is not None:
+            self._admit(dispatches, uploads)
         rec = self._recording()
         if rec is not None:
             rec._append(dispatches, uploads, downloads)
@@ -556,7 +408,7 @@ class Device:
         with self._lock:
             self._open()
             if queue and self.max_queued and not downloads:
-                self._enqueue(dispatches, uploads)
+                self._batches.enqueue(dispatches, uploads)
                 return []
             self._flush()
             pending = [b for b in uploads if b._pending is not None]
@@ -608,7 +460,7 @@ class Device:
             for op in ops:
                 seq.record(op)
         self._replays[key] = seq                 # most recently used last
-        self._submit(seq, self._uses_owner(dispatches))
+        self._submit(seq, self._uses_zeroed(dispatches))
 
     @staticmethod
     def _staged_copies(bufs, sizes, slot, upload: bool) -> list:
@@ -625,153 +477,60 @@ class Device:
             ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
         return ops
 
-    # ---- internal: the batch of queued runs ----
+    # ---- internal: the batch of queued runs (runtime/batch.py) ----
     def _queue(self, dispatches, uploads=()) -> None:
         """``_run(dispatches, uploads, queue=True)`` for a caller that knows that no recording of this thread
         is open (the common eager call: one check fewer)."""
+        if self._admitted is not None:
+            self._admit(dispatches, uploads)
         with self._lock:
             if self._closed:
                 self._open()
             if self.max_queued:
-                self._enqueue(dispatches, uploads)
+                self._batches.enqueue(dispatches, uploads)
             else:
                 self._run(dispatches, uploads)
 
-    def _enqueue(self, dispatches, uploads) -> None:
-        """Records a run into the open batch (its uploads first), and submits the batch once it holds
-        max_queued runs. Host data of up to a quarter of _QUEUE_UPLOADS per buffer goes through the batch's
-        upload buffer (copied there now, into its device buffer by the batch: a block that the batch still
-        uses may be reused); larger data is written now (mapped, or by a staging transfer), after the batch
-        if the block is one it uses."""
-        batch = self._batch
-        for b in uploads:
-            if b._pending is None:
-                continue
-            src, n = b._pending, b._pending.size
-            if n > _QUEUE_UPLOADS // 4 or b.chunked:
-                self._write(b, 0, src)         # after the batch if it uses the buffer
-            else:
-                if self._batch_upload_pos + n > _QUEUE_UPLOADS:
-                    self._flush(wait=False)
-                    batch = self._batch
-                if self._batch_uploads is None:
-                    staging = self._mgr.buffer(_QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
-                    self._batch_uploads = (staging, staging.host_view())
-                staging, view = self._batch_uploads
-                pos = self._batch_upload_pos
-                transfers.host_copy(view[pos:pos + n], src)
-                self._batch_seq.record(kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY))
-                self._batch_seq.record(kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
-                self._batch_upload_pos = pos + -(-n // 16) * 16
-                b._block.batch = batch
-            b._pending = None
-        record = self._batch_seq.record
-        for op in self._dispatch_ops(dispatches):
-            record(op)
-        owner, written = self._owner, self._batch_written if self.direct_memory else None
-        for d in dispatches:
-            for b in d.buffers:
-                for block in b._blocks:
-                    block.batch = batch
-                if b is owner:
-                    self._batch_scatters = True
-                if written is not None:
-                    for block in b._blocks:
-                        written[id(block)] = block.tensor
-        self._queued += 1
-        if self._queued >= self.max_queued:
-            self._flush(wait=False)       # recording the next batch overlaps the GPU's work on this one
+    def queue_steps(self, steps, buffers: list, zeroed: bool) -> None:
+        """Batch.record_steps into the open batch (a call template's launches: dmlgpu/calls.py)."""
+        self._batches.record_steps(steps, buffers, zeroed)
 
     def _sync_buffer(self, buf: Buffer) -> None:
-        """_sync_block for each of the buffer's blocks."""
+        """Before ``buf`` is reached outside the batches: waits for the batches that use it."""
         for block in buf._blocks:
-            self._sync_block(block)
-
-    def _sync_block(self, block: Block) -> None:
-        """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
-        uses the block, or waits for the batch in flight if that one does."""
-        if block.batch == self._batch:
-            if self._queued:
-                self._flush()
-        elif block.batch == self._inflight:
-            self._await_inflight()
+            self._batches.sync_block(block)
 
     def _flush(self, wait: bool = True) -> None:
-        """Submits the open batch (if any run is queued), after waiting for the one in flight (at most one
-        is), and opens a new batch in the other Sequence. ``wait``: then waits for it too (every queued run
-        has finished when this returns); else it stays in flight while the next batch is recorded."""
-        if self._queued:
-            self._await_inflight()
-            seq, scatters = self._batch_seq, self._batch_scatters
-            if self._batch_written:
-                seq.record(kp.OpMemoryBarrier(list(self._batch_written.values()), *BEFORE_HOST_READ))
-            if scatters:
-                self._owner_clean = False
-            try:
-                seq.eval_async()
-                self._inflight, self._inflight_scatters = self._batch, scatters
-            except BaseException:
-                seq.clear()
-                raise
-            finally:
-                self._batch_seq, self._spare_seq = self._spare_seq, seq
-                self._batch_uploads, self._spare_uploads = self._spare_uploads, self._batch_uploads
-                self._batch_written = {}
-                self._batch_scatters = False
-                self._batch_upload_pos = 0
-                self._queued = 0
-                self._batch += 1
-                self._count_submission()
-        if wait:
-            self._await_inflight()
-
-    def _await_inflight(self) -> None:
-        """Waits for the batch in flight, if any (its Sequence is then cleared for the next batch)."""
-        if self._inflight:
-            seq = self._spare_seq
-            try:
-                seq.eval_await()
-                if self._inflight_scatters:
-                    self._owner_clean = True
-            finally:
-                seq.clear()
-                self._inflight = 0
+        """Submits the open batch (Batch.flush)."""
+        self._batches.flush(wait)
 
     def _dispatch_ops(self, dispatches) -> list:
-        """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
-        if len(dispatches) == 1 and dispatches[0].barrier and not dispatches[0].wide:   # the common eager call
-            bound = self._algorithm(dispatches[0])
-            return [bound.barrier, bound.dispatch]
+        """The kp ops of dispatches in order: the global barrier before each one that has ``barrier``."""
         ops = []
-        for n, d in enumerate(dispatches):
-            bound = self._algorithm(d)
+        for d in dispatches:
             if d.barrier:
-                group = [d.buffers]
-                for later in dispatches[n + 1:]:
-                    if later.barrier:
-                        break
-                    group.append(later.buffers)
-                if len(group) == 1 and not d.wide:
-                    ops.append(bound.barrier)
-                else:                # the group's buffers, or a wide kernel's blocks (it binds only the first)
-                    tensors = list({id(t): t for bufs in group for b in bufs for t in b._tensors}.values())
-                    ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
-            ops.append(bound.dispatch)
+                ops.append(self._barrier)
+            ops.append(self._algorithm(d).dispatch)
         return ops
 
     def _host_read_ops(self, dispatches) -> list:
         """Unified memory: the barrier that makes what the dispatches wrote visible to host reads (so that
         reading a mapped buffer afterwards needs no submission of its own)."""
-        written = {id(t): t for d in dispatches for b in d.buffers for t in b._tensors}
-        return [kp.OpMemoryBarrier(list(written.values()), *BEFORE_HOST_READ)] if written else []
+        return [self._host_barrier] if dispatches else []
 
-    def _uses_owner(self, dispatches) -> bool:
-        return self._owner is not None and any(b is self._owner for d in dispatches for b in d.buffers)
+    def _uses_zeroed(self, dispatches) -> bool:
+        """True when the dispatches use zeroed scratch (zeroed())."""
+        held = {id(b) for b in self._zeroed.values()}
+        return bool(held) and any(id(b) in held for d in dispatches for b in d.buffers)
+
+    def workgroups(self, count: int) -> int:
+        """The workgroups that a dispatch of ``count`` iterations launches on this device."""
+        return self.geometry.workgroups(count, self._max_groups)
 
     def _algorithm(self, d: Dispatch):
         """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
         its ops (pipelines.Bound)."""
-        groups = kernels.workgroups(d.count, self._max_groups)
+        groups = self.geometry.workgroups(d.count, self._max_groups)
         if not d.wide:
             for b in d.buffers:
                 if b.chunked:
@@ -779,14 +538,35 @@ class Device:
                                       f"several (a large-tensor variant must be chosen for it)")
         return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
 
-    def _submit(self, seq, scatters: bool) -> None:
-        """Submits a recorded Sequence and waits. While scatters run, the claim scratch is marked unclean,
-        so an interrupted run makes the next scatter re-zero it."""
-        if scatters:
-            self._owner_clean = False
-        seq.eval()
-        if scatters:
-            self._owner_clean = True
+    def _admit(self, dispatches, uploads) -> None:
+        """DeviceError, before anything of the run is recorded, if a dispatch's kernel needs more than the
+        device's limits or features (profiles.check_limits: its SPIR-V's needs, and as many storage buffers
+        as the dispatch binds; each kernel is checked once). The run's new parameter buffers, never to be
+        uploaded, are then dropped. Runs only on a device whose limits are below what some variant needs
+        (``_admitted`` is None elsewhere)."""
+        for d in dispatches:
+            if d.kernel not in self._admitted:
+                name = d.kernel + self.geometry.suffix
+                need = kernels.requirements(name)
+                try:
+                    profiles.check_limits(self, name, need._replace(
+                        storage_buffers=max(need.storage_buffers, len(d.buffers))))
+                except DeviceError:
+                    for key, buf in list(self._param_buffers.items()):
+                        if buf._pending is not None and any(buf is b for b in uploads):
+                            del self._param_buffers[key]
+                    raise
+                self._admitted[d.kernel] = True
+
+    def _submit(self, seq, zeroed: bool) -> None:
+        """Submits a recorded Sequence and waits. ``zeroed``: it uses zeroed scratch, which is renewed if the
+        run fails (it may be left non-zero)."""
+        try:
+            seq.eval()
+        except BaseException:
+            if zeroed:
+                self._zeroed_clean = False
+            raise
         self._count_submission()
 
     def _count_submission(self) -> None:

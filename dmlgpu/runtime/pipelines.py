@@ -16,7 +16,6 @@ from typing import NamedTuple
 
 from .. import kernels
 from .devices import kp
-from .transfers import BEFORE_DISPATCH
 
 
 def cache_dir() -> pathlib.Path:
@@ -27,30 +26,33 @@ def cache_dir() -> pathlib.Path:
     return pathlib.Path(base) / "dmlgpu"
 
 
-def cache_file(info) -> pathlib.Path:
+def cache_file(info, profile: str = "") -> pathlib.Path:
+    """The cache file of a device (and of a device profile other than "full": its features differ)."""
     name = (f"pipelines-{info.vendor_id:04x}-{info.device_id:04x}-{info.driver_version:08x}-"
-            f"{info.pipeline_cache_uuid.hex()}.bin")
+            f"{info.pipeline_cache_uuid.hex()}{'-' + profile if profile else ''}.bin")
     return cache_dir() / name
 
 
 class Bound(NamedTuple):
-    """A kernel variant bound to buffers: the kp algorithm, the op that dispatches it, and the barrier that
-    orders it after everything before it (transfers.BEFORE_DISPATCH on its buffers). kp ops can be recorded
-    any number of times, so they are made once."""
+    """A kernel variant bound to buffers: the kp algorithm and the op that dispatches it (kp ops can be
+    recorded any number of times, so it is made once)."""
 
     algorithm: object
     dispatch: object
-    barrier: object
 
 
 class Pipelines:
     """The algorithms of one device: ``algorithm(kernel, groups, blocks)`` returns the Bound algorithm of
     a kernel variant bound to these blocks' kp buffers with this workgroup count, made once and kept (at
-    most ``capacity``, least recently used dropped first); ``forget(block)`` drops those that bind a block."""
+    most ``capacity``, least recently used dropped first); ``forget(block)`` drops those that bind a block.
+    ``suffix``: the device's variant set (kernels.Geometry.suffix), appended to every kernel name;
+    ``profile``: its device profile's name ("" for "full"), for the cache file."""
 
-    def __init__(self, mgr, info, capacity: int = 1024):
+    def __init__(self, mgr, info, suffix: str = "", profile: str = "", capacity: int = 1024):
         self._mgr = mgr
         self._info = info
+        self._suffix = suffix
+        self._profile = profile
         self._capacity = capacity
         self._algorithms: dict = {}
         self._by_block: dict = {}          # id(block) -> keys of the algorithms binding it
@@ -70,8 +72,8 @@ class Pipelines:
         bound = self._algorithms.pop(key, None)
         if bound is None:
             tensors = [b.tensor for b in blocks]
-            algo = self._mgr.algorithm(tensors, kernels.spirv(kernel), (groups, 1, 1), [], [])
-            bound = Bound(algo, kp.OpAlgoDispatch(algo), kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
+            algo = self._mgr.algorithm(tensors, kernels.spirv(kernel + self._suffix), (groups, 1, 1), [], [])
+            bound = Bound(algo, kp.OpAlgoDispatch(algo))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
             for b in blocks:
@@ -93,7 +95,7 @@ class Pipelines:
         count = self.pipeline_count
         if count <= self._saved:
             return
-        path = cache_file(self._info)
+        path = cache_file(self._info, self._profile)
         try:
             data = self._mgr.pipeline_cache_data()
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +116,7 @@ class Pipelines:
 
     def _load(self) -> None:
         try:
-            data = cache_file(self._info).read_bytes()
+            data = cache_file(self._info, self._profile).read_bytes()
         except OSError:
             return
         self._mgr.load_pipeline_cache(data)

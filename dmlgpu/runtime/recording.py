@@ -1,9 +1,14 @@
 """Recordings: operations captured into one Vulkan submission that can be run again (Device.record)."""
 from __future__ import annotations
 
-from .device import Buffer, Device, Dispatch
+from typing import TYPE_CHECKING
+
+from .buffer import Buffer, Dispatch
 from .devices import kp
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
+
+if TYPE_CHECKING:
+    from .device import Device
 
 
 class Recording:
@@ -19,7 +24,7 @@ class Recording:
         self._timestamps = timestamps
         self._steps: list = []
         self._seq = None
-        self._scatters = False
+        self._zeroed = False
 
     def __enter__(self) -> "Recording":
         if self.device._recording() is not None:
@@ -41,10 +46,9 @@ class Recording:
             ops = self._ops()
             # Kompute writes a timestamp before the first and after every recorded Vulkan command
             self._seq = dev._mgr.sequence(0, len(ops) + 1 if self._timestamps else 0)
-            for op in ops:
-                self._seq.record(op)
+            self._seq.record_ops(ops)           # (a recording of nothing submits an empty command buffer)
             dispatches = [what for kind, what in self._steps if kind == "dispatch"]
-            self._scatters = dev._uses_owner(dispatches)
+            self._zeroed = dev._uses_zeroed(dispatches)
         self.run()
 
     def upload(self, *tensors) -> None:
@@ -59,7 +63,7 @@ class Recording:
             raise RuntimeError("the recording has not ended yet")
         with self.device._lock:
             self.device._open()._flush()     # queued calls first: the recording may read what they write
-            self.device._submit(self._seq, self._scatters)
+            self.device._submit(self._seq, self._zeroed)
 
     def timestamps(self) -> list[float]:
         """GPU times in ns of the last run: one before the first recorded Vulkan command and one after each.
