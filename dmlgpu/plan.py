@@ -53,11 +53,12 @@ def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool
 
 
 def addr_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
-    """Device._params for an ADDR variant of an index map's kernel: its uint32 words (P_END of them), zeros up
-    to P_ADDR, then the block lists of the tensors in ``slots`` (as wide_params) as pairs of 32-bit words."""
-    assert words.dtype == np.uint32 and words.size == P_END
-    return device._params(np.concatenate([words, np.zeros(P_ADDR - P_END, np.uint32),
-                                          device._block_table(slots, 0).view(np.uint32)]))
+    """Device._params for an ADDR variant of the gather kernel (index_map.glsl's PARAMS64): its uint32 words
+    (P_END of them) and zeros up to P_ADDR, seen as P_ADDR / 2 uint64 words, then the block lists as
+    wide_params places them (so that a call template remakes them alike: its ``recipe``)."""
+    assert words.dtype == np.uint32 and words.size == P_END and P_ADDR % 2 == 0
+    return wide_params(device, np.concatenate([words, np.zeros(P_ADDR - P_END, np.uint32)]).view(np.uint64),
+                       *slots)
 
 
 def _chunked(*buffers) -> bool:

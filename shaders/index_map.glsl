@@ -48,15 +48,19 @@ uint divide(uint i, uint m, uint l) {
 uint64_t block_entry(uint64_t e) {
     return P[uint(e)];
 }
+#elif defined(PARAMS64)
+// PARAMS64 (gather.comp's ADDR variants): the parameter words also seen as 64-bit words (a second declaration of
+// binding 0), the entries being its own words from P_ADDR / 2 (P_ADDR is even): one load per entry, and the
+// WIDE variants' layout after the first P_ADDR 32-bit words (plan.addr_params)
+#define BLOCK_HEAD (P_ADDR / 2u)
+uint64_t block_entry(uint64_t e) {
+    return PARAMS64[uint(e)];
+}
 #else
 #define BLOCK_HEAD 0u                      // entries are pairs of P's words from P_ADDR
 uint64_t block_entry(uint64_t e) {
-#ifdef PARAMS64
-    return PARAMS64[P_ADDR / 2u + uint(e)];   // (P_ADDR is even)
-#else
     uint k = P_ADDR + 2u * uint(e);
     return uint64_t(P[k]) | (uint64_t(P[k + 1u]) << 32u);
-#endif
 }
 #endif
 
