@@ -172,3 +172,16 @@ def test_fuzz_addressed_gather(blocks, data):
     dim = table.shape[axis]
     low = 0 if np.dtype(itype).kind == "u" else -dim
     check_gather(blocks, table, rng.integers(low, dim, size=n).astype(itype), axis, path, wide)
+
+
+def test_repeated_calls_remake_the_block_lists():
+    """A repeated gather on Tensors held in several blocks runs from a call template (dmlgpu/calls.py), which
+    makes the ADDR variant's parameters again for each call's buffers (plan.addr_params' recipe)."""
+    with dmlgpu.Device(chunk_bytes=4096) as dev:
+        rng = np.random.default_rng(9)
+        tables = [dmlgpu.tensor(random_table(rng, (500, 37), np.float32), device=dev) for _ in range(2)]
+        for k in range(6):
+            ids = rng.integers(-500, 500, size=300)
+            out = dmlgpu.gather(tables[k % 2], dmlgpu.tensor(ids, device=dev))
+            assert out.numpy().tobytes() == tables[k % 2].numpy()[ids].tobytes(), k
+        assert out.buffer.chunked and any(type(t).__name__ == "Template" for t in dev.templates.values())
