@@ -53,7 +53,7 @@ def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool
 
 
 def addr_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
-    """Device._params for an ADDR variant of the gather kernel (index_map.glsl's PARAMS64): its uint32 words
+    """Device._params for an ADDR variant of the gather kernel (index_map.glsl's WIDE_LISTS): its uint32 words
     (P_END of them) and zeros up to P_ADDR, seen as P_ADDR / 2 uint64 words, then the block lists as
     wide_params places them (so that a call template remakes them alike: its ``recipe``)."""
     assert words.dtype == np.uint32 and words.size == P_END and P_ADDR % 2 == 0

@@ -16,10 +16,7 @@
 // sides of such a branch for every unit: measured slower there, and no shorter a chain of loads on a GPU.
 #include "units.glsl"
 #include "bindings.glsl"
-#if ADDR                         // the parameter words as 64-bit words too: one load per block-list entry
-layout(std430, binding = 0) restrict readonly buffer Params64 { uint64_t P64[]; };
-#define PARAMS64 P64
-#endif
+#define WIDE_LISTS 1             // ADDR variants: the block lists in the WIDE layout (index_map.glsl)
 
 // MOVE_T: a unit as the kernel loads and stores it: UNIT_T, except that the ADDR and WIDE variants move 8- and
 // 16-byte units as 64-bit components (uint64_t, u64vec2). lavapipe accesses device addresses one component at

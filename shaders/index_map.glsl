@@ -48,13 +48,14 @@ uint divide(uint i, uint m, uint l) {
 uint64_t block_entry(uint64_t e) {
     return P[uint(e)];
 }
-#elif defined(PARAMS64)
-// PARAMS64 (gather.comp's ADDR variants): the parameter words also seen as 64-bit words (a second declaration of
-// binding 0), the entries being its own words from P_ADDR / 2 (P_ADDR is even): one load per entry, and the
-// WIDE variants' layout after the first P_ADDR 32-bit words (plan.addr_params)
+#elif defined(WIDE_LISTS)
+// WIDE_LISTS (gather.comp's ADDR variants): the block lists laid out as in the WIDE variants, from 64-bit word
+// P_ADDR / 2 of the parameters (P_ADDR is even), their entries counted in 64-bit words from the start, read as
+// pairs of P's words (plan.addr_params: so that a call template remakes them as it does the WIDE ones')
 #define BLOCK_HEAD (P_ADDR / 2u)
 uint64_t block_entry(uint64_t e) {
-    return PARAMS64[uint(e)];
+    uint k = 2u * uint(e);
+    return uint64_t(P[k]) | (uint64_t(P[k + 1u]) << 32u);
 }
 #else
 #define BLOCK_HEAD 0u                      // entries are pairs of P's words from P_ADDR
