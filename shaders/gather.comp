@@ -13,15 +13,16 @@
 // group never straddles a block), or per run of a row inside one block of both tensors (FLAG_ROWS: a row that
 // straddles a block boundary is copied as several runs). In that row loop a tensor held in one block is reached
 // through its binding, as in the 32-bit kernels; elsewhere it is not, because CPU devices (lavapipe) run both
-// sides of such a branch for every unit: measured slower there, and no shorter a chain of loads on a GPU.
+// sides of such a branch for every unit: measured slower there (on a GPU the block lookup of a one-block tensor
+// adds no dependent load: its address does not depend on the data; not measured).
 #include "units.glsl"
 #include "bindings.glsl"
 #define WIDE_LISTS 1             // ADDR variants: the block lists in the WIDE layout (index_map.glsl)
 
 // MOVE_T: a unit as the kernel loads and stores it: UNIT_T, except that the ADDR and WIDE variants move 8- and
 // 16-byte units as 64-bit components (uint64_t, u64vec2). lavapipe accesses device addresses one component at
-// a time in a loop over its SIMD lanes: half the components measured about 2x faster there; a GPU makes the
-// same 8- or 16-byte access either way.
+// a time in a loop over its SIMD lanes: half the components made the row gather 1.4x faster there; a GPU makes
+// the same 8- or 16-byte access either way.
 #if ADDRESSED && UNIT == 16
 #define MOVE_T u64vec2
 #elif ADDRESSED && UNIT == 8

@@ -5,7 +5,7 @@ PyTorch is there, the same gather through ``torch.index_select`` timed with CUDA
 
 Sections (``--sections``, comma-separated):
 * ``rows``: a gather of ``--rows`` random rows of 8 KiB (float16) from a table of ``--table-gib`` GiB and from
-  one of ``--small-gib`` GiB; the small table also through the WIDE variant forced (the mechanism's own cost
+  one of ``--small-gib`` GiB; the small table also through the ADDR and WIDE variants forced (the mechanism's own cost
   on the same data). Bandwidth = bytes read + written (2 x the output) / GPU time.
 * ``scatter``: scatter_nd of ``--rows`` / 4 rows of 8 KiB (float32, random rows, repeats included) into a
   tensor of ``--scatter-gib`` GiB (out of place: the copy of the input is timed too).
