@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from . import runtime
 from .dtypes import FeatureLevel
+from .errors import DeviceError
 from .operators import CompiledOperator
 
 
@@ -45,6 +48,7 @@ class Device(runtime.Device):
 
 
 _default: Device | None = None
+_by_index: dict[int, Device] = {}     # the Devices that device=<index> opened, other than the default one
 _default_lock = threading.Lock()
 
 
@@ -55,3 +59,28 @@ def default_device() -> Device:
         if _default is None or _default._closed:
             _default = Device()
         return _default
+
+
+def as_device(device: Device | int | None, who: str, name: str = "device") -> Device:
+    """The open Device that ``device=`` names: a Device; a device index (as listed by dmlgpu.devices()): the
+    default device if it has that index, else one Device per index, opened on first use and kept; None: the
+    default device. TypeError (naming ``who``, the function called, and the argument ``name``) for anything
+    else; DeviceError for an index out of range or a closed Device."""
+    if device is None:
+        return default_device()._open()
+    if isinstance(device, Device):
+        return device._open()
+    if isinstance(device, bool) or not isinstance(device, (int, np.integer)):
+        raise TypeError(f"{who}: {name} must be a dmlgpu.Device or a device index, not {type(device).__name__}")
+    index, count = int(device), len(runtime.devices())
+    if not 0 <= index < count:
+        raise DeviceError(f"{who}: {name}={index} is no device index: dmlgpu.devices() lists {count} "
+                          f"(indices 0 to {count - 1})")
+    default = default_device()
+    if default.info.index == index:
+        return default
+    with _default_lock:
+        dev = _by_index.get(index)
+        if dev is None or dev._closed:
+            dev = _by_index[index] = Device(index)
+        return dev
