@@ -1,5 +1,10 @@
 """``python -m dmlgpu info`` lists the Vulkan devices; ``python -m dmlgpu demo`` runs the demo;
-``python -m dmlgpu bench [roundtrip | reductions | large] [options]`` runs the benchmark harness (dmlgpu.bench)."""
+``python -m dmlgpu warmup [--device N]`` builds every kernel variant's pipeline for a device into the on-disk
+pipeline cache (run it once per machine and driver, e.g. when a service's image is built, so that its first
+calls do not compile); ``python -m dmlgpu bench [roundtrip | reductions | large] [options]`` runs the
+benchmark harness (dmlgpu.bench)."""
+from __future__ import annotations
+
 import argparse
 import sys
 
@@ -16,9 +21,13 @@ def main(argv=None) -> int:
         from .bench import cli
         return cli.main(rest)
     ap = argparse.ArgumentParser(prog="python -m dmlgpu", description=__doc__)
-    ap.add_argument("command", choices=["info", "demo", "bench"])
+    ap.add_argument("command", choices=["info", "demo", "warmup", "bench"])
+    ap.add_argument("--device", type=int, default=None,
+                    help="warmup: the device index (python -m dmlgpu info); default: the default device")
     args = ap.parse_args(argv)
     from . import runtime
+    if args.command == "warmup":
+        return warmup(args.device)
     if args.command == "info":
         default = runtime.default_device_index()
         for d in runtime.devices():
@@ -34,6 +43,27 @@ def main(argv=None) -> int:
         return 0
     from . import demo
     return demo.main()
+
+
+def warmup(index: int | None = None) -> int:
+    """``python -m dmlgpu warmup``: builds every kernel variant's pipeline on device ``index`` (default: the
+    default device) and saves the device's pipeline cache, with a progress line on stderr."""
+    from . import kernels
+    from .bench.progress import Progress
+    from .device import as_device
+    from .runtime.pipelines import cache_file
+    dev = as_device(index, "python -m dmlgpu warmup", "--device")
+    progress = Progress()
+    progress.start(len(kernels.VARIANTS))
+    built, skipped = dev.warmup(step=lambda name: progress.step(f"{kernels.VARIANTS[name][0]} {name}"))
+    progress.finish()
+    print(f"device {dev.info.index} ({dev.info.name}): the pipelines of {len(built)} kernel variants are built; "
+          f"pipeline cache: {cache_file(dev.info)}")
+    if skipped:
+        need = sorted(set().union(*(kernels.interface(n)[1] for n in skipped)) - dev.features)
+        print(f"skipped {len(skipped)} variants that need device features it lacks ({', '.join(need)}); "
+              f"dmlgpu never runs them there")
+    return 0
 
 
 if __name__ == "__main__":

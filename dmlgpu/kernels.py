@@ -226,6 +226,29 @@ def spirv(name: str) -> bytes:
                                 f"(they compile the shaders)") from None
 
 
+# SPIR-V capabilities (OpCapability operands) that need an optional device feature (kp patch 0015's names)
+CAPABILITY_FEATURES = {11: "shaderInt64", 12: "shaderBufferInt64Atomics", 22: "shaderInt16", 39: "shaderInt8",
+                       4433: "storageBuffer16BitAccess", 4448: "storageBuffer8BitAccess",
+                       5347: "bufferDeviceAddress"}
+
+
+@functools.lru_cache(maxsize=None)
+def interface(name: str) -> tuple[int, frozenset[str]]:
+    """(the number of buffers a variant binds: its highest binding + 1; the optional device features its
+    capabilities need), read from its SPIR-V. A capability missing from CAPABILITY_FEATURES is core Vulkan."""
+    words = memoryview(spirv(name)).cast("I")
+    bindings, features = [0], set()
+    i = 5                                    # after the module header
+    while i < len(words):
+        count, opcode = words[i] >> 16, words[i] & 0xFFFF
+        if opcode == 17 and words[i + 1] in CAPABILITY_FEATURES:          # OpCapability
+            features.add(CAPABILITY_FEATURES[words[i + 1]])
+        elif opcode == 71 and words[i + 2] == 33:                          # OpDecorate <id> Binding <n>
+            bindings.append(words[i + 3] + 1)
+        i += max(count, 1)
+    return max(bindings), frozenset(features)
+
+
 def workgroups(count: int, max_groups: int) -> int:
     """Workgroups for ``count`` loop iterations; the kernels' grid-stride loop covers any remainder."""
     return max(1, min(-(-count // WORKGROUP_SIZE), max_groups))

@@ -30,6 +30,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -387,6 +388,26 @@ class Device:
         ``timestamps=True``: the GPU writes a timestamp after each recorded step (Recording.timestamps)."""
         from .recording import Recording
         return Recording(self._open(), timestamps)
+
+    def warmup(self, kernels_: Iterable[str] | None = None,
+               step: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
+        """Builds the pipelines of kernel variants (default: every one, kernels.VARIANTS) on this device and
+        writes its pipeline cache to disk (pipelines.py), so that later processes' first calls compile
+        nothing. ``step(name)`` is called before each. Returns (the variants built, those skipped because
+        the device lacks a feature they need: they never run here)."""
+        self._open()
+        built, skipped = [], []
+        with self._lock:
+            for name in kernels.VARIANTS if kernels_ is None else kernels_:
+                if step is not None:
+                    step(name)
+                if kernels.interface(name)[1] <= self.features:
+                    self._pipelines.build(name, self._dummy._block.tensor)
+                    built.append(name)
+                else:
+                    skipped.append(name)
+            self._pipelines.save()
+        return built, skipped
 
     # ---- internal: buffers ----
     def _open(self) -> "Device":

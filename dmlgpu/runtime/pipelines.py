@@ -79,6 +79,13 @@ class Pipelines:
         self._algorithms[key] = bound             # most recently used last
         return bound
 
+    def build(self, kernel: str, tensor) -> None:
+        """Builds a kernel variant's pipeline (kept by the device and its pipeline cache) without binding
+        buffers that matter: ``tensor`` (any kp buffer) fills every binding of a descriptor set that is
+        dropped at once."""
+        count, _ = kernels.interface(kernel)
+        self._mgr.algorithm([tensor] * count, kernels.spirv(kernel), (1, 1, 1), [], [])
+
     def forget(self, block) -> None:
         """Drops the algorithms that bind ``block`` (before it is destroyed)."""
         for key in list(self._by_block.pop(id(block), ())):
