@@ -23,7 +23,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from . import reduction as _reduction
+from . import calls as _calls, reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
@@ -46,13 +46,15 @@ class _Call(NamedTuple):
     that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``: the
     call's signature when its operands and result take at most KEEP_BYTES (a NumPy-in/out call then keeps
     its device buffers for the next call of that signature, which submits the same recorded command buffer
-    again: Device._run's replays), else None."""
+    again: Device._run's replays), else None; ``sig``: the call's signature (None: it has none), under which
+    runs on Tensors are traced into a call template (dmlgpu/calls.py)."""
 
     plan: object
     out_shape: tuple
     check: Callable | None = None
     copy: bool = False
     keep: tuple | None = None
+    sig: tuple | None = None
 
 
 def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
@@ -81,7 +83,7 @@ def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
         return call
     sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
     dev._check_sizes(*sizes)
-    return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None)
+    return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None, sig=sig)
 
 
 def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
@@ -200,7 +202,7 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
     nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
     if not recording and type(data) is Tensor and type(indices) is Tensor and \
             (updates is None or type(updates) is Tensor):
-        return _run_tensors(dev, plan, data, indices, updates, out_shape, nbytes)
+        return _run_tensors(dev, call, data, indices, updates, nbytes)
     as_tensor = recording or isinstance(data, Tensor) or isinstance(indices, Tensor) or isinstance(updates, Tensor)
     with dev._lock:
         taken, uploads = [], []
@@ -246,10 +248,11 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
                 dev._give(*taken)
 
 
-def _run_tensors(dev: Device, plan, data: Tensor, indices: Tensor, updates: Tensor | None, out_shape: tuple,
+def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
                  nbytes: int) -> Tensor:
     """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
-    Tensor; a reduction's scratch goes back once queued (later queued work may reuse it: Device._run)."""
+    Tensor; a reduction's scratch goes back once queued (later queued work may reuse it: Device._run). The
+    run is traced into the signature's call template (dmlgpu/calls.py) when it has one to trace."""
     with dev._lock:
         out_buf = dev._take(nbytes)       # not zero-filled: the kernels write all of it
         taken = []
@@ -258,12 +261,15 @@ def _run_tensors(dev: Device, plan, data: Tensor, indices: Tensor, updates: Tens
             taken.append(dev._take(n))
             return taken[-1]
 
-        dispatches, params = plan.dispatches(dev, input=data.buffer, indices=indices.buffer, output=out_buf,
-                                             updates=None if updates is None else updates.buffer, take=scratch)
+        buffers = [data.buffer, indices.buffer, out_buf, None if updates is None else updates.buffer]
+        dispatches, params = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
+                                                  updates=buffers[3], take=scratch)
         dev._queue(dispatches, params)
+        if call.sig is not None and call.check is None and dev.max_queued:
+            _calls.trace(dev, call.sig, dispatches, buffers, taken, call.out_shape)
         if taken:
             dev._give(*taken)
-        return Tensor._wrap(out_buf, out_shape, data.dtype)
+        return Tensor._wrap(out_buf, call.out_shape, data.dtype)
 
 
 def _keep(dev: Device, sig: tuple, buffers: list) -> None:
@@ -289,6 +295,10 @@ def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | Non
 
 def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX Gather / numpy.take(data, indices, axis): shape data[:axis] + indices.shape + data[axis+1:]."""
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int:
+        out = _calls.templated("gather", (data, indices), (axis, mode))
+        if out is not None:
+            return out
     data, idx, values, dev, mode = _operands("gather", data, indices, device, mode)
 
     def build() -> _Call:
@@ -319,6 +329,10 @@ def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
 def gather_elements(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX GatherElements / numpy.take_along_axis: out[i][j] = data[indices[i][j]][j] (axis 0), and so
     on; indices has data's rank and may be smaller outside the axis; the result has indices' shape."""
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int:
+        out = _calls.templated("gather_elements", (data, indices), (axis, mode))
+        if out is not None:
+            return out
     data, idx, values, dev, mode = _operands("gather_elements", data, indices, device, mode)
 
     def build() -> _Call:
@@ -356,6 +370,10 @@ def _check_nd(op: str, data, idx, batch_dims: int):
 def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = None, mode: str = "clamp"):
     """ONNX GatherND: out[b.., i..] = data[b.., *indices[b.., i.., :]]; shape
     indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(batch_dims) is int:
+        out = _calls.templated("gather_nd", (data, indices), (batch_dims, mode))
+        if out is not None:
+            return out
     data, idx, values, dev, mode = _operands("gather_nd", data, indices, device, mode)
 
     def build() -> _Call:
@@ -390,6 +408,10 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     device's arithmetic, which may flush subnormals to zero on some GPUs (float16 and float64 never do).
     bool: add/max are or, mul/min are and; other dtypes (complex, ...) raise TypeError. The grouping by
     target runs on the GPU (Tensor indices are never downloaded). Details: dmlgpu/reduction.py."""
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor:
+        out = _calls.templated("scatter_nd", (data, indices, updates), (mode, reduction))
+        if out is not None:
+            return out
     data, idx, values, dev, mode = _operands("scatter_nd", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_nd")
 
@@ -420,6 +442,11 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
     updates has indices' shape. Duplicate targets: the last update (row-major order) wins.
     ``reduction`` "add", "mul", "min" or "max": as for scatter_nd (ONNX opsets 16/18; deterministic;
     float32 subnormals may be flushed on some GPUs)."""
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor and \
+            type(axis) is int:
+        out = _calls.templated("scatter_elements", (data, indices, updates), (axis, mode, reduction))
+        if out is not None:
+            return out
     data, idx, values, dev, mode = _operands("scatter_elements", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_elements")
 

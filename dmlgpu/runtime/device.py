@@ -1,13 +1,14 @@
 """A Vulkan device opened through Kompute: its buffers, and recording and running kernel dispatches.
 
-Ordering: Kompute's OpAlgoDispatch records only a transfer-to-compute barrier, so dmlgpu records its own
-before every dispatch (``BEFORE_DISPATCH``): all earlier transfer and compute writes to the dispatch's
-buffers are made available and visible to its reads and writes, and all earlier reads of them finish first.
-Two dependent dispatches in one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch
-marked ``barrier=False`` (a scatter's copy, independent of the claim pass before it) shares the barrier
-of the dispatch before it, which then covers its buffers too, so the two may overlap. Copies into and out of
+Ordering: Kompute's OpAlgoDispatch records no barrier of its own (kp patch 0016), so dmlgpu records one
+global memory barrier before every dispatch (``BEFORE_DISPATCH`` on all memory, kp patch 0017: one
+vkCmdPipelineBarrier, made once per device): all earlier transfer and compute writes are made available and
+visible to the dispatch's reads and writes, and all earlier reads finish first. Two dependent dispatches in
+one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch marked ``barrier=False`` (a
+scatter's copy, independent of the claim pass before it) shares the barrier of the dispatch before it, so
+the two may overlap. Copies into and out of
 device buffers are preceded by ``BEFORE_COPY``; memory the host reads after a submission (staging, or
-mapped device buffers on unified memory) is made visible to it by ``BEFORE_HOST_READ`` at the end.
+mapped device buffers on unified memory) is made visible to it by a global ``BEFORE_HOST_READ`` at the end.
 
 Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are recorded into the
 device's open *batch*, one kp Sequence, and submitted together when the host needs a result: a host read or
@@ -111,6 +112,17 @@ class Buffer:
         self.chunked = len(self._blocks) > 1      # held in several blocks
         if canary:
             device._fill(self, CANARY, nbytes, 4 * canary)
+
+    @classmethod
+    def _in_block(cls, device: "Device", nbytes: int) -> "Buffer":
+        """A Buffer of ``nbytes`` in one block, contents undefined, for a caller that holds the device's lock
+        and knows that ``nbytes`` is a positive multiple of 4 that one block holds and that the device adds no
+        guard words (a call template's results and scratch: their sizes were checked when it was traced)."""
+        buf = cls.__new__(cls)
+        buf.device, buf.nbytes, buf.canary_words, buf.chunked = device, nbytes, 0, False
+        block = device._allocator.allocate(nbytes)
+        buf._blocks, buf._block, buf._tensor = [block], block, block.tensor
+        return buf
 
     def write(self, data, offset: int = 0) -> None:
         """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4)."""
@@ -305,8 +317,7 @@ class Device:
         self._batch_seq = self._mgr.sequence()     # queued runs, recorded as they come
         self._batch = 1             # number of the open batch (Block.batch of the blocks it uses)
         self._queued = 0            # runs in the open batch
-        self._batch_scatters = False
-        self._batch_written: dict = {}             # unified memory: what the batch writes (host-read barrier)
+        self._batch_scatters = False              # the open batch uses the scatter claim buffer
         self._batch_uploads = None  # the batch's upload staging buffer (and its host view), and the bytes used
         self._batch_upload_pos = 0
         self._spare_seq = self._mgr.sequence()     # the previous batch's Sequence: in flight, or idle
@@ -318,8 +329,12 @@ class Device:
         self._submissions = 0
         self._owner: Buffer | None = None
         self._owner_clean = True
+        self.claims_serial = 0      # counts the claim buffers made (a call template names the one it used)
         self._closed = False
         self._dummy = Buffer(self, 4)
+        self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
+        self._host_barrier = kp.OpMemoryBarrier([], *BEFORE_HOST_READ)
+        self.templates: dict = {}   # call templates by signature (dmlgpu/calls.py): what repeated calls record
         _open_devices.add(self)
 
     # ---- public ----
@@ -479,8 +494,6 @@ class Device:
         one 32-bit word per unit of the output, so a scatter of 1-byte elements needs 4 bytes of it per
         element (chunked past the largest block). DeviceError, before any GPU work, if the device cannot hold
         it beside the operation's tensors ``beside`` (bytes)."""
-        if not self._owner_clean and self._owner is not None:
-            self._sync_buffer(self._owner)        # a batch in flight uses it: it is clean once that is done
         if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
             self._check_sizes(*beside, 4 * words)
             size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
@@ -489,6 +502,7 @@ class Device:
                 size = words
             self._owner = None
             self._owner = Buffer(self, 4 * size)
+            self.claims_serial += 1
             self._fill(self._owner, 0, 0, self._owner.nbytes)
             self._owner_clean = True
         return self._owner
@@ -686,22 +700,38 @@ class Device:
                 self._batch_upload_pos = pos + -(-n // 16) * 16
                 b._block.batch = batch
             b._pending = None
-        record = self._batch_seq.record
-        for op in self._dispatch_ops(dispatches):
-            record(op)
-        owner, written = self._owner, self._batch_written if self.direct_memory else None
+        self._batch_seq.record_ops(self._dispatch_ops(dispatches))
+        owner = self._owner
         for d in dispatches:
             for b in d.buffers:
                 for block in b._blocks:
                     block.batch = batch
                 if b is owner:
                     self._batch_scatters = True
-                if written is not None:
-                    for block in b._blocks:
-                        written[id(block)] = block.tensor
         self._queued += 1
         if self._queued >= self.max_queued:
             self._flush(wait=False)       # recording the next batch overlaps the GPU's work on this one
+
+    def queue_steps(self, steps, buffers: list, scatters: bool) -> None:
+        """Records a call template's launches into the open batch (the caller holds the device's lock, and
+        has checked that no recording of this thread is open and that max_queued is not 0): ``steps`` are
+        (kernel, workgroups, barrier, slots), each slot an index into ``buffers`` or a Buffer; every buffer
+        is held in one block. ``scatters``: the launches use the scatter claim buffer."""
+        batch, algorithm, barrier = self._batch, self._pipelines.algorithm, self._barrier
+        ops = []
+        for kernel, groups, before, slots in steps:
+            blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
+            if before:
+                ops.append(barrier)
+            ops.append(algorithm(kernel, groups, blocks).dispatch)
+            for block in blocks:
+                block.batch = batch
+        self._batch_seq.record_ops(ops)
+        if scatters:
+            self._batch_scatters = True
+        self._queued += 1
+        if self._queued >= self.max_queued:
+            self._flush(wait=False)
 
     def _sync_buffer(self, buf: Buffer) -> None:
         """_sync_block for each of the buffer's blocks."""
@@ -724,20 +754,19 @@ class Device:
         if self._queued:
             self._await_inflight()
             seq, scatters = self._batch_seq, self._batch_scatters
-            if self._batch_written:
-                seq.record(kp.OpMemoryBarrier(list(self._batch_written.values()), *BEFORE_HOST_READ))
-            if scatters:
-                self._owner_clean = False
+            if self.direct_memory:
+                seq.record(self._host_barrier)
             try:
                 seq.eval_async()
                 self._inflight, self._inflight_scatters = self._batch, scatters
             except BaseException:
                 seq.clear()
+                if scatters:
+                    self._owner_clean = False   # claims may be left set: the next scatter re-zeroes them
                 raise
             finally:
                 self._batch_seq, self._spare_seq = self._spare_seq, seq
                 self._batch_uploads, self._spare_uploads = self._spare_uploads, self._batch_uploads
-                self._batch_written = {}
                 self._batch_scatters = False
                 self._batch_upload_pos = 0
                 self._queued = 0
@@ -752,42 +781,34 @@ class Device:
             seq = self._spare_seq
             try:
                 seq.eval_await()
+            except BaseException:
                 if self._inflight_scatters:
-                    self._owner_clean = True
+                    self._owner_clean = False
+                raise
             finally:
                 seq.clear()
                 self._inflight = 0
 
     def _dispatch_ops(self, dispatches) -> list:
-        """The kp ops of dispatches in order: each barrier covers its dispatch and those that may overlap it."""
-        if len(dispatches) == 1 and dispatches[0].barrier and not dispatches[0].wide:   # the common eager call
-            bound = self._algorithm(dispatches[0])
-            return [bound.barrier, bound.dispatch]
+        """The kp ops of dispatches in order: the global barrier before each one that has ``barrier``."""
         ops = []
-        for n, d in enumerate(dispatches):
-            bound = self._algorithm(d)
+        for d in dispatches:
             if d.barrier:
-                group = [d.buffers]
-                for later in dispatches[n + 1:]:
-                    if later.barrier:
-                        break
-                    group.append(later.buffers)
-                if len(group) == 1 and not d.wide:
-                    ops.append(bound.barrier)
-                else:                # the group's buffers, or a wide kernel's blocks (it binds only the first)
-                    tensors = list({id(t): t for bufs in group for b in bufs for t in b._tensors}.values())
-                    ops.append(kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
-            ops.append(bound.dispatch)
+                ops.append(self._barrier)
+            ops.append(self._algorithm(d).dispatch)
         return ops
 
     def _host_read_ops(self, dispatches) -> list:
         """Unified memory: the barrier that makes what the dispatches wrote visible to host reads (so that
         reading a mapped buffer afterwards needs no submission of its own)."""
-        written = {id(t): t for d in dispatches for b in d.buffers for t in b._tensors}
-        return [kp.OpMemoryBarrier(list(written.values()), *BEFORE_HOST_READ)] if written else []
+        return [self._host_barrier] if dispatches else []
 
     def _uses_owner(self, dispatches) -> bool:
         return self._owner is not None and any(b is self._owner for d in dispatches for b in d.buffers)
+
+    def workgroups(self, count: int) -> int:
+        """The workgroups that a dispatch of ``count`` iterations launches on this device."""
+        return kernels.workgroups(count, self._max_groups)
 
     def _algorithm(self, d: Dispatch):
         """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
@@ -801,13 +822,14 @@ class Device:
         return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
 
     def _submit(self, seq, scatters: bool) -> None:
-        """Submits a recorded Sequence and waits. While scatters run, the claim scratch is marked unclean,
-        so an interrupted run makes the next scatter re-zero it."""
-        if scatters:
-            self._owner_clean = False
-        seq.eval()
-        if scatters:
-            self._owner_clean = True
+        """Submits a recorded Sequence and waits. A run with scatters that fails may leave claims set in the
+        claim scratch: it is then marked unclean, so the next scatter re-zeroes it."""
+        try:
+            seq.eval()
+        except BaseException:
+            if scatters:
+                self._owner_clean = False
+            raise
         self._count_submission()
 
     def _count_submission(self) -> None:

@@ -16,7 +16,6 @@ from typing import NamedTuple
 
 from .. import kernels
 from .devices import kp
-from .transfers import BEFORE_DISPATCH
 
 
 def cache_dir() -> pathlib.Path:
@@ -34,13 +33,11 @@ def cache_file(info) -> pathlib.Path:
 
 
 class Bound(NamedTuple):
-    """A kernel variant bound to buffers: the kp algorithm, the op that dispatches it, and the barrier that
-    orders it after everything before it (transfers.BEFORE_DISPATCH on its buffers). kp ops can be recorded
-    any number of times, so they are made once."""
+    """A kernel variant bound to buffers: the kp algorithm and the op that dispatches it (kp ops can be
+    recorded any number of times, so it is made once)."""
 
     algorithm: object
     dispatch: object
-    barrier: object
 
 
 class Pipelines:
@@ -71,7 +68,7 @@ class Pipelines:
         if bound is None:
             tensors = [b.tensor for b in blocks]
             algo = self._mgr.algorithm(tensors, kernels.spirv(kernel), (groups, 1, 1), [], [])
-            bound = Bound(algo, kp.OpAlgoDispatch(algo), kp.OpMemoryBarrier(tensors, *BEFORE_DISPATCH))
+            bound = Bound(algo, kp.OpAlgoDispatch(algo))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
             for b in blocks:

@@ -1,0 +1,136 @@
+"""Call templates: what a repeated eager call on Tensors records, worked out once per signature and device.
+
+A layer-2 call on device Tensors whose signature (the function, the operands' shapes and dtypes, the other
+arguments) was planned before records the same launches each time: the same kernel variants, workgroup
+counts, barriers and parameter buffers, on new buffers (the result, a reduction's scratch). A template is
+those launches with the per-call buffers as slots: ``[data, indices, output, updates, claims, scratch...]``
+(claims: the device's scatter claim buffer, which a template never holds). A hit
+costs the argument checks of the fast path, a dictionary lookup, the result (and scratch) from the caching
+allocator, the bound algorithms (kept per buffer set by runtime/pipelines.py), and one kp call that records
+the launches into the device's open batch (``Device.queue_steps``).
+
+Templates are made by tracing: the first two planned runs of a signature (functions._run_tensors) are traced,
+and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
+not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer). A run whose launches
+depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;
+a check of the index values, mode="raise") is never templated, and takes the planned path every time.
+
+Conditions checked on a hit (otherwise the call takes the planned path, which re-traces): no recording of this
+thread is open, queueing is on (max_queued > 0), every operand is on the template's device and held in one
+block, and the scatter claim buffer is still the one traced (Device.claims_serial) and clean. Parameter words
+that hold block addresses belong to the large-tensor launches alone (shaders/addressing.glsl), which are
+never templated, so a template's parameter buffers hold only words fixed by its signature.
+"""
+from __future__ import annotations
+
+from .runtime import Buffer, Device
+from .tensor import Tensor
+
+CLAIMS, SCRATCH = 4, 5        # the slot of the scatter claim buffer; slots from SCRATCH on: a run's scratch
+
+
+class Template:
+    """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
+
+    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner")
+
+    def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner):
+        self.device = device
+        self.steps = steps            # (kernel, workgroups, barrier, slots): Dispatch fields, slots for buffers
+        self.out_shape = out_shape
+        self.out_nbytes = out_nbytes
+        self.scratch = scratch        # sizes of the scratch buffers, in the order the plan took them
+        self.owner = owner            # Device.claims_serial of the claim buffer the launches use, or None
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
+            self.owner == other.owner and self.out_nbytes == other.out_nbytes
+
+    def run(self, operands: tuple):
+        """The result Tensor of the call on ``operands`` (data, indices[, updates]: Tensors of the traced
+        shapes and dtypes), queued; None when a hit's conditions do not hold (module docstring)."""
+        dev = self.device
+        if dev._closed or not dev.max_queued or getattr(dev._local, "recording", None) is not None:
+            return None
+        bufs = [o.buffer for o in operands]
+        for b in bufs:
+            if b.device is not dev or b.chunked:
+                return None
+        with dev._lock:
+            owner = self.owner
+            if owner is not None and (owner != dev.claims_serial or not dev._owner_clean):
+                return None
+            take = Buffer._in_block if not dev.canary_words else Device._take
+            out = take(dev, self.out_nbytes)
+            bufs.insert(2, out)
+            if len(bufs) < CLAIMS:
+                bufs.append(None)
+            bufs.append(dev._owner)
+            if self.scratch:
+                taken = [take(dev, n) for n in self.scratch]
+                dev.queue_steps(self.steps, bufs + taken, owner is not None)
+                dev._give(*taken)
+            else:
+                dev.queue_steps(self.steps, bufs, owner is not None)
+        return _wrap(out, self.out_shape, operands[0].dtype)
+
+
+def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple) -> None:
+    """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
+    or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
+    equals the first makes the signature's template."""
+    slots = {id(b): n for n, b in enumerate(buffers + [dev._owner] + scratch) if b is not None}
+    steps = []
+    for d in dispatches:
+        if d.wide or any(b.chunked for b in d.buffers):
+            return
+        steps.append((d.kernel, dev.workgroups(d.count), d.barrier,
+                      tuple(slots.get(id(b), b) for b in d.buffers)))
+    uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
+    out = buffers[2]
+    template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),
+                        dev.claims_serial if uses_owner else None)
+    known = dev.templates.pop(sig, None)
+    while len(dev.templates) >= TEMPLATES:
+        del dev.templates[next(iter(dev.templates))]
+    if isinstance(known, _Candidate) and known.template == template:
+        dev.templates[sig] = template
+    else:
+        dev.templates[sig] = _Candidate(template)
+
+
+class _Candidate:
+    """A first trace, waiting for a second that agrees with it (``run`` declines every call until then)."""
+
+    __slots__ = ("template",)
+
+    def __init__(self, template: Template):
+        self.template = template
+
+    @staticmethod
+    def run(operands: tuple) -> None:
+        return None
+
+
+TEMPLATES = 512               # templates (and candidates) kept per device
+_wrap = Tensor._wrap
+
+
+def held(dev: Device) -> list:
+    """The buffers that ``dev``'s templates (and candidates) keep alive: their parameter buffers and the dummy
+    binding (each once)."""
+    kept = {}
+    for t in dev.templates.values():
+        for step in (t.template if isinstance(t, _Candidate) else t).steps:
+            for s in step[3]:
+                if s.__class__ is not int:
+                    kept[id(s)] = s
+    return list(kept.values())
+
+
+def templated(op: str, operands: tuple, args: tuple):
+    """The result of ``op`` on Tensor ``operands`` with the other arguments ``args`` (exact ints and strings,
+    as in its signature) through the device's template for that signature, or None (no template yet, or a
+    hit's conditions do not hold: the caller takes the planned path)."""
+    t = operands[0].buffer.device.templates.get((op, *[(o.shape, o.dtype) for o in operands], *args))
+    return None if t is None else t.run(operands)

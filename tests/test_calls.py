@@ -1,0 +1,139 @@
+"""Call templates (dmlgpu/calls.py): a repeated eager call on Tensors records its traced launches without
+planning. The templated path must give what the planned path gives, on the same inputs, for every operator
+and reduction, and must decline (falling back to the planned path) whenever its conditions do not hold."""
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu import calls, functions, reference
+
+
+@pytest.fixture(scope="module", params=["direct", "staged"])
+def dev(request):
+    d = dmlgpu.Device(direct_memory=request.param == "direct")
+    yield d
+    d.close()
+
+
+def _cases(rng):
+    """(name, function, NumPy operands, kwargs, reference) for every operator, a reduction and a scatter
+    whose updates are whole rows (the claim buffer and three launches)."""
+    data = rng.standard_normal((64, 12)).astype(np.float32)
+    rows = rng.integers(-64, 64, (9,)).astype(np.int64)
+    elems = rng.integers(0, 12, (64, 5)).astype(np.int32)
+    nd = rng.integers(0, 12, (7, 2)).astype(np.int64) % np.array([64, 12])
+    nd_rows = rng.integers(0, 64, (10, 1)).astype(np.int64)
+    upd_rows = rng.standard_normal((10, 12)).astype(np.float32)
+    upd_elems = rng.standard_normal((64, 5)).astype(np.float32)
+    ints = rng.integers(-50, 50, (64, 12)).astype(np.int32)
+    upd_ints = rng.integers(-50, 50, (10, 12)).astype(np.int32)
+    return [
+        ("gather", dmlgpu.gather, (data, rows), dict(axis=0), lambda d, i: np.take(d, i, 0)),
+        ("gather_elements", dmlgpu.gather_elements, (data, elems), dict(axis=1),
+         lambda d, i: np.take_along_axis(d, i.astype(np.int64), 1)),
+        ("gather_nd", dmlgpu.gather_nd, (data, nd), {}, lambda d, i: d[tuple(i.T)]),
+        ("scatter_nd", dmlgpu.scatter_nd, (data, nd_rows, upd_rows), {},
+         lambda d, i, u: reference.scatter_nd(d, i, u)),
+        ("scatter_elements", dmlgpu.scatter_elements, (data, elems, upd_elems), dict(axis=1),
+         lambda d, i, u: reference.scatter_elements(d, i, u, 1)),
+        ("scatter_nd add", dmlgpu.scatter_nd, (ints, nd_rows, upd_ints), dict(reduction="add"),
+         lambda d, i, u: reference.scatter_nd(d, i, u, reduction="add")),
+        ("scatter_elements max", dmlgpu.scatter_elements, (data, elems, upd_elems), dict(axis=1, reduction="max"),
+         lambda d, i, u: reference.scatter_elements(d, i, u, 1, reduction="max")),
+    ]
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_templated_calls_agree_with_planned_calls(dev, case):
+    rng = np.random.default_rng(case)
+    name, fn, operands, kwargs, ref = _cases(rng)[case]
+    tensors = [dmlgpu.tensor(x, device=dev) for x in operands]
+    results, expected = [], []
+    for step in range(6):             # planned (traced), planned (traced: template made), then templated
+        if step:                      # new values in the same Tensors each time
+            fresh = _cases(np.random.default_rng(100 * case + step))[case][2]
+            for t, x in zip(tensors, fresh):
+                t.write(x)
+            operands = fresh
+        results.append(fn(*tensors, **kwargs))
+        expected.append(ref(*operands))
+    sig_ops = [t for t in tensors]
+    template = dev.templates[(fn.__name__, *[(t.shape, t.dtype) for t in sig_ops],
+                              *_args(fn.__name__, kwargs))]
+    assert isinstance(template, calls.Template)
+    for got, want in zip(results, expected):            # read after all were queued
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def _args(op, kwargs):
+    mode = kwargs.get("mode", "clamp")
+    red = kwargs.get("reduction", "none")
+    return {"gather": (kwargs.get("axis", 0), mode), "gather_elements": (kwargs.get("axis", 0), mode),
+            "gather_nd": (kwargs.get("batch_dims", 0), mode), "scatter_nd": (mode, red),
+            "scatter_elements": (kwargs.get("axis", 0), mode, red)}[op]
+
+
+def test_a_hit_plans_nothing(dev, monkeypatch):
+    table = dmlgpu.tensor(np.arange(40, dtype=np.float32).reshape(10, 4), device=dev)
+    idx = dmlgpu.tensor(np.array([3, 1, 9], np.int64), device=dev)
+    for _ in range(2):
+        dmlgpu.gather(table, idx)
+    calls_made = []
+    monkeypatch.setattr(functions, "_planned", lambda *a, **k: calls_made.append(a) or pytest.fail("planned"))
+    out = dmlgpu.gather(table, idx)
+    assert not calls_made
+    np.testing.assert_array_equal(out.numpy(), np.arange(40, dtype=np.float32).reshape(10, 4)[[3, 1, 9]])
+
+
+def test_templates_decline_where_their_conditions_fail(dev):
+    data = np.arange(64, dtype=np.float32).reshape(16, 4)
+    t = dmlgpu.tensor(data, device=dev)
+    idx = dmlgpu.tensor(np.array([[2], [2], [5]], np.int64), device=dev)
+    upd = dmlgpu.tensor(np.full((3, 4), -1, np.float32), device=dev)
+    want = reference.scatter_nd(data, idx.numpy(), upd.numpy())
+    for _ in range(3):
+        out = dmlgpu.scatter_nd(t, idx, upd)
+    np.testing.assert_array_equal(out.numpy(), want)
+    # a recording: the template declines, the recorded run gives the same result
+    with dev.record() as rec:
+        r = dmlgpu.scatter_nd(t, idx, upd)
+        rec.download(r)
+    np.testing.assert_array_equal(r.host, want)
+    # a larger scatter replaces the claim buffer: the template declines, and the call is still right
+    big = np.zeros((1 << 16, 4), np.float32)
+    dmlgpu.scatter_nd(dmlgpu.tensor(big, device=dev), idx, upd).numpy()
+    np.testing.assert_array_equal(dmlgpu.scatter_nd(t, idx, upd).numpy(), want)
+    # operands of another device: the planned path's error, not a template's run
+    other = dmlgpu.Device()
+    try:
+        with pytest.raises(dmlgpu.DeviceError):
+            dmlgpu.scatter_nd(t, idx, dmlgpu.tensor(upd.numpy(), device=other))
+    finally:
+        other.close()
+    # a bool axis is not the int axis 1 of a template
+    g = dmlgpu.tensor(np.array([[0], [1]], np.int64), device=dev)
+    for _ in range(3):
+        dmlgpu.gather_elements(t, dmlgpu.tensor(np.zeros((16, 1), np.int64), device=dev), axis=1)
+    with pytest.raises(TypeError):
+        dmlgpu.gather_elements(t, g, axis=True)
+
+
+def test_no_queueing_takes_the_planned_path():
+    d = dmlgpu.Device(max_queued=0)
+    t = dmlgpu.tensor(np.arange(12, dtype=np.int32), device=d)
+    i = dmlgpu.tensor(np.array([11, 0, 5], np.int64), device=d)
+    for _ in range(4):
+        np.testing.assert_array_equal(dmlgpu.gather(t, i).numpy(), [11, 0, 5])
+    assert not d.templates            # nothing traced without queueing
+    d.close()
+
+
+def test_templates_are_bounded(dev, monkeypatch):
+    monkeypatch.setattr(calls, "TEMPLATES", 4)
+    t = dmlgpu.tensor(np.arange(100, dtype=np.int32), device=dev)
+    for n in range(1, 12):
+        i = dmlgpu.tensor(np.arange(n, dtype=np.int64), device=dev)
+        for _ in range(2):
+            out = dmlgpu.gather(t, i)
+        np.testing.assert_array_equal(out.numpy(), np.arange(n))
+        assert len(dev.templates) <= 4
