@@ -2,7 +2,7 @@
 
 Each takes NumPy arrays (any dtype whose item size is 1, 2, 4, 8 or 16 bytes: values move bit-exact), what
 NumPy can view without a copy (PyTorch CPU tensors and other DLPack producers, ``__array__``, the buffer
-protocol: see _host_array) or dmlgpu.Tensors, ``device=`` (default: the device of a Tensor operand, else
+protocol: see dmlgpu.interop.host_array) or dmlgpu.Tensors, ``device=`` (default: the device of a Tensor operand, else
 dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour: negative indices count from the end, then out-of-range ones are
 clamped) or "raise" (IndexError naming the first offending index, before any GPU work). Inputs are never
 modified. Results are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made
@@ -28,7 +28,8 @@ from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
 from .plan import GatherPlan, ScatterPlan, make_plan, scatter_elements_plan
-from .device import Device, default_device
+from .device import Device, as_device, default_device
+from .interop import host_array
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
 
@@ -64,16 +65,24 @@ def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[
     the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
     reduction that is no string) are part of no signature: such calls take the full checks each time."""
     if not all(type(a) is int or type(a) is str for a in args):
-        return _sized(dev, arrays, build(), None)
+        return _built(op, lambda: _sized(dev, arrays, build(), None))
     sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
     calls = dev._calls
     call = calls.pop(sig, None)
     if call is None:
-        call = _sized(dev, arrays, build(), sig)
+        call = _built(op, lambda: _sized(dev, arrays, build(), sig))
         while len(calls) >= CALL_CACHE:
             del calls[next(iter(calls))]
     calls[sig] = call                    # most recently used last
     return call
+
+
+def _built(op: str, build: Callable[[], _Call]) -> _Call:
+    """``build()`` (a call's checks and planning), its errors naming ``op``."""
+    try:
+        return build()
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, op) from None
 
 
 def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
@@ -97,35 +106,28 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: 
     return _run_native(dev, call, data, idx, updates)
 
 
-def _device(device, *operands) -> Device:
-    """``device``, else the device of the first Tensor operand, else the default device."""
+def _device(op: str, device, *operands) -> Device:
+    """``device`` (a Device or a device index: device.as_device), else the device of the first Tensor operand,
+    else the default device; DeviceError for a Tensor operand of another Device."""
     tensors = [o for o in operands if isinstance(o, Tensor)]
-    if device is None:
-        device = tensors[0].device if tensors else default_device()
-    if not isinstance(device, Device):
-        raise TypeError(f"device must be a dmlgpu.Device, not {type(device).__name__}")
+    if device is None and tensors:
+        device = tensors[0].device._open()
+    else:
+        device = as_device(device, op)
     for t in tensors:
         if t.device is not device:
+            if t.device.info.index == device.info.index:       # two Device objects of one GPU
+                where = (f"another dmlgpu.Device object of the same device {device.info.index} ({device.info.name}; "
+                         f"Tensor's Device at {id(t.device):#x}, the operation's at {id(device):#x}): Device "
+                         f"objects do not share memory")
+            else:
+                where = f"device {device.info.index} ({device.info.name})"
             raise DeviceError(f"a Tensor of device {t.device.info.index} ({t.device.info.name}) was passed to an "
-                              f"operation on device {device.info.index}: move it with dmlgpu.tensor(t.numpy(), "
-                              f"device=...)")
-    return device._open()
+                              f"operation on {where}; move it with dmlgpu.tensor(t, device=...)")
+    return device
 
 
-def _host_array(x) -> np.ndarray:
-    """``x`` as a NumPy array, without a copy where NumPy can view it: an ndarray, a ``__dlpack__`` producer
-    on the CPU (PyTorch, JAX, CuPy's host arrays...), ``__array__``, the buffer protocol; lists and scalars
-    are converted. A DLPack producer on another device raises TypeError naming the fix."""
-    if isinstance(x, np.ndarray):
-        return x
-    if hasattr(x, "__dlpack__"):
-        try:
-            return np.from_dlpack(x)
-        except (BufferError, RuntimeError, TypeError, ValueError) as e:
-            if not hasattr(x, "__array__"):
-                raise TypeError(f"NumPy cannot view a {type(x).__name__} through DLPack ({e}); pass an array on "
-                                f"the CPU") from e
-    return np.asarray(x)
+_host_array = host_array
 
 
 def _data(arr, what: str):
@@ -140,6 +142,15 @@ def _data(arr, what: str):
     return a
 
 
+def _index_array(indices) -> np.ndarray:
+    """Host indices as an index-dtype array (index_map.as_index_array); an empty list or tuple, which NumPy
+    makes float64, is an empty int64 array, as numpy.take takes it."""
+    arr = _host_array(indices)
+    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
+        arr = arr.astype(np.int64)
+    return as_index_array(arr)
+
+
 def _indices(indices, mode: str):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
     if isinstance(indices, Tensor):
@@ -149,20 +160,42 @@ def _indices(indices, mode: str):
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
                                "before any GPU work")
         return indices, (indices.numpy() if mode == "raise" else None)
-    arr = as_index_array(_host_array(indices))
+    arr = _index_array(indices)
     return arr, arr
 
 
 def _operands(op: str, data, indices, device, mode, updates=None):
     """The checks every function starts with: (data, indices for the GPU, index values for host checks or
-    None, the device, the mode)."""
-    mode = _mode(mode)
-    data = _data(data, "data")
-    if data.ndim == 0:
-        raise ValueError(f"{op}: data must have at least one dimension")
-    dev = _device(device, data, indices, updates)
-    idx, values = _indices(indices, mode)
+    None, the device, the mode). Their errors name ``op``."""
+    try:
+        mode = _mode(mode)
+        data = _data(data, "data")
+        if data.ndim == 0:
+            raise ValueError("data must have at least one dimension")
+        dev = _device(op, device, data, indices, updates)
+        idx, values = _indices(indices, mode)
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, op) from None
     return data, idx, values, dev, mode
+
+
+def named(e: Exception, op: str, inner: str | None = None) -> Exception:
+    """``e`` with a message that starts with ``op``, the function the user called: ``"op: ..."`` (an error
+    raised by ``inner``, a function ``op`` called, has its ``"inner: "`` replaced). Raise it ``from None``;
+    it keeps ``e``'s type and traceback."""
+    msg = str(e)
+    if inner is not None and msg.startswith(inner + ": "):
+        msg = msg[len(inner) + 2:]
+    elif msg.startswith(op + ": "):
+        return e
+    try:
+        new = type(e)(f"{op}: {msg}")
+    except Exception:          # an exception type of other arguments: as it is
+        return e
+    return new.with_traceback(e.__traceback__)
+
+
+_AxisError = getattr(np, "exceptions", np).AxisError     # NumPy 2: np.exceptions; NumPy 1.x: np
 
 
 def _mode(mode: str) -> str:
@@ -172,11 +205,12 @@ def _mode(mode: str) -> str:
 
 
 def _axis(axis, ndim: int, what: str = "data") -> int:
+    """``axis`` in [0, ndim): TypeError for a non-integer, AxisError (an IndexError and ValueError) out of
+    range."""
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"axis must be an integer, not {type(axis).__name__}")
     if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim, f"axis {axis} is out of bounds for {what} of rank {ndim}") \
-            if hasattr(np, "exceptions") else ValueError(f"axis {axis} is out of bounds for {what} of rank {ndim}")
+        raise _AxisError(f"axis {axis} is out of bounds for {what} of rank {ndim}")
     return int(axis) % ndim
 
 

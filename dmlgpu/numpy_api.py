@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .functions import _axis, _data, _host_array, gather, gather_elements, scatter_elements
+from .functions import _axis, _data, _host_array, _index_array, gather, gather_elements, named, scatter_elements
 from .index_map import as_index_array, check_in_range
 from .runtime import Device
 from .tensor import Tensor
@@ -39,6 +39,8 @@ def _host_indices(indices: Any, what: str = "indices") -> np.ndarray:
     """The index values on the host (a Tensor's are downloaded); IndexError, as NumPy's, for a non-integer
     dtype."""
     arr = indices.numpy() if isinstance(indices, Tensor) else _host_array(indices)
+    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
+        arr = arr.astype(np.int64)        # an empty list: NumPy takes it as integers
     if arr.dtype.kind not in "iu":
         raise IndexError(f"{what} must be an integer array, not {arr.dtype}")
     return as_index_array(arr, what)
@@ -50,36 +52,39 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None =
     ``axis``; shape a.shape[:axis] + indices.shape + a.shape[axis+1:]. ``out``: a NumPy array of that shape
     that receives the result (cast safely) and is returned. A 0-d result of NumPy operands is a NumPy
     scalar, as NumPy's. Tensor operands give a Tensor (unless ``out`` is given)."""
-    if mode not in TAKE_MODES:
-        raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
-    data = _data(a, "a")
-    if axis is None:
-        data, axis = _flat(data), 0
-    axis = _axis(axis, data.ndim, "a")
-    n = data.shape[axis]
-    if mode == "raise":
-        result = gather(data, indices, axis, device=device, mode="raise")
-    else:
-        values = indices.numpy() if isinstance(indices, Tensor) else as_index_array(_host_array(indices))
-        if n == 0:
-            if values.size:
-                raise IndexError("cannot do a non-empty take from an empty axis")
-        elif values.dtype.kind == "u":
-            values = np.minimum(values, n - 1) if mode == "clip" else values % np.uint64(n)
+    try:
+        if mode not in TAKE_MODES:
+            raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
+        data = _data(a, "a")
+        if axis is None:
+            data, axis = _flat(data), 0
+        axis = _axis(axis, data.ndim, "a")
+        n = data.shape[axis]
+        if mode == "raise":
+            result = gather(data, indices, axis, device=device, mode="raise")
         else:
-            values = values.astype(np.int64)
-            values = np.clip(values, 0, n - 1) if mode == "clip" else values % n
-        result = gather(data, values, axis, device=device, mode="raise")
-    if out is not None:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
-        if out.shape != result.shape:
-            raise ValueError(f"out has shape {out.shape}; the result has shape {result.shape}")
-        np.copyto(out, result.numpy() if isinstance(result, Tensor) else result, casting="safe")
-        return out
-    if isinstance(result, np.ndarray) and result.ndim == 0:
-        return result[()]
-    return result
+            values = indices.numpy() if isinstance(indices, Tensor) else _index_array(indices)
+            if n == 0:
+                if values.size:
+                    raise IndexError("cannot do a non-empty take from an empty axis")
+            elif values.dtype.kind == "u":
+                values = np.minimum(values, n - 1) if mode == "clip" else values % np.uint64(n)
+            else:
+                values = values.astype(np.int64)
+                values = np.clip(values, 0, n - 1) if mode == "clip" else values % n
+            result = gather(data, values, axis, device=device, mode="raise")
+        if out is not None:
+            if not isinstance(out, np.ndarray):
+                raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
+            if out.shape != result.shape:
+                raise ValueError(f"out has shape {out.shape}; the result has shape {result.shape}")
+            np.copyto(out, result.numpy() if isinstance(result, Tensor) else result, casting="safe")
+            return out
+        if isinstance(result, np.ndarray) and result.ndim == 0:
+            return result[()]
+        return result
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, "take", "gather") from None
 
 
 def _broadcast_along(arr_shape: tuple, idx_shape: tuple, axis: int) -> tuple:
@@ -126,11 +131,14 @@ def _along_axis(arr: np.ndarray | Tensor, indices: Any, axis: int | None) -> tup
 def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: Device | None = None) -> Any:
     """numpy.take_along_axis on the device: out[..., j, ...] = arr[..., indices[..., j, ...], ...] along
     ``axis`` (None: the flattened arr with 1-d indices), the other dimensions broadcast as NumPy does."""
-    data, axis, idx = _along_axis(_data(arr, "arr"), indices, axis)
-    shape = _broadcast_along(data.shape, idx.shape, axis)
-    data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
-    idx = _broadcast_to(idx, shape, "indices")
-    return gather_elements(data, idx, axis, device=device, mode="raise")
+    try:
+        data, axis, idx = _along_axis(_data(arr, "arr"), indices, axis)
+        shape = _broadcast_along(data.shape, idx.shape, axis)
+        data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
+        idx = _broadcast_to(idx, shape, "indices")
+        return gather_elements(data, idx, axis, device=device, mode="raise")
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, "take_along_axis", "gather_elements") from None
 
 
 def put_along_axis(arr: np.ndarray | Tensor, indices: Any, values: Any, axis: int | None, *,
@@ -138,42 +146,45 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: Any, values: Any, axis: in
     """numpy.put_along_axis on the device: arr[..., indices[..., j, ...], ...] = values[..., j, ...] along
     ``axis`` (None: the flattened arr with 1-d indices), in place. indices broadcast against arr outside
     the axis, values (cast to arr's dtype) against the result; the last value for an element wins."""
-    if not isinstance(arr, (np.ndarray, Tensor)):
-        raise TypeError(f"arr must be a NumPy array or a dmlgpu.Tensor (it is written in place), "
-                        f"not {type(arr).__name__}")
-    if isinstance(arr, np.ndarray) and not arr.flags.writeable:
-        raise ValueError("arr is read-only")
-    data = _data(arr, "arr")
-    shape_in = data.shape
-    data, axis, idx = _along_axis(data, indices, axis)
-    idx = idx.numpy() if isinstance(idx, Tensor) else idx
-    shape = _broadcast_along(data.shape, idx.shape, axis)
-    n = data.shape[axis]
-    check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
-                                              f"axis {axis} with size {n}")
-    vals = values.numpy() if isinstance(values, Tensor) else _host_array(values)
-    vals = np.broadcast_to(vals.astype(data.dtype, copy=False), shape)
-    if vals.size == 0:
-        return
-    # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
-    # indices broadcast over is written at 0 every time, in row-major order, as NumPy's assignment does.
-    strides = np.cumprod((1,) + data.shape[:0:-1])[::-1]
-    target = np.zeros(shape, dtype=np.int64)
-    for d, size in enumerate(data.shape):
-        if d == axis:
-            coord = idx.astype(np.int64)
-            coord = np.where(coord < 0, coord + n, coord)
-        elif size == 1:
-            continue
+    try:
+        if not isinstance(arr, (np.ndarray, Tensor)):
+            raise TypeError(f"arr must be a NumPy array or a dmlgpu.Tensor (it is written in place), "
+                            f"not {type(arr).__name__}")
+        if isinstance(arr, np.ndarray) and not arr.flags.writeable:
+            raise ValueError("arr is read-only")
+        data = _data(arr, "arr")
+        shape_in = data.shape
+        data, axis, idx = _along_axis(data, indices, axis)
+        idx = idx.numpy() if isinstance(idx, Tensor) else idx
+        shape = _broadcast_along(data.shape, idx.shape, axis)
+        n = data.shape[axis]
+        check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
+                                                  f"axis {axis} with size {n}")
+        vals = values.numpy() if isinstance(values, Tensor) else _host_array(values)
+        vals = np.broadcast_to(vals.astype(data.dtype, copy=False), shape)
+        if vals.size == 0:
+            return
+        # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
+        # indices broadcast over is written at 0 every time, in row-major order, as NumPy's assignment does.
+        strides = np.cumprod((1,) + data.shape[:0:-1])[::-1]
+        target = np.zeros(shape, dtype=np.int64)
+        for d, size in enumerate(data.shape):
+            if d == axis:
+                coord = idx.astype(np.int64)
+                coord = np.where(coord < 0, coord + n, coord)
+            elif size == 1:
+                continue
+            else:
+                coord = np.arange(size, dtype=np.int64).reshape((-1,) + (1,) * (len(shape) - 1 - d))
+            target = target + coord * int(strides[d])
+        result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
+                                  device=device, mode="raise")
+        if isinstance(arr, Tensor):
+            if isinstance(result, Tensor):           # on arr's device: copied there, no host round trip
+                arr.device._copy(result.buffer, arr.buffer, arr.nbytes)
+            else:
+                arr.write(result.reshape(arr.shape))
         else:
-            coord = np.arange(size, dtype=np.int64).reshape((-1,) + (1,) * (len(shape) - 1 - d))
-        target = target + coord * int(strides[d])
-    result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
-                              device=device, mode="raise")
-    if isinstance(arr, Tensor):
-        if isinstance(result, Tensor):           # on arr's device: copied there, no host round trip
-            arr.device._copy(result.buffer, arr.buffer, arr.nbytes)
-        else:
-            arr.write(result.reshape(arr.shape))
-    else:
-        arr[...] = (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in)
+            arr[...] = (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in)
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, "put_along_axis", "scatter_elements") from None

@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from .device import Device, default_device
+from .device import Device, as_device
+from .interop import host_array
 from .runtime import Buffer
 
 
@@ -61,18 +62,29 @@ class Tensor:
         return f"<dmlgpu.Tensor {self.shape} {self.dtype} on {self.device.info.name}>"
 
 
-def tensor(array, device: Device | None = None) -> Tensor:
-    """Uploads a NumPy array (any dtype of item size 1, 2, 4, 8 or 16) to a new Tensor."""
-    arr = np.asarray(array)
+def tensor(array, device: Device | int | None = None) -> Tensor:
+    """A new Tensor holding a copy of ``array``: a NumPy array or what NumPy can view (any dtype of item size
+    1, 2, 4, 8 or 16; dmlgpu.interop.host_array), uploaded; or a Tensor, copied on its device (to another
+    device: through the host). ``device``: a Device or a device index; default: a Tensor's own device, else
+    the default device."""
+    if isinstance(array, Tensor):
+        dev = array.device._open() if device is None else as_device(device, "tensor")
+        if dev is not array.device:
+            return tensor(array.numpy(), dev)
+        out = Tensor(dev.buffer(nbytes=max(4, array.nbytes)), array.shape, array.dtype)
+        dev._copy(array.buffer, out.buffer, array.nbytes)
+        return out
+    arr = host_array(array)
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")       # (np.ascontiguousarray would make a 0-d array 1-d)
-    dev = device or default_device()
+    dev = as_device(device, "tensor")
     return Tensor(dev.buffer(arr, nbytes=max(4, arr.nbytes)), arr.shape, arr.dtype)
 
 
-def empty(shape, dtype, device: Device | None = None) -> Tensor:
-    """A new Tensor of zero bytes."""
-    dev = device or default_device()
+def empty(shape, dtype, device: Device | int | None = None) -> Tensor:
+    """A new Tensor of ``shape`` and ``dtype`` holding zero bytes, on ``device`` (a Device or a device index;
+    default: the default device)."""
+    dev = as_device(device, "empty")
     dtype = np.dtype(dtype)
     nbytes = math.prod(int(s) for s in shape) * dtype.itemsize
     return Tensor(dev.buffer(nbytes=max(4, nbytes)), shape, dtype)
