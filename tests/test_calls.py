@@ -137,3 +137,22 @@ def test_templates_are_bounded(dev, monkeypatch):
             out = dmlgpu.gather(t, i)
         np.testing.assert_array_equal(out.numpy(), np.arange(n))
         assert len(dev.templates) <= 4
+
+
+def test_a_batch_like_the_last_is_submitted_again_and_sees_new_data(dev):
+    """A loop of a call and a synchronize submits the same ops each time: the Sequence is submitted again as
+    recorded (no re-recording), and every run reads the operands' current contents."""
+    table = np.arange(80, dtype=np.int32).reshape(20, 4)
+    t = dmlgpu.tensor(table, device=dev)
+    ids = dmlgpu.tensor(np.zeros(3, np.int64), device=dev)
+    out = None
+    held = []
+    for step in range(8):
+        new = np.array([step, 19 - step, step % 5], np.int64)
+        ids.write(new)
+        del out                         # the result's block goes back and serves the next call
+        out = dmlgpu.gather(t, ids)
+        dev.synchronize()
+        held.append(dev._spare_held)    # the ops the Sequence just submitted holds
+        np.testing.assert_array_equal(out.numpy(), table[new])
+    assert any(a is b for a, b in zip(held[2:], held[4:])), "no batch was submitted again as recorded"

@@ -10,8 +10,10 @@ the two may overlap. Copies into and out of
 device buffers are preceded by ``BEFORE_COPY``; memory the host reads after a submission (staging, or
 mapped device buffers on unified memory) is made visible to it by a global ``BEFORE_HOST_READ`` at the end.
 
-Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are recorded into the
-device's open *batch*, one kp Sequence, and submitted together when the host needs a result: a host read or
+Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are collected into the
+device's open *batch* (a list of kp ops, recorded into one of two kp Sequences when the batch is submitted, in
+one call; a batch whose ops are those that Sequence already holds, as in a loop of a call and a synchronize,
+is submitted again without recording), and submitted together when the host needs a result: a host read or
 write of a buffer the batch uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a
 recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open
 batch per device, shared by its threads under the device's lock, so the order of the calls is the order in
@@ -314,7 +316,10 @@ class Device:
         self._staging = Staging(self._mgr, self.info)
         self._immediate = self._mgr.sequence()     # re-recorded for each copy or fill (_transfer_now)
         self._replays: dict = {}    # synchronous runs (_submit_run's key) -> the kp Sequence recorded for them
-        self._batch_seq = self._mgr.sequence()     # queued runs, recorded as they come
+        self._batch_seq = self._mgr.sequence()     # the Sequence the open batch is recorded into when submitted
+        self._batch_ops: list = []  # the open batch's kp ops, in order
+        self._held: list | None = None             # the ops _batch_seq holds recorded (None: none known)
+        self._spare_held: list | None = None       # likewise for _spare_seq
         self._batch = 1             # number of the open batch (Block.batch of the blocks it uses)
         self._queued = 0            # runs in the open batch
         self._batch_scatters = False              # the open batch uses the scatter claim buffer
@@ -511,6 +516,7 @@ class Device:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
         self._sync_block(block)
         self._pipelines.forget(block)
+        self._held = self._spare_held = None        # batches that bound it are never submitted again
         self._immediate.clear()
         for seq in self._replays.values():
             seq.clear()
@@ -695,12 +701,12 @@ class Device:
                 staging, view = self._batch_uploads
                 pos = self._batch_upload_pos
                 transfers.host_copy(view[pos:pos + n], src)
-                self._batch_seq.record(kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY))
-                self._batch_seq.record(kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
+                self._batch_ops += (kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY),
+                                    kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
                 self._batch_upload_pos = pos + -(-n // 16) * 16
                 b._block.batch = batch
             b._pending = None
-        self._batch_seq.record_ops(self._dispatch_ops(dispatches))
+        self._batch_ops += self._dispatch_ops(dispatches)
         owner = self._owner
         for d in dispatches:
             for b in d.buffers:
@@ -718,7 +724,7 @@ class Device:
         (kernel, workgroups, barrier, slots), each slot an index into ``buffers`` or a Buffer; every buffer
         is held in one block. ``scatters``: the launches use the scatter claim buffer."""
         batch, algorithm, barrier = self._batch, self._pipelines.algorithm, self._barrier
-        ops = []
+        ops = self._batch_ops
         for kernel, groups, before, slots in steps:
             blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
             if before:
@@ -726,7 +732,6 @@ class Device:
             ops.append(algorithm(kernel, groups, blocks).dispatch)
             for block in blocks:
                 block.batch = batch
-        self._batch_seq.record_ops(ops)
         if scatters:
             self._batch_scatters = True
         self._queued += 1
@@ -753,19 +758,27 @@ class Device:
         has finished when this returns); else it stays in flight while the next batch is recorded."""
         if self._queued:
             self._await_inflight()
-            seq, scatters = self._batch_seq, self._batch_scatters
+            seq, ops, scatters = self._batch_seq, self._batch_ops, self._batch_scatters
             if self.direct_memory:
-                seq.record(self._host_barrier)
+                ops.append(self._host_barrier)
             try:
+                if ops != self._held:           # (kp ops compare by identity)
+                    self._held = None
+                    seq.clear()
+                    seq.record_ops(ops)
+                    self._held = ops
                 seq.eval_async()
                 self._inflight, self._inflight_scatters = self._batch, scatters
             except BaseException:
                 seq.clear()
+                self._held = None
                 if scatters:
                     self._owner_clean = False   # claims may be left set: the next scatter re-zeroes them
                 raise
             finally:
                 self._batch_seq, self._spare_seq = self._spare_seq, seq
+                self._held, self._spare_held = self._spare_held, self._held
+                self._batch_ops = []
                 self._batch_uploads, self._spare_uploads = self._spare_uploads, self._batch_uploads
                 self._batch_scatters = False
                 self._batch_upload_pos = 0
@@ -776,17 +789,17 @@ class Device:
             self._await_inflight()
 
     def _await_inflight(self) -> None:
-        """Waits for the batch in flight, if any (its Sequence is then cleared for the next batch)."""
+        """Waits for the batch in flight, if any (its Sequence keeps what it holds, to be submitted again if
+        the next batch it takes is the same)."""
         if self._inflight:
-            seq = self._spare_seq
             try:
-                seq.eval_await()
+                self._spare_seq.eval_await()
             except BaseException:
+                self._spare_held = None
                 if self._inflight_scatters:
                     self._owner_clean = False
                 raise
             finally:
-                seq.clear()
                 self._inflight = 0
 
     def _dispatch_ops(self, dispatches) -> list:
