@@ -195,7 +195,9 @@ def _table() -> dict[str, tuple[str, dict]]:
     for index_bytes in (4, 8):
         for kind, op in sorted(ATOMIC_REDUCTIONS):
             for wide in (False, True):
-                add(atomic_variant(kind, op, index_bytes, wide), "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
+                stem = atomic_variant(kind, op, index_bytes, wide)
+                assert stem is not None
+                add(stem, "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
                     SIGNED=int(kind == "i"), IDX64=index_bytes // 8, **({"WIDE": 1} if wide else {}))
     # the scatter reductions' kernels that touch the operands, for operands held in several blocks: ADDR
     for stem, (source, defines) in list(table.items()):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from .plan import GatherPlan, Plan, ScatterPlan, scatter_elements_plan
 from .reduction import REDUCTIONS, ReducePlan
 from .runtime import Buffer, Device
 from .tensor_desc import TensorDesc
+
+if TYPE_CHECKING:
+    from .device import Device as _Device     # a dmlgpu.Device (it carries the feature level)
 
 
 def _fmt(sizes) -> str:
@@ -31,6 +35,8 @@ class _OperatorDesc:
     allows; data tensors share the input's DataType."""
 
     OPERATOR = ""
+    input: TensorDesc         # every operator's; the others by operator
+    output: TensorDesc
     TENSORS: tuple = ()      # (attribute, DirectML member name, role: "data" | "indices")
     BINDINGS: tuple = ()     # execute() keyword arguments
 
@@ -50,8 +56,8 @@ class _OperatorDesc:
         for _, member, role in self.TENSORS:
             desc = tensors[member]
             if desc.dimension_count not in ranks:
-                allowed = f"in [{ranks.start}, {ranks.stop - 1}]" if len(ranks) > 1 else f"{ranks.start}"
-                raise DescError(f"{member}.DimensionCount ({desc.dimension_count}) must be {allowed} "
+                rule = f"in [{ranks.start}, {ranks.stop - 1}]" if len(ranks) > 1 else f"{ranks.start}"
+                raise DescError(f"{member}.DimensionCount ({desc.dimension_count}) must be {rule} "
                                 f"at feature level {level}")
             if desc.dimension_count != tensors[first].dimension_count:
                 raise DescError(f"{member}.DimensionCount ({desc.dimension_count}) must match "
@@ -341,7 +347,7 @@ class CompiledOperator:
     be the input's buffer (an in-place update, no copy). It returns when the GPU has finished.
     """
 
-    def __init__(self, device: Device, desc):
+    def __init__(self, device: _Device, desc: _OperatorDesc):
         if not isinstance(desc, _OperatorDesc):
             raise TypeError(f"compile() takes an operator descriptor such as dmlgpu.GatherDesc, "
                             f"not {type(desc).__name__}")

@@ -33,7 +33,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, defa
     open_manager
 from .memory import Allocator, Block
 from .pipelines import Pipelines
+
+if TYPE_CHECKING:
+    from .recording import Recording
 from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
 
 CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
@@ -94,7 +97,7 @@ class Buffer:
     """
 
     _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
-    _mirror = None                       # host-visible copy for recordings (staging devices only)
+    _mirror: Any = None                  # host-visible copy for recordings (staging devices only)
     _host: np.ndarray | None = None
     pinned = False                       # a recording uses it: Device._give leaves it alone
 
@@ -180,8 +183,10 @@ class Buffer:
                     raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
                                       f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
                                       f"bytes): use Tensor.numpy() and write() for this tensor")
-                self._mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
-                view = self._mirror.host_view()
+                mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
+                self._mirror = mirror
+                view = mirror.host_view()
+            assert view is not None
             self._host = np.asarray(_HostMemory(self, view, self.nbytes))
         return self._host
 
@@ -240,6 +245,7 @@ class Dispatch:
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
+_D = TypeVar("_D", bound="Device")
 
 
 @atexit.register
@@ -323,7 +329,7 @@ class Device:
         self._batch = 1             # number of the open batch (Block.batch of the blocks it uses)
         self._queued = 0            # runs in the open batch
         self._batch_scatters = False              # the open batch uses the scatter claim buffer
-        self._batch_uploads = None  # the batch's upload staging buffer (and its host view), and the bytes used
+        self._batch_uploads: tuple[Any, np.ndarray] | None = None  # the batch's upload staging buffer (and its host view), and the bytes used
         self._batch_upload_pos = 0
         self._spare_seq = self._mgr.sequence()     # the previous batch's Sequence: in flight, or idle
         self._spare_uploads = None
@@ -430,7 +436,7 @@ class Device:
         return built, skipped
 
     # ---- internal: buffers ----
-    def _open(self) -> "Device":
+    def _open(self: _D) -> _D:
         if self._closed:
             raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
         return self
@@ -486,7 +492,8 @@ class Device:
         ``slots`` (None: absent), to be placed at word ``base`` of their parameter words: per slot, the log2 of
         its block size in bytes (63: one block) and the word where its blocks' addresses start; then the
         addresses (uint64)."""
-        head, addresses = [], []
+        head: list[int] = []
+        addresses: list[int] = []
         start = base + 2 * len(slots)
         for buf in slots:
             blocks = buf._blocks if buf is not None else []
@@ -631,14 +638,14 @@ class Device:
         """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
         into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
         _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
-        key = []
+        parts: list[Any] = []
         for d in dispatches:
-            key += (d.kernel, d.count, d.barrier, *_block_ids(d.buffers))
+            parts += (d.kernel, d.count, d.barrier, *_block_ids(d.buffers))
         if up_slot is not None:
-            key += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
+            parts += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
         if down_slot is not None:
-            key += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
-        key = tuple(key)
+            parts += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
+        key = tuple(parts)
         seq = self._replays.pop(key, None)
         if seq is None:
             seq = self._replay_sequence()
@@ -832,7 +839,7 @@ class Device:
                 if b.chunked:
                     raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in "
                                       f"several (a large-tensor variant must be chosen for it)")
-        return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
+        return self._pipelines.algorithm(d.kernel, groups, tuple(b._block for b in d.buffers))
 
     def _submit(self, seq, scatters: bool) -> None:
         """Submits a recorded Sequence and waits. A run with scatters that fails may leave claims set in the

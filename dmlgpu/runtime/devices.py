@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..errors import DeviceError
 
+_KP_IMPORT_ERROR: ImportError | None
 try:
     import kp
 except ImportError as exc:  # importing dmlgpu works without kp; opening a device says what is missing
