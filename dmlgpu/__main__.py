@@ -7,19 +7,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 BENCH_SECTIONS = ("roundtrip", "reductions", "large")    # python -m dmlgpu bench SECTION: dmlgpu.bench.SECTION.main
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (``argv``: its arguments; default: sys.argv[1:]); returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:
         rest = argv[1:]
         if rest[:1] and rest[0] in BENCH_SECTIONS:
             import importlib
-            return importlib.import_module(f"dmlgpu.bench.{rest[0]}").main(rest[1:])
+            status: int = importlib.import_module(f"dmlgpu.bench.{rest[0]}").main(rest[1:])
+            return status
         from .bench import cli
-        return cli.main(rest)
+        status = cli.main(rest)
+        return status
     ap = argparse.ArgumentParser(prog="python -m dmlgpu", description=__doc__)
     ap.add_argument("command", choices=["info", "demo", "warmup", "bench"])
     ap.add_argument("--device", type=int, default=None,

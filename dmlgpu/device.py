@@ -3,13 +3,14 @@ validation follows, and compiles operator descriptors; and the default device th
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
 from . import runtime
 from .dtypes import FeatureLevel
 from .errors import DeviceError
-from .operators import CompiledOperator
+from .operators import CompiledOperator, _OperatorDesc
 
 
 class Device(runtime.Device):
@@ -21,12 +22,14 @@ class Device(runtime.Device):
     may be used from several threads: its submissions are serialised by a lock.
     """
 
-    def __init__(self, index: int | None = None, *, feature_level="4.1", memory_limit: int | None = None,
-                 direct_memory: bool | None = None, max_queued: int | None = None,
-                 chunk_bytes: int | None = None):
+    def __init__(self, index: int | None = None, *,
+                 feature_level: FeatureLevel | str | float | tuple[int, int] = "4.1", memory_limit: int | None = None,
+                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None):
         self.feature_level = FeatureLevel.parse(feature_level)
-        self._calls: dict = {}      # the layer-2 calls planned on this device, by signature (functions.py)
-        self._kept: dict = {}       # signature -> the buffers its last NumPy-in/out call kept (functions.py)
+        # the layer-2 calls planned on this device, by signature; signature -> the buffers its last NumPy-in/out
+        # call kept (functions.py)
+        self._calls: dict[tuple[Any, ...], Any] = {}
+        self._kept: dict[tuple[Any, ...], Any] = {}
         super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory, max_queued=max_queued,
                          chunk_bytes=chunk_bytes)
 
@@ -39,7 +42,7 @@ class Device(runtime.Device):
             self._kept.clear()
             super().empty_cache()
 
-    def compile(self, desc) -> CompiledOperator:
+    def compile(self, desc: _OperatorDesc) -> CompiledOperator:
         """Validates an operator descriptor at this device's feature level; returns a CompiledOperator."""
         return CompiledOperator(self._open(), desc)
 

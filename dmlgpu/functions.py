@@ -19,7 +19,7 @@ operands' shapes and dtypes, axis or batch_dims, mode, reduction). Every Device 
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from . import calls as _calls, reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import GatherPlan, ScatterPlan, make_plan, scatter_elements_plan
+from .plan import GatherPlan, Plan, ScatterPlan, make_plan, scatter_elements_plan
 from .device import Device, as_device, default_device
 from .interop import host_array
 from .runtime import as_bytes
@@ -50,7 +50,7 @@ class _Call(NamedTuple):
     again: Device._run's replays), else None; ``sig``: the call's signature (None: it has none), under which
     runs on Tensors are traced into a call template (dmlgpu/calls.py)."""
 
-    plan: object
+    plan: Any           # Plan or ReducePlan
     out_shape: tuple
     check: Callable | None = None
     copy: bool = False
@@ -461,7 +461,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
             return _Call(None, data.shape, check, copy=True)
         layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
         if red != "none":
-            plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
+            plan: Plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
         else:
             plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
@@ -494,7 +494,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
             return _Call(None, data.shape, check, copy=True)
         layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
         if red != "none":
-            plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
+            plan: Plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
         else:
             plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)

@@ -62,7 +62,9 @@ def _bits_view(x: Any) -> np.ndarray | None:
         raise MissingMlDtypes(f"a {type(x).__name__} of {name} elements needs the ml_dtypes package for its NumPy "
                               f"dtype: pip install ml_dtypes") from e
     tensor.dtype.code = _DL_UINT
-    return np.from_dlpack(_Bits(capsule, x.__dlpack_device__())).view(getattr(ml_dtypes, name))
+    bits: np.ndarray = np.from_dlpack(_Bits(capsule, x.__dlpack_device__()))
+    dtype: np.dtype[Any] = np.dtype(getattr(ml_dtypes, name))
+    return bits.view(dtype)
 
 
 def host_array(x: Any) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .functions import _axis, _data, _host_array, _index_array, gather, gather_elements, named, scatter_elements
 from .index_map import as_index_array, check_in_range
-from .runtime import Device
+from .device import Device
 from .tensor import Tensor
 
 TAKE_MODES = ("raise", "wrap", "clip")
@@ -87,7 +87,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None =
         raise named(e, "take", "gather") from None
 
 
-def _broadcast_along(arr_shape: tuple, idx_shape: tuple, axis: int) -> tuple:
+def _broadcast_along(arr_shape: tuple[int, ...], idx_shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
     """NumPy's broadcast of the dimensions other than ``axis`` (ValueError where they do not broadcast);
     the ``axis`` entry is indices'."""
     if len(arr_shape) != len(idx_shape):
@@ -102,7 +102,7 @@ def _broadcast_along(arr_shape: tuple, idx_shape: tuple, axis: int) -> tuple:
     return tuple(shape)
 
 
-def _broadcast_to(x: np.ndarray | Tensor, shape: tuple, what: str) -> np.ndarray | Tensor:
+def _broadcast_to(x: np.ndarray | Tensor, shape: tuple[int, ...], what: str) -> np.ndarray | Tensor:
     if x.shape == shape:
         return x
     if isinstance(x, Tensor):
@@ -111,7 +111,8 @@ def _broadcast_to(x: np.ndarray | Tensor, shape: tuple, what: str) -> np.ndarray
     return np.broadcast_to(x, shape)
 
 
-def _along_axis(arr: np.ndarray | Tensor, indices: Any, axis: int | None) -> tuple:
+def _along_axis(arr: np.ndarray | Tensor, indices: Any,
+                axis: int | None) -> tuple[np.ndarray | Tensor, int, np.ndarray | Tensor]:
     """(arr, its axis, indices as an index array or Tensor) for the along-axis functions, NumPy's checks
     made: axis None flattens arr and needs 1-d indices."""
     idx: np.ndarray | Tensor

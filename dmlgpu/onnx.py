@@ -417,14 +417,16 @@ class DmlgpuRep(BackendRep):
                 args.pop()
             values[n.output] = n.run(self.device, args)
         as_tensors = any(isinstance(v, Tensor) for v in feeds.values())
-        outputs = []
+        outputs: list[Value] = []
         for name in self.output_names:
             v = values[name]
             if as_tensors:
                 outputs.append(v if isinstance(v, Tensor) else tensor(v, device=self.device))
             else:
                 outputs.append(v.numpy() if isinstance(v, Tensor) else np.asarray(v))
-        return namedtupledict("Outputs", self.output_names)(*outputs)
+        named_outputs: Any = namedtupledict("Outputs", self.output_names)    # a namedtuple class
+        result: tuple[Any, ...] = named_outputs(*outputs)
+        return result
 
     def _feeds(self, inputs: Any) -> dict[str, Value]:
         """The inputs by name, checked against the graph's declarations."""
@@ -540,7 +542,7 @@ class DmlgpuBackend(Backend):
     def supports_device(cls, device: str) -> bool:
         """True for ONNX's device "CPU", where dmlgpu.onnx takes its inputs."""
         try:
-            return OnnxDevice(device).type == DeviceType.CPU
+            return bool(OnnxDevice(device).type == DeviceType.CPU)
         except (AttributeError, ValueError):
             return False
 

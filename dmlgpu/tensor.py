@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import math
+import operator
+from typing import Any, Iterable, SupportsIndex
+
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from .device import Device, as_device
 from .interop import host_array
@@ -19,26 +23,44 @@ class Tensor:
     so repeated operations allocate nothing and reuse their algorithms.
     """
 
-    def __init__(self, buffer: Buffer, shape, dtype):
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+
+    def __init__(self, buffer: Buffer, shape: Iterable[SupportsIndex], dtype: DTypeLike):
         self.buffer = buffer
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(operator.index(s) for s in shape)
         self.dtype = np.dtype(dtype)
         if self.nbytes > buffer.nbytes:
             raise ValueError(f"a {self.shape} {self.dtype} tensor needs {self.nbytes} bytes; the buffer has "
                              f"{buffer.nbytes}")
 
     @classmethod
-    def _wrap(cls, buffer: Buffer, shape: tuple, dtype: np.dtype) -> "Tensor":
+    def _wrap(cls, buffer: Buffer, shape: tuple[int, ...], dtype: np.dtype[Any]) -> "Tensor":
         """A Tensor of a buffer known to be large enough: ``shape`` a tuple of ints, ``dtype`` an np.dtype
         (the operations' results: no checks)."""
         t = cls.__new__(cls)
         t.buffer, t.shape, t.dtype = buffer, shape, dtype
         return t
 
-    device = property(lambda self: self.buffer.device)
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: math.prod(self.shape))
-    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+    @property
+    def device(self) -> Device:
+        """The dmlgpu.Device that holds the tensor's buffer."""
+        return self.buffer.device  # type: ignore[return-value]   # (buffers of a dmlgpu.Device's making)
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of its elements: size * dtype.itemsize."""
+        return self.size * self.dtype.itemsize
 
     @property
     def host(self) -> np.ndarray:
@@ -51,7 +73,7 @@ class Tensor:
                                "after the block")
         return self.device._read_range(self.buffer, 0, self.nbytes).view(self.dtype).reshape(self.shape)
 
-    def write(self, array) -> None:
+    def write(self, array: ArrayLike) -> None:
         """Uploads ``array`` (same shape; cast to the tensor's dtype)."""
         arr = np.asarray(array, dtype=self.dtype)
         if arr.shape != self.shape:
@@ -62,7 +84,7 @@ class Tensor:
         return f"<dmlgpu.Tensor {self.shape} {self.dtype} on {self.device.info.name}>"
 
 
-def tensor(array, device: Device | int | None = None) -> Tensor:
+def tensor(array: Any, device: Device | int | None = None) -> Tensor:
     """A new Tensor holding a copy of ``array``: a NumPy array or what NumPy can view (any dtype of item size
     1, 2, 4, 8 or 16; dmlgpu.interop.host_array), uploaded; or a Tensor, copied on its device (to another
     device: through the host). ``device``: a Device or a device index; default: a Tensor's own device, else
@@ -81,10 +103,11 @@ def tensor(array, device: Device | int | None = None) -> Tensor:
     return Tensor(dev.buffer(arr, nbytes=max(4, arr.nbytes)), arr.shape, arr.dtype)
 
 
-def empty(shape, dtype, device: Device | int | None = None) -> Tensor:
+def empty(shape: Iterable[SupportsIndex], dtype: DTypeLike, device: Device | int | None = None) -> Tensor:
     """A new Tensor of ``shape`` and ``dtype`` holding zero bytes, on ``device`` (a Device or a device index;
     default: the default device)."""
     dev = as_device(device, "empty")
     dtype = np.dtype(dtype)
-    nbytes = math.prod(int(s) for s in shape) * dtype.itemsize
-    return Tensor(dev.buffer(nbytes=max(4, nbytes)), shape, dtype)
+    dims = tuple(operator.index(s) for s in shape)
+    nbytes = math.prod(dims) * dtype.itemsize
+    return Tensor(dev.buffer(nbytes=max(4, nbytes)), dims, dtype)
