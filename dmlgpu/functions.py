@@ -19,9 +19,10 @@ operands' shapes and dtypes, axis or batch_dims, mode, reduction). Every Device 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Literal, NamedTuple, Union, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import calls as _calls, reduction as _reduction
 from .errors import DeviceError
@@ -32,6 +33,12 @@ from .device import Device, as_device, default_device
 from .interop import host_array
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
+
+Mode = Literal["clamp", "raise"]
+Reduction = Literal["none", "add", "mul", "min", "max"]
+DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: the default (device.as_device)
+ArrayInput = ArrayLike                    # an ndarray, what NumPy can view (interop.host_array), lists, scalars
+IndexLike = Union[Tensor, ArrayInput]
 
 MODES = ("clamp", "raise")
 ITEM_SIZES = (1, 2, 4, 8, 16)
@@ -327,8 +334,66 @@ def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | Non
     return None
 
 
-def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
-    """ONNX Gather / numpy.take(data, indices, axis): shape data[:axis] + indices.shape + data[axis+1:]."""
+@overload
+def gather(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
+           mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLike = None,
+           mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
+           mode: Mode = "clamp") -> np.ndarray: ...
+def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
+           mode: Mode = "clamp") -> Any:
+    """Elements of ``data`` at ``indices`` along ``axis``: ONNX Gather, ``numpy.take(data, indices, axis)``.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items (moved bit-exact).
+    indices : array_like or Tensor
+        Integers (int32, uint32, int64, uint64; narrower ones are widened), of any shape.
+    axis : int
+        The dimension of ``data`` they index; negative counts from the end.
+    device : dmlgpu.Device, int or None
+        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
+        else ``dmlgpu.default_device()``.
+    mode : {"clamp", "raise"}
+        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
+        IndexError for an index outside [-n, n), before any GPU work.
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``: a NumPy array, or a Tensor
+        (queued on the device) when ``data`` or ``indices`` is a Tensor or the call is recorded.
+
+    Raises
+    ------
+    TypeError
+        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
+    ValueError
+        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
+        range).
+    IndexError
+        mode="raise" and an index out of range.
+    dmlgpu.DeviceError
+        A Tensor of another device, or tensors larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> table = np.arange(6, dtype=np.int32).reshape(3, 2)
+    >>> dmlgpu.gather(table, [2, -1, 0])
+    array([[4, 5],
+           [4, 5],
+           [0, 1]], dtype=int32)
+    >>> dmlgpu.gather(table, [5])                    # clamped to the last row
+    array([[4, 5]], dtype=int32)
+    >>> dmlgpu.gather(table, [5], mode="raise")
+    Traceback (most recent call last):
+    IndexError: gather: index 5 at indices position (0,) is out of range for a dimension of size 3 (valid: [-size, size))
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int:
         out = _calls.templated("gather", (data, indices), (axis, mode))
         if out is not None:
@@ -360,9 +425,61 @@ def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
         raise ValueError(f"{op}: updates.shape {updates.shape} must equal indices.shape {idx.shape}")
 
 
-def gather_elements(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
-    """ONNX GatherElements / numpy.take_along_axis: out[i][j] = data[indices[i][j]][j] (axis 0), and so
-    on; indices has data's rank and may be smaller outside the axis; the result has indices' shape."""
+@overload
+def gather_elements(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather_elements(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather_elements(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp") -> np.ndarray: ...
+def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp") -> Any:
+    """One element of ``data`` per index, along ``axis``: ONNX GatherElements, ``numpy.take_along_axis``
+    without broadcasting. ``out[i][j] = data[indices[i][j]][j]`` for axis 0, and so on.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.
+    axis : int
+        The dimension of ``data`` they index.
+    device : dmlgpu.Device, int or None
+        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
+        else ``dmlgpu.default_device()``.
+    mode : {"clamp", "raise"}
+        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
+        IndexError for an index outside [-n, n), before any GPU work.
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Of ``indices``' shape: a NumPy array, or a Tensor when an operand is a Tensor or the call is
+        recorded.
+
+    Raises
+    ------
+    TypeError
+        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
+    ValueError
+        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
+        range).
+    IndexError
+        mode="raise" and an index out of range.
+    dmlgpu.DeviceError
+        A Tensor of another device, or tensors larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> scores = np.array([[10, 11, 12], [20, 21, 22]], np.int64)
+    >>> dmlgpu.gather_elements(scores, np.array([[2, 0], [1, 1]]), axis=1)
+    array([[12, 10],
+           [21, 21]])
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int:
         out = _calls.templated("gather_elements", (data, indices), (axis, mode))
         if out is not None:
@@ -401,9 +518,62 @@ def _check_nd(op: str, data, idx, batch_dims: int):
     return np.array(data.shape[batch_dims:batch_dims + k], dtype=np.int64)
 
 
-def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = None, mode: str = "clamp"):
-    """ONNX GatherND: out[b.., i..] = data[b.., *indices[b.., i.., :]]; shape
-    indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
+@overload
+def gather_nd(data: Tensor, indices: IndexLike, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather_nd(data: ArrayInput, indices: Tensor, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather_nd(data: ArrayInput, indices: ArrayInput, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp") -> np.ndarray: ...
+def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp") -> Any:
+    """Slices of ``data`` at index tuples: ONNX GatherND. ``out[b.., i..] = data[b.., *indices[b.., i.., :]]``.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension more than ``batch_dims``.
+    indices : array_like or Tensor
+        Integers whose last dimension (k, from 1 to ``data.ndim - batch_dims``) holds each index tuple; its
+        first ``batch_dims`` dimensions equal ``data``'s.
+    batch_dims : int
+        Leading dimensions that ``data`` and ``indices`` share, gathered batch by batch.
+    device : dmlgpu.Device, int or None
+        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
+        else ``dmlgpu.default_device()``.
+    mode : {"clamp", "raise"}
+        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
+        IndexError for an index outside [-n, n), before any GPU work.
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``indices.shape[:-1] + data.shape[batch_dims + k:]``; a Tensor when an operand is one or the
+        call is recorded.
+
+    Raises
+    ------
+    TypeError
+        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
+    ValueError
+        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
+        range).
+    IndexError
+        mode="raise" and an index out of range.
+    dmlgpu.DeviceError
+        A Tensor of another device, or tensors larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> grid = np.arange(9, dtype=np.int16).reshape(3, 3)
+    >>> dmlgpu.gather_nd(grid, [[0, 1], [2, 2]])
+    array([1, 8], dtype=int16)
+    >>> dmlgpu.gather_nd(grid, [[2]])               # k=1: whole rows
+    array([[6, 7, 8]], dtype=int16)
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(batch_dims) is int:
         out = _calls.templated("gather_nd", (data, indices), (batch_dims, mode))
         if out is not None:
@@ -430,18 +600,69 @@ def _updates(updates, data, op: str):
     return upd
 
 
-def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: str = "clamp",
-               reduction: str = "none"):
-    """ONNX ScatterND: a copy of data with out[*indices[i.., :]] = updates[i..]; updates has shape
-    indices.shape[:-1] + data.shape[indices.shape[-1]:]. Duplicate targets: the last update (row-major
-    order of the indices) wins.
+@overload
+def scatter_nd(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
+               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_nd(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
+               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: Tensor, *, device: DeviceLike = None,
+               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, *, device: DeviceLike = None,
+               mode: Mode = "clamp", reduction: Reduction = "none") -> np.ndarray: ...
+def scatter_nd(data: Any, indices: Any, updates: Any, *,
+               device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Any:
+    """A copy of ``data`` with slices replaced at index tuples: ONNX ScatterND,
+    ``out[*indices[i.., :]] = updates[i..]``. ``data`` itself is never modified.
 
-    ``reduction`` "add", "mul", "min" or "max" (ONNX opsets 16/18): out[t] = out[t] op updates[i..] for
-    every update, duplicates included, combined in row-major order of the updates (bit-reproducible on
-    every device). Integers wrap; floats round to nearest even; min/max propagate NaN. float32 uses the
-    device's arithmetic, which may flush subnormals to zero on some GPUs (float16 and float64 never do).
-    bool: add/max are or, mul/min are and; other dtypes (complex, ...) raise TypeError. The grouping by
-    target runs on the GPU (Tensor indices are never downloaded). Details: dmlgpu/reduction.py."""
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers whose last dimension (k, 1 to ``data.ndim``) holds each target's index tuple.
+    updates : array_like or Tensor
+        ``data``'s dtype, shape ``indices.shape[:-1] + data.shape[k:]``.
+    device : dmlgpu.Device, int or None
+        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
+        else ``dmlgpu.default_device()``.
+    mode : {"clamp", "raise"}
+        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
+        IndexError for an index outside [-n, n), before any GPU work.
+    reduction : {"none", "add", "mul", "min", "max"}
+        "none": the last update for a target (row-major order of the updates) wins. The others (ONNX
+        opsets 16/18) combine every update into its target in that order, bit-reproducibly: integers wrap,
+        floats round to nearest even, min/max propagate NaN, bool's add/max are or and mul/min are and.
+        float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16 and float64
+        never do); other dtypes raise TypeError (details: dmlgpu/reduction.py).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        ``data``'s shape and dtype; a Tensor when an operand is one or the call is recorded.
+
+    Raises
+    ------
+    TypeError
+        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
+    ValueError
+        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
+        range).
+    IndexError
+        mode="raise" and an index out of range.
+    dmlgpu.DeviceError
+        A Tensor of another device, or tensors larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [3], [1]], np.array([5, 6, 7], np.int32))
+    array([0, 7, 0, 6], dtype=int32)
+    >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [3], [1]], np.array([5, 6, 7], np.int32), reduction="add")
+    array([ 0, 12,  0,  6], dtype=int32)
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor:
         out = _calls.templated("scatter_nd", (data, indices, updates), (mode, reduction))
         if out is not None:
@@ -470,12 +691,74 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
-def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | None = None,
-                     mode: str = "clamp", reduction: str = "none"):
-    """ONNX ScatterElements: a copy of data with out[.., indices[i,j,..] at axis, ..] = updates[i,j,..];
-    updates has indices' shape. Duplicate targets: the last update (row-major order) wins.
-    ``reduction`` "add", "mul", "min" or "max": as for scatter_nd (ONNX opsets 16/18; deterministic;
-    float32 subnormals may be flushed on some GPUs)."""
+@overload
+def scatter_elements(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_elements(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: Tensor, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp",
+                     reduction: Reduction = "none") -> np.ndarray: ...
+def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp",
+                     reduction: Reduction = "none") -> Any:
+    """A copy of ``data`` with one element replaced per index, along ``axis``: ONNX ScatterElements,
+    ``out[.., indices[i, j, ..], ..] = updates[i, j, ..]`` (the index in position ``axis``). ``data``
+    itself is never modified.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.
+    updates : array_like or Tensor
+        ``data``'s dtype, ``indices``' shape.
+    axis : int
+        The dimension of ``data`` they index.
+    device : dmlgpu.Device, int or None
+        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
+        else ``dmlgpu.default_device()``.
+    mode : {"clamp", "raise"}
+        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
+        IndexError for an index outside [-n, n), before any GPU work.
+    reduction : {"none", "add", "mul", "min", "max"}
+        "none": the last update for a target (row-major order of the updates) wins. The others (ONNX
+        opsets 16/18) combine every update into its target in that order, bit-reproducibly: integers wrap,
+        floats round to nearest even, min/max propagate NaN, bool's add/max are or and mul/min are and.
+        float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16 and float64
+        never do); other dtypes raise TypeError (details: dmlgpu/reduction.py).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        ``data``'s shape and dtype; a Tensor when an operand is one or the call is recorded.
+
+    Raises
+    ------
+    TypeError
+        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
+    ValueError
+        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
+        range).
+    IndexError
+        mode="raise" and an index out of range.
+    dmlgpu.DeviceError
+        A Tensor of another device, or tensors larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> cache = np.zeros((2, 4), np.float32)
+    >>> dmlgpu.scatter_elements(cache, [[3], [0]], np.array([[1.5], [2.5]], np.float32), axis=1)
+    array([[0. , 0. , 0. , 1.5],
+           [2.5, 0. , 0. , 0. ]], dtype=float32)
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor and \
             type(axis) is int:
         out = _calls.templated("scatter_elements", (data, indices, updates), (axis, mode, reduction))

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, Union
+from typing import Any, Final, NamedTuple, Union
 
 import numpy as np
 
@@ -56,7 +56,7 @@ from .device import Device, as_device
 from .index_map import check_in_range
 from .tensor import Tensor, tensor
 
-MODE = "raise"   # ONNX: an index outside [-n, n) is an error
+MODE: Final = "raise"   # ONNX: an index outside [-n, n) is an error
 
 ModelSource = Union[onnx.ModelProto, str, "os.PathLike[str]", bytes]
 Value = Union[np.ndarray, Tensor]     # a value of the graph while it runs
