@@ -14,12 +14,38 @@ from .operators import CompiledOperator, _OperatorDesc
 
 
 class Device(runtime.Device):
-    """A Vulkan device for dmlgpu's operators.
+    """A Vulkan device for dmlgpu's operators: its memory (a caching allocator), its queue of eager calls,
+    its kernels' pipelines. One Device may be used from several threads: its submissions are serialised by
+    a lock. Two Device objects of one GPU share nothing (a Tensor belongs to one of them).
 
-    ``index``: as listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else
-    the first device. ``feature_level``: the DirectML feature level layer-1 validation follows.
-    ``memory_limit``, ``direct_memory``, ``max_queued``, ``chunk_bytes``: see dmlgpu.runtime.Device. One Device
-    may be used from several threads: its submissions are serialised by a lock.
+    Parameters
+    ----------
+    index : int or None
+        As listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else the first
+        device.
+    feature_level : FeatureLevel, str, float or (int, int)
+        The DirectML feature level that layer-1 validation follows (default "4.1").
+    memory_limit, direct_memory, max_queued, chunk_bytes
+        See dmlgpu.runtime.Device: the most bytes it holds, mapped memory instead of staging copies, the
+        most eager calls queued before a submission (default 64, or DMLGPU_MAX_QUEUED), the block size of
+        large buffers (a setting for tests).
+
+    Raises
+    ------
+    dmlgpu.DeviceError
+        No such device, no usable Vulkan driver, or a kp build without dmlgpu's patches.
+    ValueError
+        A setting out of range.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> dev = dmlgpu.Device(0, max_queued=16)
+    >>> t = dmlgpu.tensor(np.arange(8, dtype=np.int32), device=dev)
+    >>> out = dmlgpu.gather(t, dmlgpu.tensor(np.array([7, 0], np.int32), device=dev))   # queued
+    >>> dev.synchronize(); out.numpy()
+    array([7, 0], dtype=int32)
+    >>> dev.close()
     """
 
     def __init__(self, index: int | None = None, *,
@@ -43,7 +69,36 @@ class Device(runtime.Device):
             super().empty_cache()
 
     def compile(self, desc: _OperatorDesc) -> CompiledOperator:
-        """Validates an operator descriptor at this device's feature level; returns a CompiledOperator."""
+        """Validates a layer-1 operator descriptor at this device's feature level.
+
+        Parameters
+        ----------
+        desc : GatherDesc, GatherElementsDesc, GatherNDDesc, GatherND1Desc, ScatterNDDesc or ScatterElementsDesc
+
+        Returns
+        -------
+        CompiledOperator
+            Its ``execute(**buffers)`` runs the operator on this device's buffers.
+
+        Raises
+        ------
+        dmlgpu.DescError
+            A rule of the operator's DirectML page broken (the message names the member and the rule).
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> from dmlgpu import DataType, TensorDesc
+        >>> dev = dmlgpu.default_device()
+        >>> desc = dmlgpu.GatherDesc(TensorDesc(DataType.FLOAT32, [1, 1, 3, 2]),
+        ...                          TensorDesc(DataType.UINT32, [1, 1, 1, 2]),
+        ...                          TensorDesc(DataType.FLOAT32, [1, 1, 2, 2]), axis=2, index_dimensions=1)
+        >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
+        >>> dev.compile(desc).execute(input=dev.buffer(np.arange(6, dtype=np.float32)),
+        ...                           indices=dev.buffer(np.array([2, 0], np.uint32)), output=out)
+        >>> out.read().view(np.float32)
+        array([4., 5., 0., 1.], dtype=float32)
+        """
         return CompiledOperator(self._open(), desc)
 
     def __repr__(self) -> str:
@@ -56,7 +111,24 @@ _default_lock = threading.Lock()
 
 
 def default_device() -> Device:
-    """The Device that functions use when no ``device=`` is given (opened on first use)."""
+    """The Device that functions use when no ``device=`` is given, opened on first use (again if it was
+    closed): ``Device()``, i.e. DMLGPU_DEVICE, else the first discrete GPU, else the first device.
+
+    Returns
+    -------
+    Device
+
+    Raises
+    ------
+    dmlgpu.DeviceError
+        No usable Vulkan device.
+
+    Examples
+    --------
+    >>> import dmlgpu
+    >>> dmlgpu.default_device() is dmlgpu.default_device()
+    True
+    """
     global _default
     with _default_lock:
         if _default is None or _default._closed:
