@@ -61,7 +61,15 @@ class Device(runtime.Device):
 
     def empty_cache(self) -> None:
         """Releases the device memory of every cached (free) block, and of the buffers that small
-        NumPy-in/out calls keep for their next call; buffers in use keep theirs."""
+        NumPy-in/out calls keep for their next call; buffers in use keep theirs.
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> dev = dmlgpu.default_device()
+        >>> dev.empty_cache(); dev.memory_stats()["cached_bytes"]
+        0
+        """
         with self._lock:
             for buffers in self._kept.values():
                 self._give(*buffers)

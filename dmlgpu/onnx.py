@@ -64,7 +64,19 @@ Value = Union[np.ndarray, Tensor]     # a value of the graph while it runs
 
 class UnsupportedModelError(NotImplementedError):
     """The model uses an operator, a domain or a type conversion that dmlgpu.onnx does not run (the message
-    names them)."""
+    names them), raised by prepare() before any GPU work.
+
+    Examples
+    --------
+    >>> import dmlgpu.onnx
+    >>> from onnx import TensorProto, helper
+    >>> graph = helper.make_graph([helper.make_node("Add", ["a", "a"], ["b"])], "g",
+    ...                           [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1])],
+    ...                           [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1])])
+    >>> dmlgpu.onnx.prepare(helper.make_model(graph))
+    Traceback (most recent call last):
+    dmlgpu.onnx.UnsupportedModelError: dmlgpu.onnx runs ...; this model also uses Add
+    """
 
 
 def _tensor_scatter(dev: Device, past_cache: Any, update: Any, write_indices: Any = None, *, axis: int = -2,
@@ -331,8 +343,14 @@ def _types(graph: onnx.GraphProto, opset: int) -> dict[str, int]:
 
 
 class DmlgpuRep(BackendRep):
-    """A prepared graph: its constants computed once (the plumbing that depends only on them folded, the
-    initializers that device operators read uploaded), its nodes in their (topological) order."""
+    """A prepared graph (made by prepare()): its constants computed once (the plumbing that depends only on
+    them folded, the initializers that device operators read uploaded), its nodes in their (topological)
+    order. ``input_names`` and ``output_names`` list the graph's; ``device`` is the dmlgpu.Device it runs on.
+
+    Examples
+    --------
+    See prepare() and run().
+    """
 
     def __init__(self, graph: onnx.GraphProto, device: Device, opset: int = 18):
         missing = unsupported(graph)
@@ -392,11 +410,46 @@ class DmlgpuRep(BackendRep):
         self._upload_inputs = sum(n.device for n in nodes) > 1
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Runs the graph on ``inputs``: a sequence in the order of the graph's (non-initializer) inputs, a
-        mapping by name, or one array for a graph of one input (NumPy arrays, what NumPy can view, or
-        dmlgpu.Tensors). Each is checked against its declared type and static shape first (TypeError,
-        ValueError naming the input). Returns the outputs in a tuple that is also indexable by output name:
-        NumPy arrays, or Tensors if an input was a Tensor."""
+        """Runs the graph.
+
+        Parameters
+        ----------
+        inputs : sequence, mapping or array
+            In the order of the graph's (non-initializer) inputs, by name, or one array for a graph of one
+            input: NumPy arrays, what NumPy can view, or dmlgpu.Tensors.
+
+        Returns
+        -------
+        tuple
+            The outputs, also indexable by output name: NumPy arrays, or Tensors if an input was a Tensor.
+
+        Raises
+        ------
+        ValueError
+            An input missing, unknown, or of a shape other than the declared static one (a named dimension
+            of two sizes); a plumbing node that cannot run (naming it).
+        TypeError
+            An input of a dtype other than the declared one.
+        IndexError
+            An index out of range (ONNX: never clamped), before any GPU work.
+
+        Examples
+        --------
+        >>> import numpy as np, onnx, dmlgpu.onnx
+        >>> from onnx import TensorProto, helper
+        >>> node = helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)
+        >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"])],
+        ...                           [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 2])],
+        ...                           [onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "table")])
+        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        >>> rep = dmlgpu.onnx.prepare(model)
+        >>> rep.run([np.array([2, -3])])["rows"]
+        array([[4., 5.],
+               [0., 1.]], dtype=float32)
+        >>> rep.run({"ids": np.array([2.0])})
+        Traceback (most recent call last):
+        TypeError: run(): input 'ids' has dtype float64; the graph declares int64
+        """
         feeds = self._feeds(inputs)
         values: dict[str, Any] = dict(self._constants)
         values.update(feeds)
@@ -507,18 +560,87 @@ def _opset(model: onnx.ModelProto) -> int:
 
 
 class DmlgpuBackend(Backend):
-    """ONNX's backend interface over dmlgpu (see the module's docstring)."""
+    """ONNX's backend interface (onnx.backend.base.Backend) over dmlgpu: what the module's docstring says it
+    runs, on the host's device "CPU". Its class methods are also the module's functions (prepare, run_model,
+    run_node, is_compatible, supports_device).
+
+    Examples
+    --------
+    >>> import dmlgpu.onnx
+    >>> dmlgpu.onnx.DmlgpuBackend.supports_device("CPU"), dmlgpu.onnx.DmlgpuBackend.supports_device("CUDA")
+    (True, False)
+    """
 
     @classmethod
     def is_compatible(cls, model: ModelSource, device: str = "CPU", **kwargs: Any) -> bool:
-        """Whether prepare() would accept the model's operators and domains on ``device``."""
+        """Whether prepare() would accept the model's operators and domains on ``device``.
+
+        Parameters
+        ----------
+        model : onnx.ModelProto, path or bytes
+        device : str
+            ONNX's device name; only "CPU" (where the inputs live).
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> import numpy as np, onnx, dmlgpu.onnx
+        >>> from onnx import TensorProto, helper
+        >>> node = helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)
+        >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"])],
+        ...                           [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 2])],
+        ...                           [onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "table")])
+        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        >>> dmlgpu.onnx.is_compatible(model)
+        True
+        """
         return cls.supports_device(device) and not unsupported(_load(model).graph)
 
     @classmethod
     def prepare(cls, model: ModelSource, device: str = "CPU", **kwargs: Any) -> DmlgpuRep:
-        """Checks the model (onnx.checker) and prepares it. ``model``: an onnx.ModelProto, a path to a .onnx
-        file or its bytes. ``dml_device=``: the dmlgpu.Device, or a device index (default: the default device);
-        TypeError or DeviceError here for one that is neither or does not exist."""
+        """Checks the model (onnx.checker) and prepares it to run.
+
+        Parameters
+        ----------
+        model : onnx.ModelProto, path or bytes
+            A model, the path of a .onnx file, or its serialized bytes.
+        device : str
+            ONNX's device name: "CPU", where the inputs and outputs live.
+        dml_device : dmlgpu.Device or int, keyword
+            The device that runs it, or its index; default: dmlgpu.default_device().
+
+        Returns
+        -------
+        DmlgpuRep
+            Its ``run(inputs)`` runs the graph.
+
+        Raises
+        ------
+        UnsupportedModelError
+            An operator, a domain or a Cast or Concat of data that dmlgpu.onnx does not run.
+        onnx.checker.ValidationError
+            An invalid model.
+        TypeError, dmlgpu.DeviceError
+            A ``dml_device`` that is neither a Device nor an index, or no such device; a ``model`` that is
+            neither a model, a path nor bytes.
+        ValueError
+            A device other than "CPU"; a node with an attribute its operator does not have.
+
+        Examples
+        --------
+        >>> import numpy as np, onnx, dmlgpu.onnx
+        >>> from onnx import TensorProto, helper
+        >>> node = helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)
+        >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"])],
+        ...                           [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 2])],
+        ...                           [onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "table")])
+        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        >>> dmlgpu.onnx.prepare(model, dml_device=0).run(np.array([1]))[0]
+        array([[2., 3.]], dtype=float32)
+        """
         if not cls.supports_device(device):
             raise ValueError(f"dmlgpu.onnx takes its inputs on the host: device 'CPU', not {device!r}")
         model = _load(model)
@@ -527,10 +649,78 @@ class DmlgpuBackend(Backend):
         return DmlgpuRep(model.graph, dev, _opset(model))
 
     @classmethod
+    def run_model(cls, model: ModelSource, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple[Any, ...]:
+        """prepare(model, device, **kwargs).run(inputs).
+
+        Parameters
+        ----------
+        model : onnx.ModelProto, path or bytes
+        inputs : sequence, mapping or array
+            As DmlgpuRep.run's.
+        device : str
+            "CPU".
+        dml_device : dmlgpu.Device or int, keyword
+            As prepare()'s.
+
+        Returns
+        -------
+        tuple
+            As DmlgpuRep.run's.
+
+        Raises
+        ------
+        UnsupportedModelError, ValueError, TypeError, IndexError, dmlgpu.DeviceError
+            As prepare() and DmlgpuRep.run().
+
+        Examples
+        --------
+        >>> import numpy as np, onnx, dmlgpu.onnx
+        >>> from onnx import TensorProto, helper
+        >>> node = helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)
+        >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"])],
+        ...                           [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 2])],
+        ...                           [onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "table")])
+        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        >>> dmlgpu.onnx.run_model(model, [np.array([0, 0])])[0].tolist()
+        [[0.0, 1.0], [0.0, 1.0]]
+        """
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
     def run_node(cls, node: onnx.NodeProto, inputs: Any, device: str = "CPU",
                  outputs_info: Sequence[tuple[np.dtype, tuple[int, ...]]] | None = None,
                  **kwargs: Any) -> tuple[Any, ...]:
-        """Runs one node on ``inputs`` (a sequence in the node's input order, or a mapping by name)."""
+        """Runs one node (ONNX's node tests call this).
+
+        Parameters
+        ----------
+        node : onnx.NodeProto
+        inputs : sequence or mapping
+            In the node's input order, or by name.
+        device : str
+            "CPU".
+        dml_device : dmlgpu.Device or int, keyword
+            As prepare()'s.
+
+        Returns
+        -------
+        tuple
+            The node's outputs (as DmlgpuRep.run returns them).
+
+        Raises
+        ------
+        UnsupportedModelError, ValueError, TypeError, IndexError
+            As prepare() and DmlgpuRep.run().
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu.onnx
+        >>> from onnx import helper
+        >>> node = helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)
+        >>> dmlgpu.onnx.run_node(node, [np.array([[1, 2], [3, 4]]), np.array([[1], [0]])])[0]
+        array([[2],
+               [3]])
+        """
         super().run_node(node, inputs, device, outputs_info, **kwargs)
         graph = onnx.helper.make_graph(
             [node], "node", [onnx.helper.make_value_info(name, onnx.TypeProto()) for name in node.input if name],
@@ -540,7 +730,22 @@ class DmlgpuBackend(Backend):
 
     @classmethod
     def supports_device(cls, device: str) -> bool:
-        """True for ONNX's device "CPU", where dmlgpu.onnx takes its inputs."""
+        """Whether ``device`` (ONNX's device name) is "CPU", where dmlgpu.onnx takes its inputs.
+
+        Parameters
+        ----------
+        device : str
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> import dmlgpu.onnx
+        >>> dmlgpu.onnx.supports_device("CPU")
+        True
+        """
         try:
             return bool(OnnxDevice(device).type == DeviceType.CPU)
         except (AttributeError, ValueError):

@@ -94,6 +94,23 @@ class Buffer:
     its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
     words as part of the buffer, so a write past a tensor's end changes them and a read past it returns
     them (and shows up in results).
+
+    Parameters
+    ----------
+    device : Device
+    nbytes : int
+        A positive multiple of 4.
+    whole : bool
+        Held in one block whatever its size (up to ``Device.max_block``).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> buf = dmlgpu.default_device().buffer(np.array([1, 2, 3], np.uint16))   # 6 bytes, padded to 8
+    >>> buf.nbytes, buf.read().view(np.uint16)
+    (8, array([1, 2, 3, 0], dtype=uint16))
+    >>> buf.write(np.array([9], np.uint32), offset=4); buf.read().view(np.uint16)
+    array([1, 2, 9, 0], dtype=uint16)
     """
 
     _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
@@ -130,7 +147,8 @@ class Buffer:
         return buf
 
     def write(self, data, offset: int = 0) -> None:
-        """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4)."""
+        """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4), after the
+        queued work that uses the buffer. ValueError if they do not fit."""
         src = as_bytes(data)
         if offset < 0 or offset % 4 or offset + src.size > self.nbytes:
             raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
@@ -139,7 +157,8 @@ class Buffer:
             self.device._write(self, offset, src)
 
     def read(self) -> np.ndarray:
-        """Downloads the buffer: a new uint8 array of nbytes bytes."""
+        """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
+        bytes. RuntimeError inside a recording."""
         if self.device._recording() is not None:
             raise RuntimeError("read() cannot run inside a recording: record download() and read the "
                                "host copy after the block")
@@ -349,9 +368,34 @@ class Device:
         _open_devices.add(self)
 
     # ---- public ----
-    def buffer(self, data=None, nbytes: int | None = None) -> Buffer:
-        """A new device buffer: of ``nbytes`` zero bytes, or holding ``data``'s bytes (padded with zeros to
-        a multiple of 4, or to ``nbytes`` if that is larger)."""
+    def buffer(self, data: Any = None, nbytes: int | None = None) -> Buffer:
+        """A new device buffer (layer 1's operands).
+
+        Parameters
+        ----------
+        data : array or bytes-like, optional
+            Its bytes are uploaded.
+        nbytes : int, optional
+            The size in bytes without ``data``; with it, the least size. Sizes round up to a multiple of 4;
+            the bytes past ``data`` are zero.
+
+        Returns
+        -------
+        Buffer
+
+        Raises
+        ------
+        ValueError
+            Neither ``data`` nor ``nbytes``.
+        dmlgpu.DeviceError
+            Not enough device memory, or a closed device.
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> dmlgpu.default_device().buffer(nbytes=6).read()
+        array([0, 0, 0, 0, 0, 0, 0, 0], dtype=uint8)
+        """
         self._open()
         if data is None:
             if nbytes is None:
@@ -367,16 +411,36 @@ class Device:
         return buf
 
     def synchronize(self) -> None:
-        """Submits the queued eager calls and waits until the device has finished them."""
+        """Submits the queued eager calls and waits until the device has finished them (host reads of their
+        results wait by themselves: this is for timing and for handing results to other APIs).
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> dmlgpu.default_device().synchronize()
+        """
         with self._lock:
             self._open()._flush()
 
-    def memory_stats(self) -> dict:
-        """The caching allocator's counters, in bytes and counts: ``allocated_bytes`` (blocks of live
-        buffers), ``cached_bytes`` (free blocks kept for reuse), ``reserved_bytes`` (both),
-        ``peak_allocated_bytes``, ``device_allocations`` (vkAllocateMemory calls), ``cache_hits`` (requests
-        served from the cache), ``cache_releases`` (blocks destroyed by empty_cache or to make room),
-        ``pipelines`` (VkPipelines built) and ``algorithms`` (descriptor sets kept for buffer sets)."""
+    def memory_stats(self) -> dict[str, int]:
+        """The caching allocator's counters.
+
+        Returns
+        -------
+        dict of str to int
+            ``allocated_bytes`` (blocks of live buffers), ``cached_bytes`` (free blocks kept for reuse),
+            ``reserved_bytes`` (both), ``peak_allocated_bytes``, ``device_allocations`` (vkAllocateMemory
+            calls), ``cache_hits`` (requests served from the cache), ``cache_releases`` (blocks destroyed by
+            empty_cache or to make room), ``pipelines`` (VkPipelines built) and ``algorithms`` (descriptor
+            sets kept for buffer sets).
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> stats = dmlgpu.default_device().memory_stats()
+        >>> stats["reserved_bytes"] == stats["allocated_bytes"] + stats["cached_bytes"]
+        True
+        """
         with self._lock:
             stats = self._allocator.memory_stats()
             stats["pipelines"] = self._pipelines.pipeline_count
@@ -384,13 +448,23 @@ class Device:
             return stats
 
     def empty_cache(self) -> None:
-        """Releases the device memory of every cached (free) block; buffers in use keep theirs."""
+        """Releases the device memory of every cached (free) block; buffers in use keep theirs (example:
+        dmlgpu.Device.empty_cache)."""
         with self._lock:
             self._open()._flush()
             self._allocator.empty_cache()
 
     def close(self) -> None:
-        """Releases the device (saving its pipeline cache); using it afterwards raises DeviceError."""
+        """Releases the device (after its queued work; saving its pipeline cache); using it afterwards raises
+        DeviceError. A Device is also a context manager that closes it.
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> with dmlgpu.Device(0) as dev:
+        ...     dev.buffer(nbytes=4).nbytes
+        4
+        """
         with self._lock:
             if not self._closed:
                 self._flush()
@@ -399,10 +473,10 @@ class Device:
                 self._pipelines.clear()
                 self._mgr.destroy()
 
-    def __enter__(self):
+    def __enter__(self: _D) -> _D:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -411,16 +485,62 @@ class Device:
     def record(self, timestamps: bool = False) -> "Recording":
         """A recording: ``with dev.record() as rec:`` captures the operations run on this device by this
         thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again.
-        ``timestamps=True``: the GPU writes a timestamp after each recorded step (Recording.timestamps)."""
+
+        Parameters
+        ----------
+        timestamps : bool
+            The GPU writes a timestamp after each recorded step (Recording.timestamps()).
+
+        Returns
+        -------
+        Recording
+
+        Raises
+        ------
+        dmlgpu.DeviceError
+            A closed device.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> dev = dmlgpu.default_device()
+        >>> table = dmlgpu.tensor(np.arange(10, dtype=np.float32), device=dev)
+        >>> ids = dmlgpu.tensor(np.zeros(2, np.int32), device=dev)
+        >>> with dev.record() as rec:
+        ...     rec.upload(ids)
+        ...     out = dmlgpu.gather(table, ids)
+        ...     rec.download(out)
+        >>> ids.host[:] = [9, 4]; rec.run(); out.host
+        array([9., 4.], dtype=float32)
+        """
         from .recording import Recording
         return Recording(self._open(), timestamps)
 
     def warmup(self, kernels_: Iterable[str] | None = None,
                step: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
-        """Builds the pipelines of kernel variants (default: every one, kernels.VARIANTS) on this device and
-        writes its pipeline cache to disk (pipelines.py), so that later processes' first calls compile
-        nothing. ``step(name)`` is called before each. Returns (the variants built, those skipped because
-        the device lacks a feature they need: they never run here)."""
+        """Builds the pipelines of kernel variants on this device and writes its pipeline cache to disk
+        (pipelines.py), so that later processes' first calls compile nothing (``python -m dmlgpu warmup``).
+
+        Parameters
+        ----------
+        kernels_ : iterable of str, optional
+            Variant names (kernels.VARIANTS); default: every one.
+        step : callable, optional
+            Called with each name before it is built (a progress line).
+
+        Returns
+        -------
+        (list of str, list of str)
+            The variants built, and those skipped because the device lacks a feature they need (they never
+            run on it).
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> built, skipped = dmlgpu.default_device().warmup(["gather_u4_i32", "gather_u4_i64"])
+        >>> built, skipped
+        (['gather_u4_i32', 'gather_u4_i64'], [])
+        """
         self._open()
         built, skipped = [], []
         with self._lock:

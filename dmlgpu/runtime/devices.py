@@ -51,7 +51,19 @@ class DeviceInfo:
     bytes, VkMemoryHeapFlags) per heap; ``memory_types``: (VkMemoryPropertyFlags, heap index) per type.
     ``features``: the optional Vulkan features (Vulkan's names, kp patch 0015) that the device has, which
     a Device opened on it enables. ``max_memory_allocation_size``: the largest single allocation;
-    ``max_buffer_size``: the largest buffer (0 where the device does not report it, before Vulkan 1.3)."""
+    ``max_buffer_size``: the largest buffer (0 where the device does not report it, before Vulkan 1.3).
+
+    Parameters
+    ----------
+    index, name, type, ... : the fields below, as Vulkan reports them (made by devices(), not by hand).
+
+    Examples
+    --------
+    >>> import dmlgpu
+    >>> info = dmlgpu.devices()[0]
+    >>> info.index, info.max_storage_buffer_range >= 2**27
+    (0, True)
+    """
 
     index: int
     name: str
@@ -105,7 +117,24 @@ _devices_lock = threading.Lock()
 
 
 def devices() -> list[DeviceInfo]:
-    """The Vulkan devices, with the limits that matter to dmlgpu. DeviceError if there are none."""
+    """The Vulkan devices, with the limits that matter to dmlgpu (``python -m dmlgpu info`` prints them).
+
+    Returns
+    -------
+    list of DeviceInfo
+        In Vulkan's order: a device's index in it is what ``Device(index)`` and ``device=`` take.
+
+    Raises
+    ------
+    dmlgpu.DeviceError
+        No Vulkan device, or no usable kp.
+
+    Examples
+    --------
+    >>> import dmlgpu
+    >>> [d.index for d in dmlgpu.devices()][:1]
+    [0]
+    """
     global _devices_cache, _spare_manager
     require_kp()
     with _devices_lock:

@@ -18,7 +18,18 @@ class Recording:
     ``upload(*tensors)`` re-sends the tensors' host copies (Tensor.host) at that point of each run;
     ``download(*tensors)`` refreshes their host copies. mode="raise" cannot be recorded. On unified memory
     (Device.direct_memory) a tensor's host copy is its device buffer itself (unless the buffer is chunked):
-    uploads and downloads then move nothing, and host writes take effect when run() submits."""
+    uploads and downloads then move nothing, and host writes take effect when run() submits.
+
+    Parameters
+    ----------
+    device : dmlgpu.Device
+    timestamps : bool
+        See Device.record(), which makes them.
+
+    Examples
+    --------
+    See Device.record().
+    """
 
     def __init__(self, device: Device, timestamps: bool = False):
         self.device = device
@@ -65,7 +76,7 @@ class Recording:
         self._steps.append(("download", tuple(_buffer_of(t) for t in tensors)))
 
     def run(self) -> None:
-        """Submits the recorded operations again and waits for them."""
+        """Submits the recorded operations again and waits for them (RuntimeError before the block ends)."""
         if self._seq is None:
             raise RuntimeError("the recording has not ended yet")
         with self.device._lock:
