@@ -19,7 +19,7 @@ operands' shapes and dtypes, axis or batch_dims, mode, reduction). Every Device 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Literal, NamedTuple, Union, overload
+from typing import Any, Callable, Literal, NamedTuple, TypeVar, Union, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -46,6 +46,41 @@ CALL_CACHE = 512      # planned calls kept per device
 _INDEX_DTYPES = frozenset(INDEX_DTYPES)
 KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
 KEEP_CALLS = 32       # ... for the last this many such signatures per device
+
+# The parameters and errors that the five functions' docstrings share, written once (_documented puts them in).
+_DOC_PARTS = {
+    "device_mode": """\
+    device : dmlgpu.Device, int or None
+        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
+        else ``dmlgpu.default_device()``.
+    mode : {"clamp", "raise"}
+        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
+        IndexError for an index outside [-n, n), before any GPU work.""",
+    "raises": """\
+    TypeError
+        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
+    ValueError
+        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
+        range).
+    IndexError
+        mode="raise" and an index out of range.
+    dmlgpu.DeviceError
+        A Tensor of another device, or tensors larger than the device can hold.""",
+    "reduction": """\
+    reduction : {"none", "add", "mul", "min", "max"}
+        "none": the last update for a target (row-major order of the updates) wins. The others (ONNX
+        opsets 16/18) combine every update into its target in that order, bit-reproducibly: integers wrap,
+        floats round to nearest even, min/max propagate NaN, bool's add/max are or and mul/min are and.
+        float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16 and float64
+        never do); other dtypes raise TypeError (details: dmlgpu/reduction.py).""",
+}
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _documented(fn: _F) -> _F:
+    """``fn`` with the shared parts of its docstring (``%(name)s``: _DOC_PARTS) filled in."""
+    fn.__doc__ = (fn.__doc__ or "") % _DOC_PARTS
+    return fn
 
 
 class _Call(NamedTuple):
@@ -343,6 +378,7 @@ def gather(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLi
 @overload
 def gather(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
            mode: Mode = "clamp") -> np.ndarray: ...
+@_documented
 def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
            mode: Mode = "clamp") -> Any:
     """Elements of ``data`` at ``indices`` along ``axis``: ONNX Gather, ``numpy.take(data, indices, axis)``.
@@ -355,12 +391,7 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
         Integers (int32, uint32, int64, uint64; narrower ones are widened), of any shape.
     axis : int
         The dimension of ``data`` they index; negative counts from the end.
-    device : dmlgpu.Device, int or None
-        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
-        else ``dmlgpu.default_device()``.
-    mode : {"clamp", "raise"}
-        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
-        IndexError for an index outside [-n, n), before any GPU work.
+%(device_mode)s
 
     Returns
     -------
@@ -370,15 +401,7 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
 
     Raises
     ------
-    TypeError
-        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
-    ValueError
-        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
-        range).
-    IndexError
-        mode="raise" and an index out of range.
-    dmlgpu.DeviceError
-        A Tensor of another device, or tensors larger than the device can hold.
+%(raises)s
 
     Examples
     --------
@@ -434,6 +457,7 @@ def gather_elements(data: ArrayInput, indices: Tensor, axis: int = 0, *, device:
 @overload
 def gather_elements(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
                     mode: Mode = "clamp") -> np.ndarray: ...
+@_documented
 def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
                     mode: Mode = "clamp") -> Any:
     """One element of ``data`` per index, along ``axis``: ONNX GatherElements, ``numpy.take_along_axis``
@@ -447,12 +471,7 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
         Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.
     axis : int
         The dimension of ``data`` they index.
-    device : dmlgpu.Device, int or None
-        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
-        else ``dmlgpu.default_device()``.
-    mode : {"clamp", "raise"}
-        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
-        IndexError for an index outside [-n, n), before any GPU work.
+%(device_mode)s
 
     Returns
     -------
@@ -462,15 +481,7 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
 
     Raises
     ------
-    TypeError
-        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
-    ValueError
-        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
-        range).
-    IndexError
-        mode="raise" and an index out of range.
-    dmlgpu.DeviceError
-        A Tensor of another device, or tensors larger than the device can hold.
+%(raises)s
 
     Examples
     --------
@@ -527,6 +538,7 @@ def gather_nd(data: ArrayInput, indices: Tensor, batch_dims: int = 0, *, device:
 @overload
 def gather_nd(data: ArrayInput, indices: ArrayInput, batch_dims: int = 0, *, device: DeviceLike = None,
               mode: Mode = "clamp") -> np.ndarray: ...
+@_documented
 def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLike = None,
               mode: Mode = "clamp") -> Any:
     """Slices of ``data`` at index tuples: ONNX GatherND. ``out[b.., i..] = data[b.., *indices[b.., i.., :]]``.
@@ -540,12 +552,7 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
         first ``batch_dims`` dimensions equal ``data``'s.
     batch_dims : int
         Leading dimensions that ``data`` and ``indices`` share, gathered batch by batch.
-    device : dmlgpu.Device, int or None
-        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
-        else ``dmlgpu.default_device()``.
-    mode : {"clamp", "raise"}
-        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
-        IndexError for an index outside [-n, n), before any GPU work.
+%(device_mode)s
 
     Returns
     -------
@@ -555,15 +562,7 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
 
     Raises
     ------
-    TypeError
-        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
-    ValueError
-        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
-        range).
-    IndexError
-        mode="raise" and an index out of range.
-    dmlgpu.DeviceError
-        A Tensor of another device, or tensors larger than the device can hold.
+%(raises)s
 
     Examples
     --------
@@ -612,6 +611,7 @@ def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: Tensor, *, device
 @overload
 def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, *, device: DeviceLike = None,
                mode: Mode = "clamp", reduction: Reduction = "none") -> np.ndarray: ...
+@_documented
 def scatter_nd(data: Any, indices: Any, updates: Any, *,
                device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Any:
     """A copy of ``data`` with slices replaced at index tuples: ONNX ScatterND,
@@ -625,18 +625,8 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
         Integers whose last dimension (k, 1 to ``data.ndim``) holds each target's index tuple.
     updates : array_like or Tensor
         ``data``'s dtype, shape ``indices.shape[:-1] + data.shape[k:]``.
-    device : dmlgpu.Device, int or None
-        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
-        else ``dmlgpu.default_device()``.
-    mode : {"clamp", "raise"}
-        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
-        IndexError for an index outside [-n, n), before any GPU work.
-    reduction : {"none", "add", "mul", "min", "max"}
-        "none": the last update for a target (row-major order of the updates) wins. The others (ONNX
-        opsets 16/18) combine every update into its target in that order, bit-reproducibly: integers wrap,
-        floats round to nearest even, min/max propagate NaN, bool's add/max are or and mul/min are and.
-        float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16 and float64
-        never do); other dtypes raise TypeError (details: dmlgpu/reduction.py).
+%(device_mode)s
+%(reduction)s
 
     Returns
     -------
@@ -645,15 +635,7 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
 
     Raises
     ------
-    TypeError
-        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
-    ValueError
-        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
-        range).
-    IndexError
-        mode="raise" and an index out of range.
-    dmlgpu.DeviceError
-        A Tensor of another device, or tensors larger than the device can hold.
+%(raises)s
 
     Examples
     --------
@@ -704,6 +686,7 @@ def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: Tensor, axi
 def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, axis: int = 0, *,
                      device: DeviceLike = None, mode: Mode = "clamp",
                      reduction: Reduction = "none") -> np.ndarray: ...
+@_documented
 def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
                      device: DeviceLike = None, mode: Mode = "clamp",
                      reduction: Reduction = "none") -> Any:
@@ -721,18 +704,8 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
         ``data``'s dtype, ``indices``' shape.
     axis : int
         The dimension of ``data`` they index.
-    device : dmlgpu.Device, int or None
-        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
-        else ``dmlgpu.default_device()``.
-    mode : {"clamp", "raise"}
-        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
-        IndexError for an index outside [-n, n), before any GPU work.
-    reduction : {"none", "add", "mul", "min", "max"}
-        "none": the last update for a target (row-major order of the updates) wins. The others (ONNX
-        opsets 16/18) combine every update into its target in that order, bit-reproducibly: integers wrap,
-        floats round to nearest even, min/max propagate NaN, bool's add/max are or and mul/min are and.
-        float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16 and float64
-        never do); other dtypes raise TypeError (details: dmlgpu/reduction.py).
+%(device_mode)s
+%(reduction)s
 
     Returns
     -------
@@ -741,15 +714,7 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
 
     Raises
     ------
-    TypeError
-        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
-    ValueError
-        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
-        range).
-    IndexError
-        mode="raise" and an index out of range.
-    dmlgpu.DeviceError
-        A Tensor of another device, or tensors larger than the device can hold.
+%(raises)s
 
     Examples
     --------

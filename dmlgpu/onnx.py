@@ -435,20 +435,7 @@ class DmlgpuRep(BackendRep):
 
         Examples
         --------
-        >>> import numpy as np, onnx, dmlgpu.onnx
-        >>> from onnx import TensorProto, helper
-        >>> node = helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)
-        >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"])],
-        ...                           [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 2])],
-        ...                           [onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "table")])
-        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        >>> rep = dmlgpu.onnx.prepare(model)
-        >>> rep.run([np.array([2, -3])])["rows"]
-        array([[4., 5.],
-               [0., 1.]], dtype=float32)
-        >>> rep.run({"ids": np.array([2.0])})
-        Traceback (most recent call last):
-        TypeError: run(): input 'ids' has dtype float64; the graph declares int64
+        See prepare().
         """
         feeds = self._feeds(inputs)
         values: dict[str, Any] = dict(self._constants)
@@ -587,15 +574,7 @@ class DmlgpuBackend(Backend):
 
         Examples
         --------
-        >>> import numpy as np, onnx, dmlgpu.onnx
-        >>> from onnx import TensorProto, helper
-        >>> node = helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)
-        >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"])],
-        ...                           [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 2])],
-        ...                           [onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "table")])
-        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        >>> dmlgpu.onnx.is_compatible(model)
-        True
+        See prepare() (its model is compatible; one with any other operator is not).
         """
         return cls.supports_device(device) and not unsupported(_load(model).graph)
 
@@ -638,8 +617,17 @@ class DmlgpuBackend(Backend):
         ...                           [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 2])],
         ...                           [onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "table")])
         >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        >>> dmlgpu.onnx.prepare(model, dml_device=0).run(np.array([1]))[0]
-        array([[2., 3.]], dtype=float32)
+        >>> dmlgpu.onnx.is_compatible(model)
+        True
+        >>> rep = dmlgpu.onnx.prepare(model, dml_device=0)
+        >>> rep.run([np.array([2, -3])])["rows"]
+        array([[4., 5.],
+               [0., 1.]], dtype=float32)
+        >>> rep.run({"ids": np.array([2.0])})
+        Traceback (most recent call last):
+        TypeError: run(): input 'ids' has dtype float64; the graph declares int64
+        >>> dmlgpu.onnx.run_model(model, [np.array([0, 0])])[0].tolist()
+        [[0.0, 1.0], [0.0, 1.0]]
         """
         if not cls.supports_device(device):
             raise ValueError(f"dmlgpu.onnx takes its inputs on the host: device 'CPU', not {device!r}")
@@ -674,15 +662,7 @@ class DmlgpuBackend(Backend):
 
         Examples
         --------
-        >>> import numpy as np, onnx, dmlgpu.onnx
-        >>> from onnx import TensorProto, helper
-        >>> node = helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)
-        >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"])],
-        ...                           [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 2])],
-        ...                           [onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "table")])
-        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        >>> dmlgpu.onnx.run_model(model, [np.array([0, 0])])[0].tolist()
-        [[0.0, 1.0], [0.0, 1.0]]
+        See prepare().
         """
         return cls.prepare(model, device, **kwargs).run(inputs)
 

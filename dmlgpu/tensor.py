@@ -208,10 +208,8 @@ def empty(shape: Iterable[SupportsIndex], dtype: DTypeLike, device: Device | int
 
     Raises
     ------
-    TypeError
-        A device that is neither a Device nor an index.
-    dmlgpu.DeviceError
-        No such device index, or not enough device memory.
+    TypeError, dmlgpu.DeviceError
+        As tensor()'s.
 
     Examples
     --------
