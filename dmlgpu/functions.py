@@ -2,9 +2,10 @@
 
 Each takes NumPy arrays (any dtype whose item size is 1, 2, 4, 8 or 16 bytes: values move bit-exact), what
 NumPy can view without a copy (PyTorch CPU tensors and other DLPack producers, ``__array__``, the buffer
-protocol: see dmlgpu.interop.host_array) or dmlgpu.Tensors, ``device=`` (default: the device of a Tensor operand, else
-dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour: negative indices count from the end, then out-of-range ones are
-clamped) or "raise" (IndexError naming the first offending index, before any GPU work). Inputs are never
+protocol: see dmlgpu.interop.host_array) or dmlgpu.Tensors, ``device=`` (a Device or a device index; default:
+the device of a Tensor operand, else dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour:
+negative indices count from the end, then out-of-range ones are clamped) or "raise" (IndexError naming the
+first offending index, before any GPU work). Errors name the function called. Inputs are never
 modified. Results are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made
 inside a Device.record() block.
 
