@@ -64,6 +64,13 @@ def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
     return f"scatter_claim_rows_i{bits}", f"scatter_write_rows_u{unit}_i{bits}", f"scatter_clear_rows_i{bits}"
 
 
+def small_scatter_variant(unit: int, index_bytes: int) -> str:
+    """File stem of a scatter of at most WORKGROUP_SIZE whole rows in one workgroup (scatter_write.comp's
+    SMALL) for ``unit``-byte units and an index width."""
+    assert unit in UNITS and index_bytes in (4, 8)
+    return f"scatter_small_rows_u{unit}_i{index_bytes * 8}"
+
+
 def lines_variant(unit: int, index_bytes: int) -> str:
     """File stem of the one-pass SCATTER_ELEMENTS (shaders/scatter_lines.comp) for an element size (1-16
     bytes) and an index width (4 or 8 bytes)."""
@@ -154,6 +161,8 @@ def _table() -> dict[str, tuple[str, dict]]:
         for unit in UNITS:
             add(row_claim_variants(unit, index_bytes)[1], "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8,
                 ROWS=1)
+            add(small_scatter_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8,
+                ROWS=1, SMALL=1)
     for unit in UNITS:
         for index_bytes in (4, 8):
             add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,

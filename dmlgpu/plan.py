@@ -129,8 +129,10 @@ class ScatterPlan(_MapPlan):
     buffer), then every update claims its target and the last claim writes. Where the updates are whole
     rows (an innermost dimension contiguous in updates and output, not indexed) whose targets either
     coincide or are disjoint (every other output stride a multiple of the row), each row claims its target
-    row once (one claim word per row, ROWS variants), and a last pass clears the claims. Tensors held in
-    several blocks, or maps past 32 bits, take the WIDE claim-and-write variants (claims per unit)."""
+    row once (one claim word per row, ROWS variants), and a last pass clears the claims; at most
+    kernels.WORKGROUP_SIZE such rows settle their claims in one workgroup that also writes them (SMALL: the
+    copy, then one dispatch). Tensors held in several blocks, or maps past 32 bits, take the WIDE
+    claim-and-write variants (claims per unit)."""
 
     output_from_input = True
 
@@ -155,15 +157,27 @@ class ScatterPlan(_MapPlan):
                 self.row_words[:P_END] = rows.params(self.signed)
                 self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
                 self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
+        # at most a workgroup of rows: claims and writes in one workgroup (scatter_write.comp's SMALL)
+        self.small = self.row_words is not None and int(self.row_words[P_TOTAL]) <= kernels.WORKGROUP_SIZE
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         """The claims, then the copy (independent of the claims: they may overlap), then the winners write
         (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
         m = self.map
+        wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
+        if self.small and not wide:
+            params, fresh = device._params(self.row_words)
+            out, uploads = [], [params] if fresh else []
+            if input is not output and self.copy.map.count:
+                copy, uploads_copy = self.copy.dispatch(device, input, output)
+                out.append(copy)
+                uploads += uploads_copy
+            out.append(Dispatch(kernels.small_scatter_variant(m.unit, self.index_bytes),
+                                (params, indices, output, updates), m.count))      # a grid over the units
+            return out, uploads
         beside = _sizes(input, indices, output, updates)
         units = -(-output.nbytes // m.unit)
-        wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
         if m.count and not wide:
             owner = device._owner_scratch(self.owner_words if self.row_words is not None else units, beside=beside)
             wide = owner.chunked                          # (claim scratch held in several blocks)

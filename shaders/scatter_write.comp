@@ -5,13 +5,51 @@
 // ROWS (scatter_claim.comp's): unit i, at coordinate c of its row, reads its target row's claim and writes
 // if the claim is its row's (i - c + 1); the claims are cleared by a pass of their own afterwards (scatter_
 // claim.comp's CLEAR), since the units of a row read one claim.
+// SMALL (with ROWS): the whole scatter in one dispatch, for at most WORKGROUP_SIZE update rows (no claim
+// buffer, no other pass): in every workgroup, invocation r takes update row r and the rows' targets meet in
+// shared memory, where a row wins when no later row has its target; then the grid writes the units of the
+// winning rows (iteration f: unit f % units of row f / units).
 #include "units.glsl"
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
+#if !SMALL
 layout(std430, binding = 4) restrict buffer Owner { uint OWNER[]; };
+#endif
 #include "index_map.glsl"
-#if ROWS
+#if SMALL
+const uint P_ROW_UNITS = P_END + 1u;     // units per row (scatter_claim.comp's ROWS words)
+shared uint TARGET[WORKGROUP_SIZE];      // row r's first unit in DATA (~0u: no row r)
+shared uint SOURCE[WORKGROUP_SIZE];      // its first unit in DENSE
+shared bool WINS[WORKGROUP_SIZE];
+
+void main() {
+    uint r = gl_LocalInvocationID.x;
+    uint rows = P[P_TOTAL];
+    uint target = ~0u;
+    if (r < rows) {
+        Offsets o = map_offsets(r);
+        target = o.data;
+        SOURCE[r] = o.dense;
+    }
+    TARGET[r] = target;
+    barrier();
+    bool wins = r < rows;
+    for (uint j = r + 1u; wins && j < rows; ++j)
+        wins = TARGET[j] != target;
+    WINS[r] = wins;
+    barrier();
+    uint units = P[P_ROW_UNITS], total = rows * units, step = gl_NumWorkGroups.x * WORKGROUP_SIZE;
+    for (uint f = gl_GlobalInvocationID.x; f < total;) {
+        uint j = f / units, c = f - j * units;
+        if (WINS[j])
+            STORE_UNIT(DATA, TARGET[j] + c, LOAD_UNIT(DENSE, SOURCE[j] + c));
+        if (total - f <= step)
+            break;              // f + step would reach or pass total (or wrap)
+        f += step;
+    }
+}
+#elif ROWS
 const uint P_OWNER_SHIFT = P_END;
 
 void process(uint i) {
@@ -29,4 +67,6 @@ void process(OFF_T i) {
     }
 }
 #endif
+#if !SMALL
 #include "grid_loop.glsl"
+#endif

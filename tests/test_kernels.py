@@ -39,7 +39,7 @@ def test_index_map_words_match_the_glsl():
     ("scatter_reduce.comp", reduction, ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_CHUNK", "P_PIECE", "P_PASS", "NO_KEY"]),
     ("radix.glsl", reduction, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_BLOCKS"]),
     ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
-    ("scatter_write.comp", plan, ["P_OWNER_SHIFT"]),
+    ("scatter_write.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
     ("scatter_lines.comp", plan, ["P_LINE_M", "P_LINE_DENSE", "P_LINE_INDEX", "P_LINE_N", "P_LINE_DATA",
                                   "P_LINE_GROUP", "P_LINE_MAGIC", "P_LINE_SHIFT"]),
 ])

@@ -70,9 +70,9 @@ def test_a_full_batch_runs_while_the_next_is_recorded(dev):
         x = dmlgpu.gather(p, x)
         held.append(x)
         if i == 4:
-            assert d._inflight and d._queued == 1      # the first four are in flight, the fifth is open
+            assert d._batches.inflight and d._batches.queued == 1      # the first four are in flight, the fifth is open
             assert np.array_equal(held[1].numpy(), perm[perm])   # waits for the batch in flight only
-            assert d._queued == 1 and not d._inflight
+            assert d._batches.queued == 1 and not d._batches.inflight
     want = np.arange(300)
     for got in held:
         want = perm[want]
@@ -85,7 +85,7 @@ def test_no_queueing_runs_each_call_at_once():
     t = dmlgpu.tensor(np.arange(10, dtype=np.int32), device=d)
     before = d._submissions
     dmlgpu.gather(t, t)
-    assert d._submissions - before == 1 and d._queued == 0
+    assert d._submissions - before == 1 and d._batches.queued == 0
     d.close()
     with pytest.raises(ValueError, match="max_queued"):
         dmlgpu.Device(max_queued=-1)

@@ -409,13 +409,17 @@ ROW_CLAIM_CASES = [  # (data shape, dtype, indices shape): slices of whole rows,
     ((6, 5, 7), np.float16, (40, 2)),         # tuples of 2: rows of 7 two-byte units
     ((4, 6, 2), np.float64, (3, 5, 1)),       # two update dimensions of rows of 2 (16-byte units, one each)
     ((1, 12), np.int32, (25, 1)),             # every row onto the one target row
+    ((50, 64), np.float32, (256, 1)),         # a workgroup of rows: the SMALL variant's largest case
+    ((300, 5), np.int16, (257, 1)),           # one row more: claims in memory
+    ((7, 9), np.uint8, (2000, 1)),            # many rows onto few targets
 ]
 
 
 @pytest.mark.parametrize("shape, dtype, idx_shape", ROW_CLAIM_CASES)
 def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
     """A scatter of whole rows claims each target row once (ScatterPlan's ROWS variants, cleared by a last
-    pass): the last update row of a target wins, and the claims are clean for the next scatter."""
+    pass; at most a workgroup of rows in shared memory, SMALL): the last update row of a target wins, and the
+    claims are clean for the next scatter."""
     from dmlgpu import plan
     rng = np.random.default_rng(sum(shape) + sum(idx_shape))
     x = random_data(rng, shape, dtype)
@@ -428,6 +432,7 @@ def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
     p = plan.ScatterPlan(dmlgpu.index_map.nd_map(*layouts, 0, np.dtype(dtype).itemsize), np.int64,
                          dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
     assert p.row_words is not None
+    assert p.small == (np.prod(idx_shape[:-1]) <= dmlgpu.kernels.WORKGROUP_SIZE)
 
 
 def test_scatter_rows_that_may_overlap_claim_units():

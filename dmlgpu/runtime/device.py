@@ -1,4 +1,5 @@
-"""A Vulkan device opened through Kompute: its buffers, and recording and running kernel dispatches.
+"""A Vulkan device opened through Kompute: its buffers (runtime/buffer.py), synchronous runs of kernel
+dispatches and their replays, and the batches of queued eager runs (runtime/batch.py).
 
 Ordering: Kompute's OpAlgoDispatch records no barrier of its own (kp patch 0016), so dmlgpu records one
 global memory barrier before every dispatch (``BEFORE_DISPATCH`` on all memory, kp patch 0017: one
@@ -6,25 +7,21 @@ vkCmdPipelineBarrier, made once per device): all earlier transfer and compute wr
 visible to the dispatch's reads and writes, and all earlier reads finish first. Two dependent dispatches in
 one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch marked ``barrier=False`` (a
 scatter's copy, independent of the claim pass before it) shares the barrier of the dispatch before it, so
-the two may overlap. Copies into and out of
-device buffers are preceded by ``BEFORE_COPY``; memory the host reads after a submission (staging, or
-mapped device buffers on unified memory) is made visible to it by a global ``BEFORE_HOST_READ`` at the end.
+the two may overlap. Copies into and out of device buffers are preceded by ``BEFORE_COPY``; memory the host
+reads after a submission (staging, or mapped device buffers on unified memory) is made visible to it by a
+global ``BEFORE_HOST_READ`` at the end.
 
-Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) are collected into the
-device's open *batch* (a list of kp ops, recorded into one of two kp Sequences when the batch is submitted, in
-one call; a batch whose ops are those that Sequence already holds, as in a loop of a call and a synchronize,
-is submitted again without recording), and submitted together when the host needs a result: a host read or
-write of a buffer the batch uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a
-recording's submission, ``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open
-batch per device, shared by its threads under the device's lock, so the order of the calls is the order in
-which the threads got the lock. A batch submitted because it is full is not waited for: the next one is
-recorded while the GPU runs it (at most one is in flight; the next submission waits for it first).
-The caching allocator may hand a block that a queued run still uses to a later queued run: the batches run in
-submission order on one queue, and the barrier before each dispatch makes earlier reads and writes of its
-buffers finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host
-reads and writes of mapped memory, staging transfers, fills, destroying it) first submits the open batch and
-waits for it, or waits for the batch in flight, if that batch uses the block: every block records the batch
-that last used it (``Block.batch``).
+Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) join the device's
+open batch, submitted together when the host needs a result: a host read or write of a buffer the batch
+uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a recording's submission,
+``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open batch per device, shared by
+its threads under the device's lock, so the order of the calls is the order in which the threads got the
+lock. A batch submitted because it is full is not waited for: the next one is collected while the GPU runs
+it. The caching allocator may hand a block that a queued run still uses to a later queued run: the batches
+run in submission order on one queue, and the barrier before each dispatch makes earlier reads and writes
+finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host reads
+and writes of mapped memory, staging transfers, fills, destroying it) first waits for the batch that uses
+it (runtime/batch.py).
 """
 from __future__ import annotations
 
@@ -32,8 +29,8 @@ import atexit
 import os
 import threading
 import weakref
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+
+from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
@@ -42,19 +39,17 @@ from ..errors import DeviceError
 from . import transfers
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
     open_manager
+from .batch import Batch
+from .buffer import CANARY, Buffer, Dispatch, _block_ids, _copy_ops, as_bytes
 from .memory import Allocator, Block
 from .pipelines import Pipelines
-
-if TYPE_CHECKING:
-    from .recording import Recording
+from .recording import Recording
 from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
 
-CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
 _PARAMS_CACHE = 256      # parameter buffers kept per device
 _FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the operation's own submission
 _REPLAYS = 16            # recorded synchronous runs kept per device, submitted again when repeated
 _MAX_QUEUED = 64         # eager runs a batch holds before it is submitted (Device's max_queued default)
-_QUEUE_UPLOADS = 1 << 20 # bytes of host data (per batch) that queued runs upload through the batch's own staging
 
 
 def _packed(sizes) -> list:
@@ -65,202 +60,6 @@ def _packed(sizes) -> list:
         out.append(pos)
         pos += -(-n // 16) * 16
     return out + [pos]
-
-
-def as_bytes(data) -> np.ndarray:
-    """The raw bytes of an array or bytes-like object, as a flat uint8 array (a view where possible)."""
-    if isinstance(data, np.ndarray):
-        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    return np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
-
-
-class _HostMemory:
-    """Exposes mapped memory to NumPy while keeping its owner (a Buffer) alive: arrays made from it hold it."""
-
-    def __init__(self, owner, view: np.ndarray, nbytes: int):
-        self.owner = owner
-        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (view.ctypes.data, False),
-                                    "version": 3}
-
-
-class Buffer:
-    """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer() (and by operations
-    for their results), backed by a block of the device's caching allocator, which gets it back when the
-    Buffer is collected. A buffer larger than one block (``Device.max_block``; ``chunk_bytes`` if given) is
-    held in several blocks (``chunked``): block i holds bytes [i * Device.chunk_bytes, (i + 1) * chunk_bytes);
-    its kernels address it through the blocks' device addresses, and transfers move each block's share.
-
-    Test mode: with ``Device.canary_words`` > 0, every new buffer has that many extra guard words after
-    its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
-    words as part of the buffer, so a write past a tensor's end changes them and a read past it returns
-    them (and shows up in results).
-
-    Parameters
-    ----------
-    device : Device
-    nbytes : int
-        A positive multiple of 4.
-    whole : bool
-        Held in one block whatever its size (up to ``Device.max_block``).
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> buf = dmlgpu.default_device().buffer(np.array([1, 2, 3], np.uint16))   # 6 bytes, padded to 8
-    >>> buf.nbytes, buf.read().view(np.uint16)
-    (8, array([1, 2, 3, 0], dtype=uint16))
-    >>> buf.write(np.array([9], np.uint32), offset=4); buf.read().view(np.uint16)
-    array([1, 2, 9, 0], dtype=uint16)
-    """
-
-    _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
-    _mirror: Any = None                  # host-visible copy for recordings (staging devices only)
-    _host: np.ndarray | None = None
-    pinned = False                       # a recording uses it: Device._give leaves it alone
-
-    def __init__(self, device: "Device", nbytes: int, whole: bool = False):
-        if nbytes <= 0 or nbytes % 4:
-            raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
-        if nbytes > device._check_above:
-            device._check_sizes(nbytes)
-        self.device = device
-        self.nbytes = nbytes
-        self.canary_words = canary = device.canary_words
-        with device._lock:                 # the allocator's lists are shared by the device's threads
-            self._blocks: list[Block] = device._allocator.allocate_span(
-                nbytes + 4 * canary, device.chunk_bytes, None if whole else device._whole_max)
-        self._block = self._blocks[0]
-        self._tensor = self._block.tensor
-        self.chunked = len(self._blocks) > 1      # held in several blocks
-        if canary:
-            device._fill(self, CANARY, nbytes, 4 * canary)
-
-    @classmethod
-    def _in_block(cls, device: "Device", nbytes: int) -> "Buffer":
-        """A Buffer of ``nbytes`` in one block, contents undefined, for a caller that holds the device's lock
-        and knows that ``nbytes`` is a positive multiple of 4 that one block holds and that the device adds no
-        guard words (a call template's results and scratch: their sizes were checked when it was traced)."""
-        buf = cls.__new__(cls)
-        buf.device, buf.nbytes, buf.canary_words, buf.chunked = device, nbytes, 0, False
-        block = device._allocator.allocate(nbytes)
-        buf._blocks, buf._block, buf._tensor = [block], block, block.tensor
-        return buf
-
-    def write(self, data, offset: int = 0) -> None:
-        """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4), after the
-        queued work that uses the buffer. ValueError if they do not fit."""
-        src = as_bytes(data)
-        if offset < 0 or offset % 4 or offset + src.size > self.nbytes:
-            raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
-                             f"(the offset must be a multiple of 4)")
-        if src.size:
-            self.device._write(self, offset, src)
-
-    def read(self) -> np.ndarray:
-        """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
-        bytes. RuntimeError inside a recording."""
-        if self.device._recording() is not None:
-            raise RuntimeError("read() cannot run inside a recording: record download() and read the "
-                               "host copy after the block")
-        return self.device._run([], downloads=[self])[0]
-
-    @property
-    def _tensors(self) -> list:
-        """The kp buffers of its blocks."""
-        return [b.tensor for b in self._blocks]
-
-    @property
-    def _mirrored(self) -> bool:
-        """True when its host copy (``host``) is a separate host-visible buffer, not its own mapped memory."""
-        return self._block.view is None or self.chunked
-
-    def _pieces(self, offset: int, nbytes: int) -> list:
-        """(block, byte offset in the block, byte offset from ``offset``, bytes) for each block that the byte
-        range [offset, offset + nbytes) touches, in order."""
-        if not self.chunked:
-            return [(self._block, offset, 0, nbytes)] if nbytes else []
-        chunk, out, pos, end = self.device.chunk_bytes, [], offset, offset + nbytes
-        while pos < end:
-            i, at = divmod(pos, chunk)
-            n = min(end - pos, chunk - at)
-            out.append((self._blocks[i], at, pos - offset, n))
-            pos += n
-        return out
-
-    @property
-    def host(self) -> np.ndarray:
-        """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
-        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped, unless
-        the buffer is chunked. DeviceError when a host copy that large cannot be allocated at once."""
-        self.device._sync_buffer(self)            # queued work may still write it
-        if self._host is None:
-            if not self._mirrored:
-                view = self._block.view
-            else:
-                size = sum(b.size for b in self._blocks)
-                if size > self.device.info.max_memory_allocation_size:
-                    raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
-                                      f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
-                                      f"bytes): use Tensor.numpy() and write() for this tensor")
-                mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
-                self._mirror = mirror
-                view = mirror.host_view()
-            assert view is not None
-            self._host = np.asarray(_HostMemory(self, view, self.nbytes))
-        return self._host
-
-    def canary_intact(self) -> bool:
-        """Test mode: downloads the buffer and checks its guard words (True when there are none)."""
-        if not self.canary_words:
-            return True
-        words = self.device._read_range(self, self.nbytes, 4 * self.canary_words).view(np.uint32)
-        return bool((words == CANARY).all())
-
-    def _stage(self, src: np.ndarray) -> None:
-        """Keeps ``src`` (flat uint8, not copied: it must not change before the run) to be uploaded by the
-        next run that lists this buffer among its uploads."""
-        self._pending = src
-
-    def _release(self) -> None:
-        """Gives the blocks back to the allocator now (the Buffer must not be used afterwards)."""
-        blocks = self.__dict__.pop("_blocks", None)
-        if blocks is not None:
-            for block in blocks:
-                self.device._allocator.free(block)
-
-    __del__ = _release          # a collected Buffer's block goes back (allocator.free is safe from any thread)
-
-    def __repr__(self) -> str:
-        held = f" in {len(self._blocks)} blocks" if self.chunked else ""
-        return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.device.info.name}>"
-
-
-def _block_ids(bufs) -> tuple:
-    return tuple(id(block) for b in bufs for block in b._blocks)
-
-
-def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes: int) -> list:
-    """The region copies that move ``nbytes`` from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset``,
-    split where either buffer's blocks end."""
-    ops = []
-    for s_block, s_at, pos, n in src._pieces(src_offset, nbytes):
-        for d_block, d_at, d_pos, m in dst._pieces(dst_offset + pos, n):
-            ops.append(kp.OpCopyRegion(s_block.tensor, d_block.tensor, s_at + d_pos, d_at, m))
-    return ops
-
-
-@dataclass(slots=True)
-class Dispatch:
-    """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count."""
-
-    kernel: str
-    buffers: tuple
-    count: int
-    barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
-                          # recorded before that one then covers this one's buffers too
-    wide: bool = False    # a WIDE or ADDR variant (shaders/addressing.glsl): reaches its operands through the
-                          # device addresses listed in its parameters (chunked ones too), so its barrier covers
-                          # every block; the others bind each buffer's one block and refuse chunked buffers
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
@@ -340,20 +139,8 @@ class Device:
         self._max_groups = self.info.max_workgroup_count[0]
         self._staging = Staging(self._mgr, self.info)
         self._immediate = self._mgr.sequence()     # re-recorded for each copy or fill (_transfer_now)
+        self._batches = Batch(self)  # queued eager runs (runtime/batch.py)
         self._replays: dict = {}    # synchronous runs (_submit_run's key) -> the kp Sequence recorded for them
-        self._batch_seq = self._mgr.sequence()     # the Sequence the open batch is recorded into when submitted
-        self._batch_ops: list = []  # the open batch's kp ops, in order
-        self._held: list | None = None             # the ops _batch_seq holds recorded (None: none known)
-        self._spare_held: list | None = None       # likewise for _spare_seq
-        self._batch = 1             # number of the open batch (Block.batch of the blocks it uses)
-        self._queued = 0            # runs in the open batch
-        self._batch_scatters = False              # the open batch uses the scatter claim buffer
-        self._batch_uploads: tuple[Any, np.ndarray] | None = None  # the batch's upload staging buffer (and its host view), and the bytes used
-        self._batch_upload_pos = 0
-        self._spare_seq = self._mgr.sequence()     # the previous batch's Sequence: in flight, or idle
-        self._spare_uploads = None
-        self._inflight = 0          # number of the batch submitted and not waited for (0: none)
-        self._inflight_scatters = False
         self._param_buffers: dict = {}
         self._local = threading.local()
         self._submissions = 0
@@ -482,7 +269,7 @@ class Device:
     def __repr__(self) -> str:
         return f"<dmlgpu.Device {self.info.index}: {self.info.name} ({self.info.type})>"
 
-    def record(self, timestamps: bool = False) -> "Recording":
+    def record(self, timestamps: bool = False) -> Recording:
         """A recording: ``with dev.record() as rec:`` captures the operations run on this device by this
         thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again.
 
@@ -513,7 +300,6 @@ class Device:
         >>> ids.host[:] = [9, 4]; rec.run(); out.host
         array([9., 4.], dtype=float32)
         """
-        from .recording import Recording
         return Recording(self._open(), timestamps)
 
     def warmup(self, kernels_: Iterable[str] | None = None,
@@ -554,6 +340,7 @@ class Device:
                     skipped.append(name)
             self._pipelines.save()
         return built, skipped
+
 
     # ---- internal: buffers ----
     def _open(self: _D) -> _D:
@@ -641,9 +428,9 @@ class Device:
 
     def _forget(self, block: Block) -> None:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
-        self._sync_block(block)
+        self._batches.sync_block(block)
         self._pipelines.forget(block)
-        self._held = self._spare_held = None        # batches that bound it are never submitted again
+        self._batches.forget()        # batches that bound it are never submitted again
         self._immediate.clear()
         for seq in self._replays.values():
             seq.clear()
@@ -724,7 +511,7 @@ class Device:
         with self._lock:
             self._open()
             if queue and self.max_queued and not downloads:
-                self._enqueue(dispatches, uploads)
+                self._batches.enqueue(dispatches, uploads)
                 return []
             self._flush()
             pending = [b for b in uploads if b._pending is not None]
@@ -793,7 +580,7 @@ class Device:
             ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
         return ops
 
-    # ---- internal: the batch of queued runs ----
+    # ---- internal: the batch of queued runs (runtime/batch.py) ----
     def _queue(self, dispatches, uploads=()) -> None:
         """``_run(dispatches, uploads, queue=True)`` for a caller that knows that no recording of this thread
         is open (the common eager call: one check fewer)."""
@@ -801,133 +588,22 @@ class Device:
             if self._closed:
                 self._open()
             if self.max_queued:
-                self._enqueue(dispatches, uploads)
+                self._batches.enqueue(dispatches, uploads)
             else:
                 self._run(dispatches, uploads)
 
-    def _enqueue(self, dispatches, uploads) -> None:
-        """Records a run into the open batch (its uploads first), and submits the batch once it holds
-        max_queued runs. Host data of up to a quarter of _QUEUE_UPLOADS per buffer goes through the batch's
-        upload buffer (copied there now, into its device buffer by the batch: a block that the batch still
-        uses may be reused); larger data is written now (mapped, or by a staging transfer), after the batch
-        if the block is one it uses."""
-        batch = self._batch
-        for b in uploads:
-            if b._pending is None:
-                continue
-            src, n = b._pending, b._pending.size
-            if n > _QUEUE_UPLOADS // 4 or b.chunked:
-                self._write(b, 0, src)         # after the batch if it uses the buffer
-            else:
-                if self._batch_upload_pos + n > _QUEUE_UPLOADS:
-                    self._flush(wait=False)
-                    batch = self._batch
-                if self._batch_uploads is None:
-                    staging = self._mgr.buffer(_QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
-                    self._batch_uploads = (staging, staging.host_view())
-                staging, view = self._batch_uploads
-                pos = self._batch_upload_pos
-                transfers.host_copy(view[pos:pos + n], src)
-                self._batch_ops += (kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY),
-                                    kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
-                self._batch_upload_pos = pos + -(-n // 16) * 16
-                b._block.batch = batch
-            b._pending = None
-        self._batch_ops += self._dispatch_ops(dispatches)
-        owner = self._owner
-        for d in dispatches:
-            for b in d.buffers:
-                for block in b._blocks:
-                    block.batch = batch
-                if b is owner:
-                    self._batch_scatters = True
-        self._queued += 1
-        if self._queued >= self.max_queued:
-            self._flush(wait=False)       # recording the next batch overlaps the GPU's work on this one
-
     def queue_steps(self, steps, buffers: list, scatters: bool) -> None:
-        """Records a call template's launches into the open batch (the caller holds the device's lock, and
-        has checked that no recording of this thread is open and that max_queued is not 0): ``steps`` are
-        (kernel, workgroups, barrier, slots), each slot an index into ``buffers`` or a Buffer; every buffer
-        is held in one block. ``scatters``: the launches use the scatter claim buffer."""
-        batch, algorithm, barrier = self._batch, self._pipelines.algorithm, self._barrier
-        ops = self._batch_ops
-        for kernel, groups, before, slots in steps:
-            blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
-            if before:
-                ops.append(barrier)
-            ops.append(algorithm(kernel, groups, blocks).dispatch)
-            for block in blocks:
-                block.batch = batch
-        if scatters:
-            self._batch_scatters = True
-        self._queued += 1
-        if self._queued >= self.max_queued:
-            self._flush(wait=False)
+        """Batch.record_steps into the open batch (a call template's launches: dmlgpu/calls.py)."""
+        self._batches.record_steps(steps, buffers, scatters)
 
     def _sync_buffer(self, buf: Buffer) -> None:
-        """_sync_block for each of the buffer's blocks."""
+        """Before ``buf`` is reached outside the batches: waits for the batches that use it."""
         for block in buf._blocks:
-            self._sync_block(block)
-
-    def _sync_block(self, block: Block) -> None:
-        """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
-        uses the block, or waits for the batch in flight if that one does."""
-        if block.batch == self._batch:
-            if self._queued:
-                self._flush()
-        elif block.batch == self._inflight:
-            self._await_inflight()
+            self._batches.sync_block(block)
 
     def _flush(self, wait: bool = True) -> None:
-        """Submits the open batch (if any run is queued), after waiting for the one in flight (at most one
-        is), and opens a new batch in the other Sequence. ``wait``: then waits for it too (every queued run
-        has finished when this returns); else it stays in flight while the next batch is recorded."""
-        if self._queued:
-            self._await_inflight()
-            seq, ops, scatters = self._batch_seq, self._batch_ops, self._batch_scatters
-            if self.direct_memory:
-                ops.append(self._host_barrier)
-            try:
-                if ops != self._held:           # (kp ops compare by identity)
-                    self._held = None
-                    seq.clear()
-                    seq.record_ops(ops)
-                    self._held = ops
-                seq.eval_async()
-                self._inflight, self._inflight_scatters = self._batch, scatters
-            except BaseException:
-                seq.clear()
-                self._held = None
-                if scatters:
-                    self._owner_clean = False   # claims may be left set: the next scatter re-zeroes them
-                raise
-            finally:
-                self._batch_seq, self._spare_seq = self._spare_seq, seq
-                self._held, self._spare_held = self._spare_held, self._held
-                self._batch_ops = []
-                self._batch_uploads, self._spare_uploads = self._spare_uploads, self._batch_uploads
-                self._batch_scatters = False
-                self._batch_upload_pos = 0
-                self._queued = 0
-                self._batch += 1
-                self._count_submission()
-        if wait:
-            self._await_inflight()
-
-    def _await_inflight(self) -> None:
-        """Waits for the batch in flight, if any (its Sequence keeps what it holds, to be submitted again if
-        the next batch it takes is the same)."""
-        if self._inflight:
-            try:
-                self._spare_seq.eval_await()
-            except BaseException:
-                self._spare_held = None
-                if self._inflight_scatters:
-                    self._owner_clean = False
-                raise
-            finally:
-                self._inflight = 0
+        """Submits the open batch (Batch.flush)."""
+        self._batches.flush(wait)
 
     def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: the global barrier before each one that has ``barrier``."""
@@ -959,7 +635,7 @@ class Device:
                 if b.chunked:
                     raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in "
                                       f"several (a large-tensor variant must be chosen for it)")
-        return self._pipelines.algorithm(d.kernel, groups, tuple(b._block for b in d.buffers))
+        return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
 
     def _submit(self, seq, scatters: bool) -> None:
         """Submits a recorded Sequence and waits. A run with scatters that fails may leave claims set in the

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import pathlib
 import tempfile
-from typing import NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 from .. import kernels
 from .devices import kp
@@ -62,7 +62,7 @@ class Pipelines:
         """Distinct pipelines this device has built (one per kernel variant used)."""
         return self._mgr.pipeline_count()
 
-    def algorithm(self, kernel: str, groups: int, blocks: tuple) -> Bound:
+    def algorithm(self, kernel: str, groups: int, blocks: Sequence[Any]) -> Bound:
         key = (kernel, groups, *map(id, blocks))
         bound = self._algorithms.pop(key, None)
         if bound is None:

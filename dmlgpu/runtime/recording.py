@@ -4,12 +4,13 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Union
 
-from .device import Buffer, Device, Dispatch
+from .buffer import Buffer, Dispatch
 from .devices import kp
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
+    from .device import Device
 
 
 class Recording:

@@ -1,0 +1,171 @@
+"""The batch of queued eager runs of one device (Device._batches): runs that produce device Tensors are
+collected into the open batch, a list of kp ops, and submitted together (runtime/device.py's docstring says
+when). The open batch is recorded into one of two kp Sequences when it is submitted, in one call; a batch
+whose ops are those that Sequence already holds (a loop of a call and a synchronize) is submitted again
+without recording. At most one batch is in flight: the next one is collected while the GPU runs it, and
+submitting it waits for the one in flight first.
+
+Every block records the number of the batch that last used it (``Block.batch``), so what reaches a block
+outside the batches (host reads and writes, staging transfers, fills, destroying it) first waits for the
+batch that uses it (``sync_block``). All methods run under the device's lock.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import transfers
+from .devices import HOST_COHERENT, HOST_VISIBLE, kp
+from .memory import Block
+from .transfers import BEFORE_COPY
+
+if TYPE_CHECKING:
+    from .device import Device
+
+QUEUE_UPLOADS = 1 << 20   # bytes of host data (per batch) that queued runs upload through the batch's own staging
+
+
+class Batch:
+    """The open batch (``ops``, recorded into ``seq`` when submitted) and the one in flight (``spare_seq``)."""
+
+    def __init__(self, device: "Device"):
+        self.device = device
+        mgr = device._mgr
+        self.seq = mgr.sequence()     # the Sequence the open batch is recorded into when submitted
+        self.ops: list = []           # the open batch's kp ops, in order
+        self.held: list | None = None             # the ops ``seq`` holds recorded (None: none known)
+        self.spare_seq = mgr.sequence()           # the previous batch's Sequence: in flight, or idle
+        self.spare_held: list | None = None
+        self.number = 1               # number of the open batch (Block.batch of the blocks it uses)
+        self.queued = 0               # runs in the open batch
+        self.scatters = False         # the open batch uses the scatter claim buffer
+        self.uploads: Any = None      # the batch's upload staging buffer and its host view
+        self.upload_pos = 0           # bytes of it used
+        self.spare_uploads: Any = None
+        self.inflight = 0             # number of the batch submitted and not waited for (0: none)
+        self.inflight_scatters = False
+
+    def enqueue(self, dispatches, uploads) -> None:
+        """Adds a run to the open batch (its uploads first), and submits the batch once it holds max_queued
+        runs. Host data of up to a quarter of QUEUE_UPLOADS per buffer goes through the batch's upload buffer
+        (copied there now, into its device buffer by the batch: a block that the batch still uses may be
+        reused); larger data is written now (mapped, or by a staging transfer), after the batch if the block
+        is one it uses."""
+        dev = self.device
+        number = self.number
+        for b in uploads:
+            if b._pending is None:
+                continue
+            src, n = b._pending, b._pending.size
+            if n > QUEUE_UPLOADS // 4 or b.chunked:
+                dev._write(b, 0, src)          # after the batch if it uses the buffer
+            else:
+                if self.upload_pos + n > QUEUE_UPLOADS:
+                    self.flush(wait=False)
+                    number = self.number
+                if self.uploads is None:
+                    staging = dev._mgr.buffer(QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
+                    self.uploads = (staging, staging.host_view())
+                staging, view = self.uploads
+                pos = self.upload_pos
+                transfers.host_copy(view[pos:pos + n], src)
+                self.ops += (kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY),
+                             kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
+                self.upload_pos = pos + -(-n // 16) * 16
+                b._block.batch = number
+            b._pending = None
+        self.ops += dev._dispatch_ops(dispatches)
+        owner = dev._owner
+        for d in dispatches:
+            for b in d.buffers:
+                for block in b._blocks:
+                    block.batch = number
+                if b is owner:
+                    self.scatters = True
+        self._added()
+
+    def record_steps(self, steps, buffers: list, scatters: bool) -> None:
+        """Adds a call template's launches to the open batch (the caller has checked that no recording of its
+        thread is open and that max_queued is not 0): ``steps`` are (kernel, workgroups, barrier, slots), each
+        slot an index into ``buffers`` or a Buffer; every buffer is held in one block. ``scatters``: the
+        launches use the scatter claim buffer."""
+        dev = self.device
+        number, algorithm, barrier, ops = self.number, dev._pipelines.algorithm, dev._barrier, self.ops
+        for kernel, groups, before, slots in steps:
+            blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
+            if before:
+                ops.append(barrier)
+            ops.append(algorithm(kernel, groups, blocks).dispatch)
+            for block in blocks:
+                block.batch = number
+        if scatters:
+            self.scatters = True
+        self._added()
+
+    def _added(self) -> None:
+        self.queued += 1
+        if self.queued >= self.device.max_queued:
+            self.flush(wait=False)        # collecting the next batch overlaps the GPU's work on this one
+
+    def sync_block(self, block: Block) -> None:
+        """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
+        uses the block, or waits for the batch in flight if that one does."""
+        if block.batch == self.number:
+            if self.queued:
+                self.flush()
+        elif block.batch == self.inflight:
+            self.await_inflight()
+
+    def flush(self, wait: bool = True) -> None:
+        """Submits the open batch (if any run is queued), after waiting for the one in flight, and opens a
+        new batch in the other Sequence. ``wait``: then waits for it too (every queued run has finished when
+        this returns); else it stays in flight while the next batch is collected."""
+        dev = self.device
+        if self.queued:
+            self.await_inflight()
+            seq, ops, scatters = self.seq, self.ops, self.scatters
+            if dev.direct_memory:
+                ops.append(dev._host_barrier)
+            try:
+                if ops != self.held:            # (kp ops compare by identity)
+                    self.held = None
+                    seq.clear()
+                    seq.record_ops(ops)
+                    self.held = ops
+                seq.eval_async()
+                self.inflight, self.inflight_scatters = self.number, scatters
+            except BaseException:
+                seq.clear()
+                self.held = None
+                if scatters:
+                    dev._owner_clean = False    # claims may be left set: the next scatter re-zeroes them
+                raise
+            finally:
+                self.seq, self.spare_seq = self.spare_seq, seq
+                self.held, self.spare_held = self.spare_held, self.held
+                self.ops = []
+                self.uploads, self.spare_uploads = self.spare_uploads, self.uploads
+                self.scatters = False
+                self.upload_pos = 0
+                self.queued = 0
+                self.number += 1
+                dev._count_submission()
+        if wait:
+            self.await_inflight()
+
+    def await_inflight(self) -> None:
+        """Waits for the batch in flight, if any (its Sequence keeps what it holds, to be submitted again if
+        the next batch it takes is the same)."""
+        if self.inflight:
+            try:
+                self.spare_seq.eval_await()
+            except BaseException:
+                self.spare_held = None
+                if self.inflight_scatters:
+                    self.device._owner_clean = False
+                raise
+            finally:
+                self.inflight = 0
+
+    def forget(self) -> None:
+        """A block is being destroyed: no Sequence is submitted again as it holds (it may bind the block)."""
+        self.held = self.spare_held = None

@@ -1,0 +1,214 @@
+"""Device buffers (Buffer: raw bytes in one or several blocks of a device's caching allocator) and kernel
+launches (Dispatch), as the runtime's Device records and runs them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import DeviceError
+from . import transfers
+from .devices import kp
+from .memory import Block
+
+if TYPE_CHECKING:
+    from .device import Device
+
+CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
+
+
+def as_bytes(data) -> np.ndarray:
+    """The raw bytes of an array or bytes-like object, as a flat uint8 array (a view where possible)."""
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+
+
+class _HostMemory:
+    """Exposes mapped memory to NumPy while keeping its owner (a Buffer) alive: arrays made from it hold it."""
+
+    def __init__(self, owner, view: np.ndarray, nbytes: int):
+        self.owner = owner
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (view.ctypes.data, False),
+                                    "version": 3}
+
+
+class Buffer:
+    """A device buffer of raw bytes; its size is a multiple of 4. Made by Device.buffer() (and by operations
+    for their results), backed by a block of the device's caching allocator, which gets it back when the
+    Buffer is collected. A buffer larger than one block (``Device.max_block``; ``chunk_bytes`` if given) is
+    held in several blocks (``chunked``): block i holds bytes [i * Device.chunk_bytes, (i + 1) * chunk_bytes);
+    its kernels address it through the blocks' device addresses, and transfers move each block's share.
+
+    Test mode: with ``Device.canary_words`` > 0, every new buffer has that many extra guard words after
+    its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
+    words as part of the buffer, so a write past a tensor's end changes them and a read past it returns
+    them (and shows up in results).
+
+    Parameters
+    ----------
+    device : Device
+    nbytes : int
+        A positive multiple of 4.
+    whole : bool
+        Held in one block whatever its size (up to ``Device.max_block``).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> buf = dmlgpu.default_device().buffer(np.array([1, 2, 3], np.uint16))   # 6 bytes, padded to 8
+    >>> buf.nbytes, buf.read().view(np.uint16)
+    (8, array([1, 2, 3, 0], dtype=uint16))
+    >>> buf.write(np.array([9], np.uint32), offset=4); buf.read().view(np.uint16)
+    array([1, 2, 9, 0], dtype=uint16)
+    """
+
+    _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
+    _mirror: Any = None                  # host-visible copy for recordings (staging devices only)
+    _host: np.ndarray | None = None
+    pinned = False                       # a recording uses it: Device._give leaves it alone
+
+    def __init__(self, device: "Device", nbytes: int, whole: bool = False):
+        if nbytes <= 0 or nbytes % 4:
+            raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
+        if nbytes > device._check_above:
+            device._check_sizes(nbytes)
+        self.device = device
+        self.nbytes = nbytes
+        self.canary_words = canary = device.canary_words
+        with device._lock:                 # the allocator's lists are shared by the device's threads
+            self._blocks: list[Block] = device._allocator.allocate_span(
+                nbytes + 4 * canary, device.chunk_bytes, None if whole else device._whole_max)
+        self._block = self._blocks[0]
+        self._tensor = self._block.tensor
+        self.chunked = len(self._blocks) > 1      # held in several blocks
+        if canary:
+            device._fill(self, CANARY, nbytes, 4 * canary)
+
+    @classmethod
+    def _in_block(cls, device: "Device", nbytes: int) -> "Buffer":
+        """A Buffer of ``nbytes`` in one block, contents undefined, for a caller that holds the device's lock
+        and knows that ``nbytes`` is a positive multiple of 4 that one block holds and that the device adds no
+        guard words (a call template's results and scratch: their sizes were checked when it was traced)."""
+        buf = cls.__new__(cls)
+        buf.device, buf.nbytes, buf.canary_words, buf.chunked = device, nbytes, 0, False
+        block = device._allocator.allocate(nbytes)
+        buf._blocks, buf._block, buf._tensor = [block], block, block.tensor
+        return buf
+
+    def write(self, data, offset: int = 0) -> None:
+        """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4), after the
+        queued work that uses the buffer. ValueError if they do not fit."""
+        src = as_bytes(data)
+        if offset < 0 or offset % 4 or offset + src.size > self.nbytes:
+            raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
+                             f"(the offset must be a multiple of 4)")
+        if src.size:
+            self.device._write(self, offset, src)
+
+    def read(self) -> np.ndarray:
+        """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
+        bytes. RuntimeError inside a recording."""
+        if self.device._recording() is not None:
+            raise RuntimeError("read() cannot run inside a recording: record download() and read the "
+                               "host copy after the block")
+        return self.device._run([], downloads=[self])[0]
+
+    @property
+    def _tensors(self) -> list:
+        """The kp buffers of its blocks."""
+        return [b.tensor for b in self._blocks]
+
+    @property
+    def _mirrored(self) -> bool:
+        """True when its host copy (``host``) is a separate host-visible buffer, not its own mapped memory."""
+        return self._block.view is None or self.chunked
+
+    def _pieces(self, offset: int, nbytes: int) -> list:
+        """(block, byte offset in the block, byte offset from ``offset``, bytes) for each block that the byte
+        range [offset, offset + nbytes) touches, in order."""
+        if not self.chunked:
+            return [(self._block, offset, 0, nbytes)] if nbytes else []
+        chunk, out, pos, end = self.device.chunk_bytes, [], offset, offset + nbytes
+        while pos < end:
+            i, at = divmod(pos, chunk)
+            n = min(end - pos, chunk - at)
+            out.append((self._blocks[i], at, pos - offset, n))
+            pos += n
+        return out
+
+    @property
+    def host(self) -> np.ndarray:
+        """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
+        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped, unless
+        the buffer is chunked. DeviceError when a host copy that large cannot be allocated at once."""
+        self.device._sync_buffer(self)            # queued work may still write it
+        if self._host is None:
+            if not self._mirrored:
+                view = self._block.view
+            else:
+                size = sum(b.size for b in self._blocks)
+                if size > self.device.info.max_memory_allocation_size:
+                    raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
+                                      f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
+                                      f"bytes): use Tensor.numpy() and write() for this tensor")
+                mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
+                self._mirror = mirror
+                view = mirror.host_view()
+            assert view is not None
+            self._host = np.asarray(_HostMemory(self, view, self.nbytes))
+        return self._host
+
+    def canary_intact(self) -> bool:
+        """Test mode: downloads the buffer and checks its guard words (True when there are none)."""
+        if not self.canary_words:
+            return True
+        words = self.device._read_range(self, self.nbytes, 4 * self.canary_words).view(np.uint32)
+        return bool((words == CANARY).all())
+
+    def _stage(self, src: np.ndarray) -> None:
+        """Keeps ``src`` (flat uint8, not copied: it must not change before the run) to be uploaded by the
+        next run that lists this buffer among its uploads."""
+        self._pending = src
+
+    def _release(self) -> None:
+        """Gives the blocks back to the allocator now (the Buffer must not be used afterwards)."""
+        blocks = self.__dict__.pop("_blocks", None)
+        if blocks is not None:
+            for block in blocks:
+                self.device._allocator.free(block)
+
+    __del__ = _release          # a collected Buffer's block goes back (allocator.free is safe from any thread)
+
+    def __repr__(self) -> str:
+        held = f" in {len(self._blocks)} blocks" if self.chunked else ""
+        return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.device.info.name}>"
+
+
+def _block_ids(bufs) -> tuple:
+    return tuple(id(block) for b in bufs for block in b._blocks)
+
+
+def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes: int) -> list:
+    """The region copies that move ``nbytes`` from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset``,
+    split where either buffer's blocks end."""
+    ops = []
+    for s_block, s_at, pos, n in src._pieces(src_offset, nbytes):
+        for d_block, d_at, d_pos, m in dst._pieces(dst_offset + pos, n):
+            ops.append(kp.OpCopyRegion(s_block.tensor, d_block.tensor, s_at + d_pos, d_at, m))
+    return ops
+
+
+@dataclass(slots=True)
+class Dispatch:
+    """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count."""
+
+    kernel: str
+    buffers: tuple
+    count: int
+    barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
+                          # recorded before that one then covers this one's buffers too
+    wide: bool = False    # a WIDE or ADDR variant (shaders/addressing.glsl): reaches its operands through the
+                          # device addresses listed in its parameters (chunked ones too), so its barrier covers
+                          # every block; the others bind each buffer's one block and refuse chunked buffers

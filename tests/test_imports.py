@@ -1,0 +1,96 @@
+"""The package's import graph has no circle: every import between dmlgpu's modules (at module level and inside
+functions; annotations-only imports under ``if TYPE_CHECKING:`` excepted) points one way, so that each module
+can be read and imported with what it depends on alone (functions -> plans -> runtime -> kp)."""
+import ast
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import dmlgpu
+
+ROOT = pathlib.Path(dmlgpu.__file__).resolve().parent.parent
+
+
+def _modules() -> dict:
+    mods = {}
+    for f in (ROOT / "dmlgpu").rglob("*.py"):
+        name = ".".join(f.relative_to(ROOT).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = f
+    return mods
+
+
+def _imports(tree: ast.AST):
+    """Import nodes, skipping ``if TYPE_CHECKING:`` blocks."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        yield from _imports(node)
+
+
+def _graph() -> dict:
+    mods, graph = _modules(), {}
+    for name, f in mods.items():
+        base = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
+        deps = set()
+        for node in _imports(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name in mods)
+                continue
+            if node.level:
+                parts = base.split(".")
+                target = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in mods]
+            if len(subs) == len(node.names):
+                deps.update(subs)       # from package import submodule: the submodule alone
+            elif target in mods:
+                deps.add(target)
+        graph[name] = deps - {name}
+    return graph
+
+
+def test_no_import_circle():
+    graph, done, stack, circles = _graph(), set(), [], []
+
+    def visit(n):
+        if n in stack:
+            circles.append(" -> ".join(stack[stack.index(n):] + [n]))
+            return
+        if n in done:
+            return
+        stack.append(n)
+        for d in sorted(graph[n]):
+            visit(d)
+        stack.pop()
+        done.add(n)
+
+    for n in sorted(graph):
+        visit(n)
+    assert not circles, circles
+
+
+def test_the_runtime_knows_nothing_of_the_operators():
+    graph = _graph()
+    for name, deps in graph.items():
+        if name.startswith("dmlgpu.runtime"):
+            outside = {d for d in deps if not d.startswith("dmlgpu.runtime")} - {"dmlgpu.errors", "dmlgpu.kernels",
+                                                                               "dmlgpu.validation"}
+            assert not outside, f"{name} imports {outside}"
+
+
+def test_each_module_imports_alone():
+    """Each module imports in a fresh interpreter state (every dmlgpu module forgotten first)."""
+    names = sorted(m for m in _modules() if ".bench" not in m and m != "dmlgpu.__main__")
+    code = textwrap.dedent(f"""
+        import importlib, sys
+        for name in {names!r}:
+            for m in [m for m in sys.modules if m == "dmlgpu" or m.startswith("dmlgpu.")]:
+                del sys.modules[m]
+            importlib.import_module(name)
+        """)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
