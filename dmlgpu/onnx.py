@@ -155,7 +155,8 @@ def _host_ints(x: Value, what: str) -> np.ndarray:
 
 
 def _axes(axes: Any, rank: int) -> list[int]:
-    out = [int(a) for a in np.asarray(axes).reshape(-1)]
+    """Squeeze's and Unsqueeze's axes (an attribute's list, or an input on the host) in [0, rank)."""
+    out = [int(a) for a in (axes if isinstance(axes, list) else _host_ints(axes, "axes").reshape(-1))]
     if any(not -rank <= a < rank for a in out):
         raise _NodeError(f"axes {out} must be in [{-rank}, {rank - 1}]")
     out = [a % rank for a in out]
@@ -195,7 +196,7 @@ def _squeeze(x: Value, axes: Value | None = None) -> Value:
 
 
 def _unsqueeze(x: Value, axes: Value) -> Value:
-    rank = len(x.shape) + np.asarray(axes).size
+    rank = len(x.shape) + (len(axes) if isinstance(axes, list) else _host_ints(axes, "axes").size)
     new = _axes(axes, rank)
     dims = iter(x.shape)
     return _view(x, [1 if d in new else next(dims) for d in range(rank)])

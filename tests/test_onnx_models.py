@@ -206,3 +206,20 @@ def test_plumbing_errors_name_the_node(device):
     assert rep.run([np.zeros(6, np.float32), np.array(-1)])[0].tolist() == 6
     with pytest.raises(IndexError, match="index 1 at indices position"):
         rep.run([np.zeros(6, np.float32), np.array(1)])
+
+
+def test_axes_are_read_on_the_host(device):
+    model = _graph_model([helper.make_node("Unsqueeze", ["x", "axes"], ["y"], name="u")],
+                         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                          helper.make_tensor_value_info("axes", TensorProto.INT64, [2])],
+                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 1])])
+    rep = backend.prepare(model, dml_device=device)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = rep.run([x, np.array([0, -1])])[0]
+    assert y.shape == (1, 2, 3, 1) and np.array_equal(y.reshape(2, 3), x)
+    t = rep.run([dmlgpu.tensor(x, device=device), np.array([3, 0])])[0]      # a view of the Tensor's buffer
+    assert isinstance(t, dmlgpu.Tensor) and t.shape == (1, 2, 3, 1) and np.array_equal(t.numpy().reshape(2, 3), x)
+    with pytest.raises(ValueError, match="Unsqueeze node 'u': axes is a dmlgpu.Tensor"):
+        rep.run([x, dmlgpu.tensor(np.array([0, 3]), device=device)])
+    with pytest.raises(ValueError, match=r"Unsqueeze node 'u': axes \[0, 0\] repeat an axis"):
+        rep.run([x, np.array([0, 0])])
