@@ -1,5 +1,6 @@
-"""The API as a type checker sees it: mypy on tests/typing/usage.py, whose comments say what each line must
-give (``# R: type``: reveal_type's type starts with it; ``# E: message``: an error that says it)."""
+"""The API as a type checker sees it: mypy --strict on tests/typing/usage.py (a user's code), whose comments
+say what each line must give (``# R: type``: reveal_type's type starts with it; ``# E: message``: an error
+that says it); no other line may give an error."""
 import pathlib
 import re
 
@@ -11,7 +12,7 @@ USAGE = pathlib.Path(__file__).parent / "typing" / "usage.py"
 
 
 def test_overloads_and_literals_as_mypy_sees_them():
-    stdout, stderr, status = api.run([str(USAGE), "--no-error-summary", "--show-absolute-path"])
+    stdout, stderr, status = api.run([str(USAGE), "--strict", "--no-error-summary", "--show-absolute-path"])
     found: dict[int, list[str]] = {}
     for line in stdout.splitlines():
         m = re.match(rf"{re.escape(str(USAGE))}:(\d+): (?:note|error): (.*)", line)

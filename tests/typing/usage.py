@@ -29,3 +29,16 @@ dmlgpu.scatter_nd(table, [[1]], table[:1], reduction="sum")       # E: No overlo
 dmlgpu.gather(table, ids, device="gpu")                           # E: No overload variant
 dmlgpu.take(table, ids, mode="clamp")                             # E: No overload variant
 dmlgpu.gather(table, ids, device=0)
+
+dev = dmlgpu.Device(0, feature_level="4.1", max_queued=8)
+dmlgpu.put_along_axis(table, np.zeros((4, 1), np.int64), 1.0, axis=1)
+reveal_type(dmlgpu.empty((2, 3), np.float16, device=dev))        # R: dmlgpu.tensor.Tensor
+reveal_type(dev.memory_stats())                                   # R: dict[str, int]
+reveal_type(dmlgpu.devices()[0].name)                             # R: str
+desc = dmlgpu.GatherDesc(dmlgpu.TensorDesc(dmlgpu.DataType.FLOAT32, (1, 1, 3, 2)),
+                         dmlgpu.TensorDesc(dmlgpu.DataType.UINT32, (1, 1, 1, 2)),
+                         dmlgpu.TensorDesc(dmlgpu.DataType.FLOAT32, (1, 1, 2, 2)), axis=2, index_dimensions=1)
+dev.compile(desc).execute(input=dev.buffer(table), indices=dev.buffer(nbytes=8), output=dev.buffer(nbytes=16))
+with dev.record() as rec:
+    rec.upload(t)
+reveal_type(dmlgpu.onnx.prepare("model.onnx", dml_device=dev).run([ids]))   # R: tuple[Any, ...]
