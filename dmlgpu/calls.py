@@ -17,12 +17,17 @@ a check of the index values, mode="raise") is never templated, and takes the pla
 
 Conditions checked on a hit (otherwise the call takes the planned path, which re-traces): no recording of this
 thread is open, queueing is on (max_queued > 0), every operand is on the template's device and held in one
-block, and the scatter claim buffer is still the one traced (Device.claims_serial) and clean. Parameter words
+block, and the scatter claim buffer is still the one traced (Device.zeroed_serial) and clean. Parameter words
 that hold block addresses belong to the large-tensor launches alone (shaders/addressing.glsl), which are
 never templated, so a template's parameter buffers hold only words fixed by its signature.
 """
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
+from .plan import CLAIMS as CLAIMS_KEY
 from .runtime import Buffer, Device
 from .tensor import Tensor
 
@@ -32,19 +37,23 @@ CLAIMS, SCRATCH = 4, 5        # the slot of the scatter claim buffer; slots from
 class Template:
     """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
 
-    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner")
+    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes")
 
-    def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner):
+    def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
+                 recipes: tuple):
         self.device = device
         self.steps = steps            # (kernel, workgroups, barrier, slots): Dispatch fields, slots for buffers
         self.out_shape = out_shape
         self.out_nbytes = out_nbytes
         self.scratch = scratch        # sizes of the scratch buffers, in the order the plan took them
-        self.owner = owner            # Device.claims_serial of the claim buffer the launches use, or None
+        self.owner = owner            # Device.zeroed_serial of the claim buffer the launches use, or None
+        self.recipes = recipes        # large-tensor launches' parameters, made per call: (words, block-list slots),
+                                      # their buffers in the slots after the scratch, in order
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
-            self.owner == other.owner and self.out_nbytes == other.out_nbytes
+            self.owner == other.owner and self.out_nbytes == other.out_nbytes and \
+            [(w.tobytes(), s) for w, s in self.recipes] == [(w.tobytes(), s) for w, s in other.recipes]
 
     def run(self, operands: tuple):
         """The result Tensor of the call on ``operands`` (data, indices[, updates]: Tensors of the traced
@@ -52,26 +61,33 @@ class Template:
         dev = self.device
         if dev._closed or not dev.max_queued or getattr(dev._local, "recording", None) is not None:
             return None
+        recipes = self.recipes
         bufs = [o.buffer for o in operands]
         for b in bufs:
-            if b.device is not dev or b.chunked:
+            if b.device is not dev or b.chunked and not recipes:
                 return None
         with dev._lock:
             owner = self.owner
-            if owner is not None and (owner != dev.claims_serial or not dev._owner_clean):
+            if owner is not None and (owner != dev.zeroed_serial or not dev._zeroed_clean):
                 return None
-            take = Buffer._in_block if not dev.canary_words else Device._take
+            take = Buffer._in_block if not dev.canary_words and not recipes else Device._take
             out = take(dev, self.out_nbytes)
             bufs.insert(2, out)
             if len(bufs) < CLAIMS:
                 bufs.append(None)
-            bufs.append(dev._owner)
-            if self.scratch:
-                taken = [take(dev, n) for n in self.scratch]
-                dev.queue_steps(self.steps, bufs + taken, owner is not None)
+            bufs.append(dev._zeroed.get(CLAIMS_KEY))
+            taken = [take(dev, n) for n in self.scratch]
+            bufs += taken
+            if recipes:                 # large tensors: parameters that list these buffers' blocks
+                for words, slots in recipes:
+                    params, fresh = dev._params(np.concatenate(
+                        [words, dev._block_table([None if s is None else bufs[s] for s in slots], len(words))]))
+                    bufs.append(params)
+                    if fresh:
+                        dev._batches.stage([params])
+            dev.queue_steps(self.steps, bufs, owner is not None)
+            if taken:
                 dev._give(*taken)
-            else:
-                dev.queue_steps(self.steps, bufs, owner is not None)
         return _wrap(out, self.out_shape, operands[0].dtype)
 
 
@@ -79,17 +95,23 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
     or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
     equals the first makes the signature's template."""
-    slots = {id(b): n for n, b in enumerate(buffers + [dev._owner] + scratch) if b is not None}
-    steps = []
+    per_call = buffers + [dev._zeroed.get(CLAIMS_KEY)] + scratch
+    slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
+    steps: list[Any] = []
+    recipes: list[Any] = []
     for d in dispatches:
+        bound = tuple(slots.get(id(b), b) for b in d.buffers)
         if d.wide or any(b.chunked for b in d.buffers):
-            return
-        steps.append((d.kernel, dev.workgroups(d.count), d.barrier,
-                      tuple(slots.get(id(b), b) for b in d.buffers)))
+            recipe = d.buffers[0].recipe      # the block lists: remade per call from these slots
+            if not d.wide or recipe is None or any(s is not None and s not in slots for s in recipe[1]):
+                return
+            bound = (len(per_call) + len(recipes),) + bound[1:]
+            recipes.append((recipe[0], tuple(None if s is None else slots[s] for s in recipe[1])))
+        steps.append((d.kernel, dev.workgroups(d.count), d.barrier, bound))
     uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
     out = buffers[2]
     template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),
-                        dev.claims_serial if uses_owner else None)
+                        dev.zeroed_serial if uses_owner else None, tuple(recipes))
     known = dev.templates.pop(sig, None)
     while len(dev.templates) >= TEMPLATES:
         del dev.templates[next(iter(dev.templates))]

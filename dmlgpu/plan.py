@@ -44,8 +44,12 @@ def needs_wide(device: Device, index_map: IndexMap, *buffers) -> bool:
 
 def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
     """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
-    ``slots`` (units.glsl's SLOT_* order: indices, data, dense, owner; None: absent)."""
-    return device._params(np.concatenate([words, device._block_table(slots, len(words))]))
+    ``slots`` (units.glsl's SLOT_* order: indices, data, dense, owner; None: absent). The buffer's ``recipe``
+    (its words and the ids of the ``slots`` it was made for) lets a call template make it again for other
+    buffers (dmlgpu/calls.py)."""
+    buf, fresh = device._params(np.concatenate([words, device._block_table(slots, len(words))]))
+    buf.recipe = (words, tuple(None if b is None else id(b) for b in slots))
+    return buf, fresh
 
 
 def _chunked(*buffers) -> bool:
@@ -122,6 +126,10 @@ class GatherPlan(_MapPlan):
 
 
 P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
+# The scatters' claim words (Device.zeroed scratch under this key): one 32-bit word per unit of the output (a
+# scatter of 1-byte elements needs 4 bytes of it per element), or per target row (ROWS); the write pass (or
+# the ROWS clearing pass) leaves them all zeros again.
+CLAIMS = "scatter claims"
 
 
 class ScatterPlan(_MapPlan):
@@ -168,21 +176,16 @@ class ScatterPlan(_MapPlan):
         wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
         if self.small and not wide:
             params, fresh = device._params(self.row_words)
-            out, uploads = [], [params] if fresh else []
-            if input is not output and self.copy.map.count:
-                copy, uploads_copy = self.copy.dispatch(device, input, output)
-                out.append(copy)
-                uploads += uploads_copy
-            out.append(Dispatch(kernels.small_scatter_variant(m.unit, self.index_bytes),
-                                (params, indices, output, updates), m.count))      # a grid over the units
-            return out, uploads
+            return self.copy.then(device, input, output, [params] if fresh else [],
+                                  Dispatch(kernels.small_scatter_variant(m.unit, self.index_bytes),
+                                           (params, indices, output, updates), m.count))   # a grid over the units
         beside = _sizes(input, indices, output, updates)
         units = -(-output.nbytes // m.unit)
         if m.count and not wide:
-            owner = device._owner_scratch(self.owner_words if self.row_words is not None else units, beside=beside)
+            owner = device.zeroed(CLAIMS, 4 * (self.owner_words if self.row_words is not None else units), beside)
             wide = owner.chunked                          # (claim scratch held in several blocks)
         if wide:
-            owner = device._owner_scratch(units, beside=beside)
+            owner = device.zeroed(CLAIMS, 4 * units, beside)
             needs_wide(device, m, indices, output, updates, owner)
             params, fresh = wide_params(device, self.wide_words(), indices, output, updates, owner)
             uploads = [params] if fresh else []
@@ -254,13 +257,9 @@ class ScatterLinesPlan(Plan):
             return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
                                             take=take)
         params, fresh = device._params(self.words)
-        out, uploads = [], [params] if fresh else []
-        if input is not output and self.copy.map.count:
-            copy, copy_uploads = self.copy.dispatch(device, input, output)
-            out.append(copy)
-            uploads += copy_uploads
-        out.append(Dispatch(self.kernel, (params, indices, output, updates), self.groups * kernels.WORKGROUP_SIZE))
-        return out, uploads
+        return self.copy.then(device, input, output, [params] if fresh else [],
+                              Dispatch(self.kernel, (params, indices, output, updates),
+                                       self.groups * kernels.WORKGROUP_SIZE))
 
 
 def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,
@@ -299,6 +298,14 @@ class CopyPlan:
         self.vec = vec_bytes(self.map)
         self.words: Any = self.map.params(False, vec=self.vec) if self.narrow else None   # None: wide only
         self.wide_words: Any = None
+
+    def then(self, device: Device, input: Buffer, output: Buffer, uploads: list, launch: Dispatch) -> tuple[list, list]:
+        """(the copy input -> output, unless output is input's own buffer or the copy moves nothing, then
+        ``launch``, which works on what the copy wrote; ``uploads`` and the copy's parameter buffer if new)."""
+        if input is output or not self.map.count:
+            return [launch], uploads
+        copy, more = self.dispatch(device, input, output)
+        return [copy, launch], uploads + more
 
     def dispatch(self, device: Device, input: Buffer, output: Buffer, barrier: bool = True) -> tuple[Dispatch, list]:
         """(the copy's dispatch, [its parameter buffer] if it must be uploaded first, else [])."""

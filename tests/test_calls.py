@@ -156,3 +156,29 @@ def test_a_batch_like_the_last_is_submitted_again_and_sees_new_data(dev):
         held.append(dev._batches.spare_held)    # the ops the Sequence just submitted holds
         np.testing.assert_array_equal(out.numpy(), table[new])
     assert any(a is b for a, b in zip(held[2:], held[4:])), "no batch was submitted again as recorded"
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_templates_of_tensors_held_in_several_blocks(case):
+    """Large-tensor launches (operands held in several blocks: WIDE variants, whose parameters list the
+    blocks' addresses) are templated too: their parameters are made again for each call's buffers."""
+    d = dmlgpu.Device(chunk_bytes=256)
+    try:
+        rng = np.random.default_rng(case)
+        name, fn, operands, kwargs, ref = _cases(rng)[case]
+        tensors = [dmlgpu.tensor(x, device=d) for x in operands]
+        assert any(t.buffer.chunked for t in tensors)
+        results, expected, keep = [], [], []
+        for step in range(5):
+            fresh = _cases(np.random.default_rng(100 * case + step))[case][2]
+            for t, x in zip(tensors, fresh):
+                t.write(x)
+            keep.append(dmlgpu.tensor(np.zeros(64 * (step + 1), np.uint8), device=d))   # other blocks in use
+            results.append(fn(*tensors, **kwargs))
+            expected.append(ref(*fresh))
+        template = d.templates[(fn.__name__, *[(t.shape, t.dtype) for t in tensors], *_args(fn.__name__, kwargs))]
+        assert isinstance(template, calls.Template) and template.recipes
+        for got, want in zip(results, expected):
+            np.testing.assert_array_equal(got.numpy(), want)
+    finally:
+        d.close()

@@ -37,21 +37,34 @@ class Batch:
         self.spare_held: list | None = None
         self.number = 1               # number of the open batch (Block.batch of the blocks it uses)
         self.queued = 0               # runs in the open batch
-        self.scatters = False         # the open batch uses the scatter claim buffer
+        self.zeroed = False           # the open batch uses zeroed scratch (Device.zeroed)
         self.uploads: Any = None      # the batch's upload staging buffer and its host view
         self.upload_pos = 0           # bytes of it used
         self.spare_uploads: Any = None
         self.inflight = 0             # number of the batch submitted and not waited for (0: none)
-        self.inflight_scatters = False
+        self.inflight_zeroed = False
 
     def enqueue(self, dispatches, uploads) -> None:
-        """Adds a run to the open batch (its uploads first), and submits the batch once it holds max_queued
-        runs. Host data of up to a quarter of QUEUE_UPLOADS per buffer goes through the batch's upload buffer
-        (copied there now, into its device buffer by the batch: a block that the batch still uses may be
-        reused); larger data is written now (mapped, or by a staging transfer), after the batch if the block
-        is one it uses."""
+        """Adds a run to the open batch (its uploads first: stage()), and submits the batch once it holds
+        max_queued runs."""
+        self.stage(uploads)
         dev = self.device
         number = self.number
+        self.ops += dev._dispatch_ops(dispatches)
+        for d in dispatches:
+            for b in d.buffers:
+                for block in b._blocks:
+                    block.batch = number
+        if not self.zeroed and dev._zeroed:
+            self.zeroed = dev._uses_zeroed(dispatches)
+        self._added()
+
+    def stage(self, uploads) -> None:
+        """Uploads the staged bytes of these buffers (Buffer._stage) before what the batch does next. Host
+        data of up to a quarter of QUEUE_UPLOADS per buffer goes through the batch's upload buffer (copied there
+        now, into its device buffer by the batch: a block that the batch still uses may be reused); larger
+        data is written now (mapped, or by a staging transfer), after the batch if the block is one it uses."""
+        dev = self.device
         for b in uploads:
             if b._pending is None:
                 continue
@@ -61,7 +74,6 @@ class Batch:
             else:
                 if self.upload_pos + n > QUEUE_UPLOADS:
                     self.flush(wait=False)
-                    number = self.number
                 if self.uploads is None:
                     staging = dev._mgr.buffer(QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
                     self.uploads = (staging, staging.host_view())
@@ -71,34 +83,28 @@ class Batch:
                 self.ops += (kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY),
                              kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
                 self.upload_pos = pos + -(-n // 16) * 16
-                b._block.batch = number
+                b._block.batch = self.number
             b._pending = None
-        self.ops += dev._dispatch_ops(dispatches)
-        owner = dev._owner
-        for d in dispatches:
-            for b in d.buffers:
-                for block in b._blocks:
-                    block.batch = number
-                if b is owner:
-                    self.scatters = True
-        self._added()
 
-    def record_steps(self, steps, buffers: list, scatters: bool) -> None:
+    def record_steps(self, steps, buffers: list, zeroed: bool) -> None:
         """Adds a call template's launches to the open batch (the caller has checked that no recording of its
         thread is open and that max_queued is not 0): ``steps`` are (kernel, workgroups, barrier, slots), each
-        slot an index into ``buffers`` or a Buffer; every buffer is held in one block. ``scatters``: the
-        launches use the scatter claim buffer."""
+        slot an index into ``buffers`` or a Buffer (the launches bind each buffer's first block; those of the
+        large-tensor variants reach every block through their parameters). ``zeroed``: the launches use
+        zeroed scratch (Device.zeroed)."""
         dev = self.device
         number, algorithm, barrier, ops = self.number, dev._pipelines.algorithm, dev._barrier, self.ops
         for kernel, groups, before, slots in steps:
-            blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
+            bound = [buffers[s] if s.__class__ is int else s for s in slots]
+            blocks = tuple([b._block for b in bound])
             if before:
                 ops.append(barrier)
             ops.append(algorithm(kernel, groups, blocks).dispatch)
-            for block in blocks:
-                block.batch = number
-        if scatters:
-            self.scatters = True
+            for b in bound:
+                for block in b._blocks:
+                    block.batch = number
+        if zeroed:
+            self.zeroed = True
         self._added()
 
     def _added(self) -> None:
@@ -122,7 +128,7 @@ class Batch:
         dev = self.device
         if self.queued:
             self.await_inflight()
-            seq, ops, scatters = self.seq, self.ops, self.scatters
+            seq, ops, zeroed = self.seq, self.ops, self.zeroed
             if dev.direct_memory:
                 ops.append(dev._host_barrier)
             try:
@@ -132,19 +138,19 @@ class Batch:
                     seq.record_ops(ops)
                     self.held = ops
                 seq.eval_async()
-                self.inflight, self.inflight_scatters = self.number, scatters
+                self.inflight, self.inflight_zeroed = self.number, zeroed
             except BaseException:
                 seq.clear()
                 self.held = None
-                if scatters:
-                    dev._owner_clean = False    # claims may be left set: the next scatter re-zeroes them
+                if zeroed:
+                    dev._zeroed_clean = False   # it may be left non-zero: the next request renews it
                 raise
             finally:
                 self.seq, self.spare_seq = self.spare_seq, seq
                 self.held, self.spare_held = self.spare_held, self.held
                 self.ops = []
                 self.uploads, self.spare_uploads = self.spare_uploads, self.uploads
-                self.scatters = False
+                self.zeroed = False
                 self.upload_pos = 0
                 self.queued = 0
                 self.number += 1
@@ -160,8 +166,8 @@ class Batch:
                 self.spare_seq.eval_await()
             except BaseException:
                 self.spare_held = None
-                if self.inflight_scatters:
-                    self.device._owner_clean = False
+                if self.inflight_zeroed:
+                    self.device._zeroed_clean = False
                 raise
             finally:
                 self.inflight = 0

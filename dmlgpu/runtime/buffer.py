@@ -68,6 +68,7 @@ class Buffer:
     _mirror: Any = None                  # host-visible copy for recordings (staging devices only)
     _host: np.ndarray | None = None
     pinned = False                       # a recording uses it: Device._give leaves it alone
+    recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
 
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:

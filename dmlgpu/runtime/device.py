@@ -144,9 +144,9 @@ class Device:
         self._param_buffers: dict = {}
         self._local = threading.local()
         self._submissions = 0
-        self._owner: Buffer | None = None
-        self._owner_clean = True
-        self.claims_serial = 0      # counts the claim buffers made (a call template names the one it used)
+        self._zeroed: dict = {}     # zeroed scratch by key (zeroed())
+        self._zeroed_clean = True   # False once a run that used zeroed scratch failed: the next request renews it
+        self.zeroed_serial = 0      # counts the zeroed scratch buffers made (a call template names the one it used)
         self._closed = False
         self._dummy = Buffer(self, 4)
         self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
@@ -408,23 +408,27 @@ class Device:
             addresses += [b.address for b in blocks] or [0]
         return np.array(head + addresses, dtype=np.uint64)
 
-    def _owner_scratch(self, words: int, beside: tuple = ()) -> Buffer:
-        """The scatter claim buffer, all zeros, at least ``words`` long (scatter_write.comp re-zeroes it):
-        one 32-bit word per unit of the output, so a scatter of 1-byte elements needs 4 bytes of it per
-        element (chunked past the largest block). DeviceError, before any GPU work, if the device cannot hold
-        it beside the operation's tensors ``beside`` (bytes)."""
-        if self._owner is None or self._owner.nbytes < 4 * words or not self._owner_clean:
-            self._check_sizes(*beside, 4 * words)
-            size = max(words, 1024, 0 if self._owner is None else self._owner.nbytes // 4)
+    def zeroed(self, key: str, nbytes: int, beside: tuple = ()) -> Buffer:
+        """Zeroed scratch: a buffer of at least ``nbytes`` (a multiple of 4), all zeros, kept for ``key`` and
+        shared by the runs that ask for it. The kernels that use it must leave it all zeros again (a scatter's
+        claim words: dmlgpu/plan.py); after a run that used zeroed scratch fails, the next request gets a new,
+        zeroed one. It grows by powers of two up to one block (chunked past it). DeviceError, before any GPU
+        work, if the device cannot hold it beside the operation's tensors ``beside`` (bytes)."""
+        buf = self._zeroed.get(key)
+        if buf is None or buf.nbytes < nbytes or not self._zeroed_clean:
+            self._check_sizes(*beside, nbytes)
+            size = max(nbytes, 4096, 0 if buf is None else buf.nbytes)
             size = 1 << (size - 1).bit_length()        # powers of two up to one block, then what is asked
-            if 4 * size > self._whole_max:
-                size = words
-            self._owner = None
-            self._owner = Buffer(self, 4 * size)
-            self.claims_serial += 1
-            self._fill(self._owner, 0, 0, self._owner.nbytes)
-            self._owner_clean = True
-        return self._owner
+            if size > self._whole_max:
+                size = nbytes
+            if not self._zeroed_clean:
+                self._zeroed.clear()
+                self._zeroed_clean = True
+            self._zeroed.pop(key, None)
+            buf = self._zeroed[key] = Buffer(self, size)
+            self.zeroed_serial += 1
+            self._fill(buf, 0, 0, buf.nbytes)
+        return buf
 
     def _forget(self, block: Block) -> None:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
@@ -563,7 +567,7 @@ class Device:
             for op in ops:
                 seq.record(op)
         self._replays[key] = seq                 # most recently used last
-        self._submit(seq, self._uses_owner(dispatches))
+        self._submit(seq, self._uses_zeroed(dispatches))
 
     @staticmethod
     def _staged_copies(bufs, sizes, slot, upload: bool) -> list:
@@ -592,9 +596,9 @@ class Device:
             else:
                 self._run(dispatches, uploads)
 
-    def queue_steps(self, steps, buffers: list, scatters: bool) -> None:
+    def queue_steps(self, steps, buffers: list, zeroed: bool) -> None:
         """Batch.record_steps into the open batch (a call template's launches: dmlgpu/calls.py)."""
-        self._batches.record_steps(steps, buffers, scatters)
+        self._batches.record_steps(steps, buffers, zeroed)
 
     def _sync_buffer(self, buf: Buffer) -> None:
         """Before ``buf`` is reached outside the batches: waits for the batches that use it."""
@@ -619,8 +623,10 @@ class Device:
         reading a mapped buffer afterwards needs no submission of its own)."""
         return [self._host_barrier] if dispatches else []
 
-    def _uses_owner(self, dispatches) -> bool:
-        return self._owner is not None and any(b is self._owner for d in dispatches for b in d.buffers)
+    def _uses_zeroed(self, dispatches) -> bool:
+        """True when the dispatches use zeroed scratch (zeroed())."""
+        held = {id(b) for b in self._zeroed.values()}
+        return bool(held) and any(id(b) in held for d in dispatches for b in d.buffers)
 
     def workgroups(self, count: int) -> int:
         """The workgroups that a dispatch of ``count`` iterations launches on this device."""
@@ -637,14 +643,14 @@ class Device:
                                       f"several (a large-tensor variant must be chosen for it)")
         return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
 
-    def _submit(self, seq, scatters: bool) -> None:
-        """Submits a recorded Sequence and waits. A run with scatters that fails may leave claims set in the
-        claim scratch: it is then marked unclean, so the next scatter re-zeroes it."""
+    def _submit(self, seq, zeroed: bool) -> None:
+        """Submits a recorded Sequence and waits. ``zeroed``: it uses zeroed scratch, which is renewed if the
+        run fails (it may be left non-zero)."""
         try:
             seq.eval()
         except BaseException:
-            if scatters:
-                self._owner_clean = False
+            if zeroed:
+                self._zeroed_clean = False
             raise
         self._count_submission()
 

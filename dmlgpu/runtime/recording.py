@@ -37,7 +37,7 @@ class Recording:
         self._timestamps = timestamps
         self._steps: list[tuple[str, Any]] = []
         self._seq: Any = None
-        self._scatters = False
+        self._zeroed = False
 
     def __enter__(self) -> "Recording":
         if self.device._recording() is not None:
@@ -63,7 +63,7 @@ class Recording:
             for op in ops:
                 self._seq.record(op)
             dispatches = [what for kind, what in self._steps if kind == "dispatch"]
-            self._scatters = dev._uses_owner(dispatches)
+            self._zeroed = dev._uses_zeroed(dispatches)
         self.run()
 
     def upload(self, *tensors: Union["Tensor", Buffer]) -> None:
@@ -82,7 +82,7 @@ class Recording:
             raise RuntimeError("the recording has not ended yet")
         with self.device._lock:
             self.device._open()._flush()     # queued calls first: the recording may read what they write
-            self.device._submit(self._seq, self._scatters)
+            self.device._submit(self._seq, self._zeroed)
 
     def timestamps(self) -> list[float]:
         """GPU times in ns of the last run: one before the first recorded Vulkan command and one after each.
