@@ -53,3 +53,28 @@ def test_layer_2_functions_name_their_raises():
         assert _section(doc, "Raises") and "IndexError" in doc or fn in (dmlgpu.tensor, dmlgpu.empty,
                                                                          dmlgpu.onnx.prepare), fn.__name__
         assert _section(doc, "Raises"), fn.__name__
+
+
+def test_readme_usage_runs_and_says_true():
+    """README's "Using it" code blocks, run in order (the ONNX block on tests/models/embedding.onnx), with their
+    results checked against NumPy."""
+    import pathlib
+
+    import numpy as np
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    using = readme[readme.index("## Using it"):readme.index("### Command line")]
+    code = "\n".join(re.findall(r"```python\n(.*?)```", using, re.S))
+    code = code.replace('dmlgpu.gather(table, [1000], mode="raise")',
+                        'raised = pytest.raises(IndexError, dmlgpu.gather, table, [1000], mode="raise")')
+    code = code.replace('"model.onnx"', repr(str(root / "tests" / "models" / "embedding.onnx")))
+    ns = {"pytest": pytest}
+    exec(compile(code, "README.md", "exec"), ns)
+    table = ns["table"]
+    assert "gather: index 1000" in str(ns["raised"].value)
+    assert np.array_equal(ns["pairs"], table[[0, 999], [1, 63]])
+    assert np.array_equal(ns["updated"][5], np.ones(64, np.float32))
+    assert ns["out"].shape == (2, 64) and np.array_equal(ns["out"].host, ns["t"].numpy()[[7, 9]])
+    assert ns["hidden"].shape == (1, 16) and isinstance(ns["hidden"], np.ndarray)
+    assert ns["bufs"]["output"].read().view(np.float32).tolist() == [0, 1, 2, 3, 2, 3, 4, 5]
