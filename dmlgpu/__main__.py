@@ -25,9 +25,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = cli.main(rest)
         return status
     ap = argparse.ArgumentParser(prog="python -m dmlgpu", description=__doc__)
-    ap.add_argument("command", choices=["info", "demo", "warmup", "bench"])
-    ap.add_argument("--device", type=int, default=None,
-                    help="warmup: the device index (python -m dmlgpu info); default: the default device")
+    commands = ap.add_subparsers(dest="command", required=True, metavar="{info,demo,warmup,bench}")
+    commands.add_parser("info", help="lists the Vulkan devices")
+    commands.add_parser("demo", help="runs the DirectML pages' examples and a timed gather")
+    warm = commands.add_parser("warmup", help="builds every kernel variant's pipeline into the pipeline cache")
+    warm.add_argument("--device", type=int, default=None,
+                      help="the device index (python -m dmlgpu info); default: the default device")
+    commands.add_parser("bench", help="the benchmark harness: python -m dmlgpu bench --help")
     args = ap.parse_args(argv)
     from . import runtime
     if args.command == "warmup":
