@@ -222,15 +222,17 @@ def _operands(op: str, data, indices, device, mode, updates=None):
     return data, idx, values, dev, mode
 
 
-def named(e: Exception, op: str, inner: str | None = None) -> Exception:
+def named(e: Exception, op: str, inner: str | tuple[str, ...] = ()) -> Exception:
     """``e`` with a message that starts with ``op``, the function the user called: ``"op: ..."`` (an error
-    raised by ``inner``, a function ``op`` called, has its ``"inner: "`` replaced). Raise it ``from None``;
-    it keeps ``e``'s type and traceback."""
+    raised by ``inner``, a function ``op`` called (or one of several), has its ``"inner: "`` replaced). Raise
+    it ``from None``; it keeps ``e``'s type and traceback."""
     msg = str(e)
-    if inner is not None and msg.startswith(inner + ": "):
-        msg = msg[len(inner) + 2:]
-    elif msg.startswith(op + ": "):
+    if msg.startswith(op + ": "):
         return e
+    for name in (inner,) if isinstance(inner, str) else inner:
+        if msg.startswith(name + ": "):
+            msg = msg[len(name) + 2:]
+            break
     try:
         new = type(e)(f"{op}: {msg}")
     except Exception:          # an exception type of other arguments: as it is

@@ -123,6 +123,8 @@ OPERATORS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
         data, indices, updates, axis, device=dev, mode=MODE), {"axis": 0}),
     "TensorScatter": (_tensor_scatter, {"axis": -2, "mode": "linear"}),
 }
+LAYER_2 = ("gather", "gather_elements", "gather_nd", "scatter_nd", "scatter_elements", "TensorScatter")
+# the names that the device operators' errors start with, replaced by the node's
 DATA_INPUTS = {"ScatterND": (0, 2), "ScatterElements": (0, 2), "Scatter": (0, 2), "TensorScatter": (0, 1)}
 # the inputs of each device operator that hold data (the others hold indices): (0,) unless listed
 
@@ -303,12 +305,16 @@ class _Node(NamedTuple):
     device: bool
 
     def run(self, dev: Device, args: list[Any]) -> Any:
-        if self.device:
-            return self.fn(dev, *args, **self.attrs)
+        """The node's output; its errors name the node (``"Gather node '/embed/Gather': ..."``)."""
+        if not self.device:
+            try:
+                return self.fn(*args, **self.attrs)
+            except _NodeError as e:
+                raise ValueError(f"{self.node.op_type} node {self.node.name!r}: {e}") from None
         try:
-            return self.fn(*args, **self.attrs)
-        except _NodeError as e:
-            raise ValueError(f"{self.node.op_type} node {self.node.name!r}: {e}") from None
+            return self.fn(dev, *args, **self.attrs)
+        except (TypeError, ValueError, IndexError, RuntimeError) as e:
+            raise functions.named(e, f"{self.node.op_type} node {self.node.name!r}", LAYER_2) from None
 
 
 class _Input(NamedTuple):

@@ -223,3 +223,10 @@ def test_axes_are_read_on_the_host(device):
         rep.run([x, dmlgpu.tensor(np.array([0, 3]), device=device)])
     with pytest.raises(ValueError, match=r"Unsqueeze node 'u': axes \[0, 0\] repeat an axis"):
         rep.run([x, np.array([0, 0])])
+
+
+def test_errors_of_device_operators_name_the_node(device):
+    rep = backend.prepare(MODELS / "embedding.onnx", dml_device=device)
+    with pytest.raises(IndexError, match=r"^Gather node '/embed/Gather': index 70 at indices position \(0, 1\) is out "
+                                         r"of range for a dimension of size 50"):
+        rep.run([np.array([[1, 70]])])
