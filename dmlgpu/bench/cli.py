@@ -7,6 +7,7 @@ Examples::
     python -m dmlgpu bench --sizes 16K,1M,16M       # a medium run for lavapipe (~4 min; 256 MiB cases take long)
     python -m dmlgpu bench --workloads embedding-f32 --sizes 1M,64M --device 1 --out /tmp/bench
     python -m dmlgpu bench --render dmlgpu-bench/bench.json --markdown   # re-render a saved run
+    python -m dmlgpu bench apps --scale 0.01        # the jobs users run (issue 19), small for lavapipe
 
 Writes bench.json, bench.md (a section to paste into bench/RESULTS.md) and bench.png to ``--out``;
 prints the table to stdout and progress to stderr. Exit status 1 if any result was wrong or failed.
@@ -55,7 +56,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+SECTIONS = ("apps",)     # python -m dmlgpu bench SECTION ...: dmlgpu.bench.SECTION.main (see also __main__)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] and argv[0] in SECTIONS:
+        import importlib
+        return importlib.import_module(f"{__package__}.{argv[0]}").main(argv[1:])
     args = parse_args(argv)
     if args.list:
         for w in WORKLOADS:
@@ -87,7 +95,7 @@ def main(argv=None) -> int:
                         latency=not args.no_latency, latency_iters=200 if quick else 1000,
                         latency_budget_s=0.5 if quick else 2.0, latency_ops=100 if quick else 1000,
                         command=" ".join(["python -m dmlgpu bench"] + [shlex.quote(a) for a in
-                                                                 (sys.argv[1:] if argv is None else argv)]))
+                                                                 argv]))
     print(f"dmlgpu on {device.info.name} ({device.info.type}); peer: {peer.kind}; "
           f"{len(workloads)} workloads x {len([s for s in sizes if s <= max_size])} sizes", file=sys.stderr)
     results = run(device, peer, settings, Progress(enabled=not args.quiet))

@@ -1,12 +1,19 @@
 """GPU time of dmlgpu operations from Vulkan timestamps.
 
 An operation is a layer-2 call on device-resident Tensors. ``capture`` records one such call in a
-Recording (whose run is the warm-up) and keeps the dispatches it recorded. ``time_dispatches`` records
-those dispatches ``repeats`` times into one Recording made with ``timestamps=True``, runs it once more
-(the first run warms it up), and returns each repetition's GPU time: from the timestamp after the
-previous repetition to the timestamp after its last dispatch (so barriers between dispatches count).
-As a cross-check it also times, on the host, one run of the same repetitions recorded without timestamps
-(``wall_ns_per_op``: submission and wait included, spread over the repetitions).
+Recording (whose run is the warm-up) and keeps the dispatches it recorded. ``time_dispatches`` times those
+dispatches two ways:
+
+* the stream time (``stream_ns``): the dispatches recorded ``repeats`` times into one Recording without
+  timestamps and once into another; each run on the host (best of two, after the warm-up run), and
+  (wall(repeats) - wall(1)) / (repeats - 1): what one more repetition adds to a submission, barriers
+  included, submission and wait cancelled out. ``wall_ns_per_op``: wall(repeats) / repeats.
+* the timestamps (``samples_ns``): the same repetitions recorded with ``timestamps=True``, run once; each
+  repetition's time from the timestamp after the previous repetition to the timestamp after its last
+  dispatch. Kompute writes a timestamp after every command (a barrier, a dispatch), and each costs GPU time
+  of its own (about 1 us on an H200, 25 us on lavapipe), so these are above the stream time, the more so
+  the smaller the operation and the more dispatches it has: on lavapipe a small scatter's timestamped
+  "GPU time" exceeded its whole eager call. Compare timestamped figures with timestamped figures only.
 
 Why replay rather than call the function ``repeats`` times in the recording: each layer-2 call in a
 Recording allocates a new output (and a new parameter buffer and Kompute algorithm), so 100 calls of a
@@ -36,7 +43,8 @@ class GpuTime:
 
     samples_ns: list
     dispatches_per_op: int
-    wall_ns_per_op: float      # cross-check: host wall time of one run of a recording without timestamps
+    wall_ns_per_op: float      # host wall time of one run of the repetitions without timestamps / repeats
+    stream_ns: float           # (wall(repeats) - wall(1)) / (repeats - 1), without timestamps (module docstring)
 
     @property
     def median_ns(self) -> float:
@@ -46,7 +54,7 @@ class GpuTime:
         s = sorted(self.samples_ns)
         return {"median_ns": self.median_ns, "min_ns": s[0], "p90_ns": s[int(0.9 * (len(s) - 1))],
                 "samples": len(s), "dispatches_per_op": self.dispatches_per_op,
-                "wall_ns_per_op": self.wall_ns_per_op}
+                "wall_ns_per_op": self.wall_ns_per_op, "stream_ns": self.stream_ns}
 
 
 def capture(device: dmlgpu.Device, call, *args):
@@ -59,13 +67,26 @@ def capture(device: dmlgpu.Device, call, *args):
 
 
 def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> GpuTime:
-    """GPU time of each of ``repeats`` back-to-back repetitions of ``dispatches`` in one submission."""
+    """The stream time of ``dispatches`` and the timestamped GPU time of each of ``repeats`` back-to-back
+    repetitions in one submission (module docstring)."""
     if not dispatches:
         raise ValueError("nothing to time: the operation recorded no dispatch")
-    with device.record(timestamps=True) as rec:   # ending the block runs it: the warm-up
+    with device.record() as plain:                 # ending a block runs it: the warm-up
         for _ in range(repeats):
             device._run(dispatches)
-    rec.run()
+    with device.record() as single:
+        device._run(dispatches)
+    many, one = [], []
+    for _ in range(2):
+        for rec_, walls in ((plain, many), (single, one)):
+            start = time.perf_counter()
+            rec_.run()
+            walls.append(time.perf_counter() - start)
+    del plain, single
+    stream_ns = (min(many) - min(one)) / (repeats - 1) * 1e9 if repeats > 1 else min(one) * 1e9
+    with device.record(timestamps=True) as rec:   # ending the block runs it (kernels and buffers are warm)
+        for _ in range(repeats):
+            device._run(dispatches)
     ts = rec.timestamps()
     per_op = sum(2 if d.barrier else 1 for d in dispatches)   # timed steps: a barrier (if any), the dispatch
     expected = 1 + per_op * repeats
@@ -73,18 +94,15 @@ def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> Gp
         raise RuntimeError(f"expected at least {expected} timestamps, got {len(ts)}")
     samples = [ts[(i + 1) * per_op] - ts[i * per_op] for i in range(repeats)]
     del rec
-    with device.record() as plain:                 # the same without timestamps, timed on the host
-        for _ in range(repeats):
-            device._run(dispatches)
-    start = time.perf_counter()
-    plain.run()
-    wall_ns = (time.perf_counter() - start) / repeats * 1e9
-    return GpuTime(samples, len(dispatches), wall_ns)
+    return GpuTime(samples, len(dispatches), min(many) / repeats * 1e9, stream_ns)
 
 
 class CopyReference:
     """The copy shader's bandwidth: dmlgpu's gather kernel with tuple size 0 (a plain copy of n bytes,
-    moving 2n bytes), measured once per byte count and remembered."""
+    moving 2n bytes, one 16-byte unit per invocation), measured once per byte count and remembered. On CPU
+    devices (lavapipe) row gathers move a whole row per invocation (the row loop), which costs less there
+    than an invocation per unit: their "% copy" exceeds 100 % (2 to 9x at 4 MiB on lavapipe). On GPUs both
+    move 16-byte units per invocation."""
 
     def __init__(self, device: dmlgpu.Device, repeats: int):
         self.device = device

@@ -1,8 +1,13 @@
-"""Scatter reductions on device Tensors: wall time per call (steady state, the call waits for the GPU) and
-GPU time (the call's dispatches recorded once and rerun, from GPU timestamps) of each reduction next to the
-plain scatter (reduction="none") of the same shapes ("vs none": GPU time ratio), and, where PyTorch with
-CUDA is present, torch's scatter_reduce / index_add_ / index_reduce_ on the same data, with and without
+"""Scatter reductions on device Tensors: wall time per call (steady state: the call, which is queued, then
+Device.synchronize(), so the figure waits for the GPU) and GPU time (the call recorded once and rerun; the
+first to last Vulkan timestamp: Kompute writes one after every command, and their own cost, about 1 us each
+on an H200, is included) of each reduction next to the plain scatter (reduction="none") of the same shapes
+("vs none": GPU time ratio), and, where PyTorch with CUDA is present, torch's scatter_reduce / index_add_ /
+index_reduce_ on the same data (wall: the call, then torch.cuda.synchronize()), with and without
 torch.use_deterministic_algorithms(True); for add, NumPy's np.add.at on the host.
+
+Until issue 19 the wall column timed the call alone: since eager calls on Tensors are queued, it stopped
+waiting for the GPU (a call with 30 ms of GPU time showed 0.2 ms).
 
 Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
                                          [--dist uniform,zipf,one] [--repeat 5]
@@ -127,6 +132,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     print(f"{dev.info.name}: {n} update rows of {w} onto {m} targets, device Tensors, median wall time of "
           f"{args.repeat} calls" + ("" if peer else " (no torch with CUDA: no peer)"))
+    print("wall: call + synchronize, median; GPU: Vulkan timestamps of the recorded call, first to last (one after "
+          "every command, their cost included); torch: call + torch.cuda.synchronize(), median")
     print(f"{'dtype':8} {'dist':8} {'reduction':9} {'wall':>10} {'GPU':>10} {'vs none':>8}  torch (wall)")
     for dtype in map(np.dtype, args.dtype.split(",")):
         for dist in args.dist.split(","):
@@ -141,7 +148,7 @@ def main(argv=None) -> int:
             for reduction in REDUCTIONS:
                 call = lambda: fn(t_data, t_idx, t_upd, reduction=reduction)   # noqa: E731
                 try:
-                    t = median_time(call, args.repeat)
+                    t = median_time(call, args.repeat, dev.synchronize)     # the call, then wait for it
                 except TypeError:           # no arithmetic for this dtype
                     continue
                 g = gpu_time(dev, call, args.repeat)

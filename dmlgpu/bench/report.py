@@ -13,12 +13,16 @@ JSON format (``bench.json``):
   ratio (dmlgpu GB/s / peer GB/s); scatters on PyTorch: ``peer_deterministic`` (the same, under
   ``torch.use_deterministic_algorithms(True)``) and ratio_deterministic; single-element gathers:
   ``ceiling`` (bytes, gbps: the random-access ceiling, workloads.py) and ceiling_fraction; ``eager`` (first_ns, median_ns, samples: wall time of the eager call on device Tensors and a synchronize,
-  the case's first call and steady state; over_gpu_ns: median minus the GPU median); verified (bool);
+  the case's first call and steady state; over_stream_ns: median minus dmlgpu's stream_ns, the host-timed
+  time per repetition without timestamps; before issue 19 over_gpu_ns, minus the timestamped median, which
+  the timestamps' own cost could make negative); ``dmlgpu`` also has stream_ns; verified (bool);
   mismatch (str or null);
 * ``latency`` (or null): operation, ``dmlgpu`` (recorded_round_trip_us, function_round_trip_us,
-  eager_call_us, eager_call_sync_us, chain_us, max_queued, amortized_us, amortized_gpu_us, record_us_per_op,
-  ops, iterations), ``peer`` (name, round_trip_us, eager_call_us, eager_call_sync_us, chain_us, amortized_us,
-  how), mismatches (list of str). Descriptions: bench/latency.py.
+  eager_call_us, eager_call_sync_us, recorded_call_us, empty_recording_us, chain_us, max_queued,
+  amortized_us, record_us_per_op, ops, iterations), ``peer`` (name, round_trip_us, eager_call_us,
+  eager_call_sync_us, recorded_call_us, chain_us, amortized_us, how), ``scatter`` (operation, ``dmlgpu``:
+  eager_call_us, eager_call_sync_us, recorded_call_us, chain_us, ops; ``peer``: the same and name, how),
+  mismatches (list of str). Descriptions: bench/latency.py.
 """
 from __future__ import annotations
 
@@ -28,10 +32,10 @@ from pathlib import Path
 from .units import fmt_bytes, fmt_number
 
 JSON_NAME, MARKDOWN_NAME, PLOT_NAME = "bench.json", "bench.md", "bench.png"
-COLUMNS = ("workload", "moved", "dmlgpu us", "dmlgpu GB/s", "% copy", "% ceiling", "peer GB/s", "peer call",
-           "dmlgpu/peer", "det. peer GB/s", "dmlgpu/det. peer", "eager us", "eager - GPU us", "first eager us",
-           "check")
-ALIGN = "lrrrrrrlrrrrrrl"
+COLUMNS = ("workload", "moved", "dmlgpu GPU us (timestamps)", "dmlgpu stream us", "dmlgpu GB/s", "% copy",
+           "% ceiling", "peer GB/s", "peer call", "dmlgpu/peer", "det. peer GB/s", "dmlgpu/det. peer",
+           "eager us (call+sync)", "eager - stream us", "first eager us", "check")
+ALIGN = "lrrrrrrrlrrrrrrl"
 
 
 def failures(results: dict) -> list[str]:
@@ -57,12 +61,15 @@ def _case_cells(c: dict) -> list[str]:
     if c.get("error"):
         return [name, size, *blank, f"ERROR: {c['error']}"]
     d, e = c["dmlgpu"], c.get("eager")
-    eager = [fmt_number(e["median_ns"] / 1e3), fmt_number(e["over_gpu_ns"] / 1e3), fmt_number(e["first_ns"] / 1e3)] \
-        if e else ["", "", ""]
+    over = e.get("over_stream_ns") if e else None     # bench.json before issue 19: over_gpu_ns (timestamps)
+    eager = [fmt_number(e["median_ns"] / 1e3), fmt_number(over / 1e3) if over is not None else "",
+             fmt_number(e["first_ns"] / 1e3)] if e else ["", "", ""]
     ceiling = f"{100 * c['ceiling_fraction']:.0f}%" if "ceiling_fraction" in c else ""
     det = c.get("peer_deterministic")
     det_cells = [fmt_number(det["gbps"]), fmt_number(c["ratio_deterministic"], 2)] if det else ["", ""]
-    return [name, size, fmt_number(d["median_ns"] / 1e3), fmt_number(d["gbps"]), f"{100 * c['copy_fraction']:.0f}%",
+    stream = fmt_number(d["stream_ns"] / 1e3) if "stream_ns" in d else ""      # bench.json from issue 19 on
+    return [name, size, fmt_number(d["median_ns"] / 1e3), stream, fmt_number(d["gbps"]),
+            f"{100 * c['copy_fraction']:.0f}%",
             ceiling, fmt_number(c["peer"]["gbps"]), c["peer"].get("call", c["peer"]["name"]), fmt_number(c["ratio"], 2),
             *det_cells, *eager, "ok" if c["verified"] else "MISMATCH"]
 
@@ -82,12 +89,34 @@ def _latency_rows(lat: dict) -> tuple[list, list]:
          fmt_number(p["eager_call_sync_us"])],
         [f"{d['ops']} dependent eager calls on Tensors, then synchronize (per call)", fmt_number(d["chain_us"]),
          fmt_number(p["chain_us"])],
-        [f"amortized per op, {d['ops']} ops in one submission (wall)", fmt_number(d["amortized_us"]),
-         fmt_number(p["amortized_us"])],
-        [f"amortized per op, {d['ops']} ops in one submission (GPU timestamps)", fmt_number(d["amortized_gpu_us"]),
-         ""],
+        [f"amortized per op: {d['ops']} ops recorded in one submission, rec.run() wall / {d['ops']} (peer: "
+         f"{d['ops']} calls, then synchronize)", fmt_number(d["amortized_us"]), fmt_number(p["amortized_us"])],
         [f"recording {d['ops']} ops (host time per op, first run included)", fmt_number(d["record_us_per_op"]), ""],
-    ], ["small-op latency: " + lat["operation"], "dmlgpu us", f"{peer} us"]
+    ], ["small-op latency (host wall time): " + lat["operation"], "dmlgpu us", f"{peer} us"]
+
+
+def _breakdown_rows(lat: dict) -> tuple[list, list] | None:
+    """(rows, header) of the per-call breakdown: the small gather and the small scatter_nd, or None (an older
+    bench.json)."""
+    sc = lat.get("scatter")
+    d, p = lat["dmlgpu"], lat["peer"]
+    if sc is None or "recorded_call_us" not in d:
+        return None
+    sd, sp = sc["dmlgpu"], sc["peer"]
+    torch = p["name"] == "torch"
+
+    def row(label, key):
+        return [label, fmt_number(d[key]), fmt_number(p.get(key)), fmt_number(sd[key]), fmt_number(sp.get(key))]
+    return [
+        row(f"queued call on Tensors, steady state: the call alone, no wait (1 in {d['max_queued']} submits)",
+            "eager_call_us"),
+        row("call, then synchronize (Device.synchronize / torch.cuda.synchronize)", "eager_call_sync_us"),
+        row("submission floor: rec.run() of a Recording of the call (submit, wait)"
+            + (" / CUDA graph replay(), then synchronize" if torch else ""), "recorded_call_us"),
+        ["submission floor: rec.run() of an empty Recording", fmt_number(d["empty_recording_us"]), "", "", ""],
+        row(f"{d['ops']} dependent calls without record(), then synchronize: per call", "chain_us"),
+    ], ["per call (host wall time, median)", "gather: dmlgpu us", f"gather: {p['name']} us",
+        "scatter_nd: dmlgpu us", f"scatter_nd: {p['name']} us"]
 
 
 def _text_table(header, rows, align: str) -> str:
@@ -107,15 +136,23 @@ def text(results: dict) -> str:
     lines = [f"dmlgpu benchmark, {m['date']}: device {m['device']['index']} {m['device']['name']} "
              f"({m['device']['type']}); peer {_peer_text(peer)}; {m['repeats']} timed repetitions",
              "GB/s = bytes moved (read + written, indices included) / median time; % copy: of the copy "
-             "shader's GB/s on as many bytes; % ceiling: of the random-access ceiling (single-element gathers); "
+             "shader's GB/s on as many bytes (on CPU devices row gathers move a row per invocation, the copy 16 bytes: "
+             "above 100 % there); % ceiling: of the random-access ceiling (single-element gathers); "
              "peer: the fastest of its calls for the job (peer call); det. peer: PyTorch with deterministic "
              "algorithms (scatters; dmlgpu's are deterministic); eager: wall time of the call on device Tensors "
              "until its result is ready (the queued call, then synchronize; steady-state median, and the case's "
-             "first call)", ""]
+             "first call); dmlgpu GPU us: Vulkan timestamps per repetition of 100 recorded back to back (a "
+             "timestamp after every command: their own cost included); dmlgpu stream us: what one more repetition "
+             "adds to a submission without timestamps (host-timed; GB/s and ratios use the timestamps); eager - "
+             "stream: the eager wall minus the stream time", ""]
     lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], ALIGN))
     if results.get("latency"):
         rows, header = _latency_rows(results["latency"])
         lines += ["", _text_table(header, rows, "lrr")]
+        b = _breakdown_rows(results["latency"])
+        if b:
+            lines += ["", _text_table(b[1], b[0], "lrrrr"), "(" + results["latency"]["scatter"]["operation"]
+                      + "; peer: " + results["latency"]["scatter"]["peer"]["how"] + ")"]
     bad = failures(results)
     lines += [""] + ([f"{len(bad)} FAILURES:"] + [f"  {b}" for b in bad] if bad else
                      ["all results verified against the peer"])
@@ -146,7 +183,10 @@ def markdown(results: dict) -> str:
         ["peer", _peer_text(m["peer"])],
         ["dmlgpu", f"{m['dmlgpu']['version']} (commit {m['dmlgpu']['commit'] or 'unknown'})"],
         ["numpy / python", f"{m['numpy']} / {m['python']}"],
-        ["timing", f"dmlgpu: median of {m['repeats']} dispatches recorded in one submission, Vulkan timestamps; "
+        ["timing", f"dmlgpu GPU us: median of {m['repeats']} repetitions recorded in one submission, Vulkan "
+                   f"timestamps (one after every command, their cost included); eager: the call on Tensors + "
+                   f"synchronize, host wall; eager - stream: minus the host-timed stream time per repetition "
+                   f"(without timestamps: bench/gpu_timing.py); "
                    f"peer: median of {m['repeats']} warmed iterations "
                    + ("(CUDA events around each call: at small sizes they include PyTorch's launch overhead, "
                       "while dmlgpu's dispatches are pre-recorded); the fastest of several PyTorch calls for the "
@@ -164,6 +204,10 @@ def markdown(results: dict) -> str:
     if results.get("latency"):
         rows, header = _latency_rows(results["latency"])
         parts += ["", _md_table(header, rows)]
+        b = _breakdown_rows(results["latency"])
+        if b:
+            parts += ["", _md_table(b[1], b[0]), "", "Scatter: " + results["latency"]["scatter"]["operation"]
+                      + "; peer: " + results["latency"]["scatter"]["peer"]["how"] + "."]
     bad = failures(results)
     parts += ["", (f"**{len(bad)} failures:** " + "; ".join(bad)) if bad else "All results verified against the peer."]
     return "\n".join(parts) + "\n"

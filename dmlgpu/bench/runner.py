@@ -112,7 +112,7 @@ def run_case(device, peer, copy_ref: CopyReference, w: Workload, target: int, re
     copy_gbps = copy_moved / copy.median_ns
     out = {**row,
            "dmlgpu": {**gpu.summary(), "gbps": dml_gbps},
-           "eager": {**eager, "over_gpu_ns": eager["median_ns"] - gpu.median_ns},
+           "eager": {**eager, "over_stream_ns": eager["median_ns"] - gpu.stream_ns},
            "copy": {**copy.summary(), "moved_bytes": copy_moved, "gbps": copy_gbps},
            "copy_fraction": dml_gbps / copy_gbps,
            "peer": {**best, "name": peer.kind, "gbps": case.moved / best["median_ns"]},
@@ -192,8 +192,14 @@ def run_latency(device, peer, settings: Settings, rng) -> dict:
                                                   settings.latency_budget_s, settings.latency_ops)
     peer_result = peer.small_gather(table, idx[0], perm, settings.latency_iters, settings.latency_budget_s,
                                     settings.latency_ops)
+    data, rows, updates = latency.scatter_inputs(rng)
+    sc, sc_mismatches = latency.dmlgpu_small_scatter(device, data, rows, updates, settings.latency_iters,
+                                                     settings.latency_budget_s, settings.latency_ops)
+    peer_sc = peer.small_scatter(data, rows, updates, settings.latency_iters, settings.latency_budget_s,
+                                 settings.latency_ops)
     return {"operation": latency.describe(), "dmlgpu": dml, "peer": {"name": peer.kind, **peer_result},
-            "mismatches": mismatches}
+            "scatter": {"operation": latency.describe_scatter(), "dmlgpu": sc, "peer": {"name": peer.kind, **peer_sc}},
+            "mismatches": mismatches + sc_mismatches}
 
 
 def meta(device, peer, settings: Settings) -> dict:
