@@ -7,6 +7,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from .. import validation
 from ..errors import DeviceError
 
 _KP_IMPORT_ERROR: ImportError | None
@@ -139,7 +140,6 @@ def devices() -> list[DeviceInfo]:
     require_kp()
     with _devices_lock:
         if _devices_cache is None:
-            from .. import validation
             if validation.requested():
                 validation.enable()
             try:
@@ -160,6 +160,7 @@ def open_manager(index: int):
         if index == 0 and _spare_manager is not None:
             mgr, _spare_manager = _spare_manager, None
             return mgr
+    validation.next_instance()          # (the validation layer truncates the log file an instance opens)
     try:
         return kp.Manager(index)
     except Exception as exc:

@@ -60,8 +60,7 @@ class Recording:
             ops = self._ops()
             # Kompute writes a timestamp before the first and after every recorded Vulkan command
             self._seq = dev._mgr.sequence(0, len(ops) + 1 if self._timestamps else 0)
-            for op in ops:
-                self._seq.record(op)
+            self._seq.record_ops(ops)           # (a recording of nothing submits an empty command buffer)
             dispatches = [what for kind, what in self._steps if kind == "dispatch"]
             self._zeroed = dev._uses_zeroed(dispatches)
         self.run()
