@@ -37,8 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "warmup":
         return warmup(args.device)
     if args.command == "info":
+        from .runtime import profiles
         default = runtime.default_device_index()
+        profile = profiles.resolve(None)
         for d in runtime.devices():
+            d = profiles.apply(d, profile)
             mark = "*" if d.index == default else " "
             print(f"{mark} {d.index}: {d.name} ({d.type})\n"
                   f"     maxStorageBufferRange {d.max_storage_buffer_range} bytes, "
@@ -46,8 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"     workgroups: count {d.max_workgroup_count}, size {d.max_workgroup_size}, "
                   f"invocations {d.max_workgroup_invocations}; timestamp period {d.timestamp_period_ns} ns\n"
                   f"     maxMemoryAllocationSize {d.max_memory_allocation_size} bytes, maxBufferSize "
-                  f"{d.max_buffer_size or 'not reported'}; features: {', '.join(sorted(d.features)) or 'none'}")
+                  f"{d.max_buffer_size or 'not reported'}, maxComputeSharedMemorySize "
+                  f"{d.max_compute_shared_memory_size} bytes, maxPerStageDescriptorStorageBuffers "
+                  f"{d.max_per_stage_storage_buffers}\n"
+                  f"     features: {', '.join(sorted(d.features)) or 'none'}")
         print("(* = default device: DMLGPU_DEVICE, else the first discrete GPU, else the first device)")
+        if profile.name != "full":
+            print(f"(as the device profile {profile.name!r} shows them: DMLGPU_DEVICE_PROFILE)")
         return 0
     from . import demo
     return demo.main()
@@ -62,15 +70,15 @@ def warmup(index: int | None = None) -> int:
     from .runtime.pipelines import cache_file
     dev = as_device(index, "python -m dmlgpu warmup", "--device")
     progress = Progress()
-    progress.start(len(kernels.VARIANTS))
+    progress.start(sum(not n.endswith(kernels.SMALL_SUFFIX) for n in kernels.VARIANTS))
     built, skipped = dev.warmup(step=lambda name: progress.step(f"{kernels.VARIANTS[name][0]} {name}"))
     progress.finish()
     print(f"device {dev.info.index} ({dev.info.name}): the pipelines of {len(built)} kernel variants are built; "
           f"pipeline cache: {cache_file(dev.info)}")
     if skipped:
-        need = sorted(set().union(*(kernels.interface(n)[1] for n in skipped)) - dev.features)
-        print(f"skipped {len(skipped)} variants that need device features it lacks ({', '.join(need)}); "
-              f"dmlgpu never runs them there")
+        lacking = sorted(set().union(*(kernels.requirements(n).features for n in skipped)) - dev.features)
+        print(f"skipped {len(skipped)} variants that need a feature or limit the device (profile "
+              f"{dev.profile.name}) lacks{': ' + ', '.join(lacking) if lacking else ''}; dmlgpu never runs them there")
     return 0
 
 

@@ -29,6 +29,9 @@ class Device(runtime.Device):
         See dmlgpu.runtime.Device: the most bytes it holds, mapped memory instead of staging copies, the
         most eager calls queued before a submission (default 64, or DMLGPU_MAX_QUEUED), the block size of
         large buffers (a setting for tests).
+    profile : str or None
+        Open it as if it had fewer features and lower limits, e.g. "minimum" (dmlgpu/runtime/profiles.py;
+        default: DMLGPU_DEVICE_PROFILE, else "full").
 
     Raises
     ------
@@ -50,14 +53,15 @@ class Device(runtime.Device):
 
     def __init__(self, index: int | None = None, *,
                  feature_level: FeatureLevel | str | float | tuple[int, int] = "4.1", memory_limit: int | None = None,
-                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None):
+                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None,
+                 profile: str | None = None):
         self.feature_level = FeatureLevel.parse(feature_level)
         # the layer-2 calls planned on this device, by signature; signature -> the buffers its last NumPy-in/out
         # call kept (functions.py)
         self._calls: dict[tuple[Any, ...], Any] = {}
         self._kept: dict[tuple[Any, ...], Any] = {}
         super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory, max_queued=max_queued,
-                         chunk_bytes=chunk_bytes)
+                         chunk_bytes=chunk_bytes, profile=profile)
 
     def empty_cache(self) -> None:
         """Releases the device memory of every cached (free) block, and of the buffers that small

@@ -13,8 +13,15 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import sys
+from typing import Any, NamedTuple
 
 WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
+# A device whose maxComputeWorkGroupInvocations is below WORKGROUP_SIZE (Vulkan requires 128) runs the twin of
+# every variant compiled with SMALL_WORKGROUP (stem + SMALL_SUFFIX; the radix sort then sorts SMALL_RADIX_BITS
+# per pass, one digit per invocation): Geometry says which sizes a device's plans use.
+SMALL_WORKGROUP = 128
+SMALL_SUFFIX = "_w128"
+SMALL_RADIX_BITS = 7
 UNITS = (1, 2, 4, 8, 16)      # bytes per access of the index-map kernels (shaders/units.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
 LINE_CLAIM_WORDS = 4096       # shared claim words of scatter_lines.comp (16 KiB: Vulkan's minimum maximum)
@@ -23,16 +30,19 @@ REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f3
 
 # One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
 # counts), radix_scan, radix_scatter.
-RADIX_BITS = 8                # bits sorted per pass; one invocation per digit: RADIX == WORKGROUP_SIZE
-RADIX = 1 << RADIX_BITS
+RADIX_BITS = 8                # bits sorted per pass; one invocation per digit: 1 << RADIX_BITS == WORKGROUP_SIZE
 RADIX_ITEMS = 16              # pairs per invocation in a tile of the histogram and scatter passes
 RADIX_SCAN_ITEMS = 16         # tile counts per invocation in a block of the scan passes
-RADIX_TILE = RADIX_ITEMS * WORKGROUP_SIZE             # radix.glsl's TILE
-RADIX_SCAN_BLOCK = RADIX_SCAN_ITEMS * WORKGROUP_SIZE  # radix.glsl's SCAN_BLOCK
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 
 
 WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the WIDE variants need
+# The most that any variant needs of the limits a device may have too little of (tests/test_kernels.py checks
+# them against the SPIR-V): on a device with at least these, the runtime checks no run's kernels
+MOST_STORAGE_BUFFERS = 8      # scatter_reduce.comp's PARTIALS variants
+MOST_SHARED_BYTES = 4 * LINE_CLAIM_WORDS    # scatter_lines.comp
+SCATTER_BUFFERS = 5           # the claim-and-write scatter's passes bind (plans take the FEW ones below this)
+SORT_BUFFERS = 6              # a sorted reduction's radix_scatter binds (below: its FEW kernels, no PARTIALS)
 
 
 def vec_sizes(unit: int) -> tuple:
@@ -43,13 +53,17 @@ def vec_sizes(unit: int) -> tuple:
 
 
 def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None,
-            wide: bool = False) -> str:
+            wide: bool = False, few: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
     unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
     bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None).
     ``wide``: the large-tensor variant (units.glsl's WIDE: 64-bit offsets, tensors held in several blocks
-    reached through device addresses; no ``vec``)."""
+    reached through device addresses; no ``vec``). ``few``: a scatter pass for devices that bind at most 4
+    storage buffers (scatter_claim.comp's and scatter_write.comp's FEW: the writes by output unit)."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8)
+    if few:
+        assert kernel != "gather" and not vec and not wide
+        return f"{kernel}_u{unit}_i{index_bytes * 8}_few"
     if vec:
         assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1) and not wide
         return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}"
@@ -140,8 +154,49 @@ def partials_variants(name: str, values: bool) -> tuple[str, str]:
     return name + ("_partials_values" if values else "_partials"), name + "_up"
 
 
+class Geometry:
+    """The workgroup and radix sort sizes of a set of variants (the defines every variant is given): the
+    default one (WORKGROUP_SIZE, RADIX_BITS) or the small one (SMALL_WORKGROUP, SMALL_RADIX_BITS, variants
+    named with SMALL_SUFFIX) for devices that allow fewer than WORKGROUP_SIZE invocations per workgroup."""
+
+    def __init__(self, workgroup_size: int, radix_bits: int, suffix: str):
+        assert workgroup_size == 1 << radix_bits      # the radix kernels give each invocation one digit
+        self.workgroup_size, self.radix_bits, self.suffix = workgroup_size, radix_bits, suffix
+        self.radix = 1 << radix_bits
+        self.radix_tile = RADIX_ITEMS * workgroup_size             # radix.glsl's TILE
+        self.radix_scan_block = RADIX_SCAN_ITEMS * workgroup_size  # radix.glsl's SCAN_BLOCK
+
+    def workgroups(self, count: int, max_groups: int) -> int:
+        """Workgroups for ``count`` loop iterations; the kernels' grid-stride loop covers any remainder."""
+        return max(1, min(-(-count // self.workgroup_size), max_groups))
+
+    def __repr__(self) -> str:
+        return f"Geometry({self.workgroup_size}, {self.radix_bits}, {self.suffix!r})"
+
+
+FULL_GEOMETRY = Geometry(WORKGROUP_SIZE, RADIX_BITS, "")
+SMALL_GEOMETRY = Geometry(SMALL_WORKGROUP, SMALL_RADIX_BITS, SMALL_SUFFIX)
+
+
+def geometry(max_invocations: int) -> Geometry:
+    """The variant set for a device allowing ``max_invocations`` per workgroup (Vulkan: at least 128)."""
+    return FULL_GEOMETRY if max_invocations >= WORKGROUP_SIZE else SMALL_GEOMETRY
+
+
 def _table() -> dict[str, tuple[str, dict]]:
-    """stem -> (shader source in shaders/, its defines), for every variant the build compiles."""
+    """stem -> (shader source in shaders/, its defines), for every variant the build compiles: each in the
+    default geometry and its twin in the small one (stem + SMALL_SUFFIX)."""
+    table = _geometry_table()
+    for stem, (source, defines) in list(table.items()):
+        small = dict(defines, WORKGROUP_SIZE=SMALL_WORKGROUP)
+        if "RADIX_BITS" in small:
+            small["RADIX_BITS"] = SMALL_RADIX_BITS
+        table[stem + SMALL_SUFFIX] = (source, small)
+    return table
+
+
+def _geometry_table() -> dict[str, tuple[str, dict]]:
+    """stem -> (shader source in shaders/, its defines) of the default geometry's variants."""
     table: dict[str, tuple[str, dict]] = {}
 
     def add(stem: str, source: str, **defines) -> None:
@@ -154,6 +209,9 @@ def _table() -> dict[str, tuple[str, dict]]:
                 add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
                 add(variant(kernel, unit, index_bytes, wide=True), f"{kernel}.comp", UNIT=unit,
                     IDX64=index_bytes // 8, WIDE=1)
+                if kernel != "gather":
+                    add(variant(kernel, unit, index_bytes, few=True), f"{kernel}.comp", UNIT=unit,
+                        IDX64=index_bytes // 8, FEW=1)
     for index_bytes in (4, 8):
         claim, _, clear = row_claim_variants(4, index_bytes)
         add(claim, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1)
@@ -212,7 +270,19 @@ def _table() -> dict[str, tuple[str, dict]]:
     for stem, (source, defines) in list(table.items()):
         if source in ("scatter_reduce.comp", "reduce_keys.comp"):
             add(addr_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, ADDR=1)
+    # the sort's kernels with their keys and rows in one buffer, for devices that bind fewer than SORT_BUFFERS
+    for stem, (source, defines) in list(table.items()):
+        if (source == "reduce_keys.comp" or stem == "radix_scatter" or source == "scatter_reduce.comp"
+                and "PARTIALS" not in defines) and "ADDR" not in defines:
+            add(few_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, FEW=1)
     return table
+
+
+def few_variant(name: str) -> str:
+    """The variant of a scatter reduction's key, radix scatter or fold kernel (reduce_keys.comp,
+    radix_scatter.comp, scatter_reduce.comp without PARTIALS) for devices that bind fewer than SORT_BUFFERS
+    storage buffers (FEW): each pair's row follows the keys in the keys' buffer."""
+    return name + "_few"
 
 
 def addr_variant(name: str) -> str:
@@ -237,32 +307,64 @@ def spirv(name: str) -> bytes:
                                 f"(they compile the shaders)") from None
 
 
-# SPIR-V capabilities (OpCapability operands) that need an optional device feature (kp patch 0015's names)
-CAPABILITY_FEATURES = {11: "shaderInt64", 12: "shaderBufferInt64Atomics", 22: "shaderInt16", 39: "shaderInt8",
-                       4433: "storageBuffer16BitAccess", 4448: "storageBuffer8BitAccess",
-                       5347: "bufferDeviceAddress"}
+# SPIR-V capabilities -> the Vulkan feature each needs (kp patch 0015's names); any other capability a
+# kernel declares is core Vulkan 1.0 (Shader, ...) or one dmlgpu never enables (Float64: "shaderFloat64")
+_CAPABILITY_FEATURES = {11: "shaderInt64", 22: "shaderInt16", 39: "shaderInt8", 12: "shaderBufferInt64Atomics",
+                        4433: "storageBuffer16BitAccess", 4448: "storageBuffer8BitAccess",
+                        5347: "bufferDeviceAddress", 10: "shaderFloat64"}
+
+
+class Requirements(NamedTuple):
+    """What a compiled variant asks of a device, read from its SPIR-V: ``invocations`` per workgroup (its
+    LocalSize), ``shared_bytes`` (its Workgroup variables), ``storage_buffers`` (its bindings: every binding of
+    dmlgpu's kernels is a storage buffer), ``push_constant_bytes`` (0: the parameters are a buffer), the
+    optional ``features`` its capabilities need, and ``bindings``: the buffers a launch binds, its highest
+    binding + 1 (a binding that the code does not use is not declared: the launch fills it all the same)."""
+
+    invocations: int
+    shared_bytes: int
+    storage_buffers: int
+    push_constant_bytes: int
+    features: frozenset
+    bindings: int
 
 
 @functools.lru_cache(maxsize=None)
-def interface(name: str) -> tuple[int, frozenset[str]]:
-    """(the number of buffers a variant binds: its highest binding + 1; the optional device features its
-    capabilities need), read from its SPIR-V. A capability missing from CAPABILITY_FEATURES is core Vulkan."""
+def requirements(name: str) -> Requirements:
+    """The Requirements of a variant (its SPIR-V, spirv(), parsed: the instructions that declare them)."""
     words = memoryview(spirv(name)).cast("I")
-    bindings, features = [0], set()
-    i = 5                                    # after the module header
-    while i < len(words):
-        count, opcode = words[i] >> 16, words[i] & 0xFFFF
-        if opcode == 17 and words[i + 1] in CAPABILITY_FEATURES:          # OpCapability
-            features.add(CAPABILITY_FEATURES[words[i + 1]])
-        elif opcode == 71 and words[i + 2] == 33:                          # OpDecorate <id> Binding <n>
-            bindings.append(words[i + 3] + 1)
-        i += max(count, 1)
-    return max(bindings), frozenset(features)
+    assert words[0] == 0x07230203, f"{name}.spv is not SPIR-V"
+    ops: dict[int, list[Any]] = {}
+    at = 5
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        ops.setdefault(opcode, []).append(words[at + 1:at + count])
+        at += count
+    types = {op[0]: (code, op[1:]) for code in (20, 21, 22, 23, 28, 30, 32) for op in ops.get(code, ())}
+    constants = {op[1]: op[2] for op in ops.get(43, ())}        # OpConstant: type, id, value
 
+    def size(type_id: int) -> int:
+        code, rest = types[type_id]
+        if code == 20:                                           # OpTypeBool
+            return 4
+        if code in (21, 22):                                     # OpTypeInt, OpTypeFloat: width
+            return rest[0] // 8
+        if code == 23:                                           # OpTypeVector: component, count
+            return size(rest[0]) * rest[1]
+        if code == 28:                                           # OpTypeArray: element, length constant
+            return size(rest[0]) * constants[rest[1]]
+        return sum(size(member) for member in rest)              # OpTypeStruct
 
-def workgroups(count: int, max_groups: int) -> int:
-    """Workgroups for ``count`` loop iterations; the kernels' grid-stride loop covers any remainder."""
-    return max(1, min(-(-count // WORKGROUP_SIZE), max_groups))
+    shared = 0
+    for result_type, _, storage, *_ in ops.get(59, ()):          # OpVariable
+        if storage == 4:                                         # Workgroup
+            shared += size(types[result_type][1][1])             # the pointer's pointee
+    pushed: int = sum(size(types[t][1][1]) for t, _, storage, *_ in ops.get(59, ()) if storage == 9)  # PushConstant
+    local = [op for op in ops.get(16, ()) if op[1] == 17]        # OpExecutionMode LocalSize x y z
+    bindings = [op[2] for op in ops.get(71, ()) if op[1] == 33]  # OpDecorate <id> Binding <n>
+    features = frozenset(_CAPABILITY_FEATURES[op[0]] for op in ops.get(17, ()) if op[0] in _CAPABILITY_FEATURES)
+    return Requirements(local[0][2] * local[0][3] * local[0][4], shared, len(bindings), pushed, features,
+                        max(bindings, default=-1) + 1)
 
 
 if __name__ == "__main__":     # the table for CMakeLists.txt: "stem source NAME=VALUE ..." per line

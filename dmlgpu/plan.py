@@ -35,10 +35,11 @@ def needs_wide(device: Device, index_map: IndexMap, *buffers) -> bool:
     before any GPU work, when the device lacks their features."""
     wide = not index_map.fits_32_bits() or any(b is not None and b.chunked for b in buffers)
     if wide and not kernels.WIDE_FEATURES <= device.features:
+        largest = max((b.nbytes for b in buffers if b is not None), default=0)
         raise DeviceError(f"this operation has tensors larger than one buffer of {device.info.name} "
-                          f"({device.max_block} bytes) or 2^32 units, which needs the device features "
-                          f"{', '.join(sorted(kernels.WIDE_FEATURES - device.features))} that it lacks; split it "
-                          f"into smaller ones")
+                          f"({device.max_block} bytes: the largest is {largest} bytes) or 2^32 units, which needs "
+                          f"the device features {', '.join(sorted(kernels.WIDE_FEATURES - device.features))} "
+                          f"that it lacks; split it into smaller ones")
     return wide
 
 
@@ -165,8 +166,10 @@ class ScatterPlan(_MapPlan):
                 self.row_words[:P_END] = rows.params(self.signed)
                 self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
                 self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
-        # at most a workgroup of rows: claims and writes in one workgroup (scatter_write.comp's SMALL)
-        self.small = self.row_words is not None and int(self.row_words[P_TOTAL]) <= kernels.WORKGROUP_SIZE
+        # at most a workgroup of rows: claims and writes in one workgroup (scatter_write.comp's SMALL): their
+        # count (a device of the small geometry takes them so up to its workgroup size), else 0
+        self.small = int(self.row_words[P_TOTAL]) if self.row_words is not None and \
+            int(self.row_words[P_TOTAL]) <= kernels.WORKGROUP_SIZE else 0
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
@@ -174,13 +177,17 @@ class ScatterPlan(_MapPlan):
         (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
         m = self.map
         wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
-        if self.small and not wide:
+        if self.small and not wide and self.small <= device.geometry.workgroup_size:
             params, fresh = device._params(self.row_words)
             return self.copy.then(device, input, output, [params] if fresh else [],
                                   Dispatch(kernels.small_scatter_variant(m.unit, self.index_bytes),
                                            (params, indices, output, updates), m.count))   # a grid over the units
         beside = _sizes(input, indices, output, updates)
         units = -(-output.nbytes // m.unit)
+        if m.count and not wide and device.info.max_per_stage_storage_buffers < kernels.SCATTER_BUFFERS:
+            owner = device.zeroed(CLAIMS, 4 * units, beside)
+            if not owner.chunked:
+                return self._few_buffers(device, input, indices, output, updates, owner, units)
         if m.count and not wide:
             owner = device.zeroed(CLAIMS, 4 * (self.owner_words if self.row_words is not None else units), beside)
             wide = owner.chunked                          # (claim scratch held in several blocks)
@@ -211,6 +218,21 @@ class ScatterPlan(_MapPlan):
                        Dispatch(clear, (words[1], indices, output, updates, owner), rows)]
         return self._with_copy(device, input, output, scatter, uploads)
 
+    def _few_buffers(self, device, input, indices, output, updates, owner, units) -> tuple[list, list]:
+        """The claims and the writes for a device that binds fewer than kernels.SCATTER_BUFFERS storage
+        buffers (scatter_claim.comp's and scatter_write.comp's FEW): each update claims its target unit, then
+        each of the output's ``units`` that was claimed takes its winner's update (no index read)."""
+        m = self.map
+        write_words = self.words.copy()
+        write_words[P_TOTAL] = units
+        (claim, fresh), (write, write_fresh) = device._params(self.words), device._params(write_words)
+        uploads = [claim] * fresh + [write] * (write_fresh and write is not claim)
+        scatter = [Dispatch(kernels.variant("scatter_claim", m.unit, self.index_bytes, few=True),
+                            (claim, indices, owner), m.count),
+                   Dispatch(kernels.variant("scatter_write", m.unit, self.index_bytes, few=True),
+                            (write, output, updates, owner), units)]
+        return self._with_copy(device, input, output, scatter, uploads)
+
     def _with_copy(self, device, input, output, scatter, uploads) -> tuple[list, list]:
         """The first scatter pass, then the copy (independent of it: they may overlap), then the others."""
         out = scatter[:1]
@@ -236,7 +258,9 @@ class ScatterLinesPlan(Plan):
     output_from_input = True
 
     def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: Plan):
-        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks
+        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks and
+                                        # devices with less shared memory than its claims (none: 16 KiB is Vulkan's
+                                        # minimum; a device profile may lower it)
         index_dtype = np.dtype(index_dtype)
         m, n = axis[0], axis[3]
         assert n <= kernels.LINE_CLAIM_WORDS
@@ -253,7 +277,8 @@ class ScatterLinesPlan(Plan):
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if _chunked(input, indices, output, updates):
+        if _chunked(input, indices, output, updates) or \
+                device.info.max_compute_shared_memory_size < kernels.MOST_SHARED_BYTES:
             return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
                                             take=take)
         params, fresh = device._params(self.words)

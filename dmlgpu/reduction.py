@@ -243,14 +243,23 @@ class ReducePlan(Plan):
                 words[P_ROWS], words[P_CHUNK] = count, PARTIAL_CHUNK
                 self.level_words.append(words)
                 count = groups
-        self.tiles = -(-self.rows // kernels.RADIX_TILE)
-        self.blocks = -(-kernels.RADIX * self.tiles // kernels.RADIX_SCAN_BLOCK)
-        self.pass_words = []
-        for b in range(0, self.key_bits, kernels.RADIX_BITS):
-            words = np.zeros(R_BLOCKS + 1, dtype=np.uint32)
-            words[[R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS]] = (
-                self.rows, b, (1 << min(kernels.RADIX_BITS, self.key_bits - b)) - 1, self.tiles, self.blocks)
-            self.pass_words.append(words)
+        self._sorts: dict = {}
+
+    def sort(self, geometry: kernels.Geometry) -> tuple[int, int, list]:
+        """The radix sort's (tiles, blocks of counts, parameter words of each pass) in a variant set's
+        geometry (kernels.Geometry: its workgroup size and digit bits)."""
+        sort = self._sorts.get(geometry.suffix)
+        if sort is None:
+            tiles = -(-self.rows // geometry.radix_tile)
+            blocks = -(-geometry.radix * tiles // geometry.radix_scan_block)
+            pass_words = []
+            for b in range(0, self.key_bits, geometry.radix_bits):
+                words = np.zeros(R_BLOCKS + 1, dtype=np.uint32)
+                words[[R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS]] = (
+                    self.rows, b, (1 << min(geometry.radix_bits, self.key_bits - b)) - 1, tiles, blocks)
+                pass_words.append(words)
+            sort = self._sorts[geometry.suffix] = (tiles, blocks, pass_words)
+        return sort
 
     @classmethod
     def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None) -> "ReducePlan":
@@ -296,11 +305,23 @@ class ReducePlan(Plan):
             return buf
 
         if self.atomic is None:
-            hist_bytes = 4 * (kernels.RADIX * self.tiles + self.blocks)
-            device._check_sizes(4 * self.rows, hist_bytes if self.pass_words else 0)
-            scratch = max(4 * self.rows, hist_bytes if self.pass_words else 0,   # bound whole: one block each
+            geometry = device.geometry
+            tiles, scan_blocks, pass_words = self.sort(geometry)
+            hist_bytes = 4 * (geometry.radix * tiles + scan_blocks)
+            # a device that binds fewer storage buffers than the sort's kernels: their FEW variants (the rows
+            # after the keys in one buffer), and no levels of partials (they bind MOST_STORAGE_BUFFERS)
+            bindable = device.info.max_per_stage_storage_buffers
+            few = bindable < kernels.SORT_BUFFERS
+            partials = PARTIALS and self.level_words and bindable >= kernels.MOST_STORAGE_BUFFERS
+            if few and addr:
+                raise DeviceError(f"this scatter reduction has operands held in several blocks, whose kernels bind "
+                                  f"{kernels.SORT_BUFFERS} storage buffers: over {device.info.name}'s "
+                                  f"maxPerStageDescriptorStorageBuffers ({bindable}); split it into smaller ones")
+            key_bytes = 4 * self.rows * (2 if few else 1)
+            device._check_sizes(key_bytes, hist_bytes if pass_words else 0)
+            scratch = max(key_bytes, hist_bytes if pass_words else 0,   # bound whole: one block each
                           4 * self.slice_count * self.part_words * int(self.level_words[0][P_ROWS])
-                          if PARTIALS and self.level_words else 0)
+                          if partials else 0)
             if scratch > device._whole_max:
                 raise DeviceError(f"this scatter reduction sorts {self.rows} update rows: its scratch buffers of "
                                   f"{scratch} bytes exceed one buffer of {device.info.name} ({device._whole_max} "
@@ -324,29 +345,38 @@ class ReducePlan(Plan):
                 out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
                                     int(self.full_words[P_TOTAL])))
             return out, uploads
-        keys, rows = take(4 * self.rows), take(4 * self.rows)
-        out.append(Dispatch(kernel(self.keys_kernel), (params(self.keys_words, (indices, None, updates, None)), indices,
-                                                       keys, rows) + ((updates,) if self.values else ()),
-                            self.rows, barrier=not out, wide=addr))   # independent of the copy: they may overlap
-        if self.pass_words:
-            other_keys, other_rows = take(4 * self.rows), take(4 * self.rows)
+        if few:                                   # the keys, then the rows, in one buffer
+            keys, rows = take(key_bytes), None
+            out.append(Dispatch(kernels.few_variant(self.keys_kernel), (params(self.keys_words), indices, keys)
+                                + ((updates,) if self.values else ()), self.rows, barrier=not out))
+        else:
+            keys, rows = take(key_bytes), take(key_bytes)
+            out.append(Dispatch(kernel(self.keys_kernel), (params(self.keys_words, (indices, None, updates, None)),
+                                                           indices, keys, rows) + ((updates,) if self.values else ()),
+                                self.rows, barrier=not out, wide=addr))   # independent of the copy: may overlap
+        if pass_words:
+            other_keys, other_rows = take(key_bytes), None if few else take(key_bytes)
             hist = take(hist_bytes)
-            tile_groups, block_groups = self.tiles * kernels.WORKGROUP_SIZE, self.blocks * kernels.WORKGROUP_SIZE
-            for words in self.pass_words:
+            size = geometry.workgroup_size
+            tile_groups, block_groups = tiles * size, scan_blocks * size
+            for words in pass_words:
                 p = params(words)
                 out.append(Dispatch("radix_hist", (p, keys, hist), tile_groups))
-                if self.blocks > 1:
+                if scan_blocks > 1:
                     out.append(Dispatch("radix_reduce", (p, hist), block_groups))
                 out += [Dispatch("radix_scan", (p, hist), block_groups),
+                        Dispatch(kernels.few_variant("radix_scatter"), (p, keys, other_keys, hist), tile_groups)
+                        if few else
                         Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
                 keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
-        if not (PARTIALS and self.level_words):
-            fold = kernel(kernels.fold_variant(self.kernel, blocks, self.values))
+        if not partials:
+            fold = kernels.fold_variant(self.kernel, blocks, self.values)
+            fold = kernels.few_variant(fold) if few else kernel(fold)
             pieces = -(-self.rows // CPU_PIECE) if device.info.type == "CPU" and not blocks else 1
             for words in self.piece_words(pieces):
-                out.append(Dispatch(fold, (params(words, operands), keys, output, updates, rows), int(words[P_TOTAL]),
-                                    wide=addr))
+                bound = (params(words, operands), keys, output, updates) + (() if few else (rows,))
+                out.append(Dispatch(fold, bound, int(words[P_TOTAL]), wide=addr))
             return out, uploads
         # levels of partials: level 0 (the rows) writes set 0, level L >= 1 reads set (L - 1) % 2 and writes
         # set L % 2 (keys, elements, heads), each set sized for the largest level that writes it

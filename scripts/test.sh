@@ -4,9 +4,26 @@
 # included (doctests), on the default Vulkan device (lavapipe without a GPU), with the Khronos validation
 # layer (synchronization validation included) on: any message it reports fails the run
 # (DMLGPU_VALIDATION=0 turns it off). Extra arguments go to pytest.
+# Without extra arguments it then runs the device-profile slice (dmlgpu/runtime/profiles.py, README's device
+# feature matrix): every operator, a reduction, a chunked tensor, recordings and queued calls under the
+# "minimum" profile (Vulkan 1.1's required limits, no optional feature), and the property and reduction
+# tests under profiles between minimum and full.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --no-demo
 .venv/bin/python -m mypy
 export DMLGPU_VALIDATION="${DMLGPU_VALIDATION:-1}"
-exec .venv/bin/python -m pytest -q "$@"
+if [ $# -gt 0 ]; then
+    exec .venv/bin/python -m pytest -q "$@"
+fi
+.venv/bin/python -m pytest -q
+echo "== device profile minimum"
+DMLGPU_DEVICE_PROFILE=minimum .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_profiles.py \
+    tests/test_gathers.py tests/test_scatters.py tests/test_layer1.py tests/test_queue.py tests/test_reductions.py \
+    tests/test_reductions_gpu.py tests/test_calls.py tests/test_onnx.py tests/test_numpy_api.py \
+    -k "not held_in_several_blocks"     # (chunked tensors are refused there: no device addresses)
+for profile in small-workgroups no-int64 no-device-address small-shared-memory few-buffers; do
+    echo "== device profile $profile"
+    DMLGPU_DEVICE_PROFILE=$profile .venv/bin/python -m pytest -q -p no:cacheprovider -k "fuzz or reduction" \
+        tests/test_gathers.py tests/test_scatters.py tests/test_reductions.py
+done

@@ -4,11 +4,23 @@
 // order; within a chunk, an invocation's rank among those of its digit comes from a bit mask per digit
 // (bit t: invocation t has that digit): the population count of the bits below its own.
 #include "radix.glsl"
+#if FEW
+// FEW (devices that bind at most 4 storage buffers): each pair's value follows the P[R_COUNT] keys in the
+// keys' buffer (reduce_keys.comp's FEW). Bindings: 0 params, 1 keys in, 2 keys out, 3 counts.
+layout(std430, binding = 1) restrict readonly buffer KeysIn { uint KEYS_IN[]; };
+layout(std430, binding = 2) restrict writeonly buffer KeysOut { uint KEYS_OUT[]; };
+layout(std430, binding = 3) restrict readonly buffer Hist { uint HIST[]; };   // after radix_scan.comp
+#define VAL_IN(i) KEYS_IN[P[R_COUNT] + (i)]
+#define VAL_OUT(i) KEYS_OUT[P[R_COUNT] + (i)]
+#else
 layout(std430, binding = 1) restrict readonly buffer KeysIn { uint KEYS_IN[]; };
 layout(std430, binding = 2) restrict readonly buffer ValsIn { uint VALS_IN[]; };
 layout(std430, binding = 3) restrict writeonly buffer KeysOut { uint KEYS_OUT[]; };
 layout(std430, binding = 4) restrict writeonly buffer ValsOut { uint VALS_OUT[]; };
 layout(std430, binding = 5) restrict readonly buffer Hist { uint HIST[]; };   // after radix_scan.comp
+#define VAL_IN(i) VALS_IN[i]
+#define VAL_OUT(i) VALS_OUT[i]
+#endif
 const uint MASK_WORDS = WORKGROUP_SIZE / 32u;
 shared uint s_next[RADIX];                  // next free place of each digit in the output
 shared uint s_count[RADIX];                 // pairs of each digit in the chunk
@@ -37,7 +49,7 @@ void main() {
                     rank += bitCount(s_mask[d * MASK_WORDS + w]);
                 uint place = s_next[d] + rank;
                 KEYS_OUT[place] = key;
-                VALS_OUT[place] = VALS_IN[i];
+                VAL_OUT(place) = VAL_IN(i);
             }
             barrier();
             // Ready for the next chunk (read there after its first barrier): digit t's places move on by its

@@ -7,13 +7,21 @@
 //             update itself (zero-extended): the sort then carries the values, and the fold reads them in
 //             order instead of gathering them
 // Bindings as bindings.glsl, with KEYS and ROWS in place of the data and dense tensors, then the updates.
+// FEW (devices that bind at most 4 storage buffers): ROWS follow the P[P_TOTAL] keys in the KEYS buffer.
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict writeonly buffer Keys { uint KEYS[]; };
+#if FEW
+#define ROW_AT(r) KEYS[P[P_TOTAL] + (r)]
+#define B_DENSE 3
+#else
 layout(std430, binding = 3) restrict writeonly buffer Rows { uint ROWS[]; };
+#define ROW_AT(r) ROWS[r]
+#define B_DENSE 4
+#endif
 #if VALUES
 #define UNIT VALUES
 #include "units.glsl"
-layout(std430, binding = 4) restrict readonly buffer Dense { UNIT_T DENSE[]; };
+layout(std430, binding = B_DENSE) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 #endif
 #include "index_map.glsl"
 const uint P_KEY_SHIFT = P_END;
@@ -21,9 +29,9 @@ void process(uint r) {
     Offsets o = map_offsets(r);
     KEYS[r] = o.data >> P[P_KEY_SHIFT];
 #if VALUES
-    ROWS[r] = LOAD_UNIT(DENSE, o.dense);
+    ROW_AT(r) = LOAD_UNIT(DENSE, o.dense);
 #else
-    ROWS[r] = o.dense;
+    ROW_AT(r) = o.dense;
 #endif
 }
 #include "grid_loop.glsl"

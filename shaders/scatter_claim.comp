@@ -6,9 +6,14 @@
 // over the rows), which claims its target row: OWNER[row start >> P[P_OWNER_SHIFT]] = max(r * P[P_ROW_UNITS]
 // + 1), the position of its first unit + 1. CLEAR (with ROWS): the pass after the writes, which zeroes
 // the rows' claims again.
+// FEW (devices that bind at most 4 storage buffers): the claims at binding 2 (0 params, 1 indices, 2 claims).
 #include "units.glsl"
 #include "bindings.glsl"
+#if FEW
+layout(std430, binding = 2) buffer Owner { uint OWNER[]; };
+#else
 layout(std430, binding = 4) buffer Owner { uint OWNER[]; };
+#endif
 #include "index_map.glsl"
 #if ROWS
 const uint P_OWNER_SHIFT = P_END;        // target row start >> P[P_OWNER_SHIFT]: its claim word

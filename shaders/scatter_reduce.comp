@@ -39,9 +39,16 @@ layout(std430, binding = 2) buffer Data { UNIT_T DATA[]; };
 #else
 #define PART_T uint
 #endif
-#if !defined(PARTIALS) || PARTIALS < 2
+#if FEW
+// FEW (devices that bind at most 4 storage buffers; no PARTIALS): the sorted rows follow the P[P_END + 2]
+// (P_ROWS) sorted keys in the keys buffer (reduce_keys.comp's and radix_scatter.comp's FEW). Bindings: 0 params,
+// 1 keys and rows, 2 data, 3 dense.
+layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
+#define ROW_AT(j) IDX[P[P_END + 2u] + (j)]
+#elif !defined(PARTIALS) || PARTIALS < 2
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 layout(std430, binding = 4) restrict readonly buffer Rows { uint ROWS[]; };
+#define ROW_AT(j) ROWS[j]
 #else
 layout(std430, binding = 3) restrict readonly buffer Vals { PART_T VALS[]; };         // level L's elements
 layout(std430, binding = 4) restrict readonly buffer HeadsIn { PART_T HEADS_IN[]; };  // level L - 1's heads
@@ -59,9 +66,9 @@ ELEM_T update(uint j, uint dense) {
 #if defined(PARTIALS) && PARTIALS == 2
     return VALS[j * P[P_END] + dense];  // dense: the slice position
 #elif defined(VALUES) && VALUES
-    return ROWS[j];
+    return ROW_AT(j);
 #else
-    return LOAD_UNIT(DENSE, ROWS[j] + dense);
+    return LOAD_UNIT(DENSE, ROW_AT(j) + dense);
 #endif
 }
 #if defined(FOLD_BLOCKS) && ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)

@@ -9,15 +9,33 @@
 // buffer, no other pass): in every workgroup, invocation r takes update row r and the rows' targets meet in
 // shared memory, where a row wins when no later row has its target; then the grid writes the units of the
 // winning rows (iteration f: unit f % units of row f / units).
+// FEW (devices that bind at most 4 storage buffers; after scatter_claim.comp's FEW): an iteration per unit of
+// the output (P[P_TOTAL]: the claim words), which reads no index: a claimed unit takes the update of the
+// iteration that claimed it (its dense offset: locate(claim - 1)) and clears the claim. Bindings: 0 params,
+// 1 data, 2 dense, 3 claims.
 #include "units.glsl"
+#if FEW
+#define NO_INDICES 1
+#define B_DATA 1
+#else
+#define B_DATA 2
+#endif
 #include "bindings.glsl"
-layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
-layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
+layout(std430, binding = B_DATA) restrict buffer Data { UNIT_T DATA[]; };
+layout(std430, binding = B_DATA + 1) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 #if !SMALL
-layout(std430, binding = 4) restrict buffer Owner { uint OWNER[]; };
+layout(std430, binding = B_DATA + 2) restrict buffer Owner { uint OWNER[]; };
 #endif
 #include "index_map.glsl"
-#if SMALL
+#if FEW
+void process(uint t) {
+    uint claim = OWNER[t];
+    if (claim != 0u) {
+        STORE_UNIT(DATA, t, LOAD_UNIT(DENSE, locate(claim - 1u).dense));
+        OWNER[t] = 0u;
+    }
+}
+#elif SMALL
 const uint P_ROW_UNITS = P_END + 1u;     // units per row (scatter_claim.comp's ROWS words)
 shared uint TARGET[WORKGROUP_SIZE];      // row r's first unit in DATA (~0u: no row r)
 shared uint SOURCE[WORKGROUP_SIZE];      // its first unit in DENSE

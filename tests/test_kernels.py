@@ -57,7 +57,31 @@ def test_variant_table_is_what_was_built():
     built = {p.stem for p in (pathlib.Path(dmlgpu.__file__).parent / "shaders").glob("*.spv")}
     assert built == set(kernels.VARIANTS)
     for stem, (source, defines) in kernels.VARIANTS.items():
-        assert (SHADERS / source).is_file() and defines["WORKGROUP_SIZE"] == kernels.WORKGROUP_SIZE
+        geometry = kernels.SMALL_GEOMETRY if stem.endswith(kernels.SMALL_SUFFIX) else kernels.FULL_GEOMETRY
+        assert (SHADERS / source).is_file() and defines["WORKGROUP_SIZE"] == geometry.workgroup_size
+        assert defines.get("RADIX_BITS", geometry.radix_bits) == geometry.radix_bits
+        if geometry is kernels.SMALL_GEOMETRY:      # the twin of a default variant, with the small sizes
+            twin = kernels.VARIANTS[stem[:-len(kernels.SMALL_SUFFIX)]]
+            assert twin == (source, dict(defines, WORKGROUP_SIZE=kernels.WORKGROUP_SIZE,
+                                         **({"RADIX_BITS": kernels.RADIX_BITS} if "RADIX_BITS" in defines else {})))
+
+
+def test_requirements_read_from_the_spirv():
+    """kernels.requirements (read from the SPIR-V) agrees with the table: every variant's workgroup is its
+    geometry's, only WIDE/ADDR variants need optional features, the FEW scatter passes bind at most 4 storage
+    buffers, and MOST_* are what the most demanding variants need (the runtime checks no run below them)."""
+    for name in kernels.VARIANTS:
+        need = kernels.requirements(name)
+        small = name.endswith(kernels.SMALL_SUFFIX)
+        assert need.invocations == (kernels.SMALL_WORKGROUP if small else kernels.WORKGROUP_SIZE), name
+        wide = "_wide" in name or "_addr" in name
+        assert need.features == (kernels.WIDE_FEATURES if wide else frozenset()), name
+        assert need.push_constant_bytes == 0
+        if "_few" in name:
+            assert need.storage_buffers <= 4, name
+    assert max(kernels.requirements(n).storage_buffers for n in kernels.VARIANTS) == kernels.MOST_STORAGE_BUFFERS
+    assert max(kernels.requirements(n).shared_bytes for n in kernels.VARIANTS) == kernels.MOST_SHARED_BYTES
+    assert kernels.requirements(kernels.variant("scatter_write", 4, 4)).storage_buffers == kernels.SCATTER_BUFFERS
 
 
 def test_variant_table_script_prints_the_table():

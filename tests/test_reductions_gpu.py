@@ -14,7 +14,7 @@ from dmlgpu.reduction import P_ROWS, ReducePlan
 
 from test_reductions import ARITH_DTYPES, REDUCTIONS, same, values
 
-TILE = kernels.RADIX_TILE
+TILE = kernels.FULL_GEOMETRY.radix_tile
 
 
 def sequential(data, targets, updates, reduction):
@@ -42,7 +42,7 @@ def plan_for(n, m, dtype=np.float32, reduction="add"):
                                        ((1 << 24) - 1, 3)])
 def test_sort_passes_follow_the_target_count(m, passes):
     """The sort handles only the bits of the largest key: no pass for one target, one up to 256, ..."""
-    assert len(plan_for(10, m).pass_words) == passes
+    assert len(plan_for(10, m).sort(kernels.FULL_GEOMETRY)[2]) == passes
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 255, 257, 65535, 65537])
@@ -95,7 +95,7 @@ def test_more_than_2_24_targets(device):
     idx = np.concatenate([rng.integers(0, 50, 3000), rng.integers(m - 50, m, 3000), rng.integers(0, m, 3000)])
     idx = idx[rng.permutation(idx.size)]
     upd = rng.integers(0, 256, size=idx.size, dtype=np.uint8)
-    assert len(plan_for(idx.size, m, np.uint8).pass_words) == 4
+    assert len(plan_for(idx.size, m, np.uint8).sort(kernels.FULL_GEOMETRY)[2]) == 4
     for reduction in ("add", "mul"):
         out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
         assert same(out, sequential(data, idx, upd, reduction)), reduction

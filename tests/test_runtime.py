@@ -220,15 +220,23 @@ def test_pipeline_cache_is_saved_and_loaded(tmp_path):
     assert "EXISTED True" in second.stdout and "RESULT [9, 8]" in second.stdout
 
 
-def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monkeypatch):
-    """After Device.warmup() a device's operations (gathers, scatters, reductions, ONNX-style 64-bit indices)
-    build no pipeline of their own: kernels.interface() reads each variant's bindings and needs right."""
+@pytest.mark.parametrize("profile", ["full", "small-workgroups", "no-int64"])
+def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monkeypatch, profile):
+    """After Device.warmup() a device's operations (gathers, scatters, reductions, 32- and 64-bit indices)
+    build no pipeline of their own: kernels.requirements() reads each variant's bindings and needs right, in
+    the device's geometry; what the device cannot run is skipped."""
     from dmlgpu import kernels
+    from dmlgpu.runtime import profiles
     monkeypatch.setenv("DMLGPU_CACHE_DIR", str(tmp_path))
-    dev = dmlgpu.Device()
+    dev = dmlgpu.Device(profile=profile)
     built, skipped = dev.warmup()
-    assert sorted(built + skipped) == sorted(kernels.VARIANTS)
-    assert all(not kernels.interface(n)[1] <= dev.features for n in skipped)
+    stems = [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)]
+    assert sorted(built + skipped) == sorted(n + dev.geometry.suffix for n in stems)
+    assert bool(skipped) == (profile == "no-int64")
+    for name in skipped:
+        need = kernels.requirements(name)
+        with pytest.raises(dmlgpu.DeviceError):
+            profiles.check_limits(dev, name, need._replace(storage_buffers=max(need.storage_buffers, need.bindings)))
     assert dev.memory_stats()["pipelines"] == len({kernels.spirv(n) for n in built})   # equal SPIR-V: shared
     assert list(tmp_path.glob("pipelines-*.bin"))
     before = dev.memory_stats()["pipelines"]
@@ -256,7 +264,8 @@ def test_warmup_command(tmp_path):
                        timeout=300, env=dict(os.environ, DMLGPU_CACHE_DIR=str(tmp_path)))
     assert r.returncode == 0, r.stderr
     from dmlgpu import kernels
-    assert f"/{len(kernels.VARIANTS)}]" in r.stderr and "done in" in r.stderr          # the progress line
+    stems = sum(not n.endswith(kernels.SMALL_SUFFIX) for n in kernels.VARIANTS)
+    assert f"/{stems}]" in r.stderr and "done in" in r.stderr          # the progress line
     assert "kernel variants are built; pipeline cache: " + str(tmp_path) in r.stdout
     assert list(tmp_path.glob("pipelines-*.bin"))
     bad = subprocess.run([sys.executable, "-m", "dmlgpu", "warmup", "--device", "99"], capture_output=True,

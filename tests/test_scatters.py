@@ -432,7 +432,7 @@ def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
     p = plan.ScatterPlan(dmlgpu.index_map.nd_map(*layouts, 0, np.dtype(dtype).itemsize), np.int64,
                          dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
     assert p.row_words is not None
-    assert p.small == (np.prod(idx_shape[:-1]) <= dmlgpu.kernels.WORKGROUP_SIZE)
+    assert bool(p.small) == (np.prod(idx_shape[:-1]) <= dmlgpu.kernels.WORKGROUP_SIZE)
 
 
 def test_scatter_rows_that_may_overlap_claim_units():

@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import kernels
 from ..errors import DeviceError
-from . import transfers
+from . import profiles, transfers
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
     open_manager
 from .batch import Batch
@@ -89,17 +89,27 @@ class Device:
     maxMemoryAllocationSize and maxBufferSize).
     One Device may be used from several threads: its submissions are serialised by a lock, and all threads
     share its one batch of queued calls.
-    ``features``: the optional Vulkan features enabled on it (DeviceInfo.features: all the device has).
+    ``profile``: open it as if it had fewer features and lower limits (runtime/profiles.py: "full",
+    "minimum" (Vulkan 1.1's required limits, no optional feature), ...); default: DMLGPU_DEVICE_PROFILE,
+    else "full". ``info`` is the DeviceInfo as the profile shows it (``physical_info``: as the device has it).
+    ``features``: the optional Vulkan features enabled on it (those of ``info``).
+    ``geometry``: the kernel variant set its plans use (kernels.Geometry: the small one where
+    maxComputeWorkGroupInvocations is below kernels.WORKGROUP_SIZE). A run whose kernel needs more than
+    the device's limits or features raises DeviceError naming them before any GPU work.
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
-                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None):
+                 direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None,
+                 profile=None):
         listed = devices()
         if index is None:
             index = default_device_index()
         if not 0 <= index < len(listed):
             raise DeviceError(f"device index {index} must be in [0, {len(listed) - 1}]")
-        self.info: DeviceInfo = listed[index]
+        self.profile = profiles.resolve(profile)
+        self.physical_info: DeviceInfo = listed[index]
+        self.info: DeviceInfo = profiles.apply(listed[index], self.profile)
+        self.geometry = kernels.geometry(min(self.info.max_workgroup_invocations, self.info.max_workgroup_size[0]))
         if direct_memory is None:
             env = os.environ.get("DMLGPU_DIRECT_MEMORY", "")
             direct_memory = self.info.unified_memory if env == "" else env != "0"
@@ -113,13 +123,19 @@ class Device:
         self.max_queued = int(max_queued)
         self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
         self._lock = threading.RLock()
-        self._mgr = open_manager(index)
-        # the optional features the device has are enabled (kp patch 0015); kernels use only these
+        self._mgr = open_manager(index, self.profile.withheld & self.physical_info.features)
+        # the optional features the device has are enabled (kp patch 0015), but those the profile withholds
+        # (kp patch 0018); kernels use only these
         self.features = frozenset(name for name, on in self._mgr.enabled_features().items() if on)
         if self.features != self.info.features:
             raise DeviceError(f"{self.info.name}: kp enabled the features {sorted(self.features)}, not those the "
                               f"device has ({sorted(self.info.features)}); rebuild kp with 'python tools/build_kp.py "
                               f"--force'")
+        # whether a run's kernels must be checked against the limits (_admit): where a limit is below what
+        # some variant of the device's geometry needs
+        self._admitted: Any = None if (
+            self.info.max_per_stage_storage_buffers >= kernels.MOST_STORAGE_BUFFERS
+            and self.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES) else {}
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
         info = self.info
         self.max_block = min(info.max_storage_buffer_range, info.max_memory_allocation_size or 2**64,
@@ -135,7 +151,8 @@ class Device:
         self._check_above = min(self._whole_max, self.memory_capacity)  # buffers up to this size fit: unchecked
         self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
-        self._pipelines = Pipelines(self._mgr, self.info)
+        self._pipelines = Pipelines(self._mgr, self.info, self.geometry.suffix,
+                                    "" if self.profile.name == "full" else self.profile.name)
         self._max_groups = self.info.max_workgroup_count[0]
         self._staging = Staging(self._mgr, self.info)
         self._immediate = self._mgr.sequence()     # re-recorded for each copy or fill (_transfer_now)
@@ -310,15 +327,16 @@ class Device:
         Parameters
         ----------
         kernels_ : iterable of str, optional
-            Variant names (kernels.VARIANTS); default: every one.
+            Variant names of the default geometry (kernels.VARIANTS' without SMALL_SUFFIX); default: every
+            one. Each is built in the device's geometry (``geometry.suffix`` appended).
         step : callable, optional
             Called with each name before it is built (a progress line).
 
         Returns
         -------
         (list of str, list of str)
-            The variants built, and those skipped because the device lacks a feature they need (they never
-            run on it).
+            The variants built, and those skipped because the device lacks a feature or a limit they need
+            (profiles.check_limits: they never run on it).
 
         Examples
         --------
@@ -328,19 +346,26 @@ class Device:
         (['gather_u4_i32', 'gather_u4_i64'], [])
         """
         self._open()
-        built, skipped = [], []
+        built: list[str] = []
+        skipped: list[str] = []
+        stems = [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)] if kernels_ is None \
+            else list(kernels_)
         with self._lock:
-            for name in kernels.VARIANTS if kernels_ is None else kernels_:
+            for stem in stems:
+                name = stem + self.geometry.suffix
                 if step is not None:
                     step(name)
-                if kernels.interface(name)[1] <= self.features:
-                    self._pipelines.build(name, self._dummy._block.tensor)
-                    built.append(name)
-                else:
+                need = kernels.requirements(name)
+                try:
+                    profiles.check_limits(self, name, need._replace(
+                        storage_buffers=max(need.storage_buffers, need.bindings)))
+                except DeviceError:
                     skipped.append(name)
+                    continue
+                self._pipelines.build(name, self._dummy._block.tensor)
+                built.append(name)
             self._pipelines.save()
         return built, skipped
-
 
     # ---- internal: buffers ----
     def _open(self: _D) -> _D:
@@ -508,6 +533,8 @@ class Device:
         downloads; waits. Returns the downloaded bytes: a new uint8 array of each buffer's nbytes.
         Inside a recording of this thread the steps are appended to it instead (returns []). ``queue``
         (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns [])."""
+        if self._admitted is not None:
+            self._admit(dispatches, uploads)
         rec = self._recording()
         if rec is not None:
             rec._append(dispatches, uploads, downloads)
@@ -588,6 +615,8 @@ class Device:
     def _queue(self, dispatches, uploads=()) -> None:
         """``_run(dispatches, uploads, queue=True)`` for a caller that knows that no recording of this thread
         is open (the common eager call: one check fewer)."""
+        if self._admitted is not None:
+            self._admit(dispatches, uploads)
         with self._lock:
             if self._closed:
                 self._open()
@@ -630,18 +659,38 @@ class Device:
 
     def workgroups(self, count: int) -> int:
         """The workgroups that a dispatch of ``count`` iterations launches on this device."""
-        return kernels.workgroups(count, self._max_groups)
+        return self.geometry.workgroups(count, self._max_groups)
 
     def _algorithm(self, d: Dispatch):
         """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
         its ops (pipelines.Bound)."""
-        groups = kernels.workgroups(d.count, self._max_groups)
+        groups = self.geometry.workgroups(d.count, self._max_groups)
         if not d.wide:
             for b in d.buffers:
                 if b.chunked:
                     raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in "
                                       f"several (a large-tensor variant must be chosen for it)")
         return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
+
+    def _admit(self, dispatches, uploads) -> None:
+        """DeviceError, before anything of the run is recorded, if a dispatch's kernel needs more than the
+        device's limits or features (profiles.check_limits: its SPIR-V's needs, and as many storage buffers
+        as the dispatch binds; each kernel is checked once). The run's new parameter buffers, never to be
+        uploaded, are then dropped. Runs only on a device whose limits are below what some variant needs
+        (``_admitted`` is None elsewhere)."""
+        for d in dispatches:
+            if d.kernel not in self._admitted:
+                name = d.kernel + self.geometry.suffix
+                need = kernels.requirements(name)
+                try:
+                    profiles.check_limits(self, name, need._replace(
+                        storage_buffers=max(need.storage_buffers, len(d.buffers))))
+                except DeviceError:
+                    for key, buf in list(self._param_buffers.items()):
+                        if buf._pending is not None and any(buf is b for b in uploads):
+                            del self._param_buffers[key]
+                    raise
+                self._admitted[d.kernel] = True
 
     def _submit(self, seq, zeroed: bool) -> None:
         """Submits a recorded Sequence and waits. ``zeroed``: it uses zeroed scratch, which is renewed if the

@@ -23,7 +23,8 @@ else:
 REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", "0006-python-eval-async-gil",
                     "0007-python-memory-barrier", "0008-python-manager-clear", "0009-python-device-properties",
                     "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines",
-                    "0014-manager-instance-errors", "0015-device-features", "0017-call-path")
+                    "0014-manager-instance-errors", "0015-device-features", "0017-call-path",
+                    "0018-withheld-features")
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
@@ -53,6 +54,9 @@ class DeviceInfo:
     ``features``: the optional Vulkan features (Vulkan's names, kp patch 0015) that the device has, which
     a Device opened on it enables. ``max_memory_allocation_size``: the largest single allocation;
     ``max_buffer_size``: the largest buffer (0 where the device does not report it, before Vulkan 1.3).
+    ``max_compute_shared_memory_size``: bytes of shared memory per workgroup; ``max_per_stage_storage_buffers``:
+    storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers). A Device's ``info`` is this
+    as its profile shows it (runtime/profiles.py).
 
     Parameters
     ----------
@@ -84,6 +88,8 @@ class DeviceInfo:
     features: frozenset
     max_memory_allocation_size: int
     max_buffer_size: int
+    max_compute_shared_memory_size: int
+    max_per_stage_storage_buffers: int
 
     @classmethod
     def from_kp(cls, index: int, p: dict) -> "DeviceInfo":
@@ -93,7 +99,8 @@ class DeviceInfo:
                    tuple(tuple(h) for h in p["memory_heaps"]), tuple(tuple(t) for t in p["memory_types"]),
                    p["vendor_id"], p["vendor_device_id"], p["driver_version"], bytes(p["pipeline_cache_uuid"]),
                    frozenset(name for name, has in p["features"].items() if has), p["max_memory_allocation_size"],
-                   p["max_buffer_size"])
+                   p["max_buffer_size"], p["max_compute_shared_memory_size"],
+                   p["max_per_stage_descriptor_storage_buffers"])
 
     @property
     def device_memory(self) -> int:
@@ -152,17 +159,18 @@ def devices() -> list[DeviceInfo]:
         return list(_devices_cache)
 
 
-def open_manager(index: int):
-    """A kp.Manager on device ``index`` (the one that listed the devices, if it is device 0 and unused)."""
+def open_manager(index: int, withheld: frozenset = frozenset()):
+    """A kp.Manager on device ``index`` (the one that listed the devices, if it is device 0 and unused and no
+    feature is ``withheld``: those are not enabled, kp patch 0018)."""
     global _spare_manager
     devices()
     with _devices_lock:
-        if index == 0 and _spare_manager is not None:
+        if index == 0 and _spare_manager is not None and not withheld:
             mgr, _spare_manager = _spare_manager, None
             return mgr
     validation.next_instance()          # (the validation layer truncates the log file an instance opens)
     try:
-        return kp.Manager(index)
+        return kp.Manager(index, [], [], sorted(withheld))
     except Exception as exc:
         raise DeviceError(f"Vulkan device {index} could not be opened ({exc}); {INSTALL_HINT}") from None
 

@@ -26,9 +26,10 @@ def cache_dir() -> pathlib.Path:
     return pathlib.Path(base) / "dmlgpu"
 
 
-def cache_file(info) -> pathlib.Path:
+def cache_file(info, profile: str = "") -> pathlib.Path:
+    """The cache file of a device (and of a device profile other than "full": its features differ)."""
     name = (f"pipelines-{info.vendor_id:04x}-{info.device_id:04x}-{info.driver_version:08x}-"
-            f"{info.pipeline_cache_uuid.hex()}.bin")
+            f"{info.pipeline_cache_uuid.hex()}{'-' + profile if profile else ''}.bin")
     return cache_dir() / name
 
 
@@ -43,11 +44,15 @@ class Bound(NamedTuple):
 class Pipelines:
     """The algorithms of one device: ``algorithm(kernel, groups, blocks)`` returns the Bound algorithm of
     a kernel variant bound to these blocks' kp buffers with this workgroup count, made once and kept (at
-    most ``capacity``, least recently used dropped first); ``forget(block)`` drops those that bind a block."""
+    most ``capacity``, least recently used dropped first); ``forget(block)`` drops those that bind a block.
+    ``suffix``: the device's variant set (kernels.Geometry.suffix), appended to every kernel name;
+    ``profile``: its device profile's name ("" for "full"), for the cache file."""
 
-    def __init__(self, mgr, info, capacity: int = 1024):
+    def __init__(self, mgr, info, suffix: str = "", profile: str = "", capacity: int = 1024):
         self._mgr = mgr
         self._info = info
+        self._suffix = suffix
+        self._profile = profile
         self._capacity = capacity
         self._algorithms: dict = {}
         self._by_block: dict = {}          # id(block) -> keys of the algorithms binding it
@@ -67,7 +72,7 @@ class Pipelines:
         bound = self._algorithms.pop(key, None)
         if bound is None:
             tensors = [b.tensor for b in blocks]
-            algo = self._mgr.algorithm(tensors, kernels.spirv(kernel), (groups, 1, 1), [], [])
+            algo = self._mgr.algorithm(tensors, kernels.spirv(kernel + self._suffix), (groups, 1, 1), [], [])
             bound = Bound(algo, kp.OpAlgoDispatch(algo))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
@@ -76,12 +81,12 @@ class Pipelines:
         self._algorithms[key] = bound             # most recently used last
         return bound
 
-    def build(self, kernel: str, tensor) -> None:
-        """Builds a kernel variant's pipeline (kept by the device and its pipeline cache) without binding
-        buffers that matter: ``tensor`` (any kp buffer) fills every binding of a descriptor set that is
+    def build(self, name: str, tensor: Any) -> None:
+        """Builds the pipeline of the variant ``name`` (kept by the device and its pipeline cache) without
+        binding buffers that matter: ``tensor`` (any kp buffer) fills every binding of a descriptor set that is
         dropped at once."""
-        count, _ = kernels.interface(kernel)
-        self._mgr.algorithm([tensor] * count, kernels.spirv(kernel), (1, 1, 1), [], [])
+        count = kernels.requirements(name).bindings
+        self._mgr.algorithm([tensor] * count, kernels.spirv(name), (1, 1, 1), [], [])
 
     def forget(self, block) -> None:
         """Drops the algorithms that bind ``block`` (before it is destroyed)."""
@@ -97,7 +102,7 @@ class Pipelines:
         count = self.pipeline_count
         if count <= self._saved:
             return
-        path = cache_file(self._info)
+        path = cache_file(self._info, self._profile)
         try:
             data = self._mgr.pipeline_cache_data()
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,7 +123,7 @@ class Pipelines:
 
     def _load(self) -> None:
         try:
-            data = cache_file(self._info).read_bytes()
+            data = cache_file(self._info, self._profile).read_bytes()
         except OSError:
             return
         self._mgr.load_pipeline_cache(data)
