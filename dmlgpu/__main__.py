@@ -1,24 +1,41 @@
 """``python -m dmlgpu info`` lists the Vulkan devices; ``python -m dmlgpu demo`` runs the demo;
-``python -m dmlgpu bench [roundtrip | reductions | large] [options]`` runs the benchmark harness (dmlgpu.bench)."""
+``python -m dmlgpu warmup [--device N]`` builds every kernel variant's pipeline for a device into the on-disk
+pipeline cache (run it once per machine and driver, e.g. when a service's image is built, so that its first
+calls do not compile); ``python -m dmlgpu bench [roundtrip | reductions | large] [options]`` runs the
+benchmark harness (dmlgpu.bench)."""
+from __future__ import annotations
+
 import argparse
 import sys
+from collections.abc import Sequence
 
 BENCH_SECTIONS = ("roundtrip", "reductions", "large")    # python -m dmlgpu bench SECTION: dmlgpu.bench.SECTION.main
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (``argv``: its arguments; default: sys.argv[1:]); returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:
         rest = argv[1:]
         if rest[:1] and rest[0] in BENCH_SECTIONS:
             import importlib
-            return importlib.import_module(f"dmlgpu.bench.{rest[0]}").main(rest[1:])
+            status: int = importlib.import_module(f"dmlgpu.bench.{rest[0]}").main(rest[1:])
+            return status
         from .bench import cli
-        return cli.main(rest)
+        status = cli.main(rest)
+        return status
     ap = argparse.ArgumentParser(prog="python -m dmlgpu", description=__doc__)
-    ap.add_argument("command", choices=["info", "demo", "bench"])
+    commands = ap.add_subparsers(dest="command", required=True, metavar="{info,demo,warmup,bench}")
+    commands.add_parser("info", help="lists the Vulkan devices")
+    commands.add_parser("demo", help="runs the DirectML pages' examples and a timed gather")
+    warm = commands.add_parser("warmup", help="builds every kernel variant's pipeline into the pipeline cache")
+    warm.add_argument("--device", type=int, default=None,
+                      help="the device index (python -m dmlgpu info); default: the default device")
+    commands.add_parser("bench", help="the benchmark harness: python -m dmlgpu bench --help")
     args = ap.parse_args(argv)
     from . import runtime
+    if args.command == "warmup":
+        return warmup(args.device)
     if args.command == "info":
         from .runtime import profiles
         default = runtime.default_device_index()
@@ -42,6 +59,27 @@ def main(argv=None) -> int:
         return 0
     from . import demo
     return demo.main()
+
+
+def warmup(index: int | None = None) -> int:
+    """``python -m dmlgpu warmup``: builds every kernel variant's pipeline on device ``index`` (default: the
+    default device) and saves the device's pipeline cache, with a progress line on stderr."""
+    from . import kernels
+    from .bench.progress import Progress
+    from .device import as_device
+    from .runtime.pipelines import cache_file
+    dev = as_device(index, "python -m dmlgpu warmup", "--device")
+    progress = Progress()
+    progress.start(sum(not n.endswith(kernels.SMALL_SUFFIX) for n in kernels.VARIANTS))
+    built, skipped = dev.warmup(step=lambda name: progress.step(f"{kernels.VARIANTS[name][0]} {name}"))
+    progress.finish()
+    print(f"device {dev.info.index} ({dev.info.name}): the pipelines of {len(built)} kernel variants are built; "
+          f"pipeline cache: {cache_file(dev.info)}")
+    if skipped:
+        lacking = sorted(set().union(*(kernels.requirements(n).features for n in skipped)) - dev.features)
+        print(f"skipped {len(skipped)} variants that need a feature or limit the device (profile "
+              f"{dev.profile.name}) lacks{': ' + ', '.join(lacking) if lacking else ''}; dmlgpu never runs them there")
+    return 0
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ never templated, so a template's parameter buffers hold only words fixed by its 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .plan import CLAIMS as CLAIMS_KEY
@@ -95,7 +97,8 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     equals the first makes the signature's template."""
     per_call = buffers + [dev._zeroed.get(CLAIMS_KEY)] + scratch
     slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
-    steps, recipes = [], []
+    steps: list[Any] = []
+    recipes: list[Any] = []
     for d in dispatches:
         bound = tuple(slots.get(id(b), b) for b in d.buffers)
         if d.wide or any(b.chunked for b in d.buffers):

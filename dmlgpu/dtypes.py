@@ -7,7 +7,14 @@ import numpy as np
 
 
 class DataType(enum.Enum):
-    """DML_TENSOR_DATA_TYPE. ``size`` is the element size in bytes, ``numpy`` the matching NumPy dtype."""
+    """DML_TENSOR_DATA_TYPE. ``size`` is the element size in bytes, ``numpy`` the matching NumPy dtype.
+
+    Examples
+    --------
+    >>> from dmlgpu import DataType
+    >>> DataType.FLOAT16.size, DataType.FLOAT16.numpy
+    (2, dtype('float16'))
+    """
 
     FLOAT32 = ("float32", 4)
     FLOAT16 = ("float16", 2)
@@ -44,7 +51,15 @@ class DataType(enum.Enum):
 
 
 class FeatureLevel(enum.Enum):
-    """DML_FEATURE_LEVEL values that change what this operator family accepts."""
+    """DML_FEATURE_LEVEL values that change what this operator family accepts (a Device's
+    ``feature_level``).
+
+    Examples
+    --------
+    >>> from dmlgpu import FeatureLevel
+    >>> FeatureLevel.parse("3.0") is FeatureLevel.FL_3_0, str(FeatureLevel.FL_4_1)
+    (True, '4.1')
+    """
 
     FL_1_0 = (1, 0)
     FL_2_1 = (2, 1)
@@ -55,8 +70,8 @@ class FeatureLevel(enum.Enum):
         return f"{self.value[0]}.{self.value[1]}"
 
     @classmethod
-    def parse(cls, level) -> "FeatureLevel":
-        """Accepts a FeatureLevel, "3.0", 3.0 or (3, 0)."""
+    def parse(cls, level: "FeatureLevel | str | float | tuple[int, int]") -> "FeatureLevel":
+        """The FeatureLevel of a FeatureLevel, "3.0", 3.0 or (3, 0); ValueError for an unknown one."""
         if isinstance(level, cls):
             return level
         if isinstance(level, (tuple, list)):

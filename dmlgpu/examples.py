@@ -17,7 +17,7 @@ F32, U32 = DataType.FLOAT32, DataType.UINT32
 class Example:
     operator: str
     title: str
-    desc: object          # a layer-1 operator descriptor
+    desc: ops._OperatorDesc   # a layer-1 operator descriptor
     arrays: dict          # execute() name -> array of that TensorDesc's sizes
     expected: np.ndarray  # the output, with OutputTensor's sizes
 

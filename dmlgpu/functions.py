@@ -2,9 +2,10 @@
 
 Each takes NumPy arrays (any dtype whose item size is 1, 2, 4, 8 or 16 bytes: values move bit-exact), what
 NumPy can view without a copy (PyTorch CPU tensors and other DLPack producers, ``__array__``, the buffer
-protocol: see _host_array) or dmlgpu.Tensors, ``device=`` (default: the device of a Tensor operand, else
-dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour: negative indices count from the end, then out-of-range ones are
-clamped) or "raise" (IndexError naming the first offending index, before any GPU work). Inputs are never
+protocol: see dmlgpu.interop.host_array) or dmlgpu.Tensors, ``device=`` (a Device or a device index; default:
+the device of a Tensor operand, else dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour:
+negative indices count from the end, then out-of-range ones are clamped) or "raise" (IndexError naming the
+first offending index, before any GPU work). Errors name the function called. Inputs are never
 modified. Results are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made
 inside a Device.record() block.
 
@@ -19,18 +20,26 @@ operands' shapes and dtypes, axis or batch_dims, mode, reduction). Every Device 
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from typing import Any, Callable, Literal, NamedTuple, TypeVar, Union, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import calls as _calls, reduction as _reduction
 from .errors import DeviceError
 from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
                         nd_shape, take_map, take_shape)
-from .plan import GatherPlan, ScatterPlan, make_plan, scatter_elements_plan
-from .device import Device, default_device
+from .plan import GatherPlan, Plan, ScatterPlan, make_plan, scatter_elements_plan
+from .device import Device, as_device, default_device
+from .interop import host_array
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
+
+Mode = Literal["clamp", "raise"]
+Reduction = Literal["none", "add", "mul", "min", "max"]
+DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: the default (device.as_device)
+ArrayInput = ArrayLike                    # an ndarray, what NumPy can view (interop.host_array), lists, scalars
+IndexLike = Union[Tensor, ArrayInput]
 
 MODES = ("clamp", "raise")
 ITEM_SIZES = (1, 2, 4, 8, 16)
@@ -38,6 +47,41 @@ CALL_CACHE = 512      # planned calls kept per device
 _INDEX_DTYPES = frozenset(INDEX_DTYPES)
 KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
 KEEP_CALLS = 32       # ... for the last this many such signatures per device
+
+# The parameters and errors that the five functions' docstrings share, written once (_documented puts them in).
+_DOC_PARTS = {
+    "device_mode": """\
+    device : dmlgpu.Device, int or None
+        Where it runs: a Device or a device index (``dmlgpu.devices()``); default: a Tensor operand's device,
+        else ``dmlgpu.default_device()``.
+    mode : {"clamp", "raise"}
+        "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
+        IndexError for an index outside [-n, n), before any GPU work.""",
+    "raises": """\
+    TypeError
+        A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.
+    ValueError
+        Shapes that do not fit together, an unknown mode (AxisError, also an IndexError, for an axis out of
+        range).
+    IndexError
+        mode="raise" and an index out of range.
+    dmlgpu.DeviceError
+        A Tensor of another device, or tensors larger than the device can hold.""",
+    "reduction": """\
+    reduction : {"none", "add", "mul", "min", "max"}
+        "none": the last update for a target (row-major order of the updates) wins. The others (ONNX
+        opsets 16/18) combine every update into its target in that order, bit-reproducibly: integers wrap,
+        floats round to nearest even, min/max propagate NaN, bool's add/max are or and mul/min are and.
+        float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16 and float64
+        never do); other dtypes raise TypeError (details: dmlgpu/reduction.py).""",
+}
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _documented(fn: _F) -> _F:
+    """``fn`` with the shared parts of its docstring (``%(name)s``: _DOC_PARTS) filled in."""
+    fn.__doc__ = (fn.__doc__ or "") % _DOC_PARTS
+    return fn
 
 
 class _Call(NamedTuple):
@@ -49,7 +93,7 @@ class _Call(NamedTuple):
     again: Device._run's replays), else None; ``sig``: the call's signature (None: it has none), under which
     runs on Tensors are traced into a call template (dmlgpu/calls.py)."""
 
-    plan: object
+    plan: Any           # Plan or ReducePlan
     out_shape: tuple
     check: Callable | None = None
     copy: bool = False
@@ -64,16 +108,24 @@ def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[
     the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
     reduction that is no string) are part of no signature: such calls take the full checks each time."""
     if not all(type(a) is int or type(a) is str for a in args):
-        return _sized(dev, arrays, build(), None)
+        return _built(op, lambda: _sized(dev, arrays, build(), None))
     sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
     calls = dev._calls
     call = calls.pop(sig, None)
     if call is None:
-        call = _sized(dev, arrays, build(), sig)
+        call = _built(op, lambda: _sized(dev, arrays, build(), sig))
         while len(calls) >= CALL_CACHE:
             del calls[next(iter(calls))]
     calls[sig] = call                    # most recently used last
     return call
+
+
+def _built(op: str, build: Callable[[], _Call]) -> _Call:
+    """``build()`` (a call's checks and planning), its errors naming ``op``."""
+    try:
+        return build()
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, op) from None
 
 
 def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
@@ -97,35 +149,28 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: 
     return _run_native(dev, call, data, idx, updates)
 
 
-def _device(device, *operands) -> Device:
-    """``device``, else the device of the first Tensor operand, else the default device."""
+def _device(op: str, device, *operands) -> Device:
+    """``device`` (a Device or a device index: device.as_device), else the device of the first Tensor operand,
+    else the default device; DeviceError for a Tensor operand of another Device."""
     tensors = [o for o in operands if isinstance(o, Tensor)]
-    if device is None:
-        device = tensors[0].device if tensors else default_device()
-    if not isinstance(device, Device):
-        raise TypeError(f"device must be a dmlgpu.Device, not {type(device).__name__}")
+    if device is None and tensors:
+        device = tensors[0].device._open()
+    else:
+        device = as_device(device, op)
     for t in tensors:
         if t.device is not device:
+            if t.device.info.index == device.info.index:       # two Device objects of one GPU
+                where = (f"another dmlgpu.Device object of the same device {device.info.index} ({device.info.name}; "
+                         f"Tensor's Device at {id(t.device):#x}, the operation's at {id(device):#x}): Device "
+                         f"objects do not share memory")
+            else:
+                where = f"device {device.info.index} ({device.info.name})"
             raise DeviceError(f"a Tensor of device {t.device.info.index} ({t.device.info.name}) was passed to an "
-                              f"operation on device {device.info.index}: move it with dmlgpu.tensor(t.numpy(), "
-                              f"device=...)")
-    return device._open()
+                              f"operation on {where}; move it with dmlgpu.tensor(t, device=...)")
+    return device
 
 
-def _host_array(x) -> np.ndarray:
-    """``x`` as a NumPy array, without a copy where NumPy can view it: an ndarray, a ``__dlpack__`` producer
-    on the CPU (PyTorch, JAX, CuPy's host arrays...), ``__array__``, the buffer protocol; lists and scalars
-    are converted. A DLPack producer on another device raises TypeError naming the fix."""
-    if isinstance(x, np.ndarray):
-        return x
-    if hasattr(x, "__dlpack__"):
-        try:
-            return np.from_dlpack(x)
-        except (BufferError, RuntimeError, TypeError, ValueError) as e:
-            if not hasattr(x, "__array__"):
-                raise TypeError(f"NumPy cannot view a {type(x).__name__} through DLPack ({e}); pass an array on "
-                                f"the CPU") from e
-    return np.asarray(x)
+_host_array = host_array
 
 
 def _data(arr, what: str):
@@ -140,6 +185,15 @@ def _data(arr, what: str):
     return a
 
 
+def _index_array(indices) -> np.ndarray:
+    """Host indices as an index-dtype array (index_map.as_index_array); an empty list or tuple, which NumPy
+    makes float64, is an empty int64 array, as numpy.take takes it."""
+    arr = _host_array(indices)
+    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
+        arr = arr.astype(np.int64)
+    return as_index_array(arr)
+
+
 def _indices(indices, mode: str):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
     if isinstance(indices, Tensor):
@@ -149,20 +203,44 @@ def _indices(indices, mode: str):
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
                                "before any GPU work")
         return indices, (indices.numpy() if mode == "raise" else None)
-    arr = as_index_array(_host_array(indices))
+    arr = _index_array(indices)
     return arr, arr
 
 
 def _operands(op: str, data, indices, device, mode, updates=None):
     """The checks every function starts with: (data, indices for the GPU, index values for host checks or
-    None, the device, the mode)."""
-    mode = _mode(mode)
-    data = _data(data, "data")
-    if data.ndim == 0:
-        raise ValueError(f"{op}: data must have at least one dimension")
-    dev = _device(device, data, indices, updates)
-    idx, values = _indices(indices, mode)
+    None, the device, the mode). Their errors name ``op``."""
+    try:
+        mode = _mode(mode)
+        data = _data(data, "data")
+        if data.ndim == 0:
+            raise ValueError("data must have at least one dimension")
+        dev = _device(op, device, data, indices, updates)
+        idx, values = _indices(indices, mode)
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, op) from None
     return data, idx, values, dev, mode
+
+
+def named(e: Exception, op: str, inner: str | tuple[str, ...] = ()) -> Exception:
+    """``e`` with a message that starts with ``op``, the function the user called: ``"op: ..."`` (an error
+    raised by ``inner``, a function ``op`` called (or one of several), has its ``"inner: "`` replaced). Raise
+    it ``from None``; it keeps ``e``'s type and traceback."""
+    msg = str(e)
+    if msg.startswith(op + ": "):
+        return e
+    for name in (inner,) if isinstance(inner, str) else inner:
+        if msg.startswith(name + ": "):
+            msg = msg[len(name) + 2:]
+            break
+    try:
+        new = type(e)(f"{op}: {msg}")
+    except Exception:          # an exception type of other arguments: as it is
+        return e
+    return new.with_traceback(e.__traceback__)
+
+
+_AxisError = getattr(np, "exceptions", np).AxisError     # NumPy 2: np.exceptions; NumPy 1.x: np
 
 
 def _mode(mode: str) -> str:
@@ -172,11 +250,12 @@ def _mode(mode: str) -> str:
 
 
 def _axis(axis, ndim: int, what: str = "data") -> int:
+    """``axis`` in [0, ndim): TypeError for a non-integer, AxisError (an IndexError and ValueError) out of
+    range."""
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"axis must be an integer, not {type(axis).__name__}")
     if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim, f"axis {axis} is out of bounds for {what} of rank {ndim}") \
-            if hasattr(np, "exceptions") else ValueError(f"axis {axis} is out of bounds for {what} of rank {ndim}")
+        raise _AxisError(f"axis {axis} is out of bounds for {what} of rank {ndim}")
     return int(axis) % ndim
 
 
@@ -293,8 +372,54 @@ def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | Non
     return None
 
 
-def gather(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
-    """ONNX Gather / numpy.take(data, indices, axis): shape data[:axis] + indices.shape + data[axis+1:]."""
+@overload
+def gather(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
+           mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLike = None,
+           mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
+           mode: Mode = "clamp") -> np.ndarray: ...
+@_documented
+def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
+           mode: Mode = "clamp") -> Any:
+    """Elements of ``data`` at ``indices`` along ``axis``: ONNX Gather, ``numpy.take(data, indices, axis)``.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items (moved bit-exact).
+    indices : array_like or Tensor
+        Integers (int32, uint32, int64, uint64; narrower ones are widened), of any shape.
+    axis : int
+        The dimension of ``data`` they index; negative counts from the end.
+%(device_mode)s
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``: a NumPy array, or a Tensor
+        (queued on the device) when ``data`` or ``indices`` is a Tensor or the call is recorded.
+
+    Raises
+    ------
+%(raises)s
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> table = np.arange(6, dtype=np.int32).reshape(3, 2)
+    >>> dmlgpu.gather(table, [2, -1, 0])
+    array([[4, 5],
+           [4, 5],
+           [0, 1]], dtype=int32)
+    >>> dmlgpu.gather(table, [5])                    # clamped to the last row
+    array([[4, 5]], dtype=int32)
+    >>> dmlgpu.gather(table, [5], mode="raise")
+    Traceback (most recent call last):
+    IndexError: gather: index 5 at indices position (0,) is out of range for a dimension of size 3 (valid: [-size, size))
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int:
         out = _calls.templated("gather", (data, indices), (axis, mode))
         if out is not None:
@@ -326,9 +451,49 @@ def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
         raise ValueError(f"{op}: updates.shape {updates.shape} must equal indices.shape {idx.shape}")
 
 
-def gather_elements(data, indices, axis: int = 0, *, device: Device | None = None, mode: str = "clamp"):
-    """ONNX GatherElements / numpy.take_along_axis: out[i][j] = data[indices[i][j]][j] (axis 0), and so
-    on; indices has data's rank and may be smaller outside the axis; the result has indices' shape."""
+@overload
+def gather_elements(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather_elements(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather_elements(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp") -> np.ndarray: ...
+@_documented
+def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp") -> Any:
+    """One element of ``data`` per index, along ``axis``: ONNX GatherElements, ``numpy.take_along_axis``
+    without broadcasting. ``out[i][j] = data[indices[i][j]][j]`` for axis 0, and so on.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.
+    axis : int
+        The dimension of ``data`` they index.
+%(device_mode)s
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Of ``indices``' shape: a NumPy array, or a Tensor when an operand is a Tensor or the call is
+        recorded.
+
+    Raises
+    ------
+%(raises)s
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> scores = np.array([[10, 11, 12], [20, 21, 22]], np.int64)
+    >>> dmlgpu.gather_elements(scores, np.array([[2, 0], [1, 1]]), axis=1)
+    array([[12, 10],
+           [21, 21]])
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int:
         out = _calls.templated("gather_elements", (data, indices), (axis, mode))
         if out is not None:
@@ -367,9 +532,50 @@ def _check_nd(op: str, data, idx, batch_dims: int):
     return np.array(data.shape[batch_dims:batch_dims + k], dtype=np.int64)
 
 
-def gather_nd(data, indices, batch_dims: int = 0, *, device: Device | None = None, mode: str = "clamp"):
-    """ONNX GatherND: out[b.., i..] = data[b.., *indices[b.., i.., :]]; shape
-    indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
+@overload
+def gather_nd(data: Tensor, indices: IndexLike, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather_nd(data: ArrayInput, indices: Tensor, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp") -> Tensor: ...
+@overload
+def gather_nd(data: ArrayInput, indices: ArrayInput, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp") -> np.ndarray: ...
+@_documented
+def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp") -> Any:
+    """Slices of ``data`` at index tuples: ONNX GatherND. ``out[b.., i..] = data[b.., *indices[b.., i.., :]]``.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension more than ``batch_dims``.
+    indices : array_like or Tensor
+        Integers whose last dimension (k, from 1 to ``data.ndim - batch_dims``) holds each index tuple; its
+        first ``batch_dims`` dimensions equal ``data``'s.
+    batch_dims : int
+        Leading dimensions that ``data`` and ``indices`` share, gathered batch by batch.
+%(device_mode)s
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``indices.shape[:-1] + data.shape[batch_dims + k:]``; a Tensor when an operand is one or the
+        call is recorded.
+
+    Raises
+    ------
+%(raises)s
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> grid = np.arange(9, dtype=np.int16).reshape(3, 3)
+    >>> dmlgpu.gather_nd(grid, [[0, 1], [2, 2]])
+    array([1, 8], dtype=int16)
+    >>> dmlgpu.gather_nd(grid, [[2]])               # k=1: whole rows
+    array([[6, 7, 8]], dtype=int16)
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(batch_dims) is int:
         out = _calls.templated("gather_nd", (data, indices), (batch_dims, mode))
         if out is not None:
@@ -396,18 +602,52 @@ def _updates(updates, data, op: str):
     return upd
 
 
-def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: str = "clamp",
-               reduction: str = "none"):
-    """ONNX ScatterND: a copy of data with out[*indices[i.., :]] = updates[i..]; updates has shape
-    indices.shape[:-1] + data.shape[indices.shape[-1]:]. Duplicate targets: the last update (row-major
-    order of the indices) wins.
+@overload
+def scatter_nd(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
+               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_nd(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
+               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: Tensor, *, device: DeviceLike = None,
+               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, *, device: DeviceLike = None,
+               mode: Mode = "clamp", reduction: Reduction = "none") -> np.ndarray: ...
+@_documented
+def scatter_nd(data: Any, indices: Any, updates: Any, *,
+               device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Any:
+    """A copy of ``data`` with slices replaced at index tuples: ONNX ScatterND,
+    ``out[*indices[i.., :]] = updates[i..]``. ``data`` itself is never modified.
 
-    ``reduction`` "add", "mul", "min" or "max" (ONNX opsets 16/18): out[t] = out[t] op updates[i..] for
-    every update, duplicates included, combined in row-major order of the updates (bit-reproducible on
-    every device). Integers wrap; floats round to nearest even; min/max propagate NaN. float32 uses the
-    device's arithmetic, which may flush subnormals to zero on some GPUs (float16 and float64 never do).
-    bool: add/max are or, mul/min are and; other dtypes (complex, ...) raise TypeError. The grouping by
-    target runs on the GPU (Tensor indices are never downloaded). Details: dmlgpu/reduction.py."""
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers whose last dimension (k, 1 to ``data.ndim``) holds each target's index tuple.
+    updates : array_like or Tensor
+        ``data``'s dtype, shape ``indices.shape[:-1] + data.shape[k:]``.
+%(device_mode)s
+%(reduction)s
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        ``data``'s shape and dtype; a Tensor when an operand is one or the call is recorded.
+
+    Raises
+    ------
+%(raises)s
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [3], [1]], np.array([5, 6, 7], np.int32))
+    array([0, 7, 0, 6], dtype=int32)
+    >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [3], [1]], np.array([5, 6, 7], np.int32), reduction="add")
+    array([ 0, 12,  0,  6], dtype=int32)
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor:
         out = _calls.templated("scatter_nd", (data, indices, updates), (mode, reduction))
         if out is not None:
@@ -427,7 +667,7 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
             return _Call(None, data.shape, check, copy=True)
         layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
         if red != "none":
-            plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
+            plan: Plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
         else:
             plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
@@ -436,12 +676,57 @@ def scatter_nd(data, indices, updates, *, device: Device | None = None, mode: st
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
-def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | None = None,
-                     mode: str = "clamp", reduction: str = "none"):
-    """ONNX ScatterElements: a copy of data with out[.., indices[i,j,..] at axis, ..] = updates[i,j,..];
-    updates has indices' shape. Duplicate targets: the last update (row-major order) wins.
-    ``reduction`` "add", "mul", "min" or "max": as for scatter_nd (ONNX opsets 16/18; deterministic;
-    float32 subnormals may be flushed on some GPUs)."""
+@overload
+def scatter_elements(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_elements(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: Tensor, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+@overload
+def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp",
+                     reduction: Reduction = "none") -> np.ndarray: ...
+@_documented
+def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
+                     device: DeviceLike = None, mode: Mode = "clamp",
+                     reduction: Reduction = "none") -> Any:
+    """A copy of ``data`` with one element replaced per index, along ``axis``: ONNX ScatterElements,
+    ``out[.., indices[i, j, ..], ..] = updates[i, j, ..]`` (the index in position ``axis``). ``data``
+    itself is never modified.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.
+    updates : array_like or Tensor
+        ``data``'s dtype, ``indices``' shape.
+    axis : int
+        The dimension of ``data`` they index.
+%(device_mode)s
+%(reduction)s
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        ``data``'s shape and dtype; a Tensor when an operand is one or the call is recorded.
+
+    Raises
+    ------
+%(raises)s
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> cache = np.zeros((2, 4), np.float32)
+    >>> dmlgpu.scatter_elements(cache, [[3], [0]], np.array([[1.5], [2.5]], np.float32), axis=1)
+    array([[0. , 0. , 0. , 1.5],
+           [2.5, 0. , 0. , 0. ]], dtype=float32)
+    """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor and \
             type(axis) is int:
         out = _calls.templated("scatter_elements", (data, indices, updates), (axis, mode, reduction))
@@ -460,7 +745,7 @@ def scatter_elements(data, indices, updates, axis: int = 0, *, device: Device | 
             return _Call(None, data.shape, check, copy=True)
         layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
         if red != "none":
-            plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
+            plan: Plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
         else:
             plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)

@@ -79,7 +79,7 @@ class Dim(NamedTuple):
     size: int
     dense: int
     data: int
-    index: int
+    index: int  # type: ignore[assignment]   # (a field named as tuple's method index())
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class IndexMap:
 
     def folded(self) -> "IndexMap":
         """Size-1 dimensions dropped; neighbours contiguous in all three tensors merged."""
-        dims = []
+        dims: list[Dim] = []
         for d in self.dims:
             if d.size == 1:
                 continue

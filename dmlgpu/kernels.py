@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import sys
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
 # A device whose maxComputeWorkGroupInvocations is below WORKGROUP_SIZE (Vulkan requires 128) runs the twin of
@@ -276,7 +276,9 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
     for index_bytes in (4, 8):
         for kind, op in sorted(ATOMIC_REDUCTIONS):
             for wide in (False, True):
-                add(atomic_variant(kind, op, index_bytes, wide), "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
+                stem = atomic_variant(kind, op, index_bytes, wide)
+                assert stem is not None
+                add(stem, "scatter_atomic.comp", OP=REDUCE_OPS.index(op),
                     SIGNED=int(kind == "i"), IDX64=index_bytes // 8, **({"WIDE": 1} if wide else {}))
     # the scatter reductions' kernels that touch the operands, for operands held in several blocks: ADDR
     for stem, (source, defines) in list(table.items()):
@@ -329,14 +331,16 @@ _CAPABILITY_FEATURES = {11: "shaderInt64", 22: "shaderInt16", 39: "shaderInt8", 
 class Requirements(NamedTuple):
     """What a compiled variant asks of a device, read from its SPIR-V: ``invocations`` per workgroup (its
     LocalSize), ``shared_bytes`` (its Workgroup variables), ``storage_buffers`` (its bindings: every binding of
-    dmlgpu's kernels is a storage buffer), ``push_constant_bytes`` (0: the parameters are a buffer) and the
-    optional ``features`` its capabilities need."""
+    dmlgpu's kernels is a storage buffer), ``push_constant_bytes`` (0: the parameters are a buffer), the
+    optional ``features`` its capabilities need, and ``bindings``: the buffers a launch binds, its highest
+    binding + 1 (a binding that the code does not use is not declared: the launch fills it all the same)."""
 
     invocations: int
     shared_bytes: int
     storage_buffers: int
     push_constant_bytes: int
     features: frozenset
+    bindings: int
 
 
 @functools.lru_cache(maxsize=None)
@@ -344,7 +348,8 @@ def requirements(name: str) -> Requirements:
     """The Requirements of a variant (its SPIR-V, spirv(), parsed: the instructions that declare them)."""
     words = memoryview(spirv(name)).cast("I")
     assert words[0] == 0x07230203, f"{name}.spv is not SPIR-V"
-    ops, at = {}, 5
+    ops: dict[int, list[Any]] = {}
+    at = 5
     while at < len(words):
         count, opcode = words[at] >> 16, words[at] & 0xFFFF
         ops.setdefault(opcode, []).append(words[at + 1:at + count])
@@ -368,11 +373,12 @@ def requirements(name: str) -> Requirements:
     for result_type, _, storage, *_ in ops.get(59, ()):          # OpVariable
         if storage == 4:                                         # Workgroup
             shared += size(types[result_type][1][1])             # the pointer's pointee
-    pushed = sum(size(types[t][1][1]) for t, _, storage, *_ in ops.get(59, ()) if storage == 9)  # PushConstant
+    pushed: int = sum(size(types[t][1][1]) for t, _, storage, *_ in ops.get(59, ()) if storage == 9)  # PushConstant
     local = [op for op in ops.get(16, ()) if op[1] == 17]        # OpExecutionMode LocalSize x y z
-    bindings = sum(1 for op in ops.get(71, ()) if op[1] == 33)   # OpDecorate Binding
+    bindings = [op[2] for op in ops.get(71, ()) if op[1] == 33]  # OpDecorate <id> Binding <n>
     features = frozenset(_CAPABILITY_FEATURES[op[0]] for op in ops.get(17, ()) if op[0] in _CAPABILITY_FEATURES)
-    return Requirements(local[0][2] * local[0][3] * local[0][4], shared, bindings, pushed, features)
+    return Requirements(local[0][2] * local[0][3] * local[0][4], shared, len(bindings), pushed, features,
+                        max(bindings, default=-1) + 1)
 
 
 if __name__ == "__main__":     # the table for CMakeLists.txt: "stem source NAME=VALUE ..." per line

@@ -16,16 +16,20 @@ dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where N
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .functions import _axis, _data, _host_array, gather, gather_elements, scatter_elements
+from .functions import (DeviceLike, IndexLike, _axis, _data, _host_array, _index_array, gather, gather_elements, named,
+                        scatter_elements)
 from .index_map import as_index_array, check_in_range
-from .runtime import Device
+from .device import Device
 from .tensor import Tensor
 
+TakeMode = Literal["raise", "wrap", "clip"]
 TAKE_MODES = ("raise", "wrap", "clip")
+_Out = TypeVar("_Out", bound=np.ndarray)
 
 
 def _flat(a: np.ndarray | Tensor) -> np.ndarray | Tensor:
@@ -39,50 +43,112 @@ def _host_indices(indices: Any, what: str = "indices") -> np.ndarray:
     """The index values on the host (a Tensor's are downloaded); IndexError, as NumPy's, for a non-integer
     dtype."""
     arr = indices.numpy() if isinstance(indices, Tensor) else _host_array(indices)
+    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
+        arr = arr.astype(np.int64)        # an empty list: NumPy takes it as integers
     if arr.dtype.kind not in "iu":
         raise IndexError(f"{what} must be an integer array, not {arr.dtype}")
     return as_index_array(arr, what)
 
 
-def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None = None,
-         mode: Literal["raise", "wrap", "clip"] = "raise", *, device: Device | None = None) -> Any:
-    """numpy.take on the device: elements of ``a`` (flattened when ``axis`` is None) at ``indices`` along
-    ``axis``; shape a.shape[:axis] + indices.shape + a.shape[axis+1:]. ``out``: a NumPy array of that shape
-    that receives the result (cast safely) and is returned. A 0-d result of NumPy operands is a NumPy
-    scalar, as NumPy's. Tensor operands give a Tensor (unless ``out`` is given)."""
-    if mode not in TAKE_MODES:
-        raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
-    data = _data(a, "a")
-    if axis is None:
-        data, axis = _flat(data), 0
-    axis = _axis(axis, data.ndim, "a")
-    n = data.shape[axis]
-    if mode == "raise":
-        result = gather(data, indices, axis, device=device, mode="raise")
-    else:
-        values = indices.numpy() if isinstance(indices, Tensor) else as_index_array(_host_array(indices))
-        if n == 0:
-            if values.size:
-                raise IndexError("cannot do a non-empty take from an empty axis")
-        elif values.dtype.kind == "u":
-            values = np.minimum(values, n - 1) if mode == "clip" else values % np.uint64(n)
+@overload
+def take(a: Tensor, indices: IndexLike, axis: int | None = None, out: None = None, mode: TakeMode = "raise", *,
+         device: DeviceLike = None) -> Tensor: ...
+@overload
+def take(a: ArrayLike, indices: Tensor, axis: int | None = None, out: None = None, mode: TakeMode = "raise", *,
+         device: DeviceLike = None) -> Tensor: ...
+@overload
+def take(a: Tensor | ArrayLike, indices: IndexLike, axis: int | None = None, *, out: _Out,
+         mode: TakeMode = "raise", device: DeviceLike = None) -> _Out: ...
+@overload
+def take(a: Tensor | ArrayLike, indices: IndexLike, axis: int | None, out: _Out, mode: TakeMode = "raise", *,
+         device: DeviceLike = None) -> _Out: ...
+@overload
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: TakeMode = "raise", *,
+         device: DeviceLike = None) -> Any: ...
+def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None = None, mode: TakeMode = "raise", *,
+         device: DeviceLike = None) -> Any:
+    """``numpy.take`` on the device: elements of ``a`` at ``indices`` along ``axis``.
+
+    Parameters
+    ----------
+    a : array_like or Tensor
+        Any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers of any shape (an empty list is an empty integer array, as in NumPy).
+    axis : int or None
+        The dimension indexed; None: the flattened ``a``.
+    out : np.ndarray, optional
+        Receives the result (cast safely) and is returned.
+    mode : {"raise", "wrap", "clip"}
+        NumPy's: "raise": IndexError for an index outside [-n, n), before any GPU work; "wrap": modulo n;
+        "clip": into [0, n - 1] (negative indices become 0).
+    device : dmlgpu.Device, int or None, keyword-only
+        A Device or a device index; default: a Tensor operand's device, else ``dmlgpu.default_device()``.
+
+    Returns
+    -------
+    np.ndarray, NumPy scalar or Tensor
+        Shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``: a NumPy array (a NumPy scalar when
+        0-d, as NumPy's), a Tensor when an operand is a Tensor, ``out`` when given.
+
+    Raises
+    ------
+    IndexError
+        mode="raise" and an index out of range (AxisError, also a ValueError, for an axis out of range).
+    TypeError, ValueError
+        A dtype dmlgpu cannot move, non-integer indices, an unknown mode, ``out`` of another shape.
+    dmlgpu.DeviceError
+        A Tensor of another device.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> a = np.array([[4, 3], [5, 7]], np.int64)
+    >>> dmlgpu.take(a, [0, 3])                       # the flattened a
+    array([4, 7])
+    >>> dmlgpu.take(a, [[1, -1]], axis=1, mode="wrap")
+    array([[[3, 3]],
+    <BLANKLINE>
+           [[7, 7]]])
+    >>> dmlgpu.take(a, [])
+    array([], dtype=int64)
+    """
+    try:
+        if mode not in TAKE_MODES:
+            raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
+        data = _data(a, "a")
+        if axis is None:
+            data, axis = _flat(data), 0
+        axis = _axis(axis, data.ndim, "a")
+        n = data.shape[axis]
+        if mode == "raise":
+            result = gather(data, indices, axis, device=device, mode="raise")
         else:
-            values = values.astype(np.int64)
-            values = np.clip(values, 0, n - 1) if mode == "clip" else values % n
-        result = gather(data, values, axis, device=device, mode="raise")
-    if out is not None:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
-        if out.shape != result.shape:
-            raise ValueError(f"out has shape {out.shape}; the result has shape {result.shape}")
-        np.copyto(out, result.numpy() if isinstance(result, Tensor) else result, casting="safe")
-        return out
-    if isinstance(result, np.ndarray) and result.ndim == 0:
-        return result[()]
-    return result
+            values = indices.numpy() if isinstance(indices, Tensor) else _index_array(indices)
+            if n == 0:
+                if values.size:
+                    raise IndexError("cannot do a non-empty take from an empty axis")
+            elif values.dtype.kind == "u":
+                values = np.minimum(values, n - 1) if mode == "clip" else values % np.uint64(n)
+            else:
+                values = values.astype(np.int64)
+                values = np.clip(values, 0, n - 1) if mode == "clip" else values % n
+            result = gather(data, values, axis, device=device, mode="raise")
+        if out is not None:
+            if not isinstance(out, np.ndarray):
+                raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
+            if out.shape != result.shape:
+                raise ValueError(f"out has shape {out.shape}; the result has shape {result.shape}")
+            np.copyto(out, result.numpy() if isinstance(result, Tensor) else result, casting="safe")
+            return out
+        if isinstance(result, np.ndarray) and result.ndim == 0:
+            return result[()]
+        return result
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, "take", "gather") from None
 
 
-def _broadcast_along(arr_shape: tuple, idx_shape: tuple, axis: int) -> tuple:
+def _broadcast_along(arr_shape: tuple[int, ...], idx_shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
     """NumPy's broadcast of the dimensions other than ``axis`` (ValueError where they do not broadcast);
     the ``axis`` entry is indices'."""
     if len(arr_shape) != len(idx_shape):
@@ -97,7 +163,7 @@ def _broadcast_along(arr_shape: tuple, idx_shape: tuple, axis: int) -> tuple:
     return tuple(shape)
 
 
-def _broadcast_to(x: np.ndarray | Tensor, shape: tuple, what: str) -> np.ndarray | Tensor:
+def _broadcast_to(x: np.ndarray | Tensor, shape: tuple[int, ...], what: str) -> np.ndarray | Tensor:
     if x.shape == shape:
         return x
     if isinstance(x, Tensor):
@@ -106,7 +172,8 @@ def _broadcast_to(x: np.ndarray | Tensor, shape: tuple, what: str) -> np.ndarray
     return np.broadcast_to(x, shape)
 
 
-def _along_axis(arr: np.ndarray | Tensor, indices: Any, axis: int | None) -> tuple:
+def _along_axis(arr: np.ndarray | Tensor, indices: Any,
+                axis: int | None) -> tuple[np.ndarray | Tensor, int, np.ndarray | Tensor]:
     """(arr, its axis, indices as an index array or Tensor) for the along-axis functions, NumPy's checks
     made: axis None flattens arr and needs 1-d indices."""
     idx: np.ndarray | Tensor
@@ -123,57 +190,138 @@ def _along_axis(arr: np.ndarray | Tensor, indices: Any, axis: int | None) -> tup
     return arr, _axis(axis, arr.ndim, "arr"), idx
 
 
-def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: Device | None = None) -> Any:
-    """numpy.take_along_axis on the device: out[..., j, ...] = arr[..., indices[..., j, ...], ...] along
-    ``axis`` (None: the flattened arr with 1-d indices), the other dimensions broadcast as NumPy does."""
-    data, axis, idx = _along_axis(_data(arr, "arr"), indices, axis)
-    shape = _broadcast_along(data.shape, idx.shape, axis)
-    data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
-    idx = _broadcast_to(idx, shape, "indices")
-    return gather_elements(data, idx, axis, device=device, mode="raise")
+@overload
+def take_along_axis(arr: Tensor, indices: IndexLike, axis: int | None = -1, *,
+                    device: DeviceLike = None) -> Tensor: ...
+@overload
+def take_along_axis(arr: ArrayLike, indices: Tensor, axis: int | None = -1, *,
+                    device: DeviceLike = None) -> Tensor: ...
+@overload
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1, *,
+                    device: DeviceLike = None) -> np.ndarray: ...
+def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: DeviceLike = None) -> Any:
+    """``numpy.take_along_axis`` on the device: ``out[..., j, ...] = arr[..., indices[..., j, ...], ...]``
+    along ``axis``, the other dimensions broadcast as NumPy does.
+
+    Parameters
+    ----------
+    arr : array_like or Tensor
+        Any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers of ``arr``'s rank (1-d when ``axis`` is None). A Tensor operand must already have the
+        broadcast shape.
+    axis : int or None
+        The dimension indexed; None: the flattened ``arr``.
+    device : dmlgpu.Device, int or None, keyword-only
+        A Device or a device index; default: a Tensor operand's device, else ``dmlgpu.default_device()``.
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        The broadcast shape, with ``indices``' size along ``axis``; a Tensor when an operand is one.
+
+    Raises
+    ------
+    IndexError
+        An index outside [-n, n), before any GPU work; non-integer indices.
+    ValueError
+        Shapes that do not broadcast (AxisError for an axis out of range).
+    dmlgpu.DeviceError
+        A Tensor of another device.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> scores = np.array([[0.5, 0.25, 2.0], [1.0, 3.0, 0.0]])
+    >>> best = np.argsort(scores, axis=1)[:, ::-1][:, :2]
+    >>> dmlgpu.take_along_axis(scores, best, axis=1)
+    array([[2. , 0.5],
+           [3. , 1. ]])
+    """
+    try:
+        data, axis, idx = _along_axis(_data(arr, "arr"), indices, axis)
+        shape = _broadcast_along(data.shape, idx.shape, axis)
+        data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
+        idx = _broadcast_to(idx, shape, "indices")
+        return gather_elements(data, idx, axis, device=device, mode="raise")
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, "take_along_axis", "gather_elements") from None
 
 
-def put_along_axis(arr: np.ndarray | Tensor, indices: Any, values: Any, axis: int | None, *,
-                   device: Device | None = None) -> None:
-    """numpy.put_along_axis on the device: arr[..., indices[..., j, ...], ...] = values[..., j, ...] along
-    ``axis`` (None: the flattened arr with 1-d indices), in place. indices broadcast against arr outside
-    the axis, values (cast to arr's dtype) against the result; the last value for an element wins."""
-    if not isinstance(arr, (np.ndarray, Tensor)):
-        raise TypeError(f"arr must be a NumPy array or a dmlgpu.Tensor (it is written in place), "
-                        f"not {type(arr).__name__}")
-    if isinstance(arr, np.ndarray) and not arr.flags.writeable:
-        raise ValueError("arr is read-only")
-    data = _data(arr, "arr")
-    shape_in = data.shape
-    data, axis, idx = _along_axis(data, indices, axis)
-    idx = idx.numpy() if isinstance(idx, Tensor) else idx
-    shape = _broadcast_along(data.shape, idx.shape, axis)
-    n = data.shape[axis]
-    check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
-                                              f"axis {axis} with size {n}")
-    vals = values.numpy() if isinstance(values, Tensor) else _host_array(values)
-    vals = np.broadcast_to(vals.astype(data.dtype, copy=False), shape)
-    if vals.size == 0:
-        return
-    # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
-    # indices broadcast over is written at 0 every time, in row-major order, as NumPy's assignment does.
-    strides = np.cumprod((1,) + data.shape[:0:-1])[::-1]
-    target = np.zeros(shape, dtype=np.int64)
-    for d, size in enumerate(data.shape):
-        if d == axis:
-            coord = idx.astype(np.int64)
-            coord = np.where(coord < 0, coord + n, coord)
-        elif size == 1:
-            continue
+def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor | ArrayLike, axis: int | None, *,
+                   device: DeviceLike = None) -> None:
+    """``numpy.put_along_axis`` on the device: ``arr[..., indices[..., j, ...], ...] = values[..., j, ...]``
+    along ``axis``, in place.
+
+    Parameters
+    ----------
+    arr : np.ndarray or Tensor
+        Written in place (a Tensor on its device, without a host round trip).
+    indices : array_like or Tensor
+        Integers of ``arr``'s rank (1-d when ``axis`` is None), broadcast against ``arr`` outside ``axis``.
+    values : array_like or Tensor
+        Cast to ``arr``'s dtype and broadcast against the indexed shape; where several land on one element,
+        the last (row-major order) wins, as in NumPy.
+    axis : int or None
+        The dimension indexed; None: the flattened ``arr``.
+    device : dmlgpu.Device, int or None, keyword-only
+        A Device or a device index; default: a Tensor operand's device, else ``dmlgpu.default_device()``.
+
+    Raises
+    ------
+    IndexError
+        An index outside [-n, n), before any GPU work.
+    TypeError, ValueError
+        ``arr`` neither an ndarray nor a Tensor, or read-only; shapes that do not broadcast.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> a = np.zeros((2, 3), np.int32)
+    >>> dmlgpu.put_along_axis(a, np.array([[2], [0]]), 9, axis=1)
+    >>> a
+    array([[0, 0, 9],
+           [9, 0, 0]], dtype=int32)
+    """
+    try:
+        if not isinstance(arr, (np.ndarray, Tensor)):
+            raise TypeError(f"arr must be a NumPy array or a dmlgpu.Tensor (it is written in place), "
+                            f"not {type(arr).__name__}")
+        if isinstance(arr, np.ndarray) and not arr.flags.writeable:
+            raise ValueError("arr is read-only")
+        data = _data(arr, "arr")
+        shape_in = data.shape
+        data, axis, idx = _along_axis(data, indices, axis)
+        idx = idx.numpy() if isinstance(idx, Tensor) else idx
+        shape = _broadcast_along(data.shape, idx.shape, axis)
+        n = data.shape[axis]
+        check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
+                                                  f"axis {axis} with size {n}")
+        vals = values.numpy() if isinstance(values, Tensor) else _host_array(values)
+        vals = np.broadcast_to(vals.astype(data.dtype, copy=False), shape)
+        if vals.size == 0:
+            return
+        # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
+        # indices broadcast over is written at 0 every time, in row-major order, as NumPy's assignment does.
+        strides = np.cumprod((1,) + data.shape[:0:-1])[::-1]
+        target = np.zeros(shape, dtype=np.int64)
+        for d, size in enumerate(data.shape):
+            if d == axis:
+                coord = idx.astype(np.int64)
+                coord = np.where(coord < 0, coord + n, coord)
+            elif size == 1:
+                continue
+            else:
+                coord = np.arange(size, dtype=np.int64).reshape((-1,) + (1,) * (len(shape) - 1 - d))
+            target = target + coord * int(strides[d])
+        result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
+                                  device=device, mode="raise")
+        if isinstance(arr, Tensor):
+            if isinstance(result, Tensor):           # on arr's device: copied there, no host round trip
+                arr.device._copy(result.buffer, arr.buffer, arr.nbytes)
+            else:
+                arr.write(result.reshape(arr.shape))
         else:
-            coord = np.arange(size, dtype=np.int64).reshape((-1,) + (1,) * (len(shape) - 1 - d))
-        target = target + coord * int(strides[d])
-    result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
-                              device=device, mode="raise")
-    if isinstance(arr, Tensor):
-        if isinstance(result, Tensor):           # on arr's device: copied there, no host round trip
-            arr.device._copy(result.buffer, arr.buffer, arr.nbytes)
-        else:
-            arr.write(result.reshape(arr.shape))
-    else:
-        arr[...] = (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in)
+            arr[...] = (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in)
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, "put_along_axis", "scatter_elements") from None

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from .plan import GatherPlan, Plan, ScatterPlan, scatter_elements_plan
 from .reduction import REDUCTIONS, ReducePlan
 from .runtime import Buffer, Device
 from .tensor_desc import TensorDesc
+
+if TYPE_CHECKING:
+    from .device import Device as _Device     # a dmlgpu.Device (it carries the feature level)
 
 
 def _fmt(sizes) -> str:
@@ -31,6 +35,8 @@ class _OperatorDesc:
     allows; data tensors share the input's DataType."""
 
     OPERATOR = ""
+    input: TensorDesc         # every operator's; the others by operator
+    output: TensorDesc
     TENSORS: tuple = ()      # (attribute, DirectML member name, role: "data" | "indices")
     BINDINGS: tuple = ()     # execute() keyword arguments
 
@@ -50,8 +56,8 @@ class _OperatorDesc:
         for _, member, role in self.TENSORS:
             desc = tensors[member]
             if desc.dimension_count not in ranks:
-                allowed = f"in [{ranks.start}, {ranks.stop - 1}]" if len(ranks) > 1 else f"{ranks.start}"
-                raise DescError(f"{member}.DimensionCount ({desc.dimension_count}) must be {allowed} "
+                rule = f"in [{ranks.start}, {ranks.stop - 1}]" if len(ranks) > 1 else f"{ranks.start}"
+                raise DescError(f"{member}.DimensionCount ({desc.dimension_count}) must be {rule} "
                                 f"at feature level {level}")
             if desc.dimension_count != tensors[first].dimension_count:
                 raise DescError(f"{member}.DimensionCount ({desc.dimension_count}) must match "
@@ -118,7 +124,36 @@ def _fits(sizes, expected) -> bool:
 
 @dataclass(frozen=True)
 class GatherDesc(_OperatorDesc):
-    """DML_GATHER_OPERATOR_DESC: output[..] = input[.., indices[..], ..] along ``axis``."""
+    """DML_GATHER_OPERATOR_DESC: output[..] = input[.., indices[..], ..] along ``axis``.
+
+    Parameters
+    ----------
+    input, indices, output : TensorDesc
+        IndicesTensor of UINT32, INT32, UINT64 or INT64.
+    axis : int
+        InputTensor's dimension that the indices address.
+    index_dimensions : int
+        IndicesTensor's meaningful (trailing) dimensions.
+
+    Raises
+    ------
+    dmlgpu.DescError
+        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
+        message names the member and the rule).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> from dmlgpu import DataType as T, TensorDesc as D
+    >>> desc = dmlgpu.GatherDesc(D(T.FLOAT32, [1, 1, 3, 2]), D(T.UINT32, [1, 1, 1, 2]), D(T.FLOAT32, [1, 1, 2, 2]),
+    ...                          axis=2, index_dimensions=1)
+    >>> dev = dmlgpu.default_device()
+    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
+    >>> dev.compile(desc).execute(input=dev.buffer(np.arange(6, dtype=np.float32)),
+    ...                           indices=dev.buffer(np.array([2, 0], np.uint32)), output=out)
+    >>> out.read().view(np.float32)
+    array([4., 5., 0., 1.], dtype=float32)
+    """
 
     input: TensorDesc
     indices: TensorDesc
@@ -149,7 +184,33 @@ class GatherDesc(_OperatorDesc):
 
 @dataclass(frozen=True)
 class GatherElementsDesc(_OperatorDesc):
-    """DML_GATHER_ELEMENTS_OPERATOR_DESC: output[i,j,..] = input[.., indices[i,j,..] at Axis, ..]."""
+    """DML_GATHER_ELEMENTS_OPERATOR_DESC: output[i,j,..] = input[.., indices[i,j,..] at Axis, ..].
+
+    Parameters
+    ----------
+    input, indices, output : TensorDesc
+        OutputTensor of IndicesTensor's sizes.
+    axis : int
+
+    Raises
+    ------
+    dmlgpu.DescError
+        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
+        message names the member and the rule).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> from dmlgpu import DataType as T, TensorDesc as D
+    >>> desc = dmlgpu.GatherElementsDesc(D(T.FLOAT32, [1, 1, 2, 3]), D(T.UINT32, [1, 1, 2, 2]),
+    ...                                  D(T.FLOAT32, [1, 1, 2, 2]), axis=3)
+    >>> dev = dmlgpu.default_device()
+    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
+    >>> dev.compile(desc).execute(input=dev.buffer(np.arange(6, dtype=np.float32)),
+    ...                           indices=dev.buffer(np.array([2, 0, 1, 1], np.uint32)), output=out)
+    >>> out.read().view(np.float32)
+    array([2., 0., 4., 4.], dtype=float32)
+    """
 
     input: TensorDesc
     indices: TensorDesc
@@ -211,7 +272,34 @@ _ND_RULE = "IndicesTensor.Sizes without its last dimension, then InputTensor.Siz
 
 @dataclass(frozen=True)
 class GatherNDDesc(_OperatorDesc):
-    """DML_GATHER_ND_OPERATOR_DESC: output[..] = input[indices[..]] on whole sub-blocks."""
+    """DML_GATHER_ND_OPERATOR_DESC: output[..] = input[indices[..]] on whole sub-blocks.
+
+    Parameters
+    ----------
+    input, indices, output : TensorDesc
+    input_dimension_count, indices_dimension_count : int
+        The meaningful (trailing) dimensions of InputTensor and IndicesTensor; IndicesTensor's last one
+        holds each index tuple.
+
+    Raises
+    ------
+    dmlgpu.DescError
+        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
+        message names the member and the rule).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> from dmlgpu import DataType as T, TensorDesc as D
+    >>> desc = dmlgpu.GatherNDDesc(D(T.FLOAT32, [1, 1, 2, 2]), D(T.UINT32, [1, 1, 2, 2]), D(T.FLOAT32, [1, 1, 1, 2]),
+    ...                            input_dimension_count=2, indices_dimension_count=2)
+    >>> dev = dmlgpu.default_device()
+    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
+    >>> dev.compile(desc).execute(input=dev.buffer(np.arange(4, dtype=np.float32)),
+    ...                           indices=dev.buffer(np.array([1, 0, 0, 1], np.uint32)), output=out)
+    >>> out.read().view(np.float32)
+    array([2., 1.], dtype=float32)
+    """
 
     input: TensorDesc
     indices: TensorDesc
@@ -239,7 +327,36 @@ class GatherNDDesc(_OperatorDesc):
 
 @dataclass(frozen=True)
 class GatherND1Desc(GatherNDDesc):
-    """DML_GATHER_ND1_OPERATOR_DESC: GATHER_ND with leading batch dimensions shared by input and indices."""
+    """DML_GATHER_ND1_OPERATOR_DESC: GATHER_ND with leading batch dimensions shared by input and indices.
+
+    Parameters
+    ----------
+    input, indices, output : TensorDesc
+    input_dimension_count, indices_dimension_count : int
+        As GatherNDDesc's.
+    batch_dimension_count : int
+        Leading meaningful dimensions shared by InputTensor and IndicesTensor.
+
+    Raises
+    ------
+    dmlgpu.DescError
+        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
+        message names the member and the rule).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> from dmlgpu import DataType as T, TensorDesc as D
+    >>> desc = dmlgpu.GatherND1Desc(D(T.FLOAT32, [1, 1, 2, 2]), D(T.UINT32, [1, 1, 2, 1]),
+    ...                             D(T.FLOAT32, [1, 1, 1, 2]), input_dimension_count=2, indices_dimension_count=2,
+    ...                             batch_dimension_count=1)
+    >>> dev = dmlgpu.default_device()
+    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
+    >>> dev.compile(desc).execute(input=dev.buffer(np.arange(4, dtype=np.float32)),
+    ...                           indices=dev.buffer(np.array([1, 0], np.uint32)), output=out)
+    >>> out.read().view(np.float32)
+    array([1., 2.], dtype=float32)
+    """
 
     batch_dimension_count: int = 0
 
@@ -254,7 +371,35 @@ class ScatterNDDesc(_OperatorDesc):
     ``reduction`` (dmlgpu's extension to DirectML, ONNX ScatterND opset 18): "none" (DirectML's
     operator), or "add", "mul", "min", "max": output[indices[..]] = output[indices[..]] op updates[..]
     for every update, duplicates included, in row-major order (deterministic; see dmlgpu/reduction.py).
-    The grouping of the updates by target runs on the GPU: execute() reads nothing back."""
+    The grouping of the updates by target runs on the GPU: execute() reads nothing back.
+
+    Parameters
+    ----------
+    input, indices, updates, output : TensorDesc
+    input_dimension_count, indices_dimension_count : int
+        The meaningful (trailing) dimensions of InputTensor and IndicesTensor.
+    reduction : {"none", "add", "mul", "min", "max"}
+
+    Raises
+    ------
+    dmlgpu.DescError
+        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
+        message names the member and the rule).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> from dmlgpu import DataType as T, TensorDesc as D
+    >>> desc = dmlgpu.ScatterNDDesc(D(T.INT32, [1, 1, 1, 4]), D(T.UINT32, [1, 1, 2, 1]), D(T.INT32, [1, 1, 1, 2]),
+    ...                             D(T.INT32, [1, 1, 1, 4]), input_dimension_count=1, indices_dimension_count=2)
+    >>> dev = dmlgpu.default_device()
+    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
+    >>> dev.compile(desc).execute(input=dev.buffer(np.zeros(4, np.int32)),
+    ...                           indices=dev.buffer(np.array([3, 1], np.uint32)),
+    ...                           updates=dev.buffer(np.array([5, 6], np.int32)), output=out)
+    >>> out.read().view(np.int32)
+    array([0, 6, 0, 5], dtype=int32)
+    """
 
     input: TensorDesc
     indices: TensorDesc
@@ -292,7 +437,35 @@ class ScatterElementsDesc(_OperatorDesc):
 
     ``reduction`` (dmlgpu's extension to DirectML, ONNX ScatterElements opset 18): "none" (DirectML's
     operator), or "add", "mul", "min", "max", combining every update into its target, as ScatterNDDesc's.
-    The grouping of the updates by target runs on the GPU: execute() reads nothing back."""
+    The grouping of the updates by target runs on the GPU: execute() reads nothing back.
+
+    Parameters
+    ----------
+    input, indices, updates, output : TensorDesc
+        UpdatesTensor of IndicesTensor's sizes, OutputTensor of InputTensor's.
+    axis : int
+    reduction : {"none", "add", "mul", "min", "max"}
+
+    Raises
+    ------
+    dmlgpu.DescError
+        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
+        message names the member and the rule).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> from dmlgpu import DataType as T, TensorDesc as D
+    >>> desc = dmlgpu.ScatterElementsDesc(D(T.INT32, [1, 1, 2, 2]), D(T.UINT32, [1, 1, 1, 2]),
+    ...                                   D(T.INT32, [1, 1, 1, 2]), D(T.INT32, [1, 1, 2, 2]), axis=2, reduction="add")
+    >>> dev = dmlgpu.default_device()
+    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
+    >>> dev.compile(desc).execute(input=dev.buffer(np.ones(4, np.int32)),
+    ...                           indices=dev.buffer(np.array([1, 0], np.uint32)),
+    ...                           updates=dev.buffer(np.array([5, 6], np.int32)), output=out)
+    >>> out.read().view(np.int32)
+    array([1, 7, 6, 1], dtype=int32)
+    """
 
     input: TensorDesc
     indices: TensorDesc
@@ -339,9 +512,25 @@ class CompiledOperator:
     execute() takes the buffers by name (``input``, ``indices``, ``output`` and, for scatters,
     ``updates``); each must hold at least its TensorDesc's TotalTensorSizeInBytes. A scatter's output may
     be the input's buffer (an in-place update, no copy). It returns when the GPU has finished.
+
+    Parameters
+    ----------
+    device : dmlgpu.Device
+    desc : an operator descriptor (GatherDesc, ...)
+
+    Raises
+    ------
+    TypeError
+        ``desc`` is no operator descriptor.
+    dmlgpu.DescError
+        ``desc`` breaks a rule at the device's feature level.
+
+    Examples
+    --------
+    See Device.compile(), which makes them.
     """
 
-    def __init__(self, device: Device, desc):
+    def __init__(self, device: _Device, desc: _OperatorDesc):
         if not isinstance(desc, _OperatorDesc):
             raise TypeError(f"compile() takes an operator descriptor such as dmlgpu.GatherDesc, "
                             f"not {type(desc).__name__}")
@@ -350,6 +539,25 @@ class CompiledOperator:
         self.plan = desc.plan(device.feature_level)
 
     def execute(self, **buffers: Buffer) -> None:
+        """Runs the operator on this device's buffers and waits for the GPU.
+
+        Parameters
+        ----------
+        **buffers : dmlgpu.Buffer
+            By name: ``input``, ``indices``, ``output`` and, for scatters, ``updates``; each holding at least
+            its TensorDesc's TotalTensorSizeInBytes. A scatter's output may be the input's buffer (in place).
+
+        Raises
+        ------
+        TypeError
+            A buffer missing or unknown, or not a Buffer of this device.
+        ValueError
+            A buffer too small, or an output over an input it may not overwrite.
+
+        Examples
+        --------
+        See Device.compile().
+        """
         desc = self.desc
         missing = [n for n in desc.BINDINGS if n not in buffers]
         unknown = [n for n in buffers if n not in desc.BINDINGS]

@@ -3,6 +3,7 @@ ScatterPlan (scatter reductions: reduction.ReducePlan)."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -100,9 +101,9 @@ class GatherPlan(_MapPlan):
     def __init__(self, index_map: IndexMap, index_dtype):
         super().__init__(index_map, index_dtype)
         self.vec = vec_bytes(self.map)
-        self.words = self.map.params(self.signed, vec=self.vec) if self.narrow else None
+        self.words: Any = self.map.params(self.signed, vec=self.vec) if self.narrow else None   # None: wide only
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
-        self.row_words = self.map.params(self.signed, row_loop=True) if self.narrow and self.map.row_loop_ok() \
+        self.row_words: Any = self.map.params(self.signed, row_loop=True) if self.narrow and self.map.row_loop_ok() \
             else None
         self.empty = not self.map.count
         # the kernel of each VEC width the words may ask for (0: no VEC), named once
@@ -179,9 +180,9 @@ class ScatterPlan(_MapPlan):
         if self.map.count >= _U32 - 1:
             raise DeviceError(f"a scatter of {self.map.count} update units: its claims are 32-bit, so at most "
                               f"2^32 - 2 units; split it into smaller ones")
-        self.words = self.map.params(self.signed) if self.narrow else None
+        self.words: Any = self.map.params(self.signed) if self.narrow else None   # None: wide only
         self.copy = CopyPlan(copy_map)
-        self.row_words = None
+        self.row_words: Any = None
         m = self.map
         inner = m.dims[-1] if m.dims else None
         if self.narrow and inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size > 1:
@@ -232,19 +233,19 @@ class ScatterPlan(_MapPlan):
         pairs = [device._params(self.words)] if m.count else []
         if self.row_words is not None:
             pairs.append(device._params(self.row_words))
-        params, uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
+        words, uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
         if not m.count:
             scatter = []
         elif self.row_words is None:
             scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
-                                (params[0], indices, output, updates, owner), m.count)
+                                (words[0], indices, output, updates, owner), m.count)
                        for kernel in ("scatter_claim", "scatter_write")]
         else:
             rows = int(self.row_words[P_TOTAL])
             claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
-            scatter = [Dispatch(claim, (params[1], indices, output, updates, owner), rows),
-                       Dispatch(write, (params[0], indices, output, updates, owner), m.count),
-                       Dispatch(clear, (params[1], indices, output, updates, owner), rows)]
+            scatter = [Dispatch(claim, (words[1], indices, output, updates, owner), rows),
+                       Dispatch(write, (words[0], indices, output, updates, owner), m.count),
+                       Dispatch(clear, (words[1], indices, output, updates, owner), rows)]
         return self._with_copy(device, input, output, scatter, uploads)
 
     def _few_buffers(self, device, input, indices, output, updates, owner, units) -> tuple[list, list]:
@@ -350,8 +351,8 @@ class CopyPlan:
         self.map = copy_map.optimized()
         self.narrow = self.map.fits_32_bits()
         self.vec = vec_bytes(self.map)
-        self.words = self.map.params(False, vec=self.vec) if self.narrow else None
-        self.wide_words = None
+        self.words: Any = self.map.params(False, vec=self.vec) if self.narrow else None   # None: wide only
+        self.wide_words: Any = None
 
     def then(self, device: Device, input: Buffer, output: Buffer, uploads: list, launch: Dispatch) -> tuple[list, list]:
         """(the copy input -> output, unless output is input's own buffer or the copy moves nothing, then

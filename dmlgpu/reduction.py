@@ -119,6 +119,8 @@ allocation limits).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import kernels
@@ -196,7 +198,7 @@ class ReducePlan(Plan):
         self.copy = CopyPlan(copy) if copy is not None else None
         full = scatter_map.folded()                       # element-wise arithmetic: no wider units
         self.full_map = full
-        self.full_words = full.params(signed) if full.fits_32_bits() else None
+        self.full_words: Any = full.params(signed) if full.fits_32_bits() else None
         elem = scatter_map.unit
         row_map = IndexMap(scatter_map.dims[:rows], scatter_map.tuple_dims, scatter_map.tuple_stride, elem).folded()
         slice_map = IndexMap(scatter_map.dims[rows:], (), 0, elem).folded()
@@ -204,7 +206,7 @@ class ReducePlan(Plan):
         self.atomic = (kernels.atomic_variant(dtype.kind, reduction, index_bytes)
                        if dtype.kind in "iu" and dtype.itemsize == 4 and self.slice_count < ATOMIC_MAX_SLICE
                        else None)
-        self.atomic_wide = self.atomic and kernels.atomic_variant(dtype.kind, reduction, index_bytes, True)
+        self.atomic_wide: Any = self.atomic and kernels.atomic_variant(dtype.kind, reduction, index_bytes, True)
         if self.full_words is None and self.atomic is None:
             raise DeviceError("this scatter reduction addresses 2^32 or more elements: only the order-free 32-bit "
                               "integer ones (add, min, max over rows of fewer than 8 elements) run at that size; "
@@ -283,8 +285,8 @@ class ReducePlan(Plan):
             out.append(words)
         return out
 
-    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer, updates: Buffer,
-                   take) -> tuple[list, list]:
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
+                   updates: Buffer | None = None, take=None) -> tuple[list, list]:
         """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)``
         gives scratch buffers (Device._take); the caller gives them back once the dispatches have run.
         DeviceError, before any GPU work, if the scratch exceeds one block (Device.max_block). Operands held

@@ -21,10 +21,35 @@ def packed_strides(sizes) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class TensorDesc:
-    """A buffer tensor: data type, sizes and strides in elements, buffer size in bytes.
+    """A buffer tensor (DML_BUFFER_TENSOR_DESC): data type, sizes and strides in elements, buffer size in
+    bytes. Every rule of tensor_desc.md is checked on construction.
 
-    ``strides=None`` means packed; ``total_size_in_bytes=None`` means calc_buffer_size().
-    Every rule of tensor_desc.md is checked on construction (DescError names the member).
+    Parameters
+    ----------
+    data_type : DataType
+    sizes : sequence of int
+        1 to 8 dimensions.
+    strides : sequence of int or None
+        In elements; None: packed (row-major). Zero strides broadcast.
+    total_size_in_bytes : int or None
+        None: calc_buffer_size() (the bytes the strides reach, rounded up to 4).
+    guaranteed_base_offset_alignment : int
+    name : str
+        The member name that messages use (an operator descriptor renames its tensors).
+
+    Raises
+    ------
+    dmlgpu.DescError
+        A rule broken; the message names the member, e.g. ``TensorDesc.Sizes``.
+
+    Examples
+    --------
+    >>> from dmlgpu import DataType, TensorDesc
+    >>> d = TensorDesc(DataType.FLOAT16, [1, 1, 2, 3])
+    >>> d.element_strides, d.total_size_in_bytes
+    ((6, 6, 3, 1), 12)
+    >>> TensorDesc(DataType.FLOAT16, [1, 1, 2, 3], strides=[0, 0, 1, 2]).total_size_in_bytes   # permuted
+    12
     """
 
     data_type: DataType

@@ -220,6 +220,59 @@ def test_pipeline_cache_is_saved_and_loaded(tmp_path):
     assert "EXISTED True" in second.stdout and "RESULT [9, 8]" in second.stdout
 
 
+@pytest.mark.parametrize("profile", ["full", "small-workgroups", "no-int64"])
+def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monkeypatch, profile):
+    """After Device.warmup() a device's operations (gathers, scatters, reductions, 32- and 64-bit indices)
+    build no pipeline of their own: kernels.requirements() reads each variant's bindings and needs right, in
+    the device's geometry; what the device cannot run is skipped."""
+    from dmlgpu import kernels
+    from dmlgpu.runtime import profiles
+    monkeypatch.setenv("DMLGPU_CACHE_DIR", str(tmp_path))
+    dev = dmlgpu.Device(profile=profile)
+    built, skipped = dev.warmup()
+    stems = [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)]
+    assert sorted(built + skipped) == sorted(n + dev.geometry.suffix for n in stems)
+    assert bool(skipped) == (profile == "no-int64")
+    for name in skipped:
+        need = kernels.requirements(name)
+        with pytest.raises(dmlgpu.DeviceError):
+            profiles.check_limits(dev, name, need._replace(storage_buffers=max(need.storage_buffers, need.bindings)))
+    assert dev.memory_stats()["pipelines"] == len({kernels.spirv(n) for n in built})   # equal SPIR-V: shared
+    assert list(tmp_path.glob("pipelines-*.bin"))
+    before = dev.memory_stats()["pipelines"]
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((40, 6)).astype(np.float32)
+    for idx_dtype in (np.int32, np.int64):
+        ids = rng.integers(0, 40, 7).astype(idx_dtype)
+        assert np.array_equal(dmlgpu.gather(data, ids, device=dev), data[ids])
+        cols = rng.integers(0, 6, (40, 2)).astype(idx_dtype)
+        assert np.array_equal(dmlgpu.gather_elements(data, cols, 1, device=dev), np.take_along_axis(data, cols, 1))
+        pairs = np.stack([ids, ids % 6], 1)
+        assert np.array_equal(dmlgpu.gather_nd(data, pairs, device=dev), data[ids, ids % 6])
+        upd = rng.standard_normal((7, 6)).astype(np.float32)
+        for red in ("none", "add", "max"):
+            got = dmlgpu.scatter_nd(data, ids[:, None], upd, device=dev, reduction=red)
+            assert np.array_equal(got, reference.scatter_nd(data, ids[:, None], upd, red))
+        got = dmlgpu.scatter_elements(data, cols, np.ones((40, 2), np.float32), 1, device=dev)
+        assert np.array_equal(got, reference.scatter_elements(data, cols, np.ones((40, 2), np.float32), 1))
+    assert dev.memory_stats()["pipelines"] == before
+    dev.close()
+
+
+def test_warmup_command(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "dmlgpu", "warmup", "--device", "0"], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, DMLGPU_CACHE_DIR=str(tmp_path)))
+    assert r.returncode == 0, r.stderr
+    from dmlgpu import kernels
+    stems = sum(not n.endswith(kernels.SMALL_SUFFIX) for n in kernels.VARIANTS)
+    assert f"/{stems}]" in r.stderr and "done in" in r.stderr          # the progress line
+    assert "kernel variants are built; pipeline cache: " + str(tmp_path) in r.stdout
+    assert list(tmp_path.glob("pipelines-*.bin"))
+    bad = subprocess.run([sys.executable, "-m", "dmlgpu", "warmup", "--device", "99"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode != 0 and "--device=99 is no device index" in bad.stderr
+
+
 def test_unwritable_cache_directory_is_skipped(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")

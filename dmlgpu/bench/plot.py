@@ -17,7 +17,7 @@ def plot(results: dict, path: Path) -> str | None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        return f"no plot: matplotlib is not importable ({exc})"
+        return f"no plot: matplotlib is not importable ({exc}); pip install 'dmlgpu[bench]'"
     cases = [c for c in results["cases"] if "dmlgpu" in c]
     if not cases:
         return "no plot: no case was measured"

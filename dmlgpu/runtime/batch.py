@@ -11,7 +11,7 @@ batch that uses it (``sync_block``). All methods run under the device's lock.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import transfers
 from .devices import HOST_COHERENT, HOST_VISIBLE, kp
@@ -38,9 +38,9 @@ class Batch:
         self.number = 1               # number of the open batch (Block.batch of the blocks it uses)
         self.queued = 0               # runs in the open batch
         self.zeroed = False           # the open batch uses zeroed scratch (Device.zeroed)
-        self.uploads = None           # the batch's upload staging buffer and its host view
+        self.uploads: Any = None      # the batch's upload staging buffer and its host view
         self.upload_pos = 0           # bytes of it used
-        self.spare_uploads = None
+        self.spare_uploads: Any = None
         self.inflight = 0             # number of the batch submitted and not waited for (0: none)
         self.inflight_zeroed = False
 

@@ -3,7 +3,7 @@ launches (Dispatch), as the runtime's Device records and runs them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,13 +45,30 @@ class Buffer:
     its ``nbytes``, holding CANARY; ``canary_intact()`` downloads and checks them. Kernels see the guard
     words as part of the buffer, so a write past a tensor's end changes them and a read past it returns
     them (and shows up in results).
+
+    Parameters
+    ----------
+    device : Device
+    nbytes : int
+        A positive multiple of 4.
+    whole : bool
+        Held in one block whatever its size (up to ``Device.max_block``).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> buf = dmlgpu.default_device().buffer(np.array([1, 2, 3], np.uint16))   # 6 bytes, padded to 8
+    >>> buf.nbytes, buf.read().view(np.uint16)
+    (8, array([1, 2, 3, 0], dtype=uint16))
+    >>> buf.write(np.array([9], np.uint32), offset=4); buf.read().view(np.uint16)
+    array([1, 2, 9, 0], dtype=uint16)
     """
 
     _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
-    _mirror = None                       # host-visible copy for recordings (staging devices only)
+    _mirror: Any = None                  # host-visible copy for recordings (staging devices only)
     _host: np.ndarray | None = None
     pinned = False                       # a recording uses it: Device._give leaves it alone
-    recipe = None                        # parameter words: how a call template makes them again (plan.wide_params)
+    recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
 
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
@@ -82,7 +99,8 @@ class Buffer:
         return buf
 
     def write(self, data, offset: int = 0) -> None:
-        """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4)."""
+        """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4), after the
+        queued work that uses the buffer. ValueError if they do not fit."""
         src = as_bytes(data)
         if offset < 0 or offset % 4 or offset + src.size > self.nbytes:
             raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
@@ -91,7 +109,8 @@ class Buffer:
             self.device._write(self, offset, src)
 
     def read(self) -> np.ndarray:
-        """Downloads the buffer: a new uint8 array of nbytes bytes."""
+        """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
+        bytes. RuntimeError inside a recording."""
         if self.device._recording() is not None:
             raise RuntimeError("read() cannot run inside a recording: record download() and read the "
                                "host copy after the block")
@@ -135,8 +154,10 @@ class Buffer:
                     raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
                                       f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
                                       f"bytes): use Tensor.numpy() and write() for this tensor")
-                self._mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
-                view = self._mirror.host_view()
+                mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
+                self._mirror = mirror
+                view = mirror.host_view()
+            assert view is not None
             self._host = np.asarray(_HostMemory(self, view, self.nbytes))
         return self._host
 

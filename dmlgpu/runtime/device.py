@@ -30,6 +30,8 @@ import os
 import threading
 import weakref
 
+from typing import Any, Callable, Iterable, TypeVar
+
 import numpy as np
 
 from .. import kernels
@@ -61,6 +63,7 @@ def _packed(sizes) -> list:
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
+_D = TypeVar("_D", bound="Device")
 
 
 @atexit.register
@@ -130,7 +133,7 @@ class Device:
                               f"--force'")
         # whether a run's kernels must be checked against the limits (_admit): where a limit is below what
         # some variant of the device's geometry needs
-        self._admitted: dict | None = None if (
+        self._admitted: Any = None if (
             self.info.max_per_stage_storage_buffers >= kernels.MOST_STORAGE_BUFFERS
             and self.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES) else {}
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
@@ -169,9 +172,34 @@ class Device:
         _open_devices.add(self)
 
     # ---- public ----
-    def buffer(self, data=None, nbytes: int | None = None) -> Buffer:
-        """A new device buffer: of ``nbytes`` zero bytes, or holding ``data``'s bytes (padded with zeros to
-        a multiple of 4, or to ``nbytes`` if that is larger)."""
+    def buffer(self, data: Any = None, nbytes: int | None = None) -> Buffer:
+        """A new device buffer (layer 1's operands).
+
+        Parameters
+        ----------
+        data : array or bytes-like, optional
+            Its bytes are uploaded.
+        nbytes : int, optional
+            The size in bytes without ``data``; with it, the least size. Sizes round up to a multiple of 4;
+            the bytes past ``data`` are zero.
+
+        Returns
+        -------
+        Buffer
+
+        Raises
+        ------
+        ValueError
+            Neither ``data`` nor ``nbytes``.
+        dmlgpu.DeviceError
+            Not enough device memory, or a closed device.
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> dmlgpu.default_device().buffer(nbytes=6).read()
+        array([0, 0, 0, 0, 0, 0, 0, 0], dtype=uint8)
+        """
         self._open()
         if data is None:
             if nbytes is None:
@@ -187,16 +215,36 @@ class Device:
         return buf
 
     def synchronize(self) -> None:
-        """Submits the queued eager calls and waits until the device has finished them."""
+        """Submits the queued eager calls and waits until the device has finished them (host reads of their
+        results wait by themselves: this is for timing and for handing results to other APIs).
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> dmlgpu.default_device().synchronize()
+        """
         with self._lock:
             self._open()._flush()
 
-    def memory_stats(self) -> dict:
-        """The caching allocator's counters, in bytes and counts: ``allocated_bytes`` (blocks of live
-        buffers), ``cached_bytes`` (free blocks kept for reuse), ``reserved_bytes`` (both),
-        ``peak_allocated_bytes``, ``device_allocations`` (vkAllocateMemory calls), ``cache_hits`` (requests
-        served from the cache), ``cache_releases`` (blocks destroyed by empty_cache or to make room),
-        ``pipelines`` (VkPipelines built) and ``algorithms`` (descriptor sets kept for buffer sets)."""
+    def memory_stats(self) -> dict[str, int]:
+        """The caching allocator's counters.
+
+        Returns
+        -------
+        dict of str to int
+            ``allocated_bytes`` (blocks of live buffers), ``cached_bytes`` (free blocks kept for reuse),
+            ``reserved_bytes`` (both), ``peak_allocated_bytes``, ``device_allocations`` (vkAllocateMemory
+            calls), ``cache_hits`` (requests served from the cache), ``cache_releases`` (blocks destroyed by
+            empty_cache or to make room), ``pipelines`` (VkPipelines built) and ``algorithms`` (descriptor
+            sets kept for buffer sets).
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> stats = dmlgpu.default_device().memory_stats()
+        >>> stats["reserved_bytes"] == stats["allocated_bytes"] + stats["cached_bytes"]
+        True
+        """
         with self._lock:
             stats = self._allocator.memory_stats()
             stats["pipelines"] = self._pipelines.pipeline_count
@@ -204,13 +252,23 @@ class Device:
             return stats
 
     def empty_cache(self) -> None:
-        """Releases the device memory of every cached (free) block; buffers in use keep theirs."""
+        """Releases the device memory of every cached (free) block; buffers in use keep theirs (example:
+        dmlgpu.Device.empty_cache)."""
         with self._lock:
             self._open()._flush()
             self._allocator.empty_cache()
 
     def close(self) -> None:
-        """Releases the device (saving its pipeline cache); using it afterwards raises DeviceError."""
+        """Releases the device (after its queued work; saving its pipeline cache); using it afterwards raises
+        DeviceError. A Device is also a context manager that closes it.
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> with dmlgpu.Device(0) as dev:
+        ...     dev.buffer(nbytes=4).nbytes
+        4
+        """
         with self._lock:
             if not self._closed:
                 self._flush()
@@ -219,10 +277,10 @@ class Device:
                 self._pipelines.clear()
                 self._mgr.destroy()
 
-    def __enter__(self):
+    def __enter__(self: _D) -> _D:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -231,11 +289,86 @@ class Device:
     def record(self, timestamps: bool = False) -> Recording:
         """A recording: ``with dev.record() as rec:`` captures the operations run on this device by this
         thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again.
-        ``timestamps=True``: the GPU writes a timestamp after each recorded step (Recording.timestamps)."""
+
+        Parameters
+        ----------
+        timestamps : bool
+            The GPU writes a timestamp after each recorded step (Recording.timestamps()).
+
+        Returns
+        -------
+        Recording
+
+        Raises
+        ------
+        dmlgpu.DeviceError
+            A closed device.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> dev = dmlgpu.default_device()
+        >>> table = dmlgpu.tensor(np.arange(10, dtype=np.float32), device=dev)
+        >>> ids = dmlgpu.tensor(np.zeros(2, np.int32), device=dev)
+        >>> with dev.record() as rec:
+        ...     rec.upload(ids)
+        ...     out = dmlgpu.gather(table, ids)
+        ...     rec.download(out)
+        >>> ids.host[:] = [9, 4]; rec.run(); out.host
+        array([9., 4.], dtype=float32)
+        """
         return Recording(self._open(), timestamps)
 
+    def warmup(self, kernels_: Iterable[str] | None = None,
+               step: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
+        """Builds the pipelines of kernel variants on this device and writes its pipeline cache to disk
+        (pipelines.py), so that later processes' first calls compile nothing (``python -m dmlgpu warmup``).
+
+        Parameters
+        ----------
+        kernels_ : iterable of str, optional
+            Variant names of the default geometry (kernels.VARIANTS' without SMALL_SUFFIX); default: every
+            one. Each is built in the device's geometry (``geometry.suffix`` appended).
+        step : callable, optional
+            Called with each name before it is built (a progress line).
+
+        Returns
+        -------
+        (list of str, list of str)
+            The variants built, and those skipped because the device lacks a feature or a limit they need
+            (profiles.check_limits: they never run on it).
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> built, skipped = dmlgpu.default_device().warmup(["gather_u4_i32", "gather_u4_i64"])
+        >>> built, skipped
+        (['gather_u4_i32', 'gather_u4_i64'], [])
+        """
+        self._open()
+        built: list[str] = []
+        skipped: list[str] = []
+        stems = [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)] if kernels_ is None \
+            else list(kernels_)
+        with self._lock:
+            for stem in stems:
+                name = stem + self.geometry.suffix
+                if step is not None:
+                    step(name)
+                need = kernels.requirements(name)
+                try:
+                    profiles.check_limits(self, name, need._replace(
+                        storage_buffers=max(need.storage_buffers, need.bindings)))
+                except DeviceError:
+                    skipped.append(name)
+                    continue
+                self._pipelines.build(name, self._dummy._block.tensor)
+                built.append(name)
+            self._pipelines.save()
+        return built, skipped
+
     # ---- internal: buffers ----
-    def _open(self) -> "Device":
+    def _open(self: _D) -> _D:
         if self._closed:
             raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
         return self
@@ -291,7 +424,8 @@ class Device:
         ``slots`` (None: absent), to be placed at word ``base`` of their parameter words: per slot, the log2 of
         its block size in bytes (63: one block) and the word where its blocks' addresses start; then the
         addresses (uint64)."""
-        head, addresses = [], []
+        head: list[int] = []
+        addresses: list[int] = []
         start = base + 2 * len(slots)
         for buf in slots:
             blocks = buf._blocks if buf is not None else []
@@ -442,14 +576,14 @@ class Device:
         """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
         into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
         _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
-        key = []
+        parts: list[Any] = []
         for d in dispatches:
-            key += (d.kernel, d.count, d.barrier, *_block_ids(d.buffers))
+            parts += (d.kernel, d.count, d.barrier, *_block_ids(d.buffers))
         if up_slot is not None:
-            key += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
+            parts += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
         if down_slot is not None:
-            key += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
-        key = tuple(key)
+            parts += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
+        key = tuple(parts)
         seq = self._replays.pop(key, None)
         if seq is None:
             seq = self._replay_sequence()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from .. import validation
 from ..errors import DeviceError
 
+_KP_IMPORT_ERROR: ImportError | None
 try:
     import kp
 except ImportError as exc:  # importing dmlgpu works without kp; opening a device says what is missing
@@ -55,7 +56,19 @@ class DeviceInfo:
     ``max_buffer_size``: the largest buffer (0 where the device does not report it, before Vulkan 1.3).
     ``max_compute_shared_memory_size``: bytes of shared memory per workgroup; ``max_per_stage_storage_buffers``:
     storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers). A Device's ``info`` is this
-    as its profile shows it (runtime/profiles.py)."""
+    as its profile shows it (runtime/profiles.py).
+
+    Parameters
+    ----------
+    index, name, type, ... : the fields below, as Vulkan reports them (made by devices(), not by hand).
+
+    Examples
+    --------
+    >>> import dmlgpu
+    >>> info = dmlgpu.devices()[0]
+    >>> info.index, info.max_storage_buffer_range >= 2**27
+    (0, True)
+    """
 
     index: int
     name: str
@@ -112,7 +125,24 @@ _devices_lock = threading.Lock()
 
 
 def devices() -> list[DeviceInfo]:
-    """The Vulkan devices, with the limits that matter to dmlgpu. DeviceError if there are none."""
+    """The Vulkan devices, with the limits that matter to dmlgpu (``python -m dmlgpu info`` prints them).
+
+    Returns
+    -------
+    list of DeviceInfo
+        In Vulkan's order: a device's index in it is what ``Device(index)`` and ``device=`` take.
+
+    Raises
+    ------
+    dmlgpu.DeviceError
+        No Vulkan device, or no usable kp.
+
+    Examples
+    --------
+    >>> import dmlgpu
+    >>> [d.index for d in dmlgpu.devices()][:1]
+    [0]
+    """
     global _devices_cache, _spare_manager
     require_kp()
     with _devices_lock:

@@ -35,7 +35,7 @@ class Block:
         self.size = size
         self.view = tensor.host_view() if mapped else None
         self.batch = 0
-        self._address = None
+        self._address: int | None = None
 
     @property
     def address(self) -> int:

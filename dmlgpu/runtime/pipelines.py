@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import pathlib
 import tempfile
-from typing import NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 from .. import kernels
 from .devices import kp
@@ -67,7 +67,7 @@ class Pipelines:
         """Distinct pipelines this device has built (one per kernel variant used)."""
         return self._mgr.pipeline_count()
 
-    def algorithm(self, kernel: str, groups: int, blocks: tuple) -> Bound:
+    def algorithm(self, kernel: str, groups: int, blocks: Sequence[Any]) -> Bound:
         key = (kernel, groups, *map(id, blocks))
         bound = self._algorithms.pop(key, None)
         if bound is None:
@@ -80,6 +80,13 @@ class Pipelines:
                 self._by_block.setdefault(id(b), set()).add(key)
         self._algorithms[key] = bound             # most recently used last
         return bound
+
+    def build(self, name: str, tensor: Any) -> None:
+        """Builds the pipeline of the variant ``name`` (kept by the device and its pipeline cache) without
+        binding buffers that matter: ``tensor`` (any kp buffer) fills every binding of a descriptor set that is
+        dropped at once."""
+        count = kernels.requirements(name).bindings
+        self._mgr.algorithm([tensor] * count, kernels.spirv(name), (1, 1, 1), [], [])
 
     def forget(self, block) -> None:
         """Drops the algorithms that bind ``block`` (before it is destroyed)."""

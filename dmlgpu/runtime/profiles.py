@@ -67,7 +67,8 @@ def resolve(profile) -> Profile:
         return profile
     if profile is None:
         profile = os.environ.get("DMLGPU_DEVICE_PROFILE", "") or "full"
-    withheld, limits = set(), {}
+    withheld: set[str] = set()
+    limits: dict[str, int] = {}
     for item in (part.strip() for part in str(profile).split(",")):
         if item in PROFILES:
             withheld |= PROFILES[item].withheld

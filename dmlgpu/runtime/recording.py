@@ -1,13 +1,15 @@
 """Recordings: operations captured into one Vulkan submission that can be run again (Device.record)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Union
 
 from .buffer import Buffer, Dispatch
 from .devices import kp
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
 
 if TYPE_CHECKING:
+    from ..tensor import Tensor
     from .device import Device
 
 
@@ -17,13 +19,24 @@ class Recording:
     ``upload(*tensors)`` re-sends the tensors' host copies (Tensor.host) at that point of each run;
     ``download(*tensors)`` refreshes their host copies. mode="raise" cannot be recorded. On unified memory
     (Device.direct_memory) a tensor's host copy is its device buffer itself (unless the buffer is chunked):
-    uploads and downloads then move nothing, and host writes take effect when run() submits."""
+    uploads and downloads then move nothing, and host writes take effect when run() submits.
+
+    Parameters
+    ----------
+    device : dmlgpu.Device
+    timestamps : bool
+        See Device.record(), which makes them.
+
+    Examples
+    --------
+    See Device.record().
+    """
 
     def __init__(self, device: Device, timestamps: bool = False):
         self.device = device
         self._timestamps = timestamps
-        self._steps: list = []
-        self._seq = None
+        self._steps: list[tuple[str, Any]] = []
+        self._seq: Any = None
         self._zeroed = False
 
     def __enter__(self) -> "Recording":
@@ -34,7 +47,8 @@ class Recording:
         self.device._local.recording = self
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.device._local.recording = None
         if exc_type is not None:
             return
@@ -51,14 +65,18 @@ class Recording:
             self._zeroed = dev._uses_zeroed(dispatches)
         self.run()
 
-    def upload(self, *tensors) -> None:
+    def upload(self, *tensors: Union["Tensor", Buffer]) -> None:
+        """At this point of each run, sends the tensors' (or buffers') host copies (Tensor.host) to the
+        device."""
         self._steps.append(("upload", tuple(_buffer_of(t) for t in tensors)))
 
-    def download(self, *tensors) -> None:
+    def download(self, *tensors: Union["Tensor", Buffer]) -> None:
+        """At this point of each run, copies the tensors' (or buffers') device contents to their host copies
+        (Tensor.host)."""
         self._steps.append(("download", tuple(_buffer_of(t) for t in tensors)))
 
     def run(self) -> None:
-        """Submits the recorded operations again and waits for them."""
+        """Submits the recorded operations again and waits for them (RuntimeError before the block ends)."""
         if self._seq is None:
             raise RuntimeError("the recording has not ended yet")
         with self.device._lock:
@@ -77,7 +95,7 @@ class Recording:
         return [t * period for t in self._seq.get_timestamps()]
 
     # ---- internal ----
-    def _append(self, dispatches, uploads, downloads) -> None:
+    def _append(self, dispatches: list[Dispatch], uploads: list[Buffer], downloads: list[Buffer]) -> None:
         """Device._run inside the block: staged bytes go to the buffers' host copies now, to be uploaded at
         this point of every run."""
         for buf in uploads:
@@ -90,8 +108,10 @@ class Recording:
         if downloads:
             self._steps.append(("download", tuple(downloads)))
 
-    def _ops(self) -> list:
-        dev, ops, run = self.device, [], []
+    def _ops(self) -> list[Any]:
+        dev = self.device
+        ops: list[Any] = []
+        run: list[Dispatch] = []
         for kind, what in self._steps + [("end", ())]:
             if kind == "dispatch":
                 run.append(what)
@@ -118,13 +138,13 @@ class Recording:
         return ops
 
 
-def _mirror(buf: Buffer):
+def _mirror(buf: Buffer) -> Any:
     """The host-visible copy of a buffer on a staging device (made on first use of Buffer.host)."""
     buf.host
     return buf._mirror
 
 
-def _buffer_of(t) -> Buffer:
+def _buffer_of(t: object) -> Buffer:
     buf = getattr(t, "buffer", t)
     if not isinstance(buf, Buffer):
         raise TypeError(f"expected a dmlgpu.Tensor or Buffer, not {type(t).__name__}")

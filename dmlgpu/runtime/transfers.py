@@ -73,7 +73,7 @@ class Slot:
         self.view = self.tensor.host_view()
         self.seq = mgr.sequence()
         self.busy = False
-        self.pending = None        # a download's (destination array slice, bytes) to copy out once done
+        self.pending: tuple[np.ndarray, int] | None = None   # a download's (destination array slice, bytes) to copy out once done
 
     def wait(self) -> None:
         if self.busy:

@@ -1,0 +1,44 @@
+"""What a type checker sees of dmlgpu's API (tests/test_typing.py runs mypy on this file; it is not run)."""
+import numpy as np
+
+import dmlgpu
+import dmlgpu.onnx
+
+table = np.zeros((4, 3), np.float32)
+t = dmlgpu.tensor(table)
+ids = np.array([0, 3])
+
+reveal_type(dmlgpu.gather(table, ids))                            # R: numpy.ndarray
+reveal_type(dmlgpu.gather(t, ids))                                # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.gather(table, dmlgpu.tensor(ids)))             # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.gather_elements(table, np.zeros((4, 1), int), axis=1))   # R: numpy.ndarray
+reveal_type(dmlgpu.gather_nd(t, [[0, 1]]))                        # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(table, [[1]], table[:1], reduction="add"))    # R: numpy.ndarray
+reveal_type(dmlgpu.scatter_nd(table, [[1]], dmlgpu.tensor(table[:1])))      # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.scatter_elements(t, [[0]], [[1.0]], 1))        # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.take_along_axis(table, np.zeros((4, 1), int), axis=1))   # R: numpy.ndarray
+reveal_type(dmlgpu.take(t, [1]))                                  # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.take(table, [1], out=np.empty(1, np.float32)))            # R: numpy.ndarray
+reveal_type(t.numpy())                                            # R: numpy.ndarray
+reveal_type(t.device)                                             # R: dmlgpu.device.Device
+reveal_type(dmlgpu.default_device().record())                     # R: dmlgpu.runtime.recording.Recording
+reveal_type(dmlgpu.onnx.prepare(b""))                             # R: dmlgpu.onnx.DmlgpuRep
+
+dmlgpu.gather(table, ids, mode="wrap")                            # E: No overload variant
+dmlgpu.scatter_nd(table, [[1]], table[:1], reduction="sum")       # E: No overload variant
+dmlgpu.gather(table, ids, device="gpu")                           # E: No overload variant
+dmlgpu.take(table, ids, mode="clamp")                             # E: No overload variant
+dmlgpu.gather(table, ids, device=0)
+
+dev = dmlgpu.Device(0, feature_level="4.1", max_queued=8)
+dmlgpu.put_along_axis(table, np.zeros((4, 1), np.int64), 1.0, axis=1)
+reveal_type(dmlgpu.empty((2, 3), np.float16, device=dev))        # R: dmlgpu.tensor.Tensor
+reveal_type(dev.memory_stats())                                   # R: dict[str, int]
+reveal_type(dmlgpu.devices()[0].name)                             # R: str
+desc = dmlgpu.GatherDesc(dmlgpu.TensorDesc(dmlgpu.DataType.FLOAT32, (1, 1, 3, 2)),
+                         dmlgpu.TensorDesc(dmlgpu.DataType.UINT32, (1, 1, 1, 2)),
+                         dmlgpu.TensorDesc(dmlgpu.DataType.FLOAT32, (1, 1, 2, 2)), axis=2, index_dimensions=1)
+dev.compile(desc).execute(input=dev.buffer(table), indices=dev.buffer(nbytes=8), output=dev.buffer(nbytes=16))
+with dev.record() as rec:
+    rec.upload(t)
+reveal_type(dmlgpu.onnx.prepare("model.onnx", dml_device=dev).run([ids]))   # R: tuple[Any, ...]
