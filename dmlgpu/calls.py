@@ -9,7 +9,7 @@ costs the argument checks of the fast path, a dictionary lookup, the result (and
 allocator, the bound algorithms (kept per buffer set by runtime/pipelines.py), and one kp call that records
 the launches into the device's open batch (``Device.queue_steps``).
 
-Templates are made by tracing: the first two planned runs of a signature (functions._run_tensors) are traced,
+Templates are made by tracing: the first two planned runs of a signature (execution._run_tensors) are traced,
 and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
 not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer). A run whose launches
 depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;

@@ -12,28 +12,24 @@ inside a Device.record() block.
 Calls that return Tensors are queued on their device and return at once (Device.synchronize() and host reads
 wait: see dmlgpu.runtime.device); NumPy results are complete when the call returns.
 
-Repeated calls: each call's validation and planning depend only on its *signature* (the function, the
-operands' shapes and dtypes, axis or batch_dims, mode, reduction). Every Device keeps the last
-``CALL_CACHE`` planned calls by signature, so a repeated call checks only what depends on the values
-(mode="raise" reads the indices) before it moves data.
+Repeated calls are planned once per signature (dmlgpu/execution.py).
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Literal, NamedTuple, TypeVar, Union, overload
+from typing import Any, Callable, Literal, TypeVar, Union, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import calls as _calls, reduction as _reduction
-from .errors import DeviceError
-from .index_map import (INDEX_DTYPES, IndexMap, Layout, as_index_array, check_in_range, copy_map, elements_map, nd_map,
-                        nd_shape, take_map, take_shape)
+from .arguments import (_axis, _check_elements_shapes, _check_nd, _data, _host_array, _index_array, _index_check,
+                        _operands, _updates, named)
+from .execution import _Call, _execute, _planned, _self_copy
+from .index_map import Layout, elements_map, nd_map, nd_shape, take_map, take_shape
 from .plan import GatherPlan, Plan, ScatterPlan, make_plan, scatter_elements_plan
-from .device import Device, as_device, default_device
-from .interop import host_array
-from .runtime import as_bytes
-from .tensor import Tensor, empty, tensor
+from .device import Device
+from .tensor import Tensor
 
 Mode = Literal["clamp", "raise"]
 Reduction = Literal["none", "add", "mul", "min", "max"]
@@ -41,12 +37,6 @@ DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: t
 ArrayInput = ArrayLike                    # an ndarray, what NumPy can view (interop.host_array), lists, scalars
 IndexLike = Union[Tensor, ArrayInput]
 
-MODES = ("clamp", "raise")
-ITEM_SIZES = (1, 2, 4, 8, 16)
-CALL_CACHE = 512      # planned calls kept per device
-_INDEX_DTYPES = frozenset(INDEX_DTYPES)
-KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
-KEEP_CALLS = 32       # ... for the last this many such signatures per device
 
 # The parameters and errors that the five functions' docstrings share, written once (_documented puts them in).
 _DOC_PARTS = {
@@ -82,294 +72,6 @@ def _documented(fn: _F) -> _F:
     """``fn`` with the shared parts of its docstring (``%(name)s``: _DOC_PARTS) filled in."""
     fn.__doc__ = (fn.__doc__ or "") % _DOC_PARTS
     return fn
-
-
-class _Call(NamedTuple):
-    """A planned call: ``plan`` (Plan or ReducePlan; None when the call moves nothing), the result's shape,
-    ``check(values)`` (mode="raise": IndexError for a bad index value) or None, ``copy`` (True: a scatter
-    that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``: the
-    call's signature when its operands and result take at most KEEP_BYTES (a NumPy-in/out call then keeps
-    its device buffers for the next call of that signature, which submits the same recorded command buffer
-    again: Device._run's replays), else None; ``sig``: the call's signature (None: it has none), under which
-    runs on Tensors are traced into a call template (dmlgpu/calls.py)."""
-
-    plan: Any           # Plan or ReducePlan
-    out_shape: tuple
-    check: Callable | None = None
-    copy: bool = False
-    keep: tuple | None = None
-    sig: tuple | None = None
-
-
-def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
-    """The planned call of ``op`` on ``arrays`` (NumPy arrays or Tensors, already checked by _operands) with
-    ``args`` (axis or batch_dims, mode, reduction): from ``dev``'s cache by signature, else ``build()`` (all
-    the checks that depend on the signature; they raise for bad input) and the check that every buffer fits
-    the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
-    reduction that is no string) are part of no signature: such calls take the full checks each time."""
-    if not all(type(a) is int or type(a) is str for a in args):
-        return _built(op, lambda: _sized(dev, arrays, build(), None))
-    sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
-    calls = dev._calls
-    call = calls.pop(sig, None)
-    if call is None:
-        call = _built(op, lambda: _sized(dev, arrays, build(), sig))
-        while len(calls) >= CALL_CACHE:
-            del calls[next(iter(calls))]
-    calls[sig] = call                    # most recently used last
-    return call
-
-
-def _built(op: str, build: Callable[[], _Call]) -> _Call:
-    """``build()`` (a call's checks and planning), its errors naming ``op``."""
-    try:
-        return build()
-    except (TypeError, ValueError, IndexError, RuntimeError) as e:
-        raise named(e, op) from None
-
-
-def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
-    """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise), with
-    ``keep`` set (to its signature ``sig``) for small calls."""
-    if call.plan is None:
-        return call
-    sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
-    dev._check_sizes(*sizes)
-    return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None, sig=sig)
-
-
-def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
-    """Runs a planned call: its index check, then the plan (or the result of a call that moves nothing)."""
-    if call.check is not None:
-        call.check(values)
-    if call.plan is None:
-        return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
-    if native:
-        return _run(dev, call, data, idx, updates)
-    return _run_native(dev, call, data, idx, updates)
-
-
-def _device(op: str, device, *operands) -> Device:
-    """``device`` (a Device or a device index: device.as_device), else the device of the first Tensor operand,
-    else the default device; DeviceError for a Tensor operand of another Device."""
-    tensors = [o for o in operands if isinstance(o, Tensor)]
-    if device is None and tensors:
-        device = tensors[0].device._open()
-    else:
-        device = as_device(device, op)
-    for t in tensors:
-        if t.device is not device:
-            if t.device.info.index == device.info.index:       # two Device objects of one GPU
-                where = (f"another dmlgpu.Device object of the same device {device.info.index} ({device.info.name}; "
-                         f"Tensor's Device at {id(t.device):#x}, the operation's at {id(device):#x}): Device "
-                         f"objects do not share memory")
-            else:
-                where = f"device {device.info.index} ({device.info.name})"
-            raise DeviceError(f"a Tensor of device {t.device.info.index} ({t.device.info.name}) was passed to an "
-                              f"operation on {where}; move it with dmlgpu.tensor(t, device=...)")
-    return device
-
-
-_host_array = host_array
-
-
-def _data(arr, what: str):
-    """A NumPy array (or a Tensor, as it is) whose items dmlgpu can move."""
-    a = arr if isinstance(arr, Tensor) else _host_array(arr)
-    if a.dtype.hasobject:
-        raise TypeError(f"{what} has dtype {a.dtype}, which holds Python objects; "
-                        "use a numeric, boolean or other fixed-size dtype")
-    if a.dtype.itemsize not in ITEM_SIZES:
-        raise TypeError(f"{what} has dtype {a.dtype} of {a.dtype.itemsize} bytes; "
-                        f"dmlgpu moves items of {', '.join(map(str, ITEM_SIZES))} bytes")
-    return a
-
-
-def _index_array(indices) -> np.ndarray:
-    """Host indices as an index-dtype array (index_map.as_index_array); an empty list or tuple, which NumPy
-    makes float64, is an empty int64 array, as numpy.take takes it."""
-    arr = _host_array(indices)
-    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
-        arr = arr.astype(np.int64)
-    return as_index_array(arr)
-
-
-def _indices(indices, mode: str):
-    """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
-    if isinstance(indices, Tensor):
-        if indices.dtype not in _INDEX_DTYPES:
-            raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or uint64")
-        if mode == "raise" and indices.device._recording() is not None:
-            raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
-                               "before any GPU work")
-        return indices, (indices.numpy() if mode == "raise" else None)
-    arr = _index_array(indices)
-    return arr, arr
-
-
-def _operands(op: str, data, indices, device, mode, updates=None):
-    """The checks every function starts with: (data, indices for the GPU, index values for host checks or
-    None, the device, the mode). Their errors name ``op``."""
-    try:
-        mode = _mode(mode)
-        data = _data(data, "data")
-        if data.ndim == 0:
-            raise ValueError("data must have at least one dimension")
-        dev = _device(op, device, data, indices, updates)
-        idx, values = _indices(indices, mode)
-    except (TypeError, ValueError, IndexError, RuntimeError) as e:
-        raise named(e, op) from None
-    return data, idx, values, dev, mode
-
-
-def named(e: Exception, op: str, inner: str | tuple[str, ...] = ()) -> Exception:
-    """``e`` with a message that starts with ``op``, the function the user called: ``"op: ..."`` (an error
-    raised by ``inner``, a function ``op`` called (or one of several), has its ``"inner: "`` replaced). Raise
-    it ``from None``; it keeps ``e``'s type and traceback."""
-    msg = str(e)
-    if msg.startswith(op + ": "):
-        return e
-    for name in (inner,) if isinstance(inner, str) else inner:
-        if msg.startswith(name + ": "):
-            msg = msg[len(name) + 2:]
-            break
-    try:
-        new = type(e)(f"{op}: {msg}")
-    except Exception:          # an exception type of other arguments: as it is
-        return e
-    return new.with_traceback(e.__traceback__)
-
-
-_AxisError = getattr(np, "exceptions", np).AxisError     # NumPy 2: np.exceptions; NumPy 1.x: np
-
-
-def _mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    return mode
-
-
-def _axis(axis, ndim: int, what: str = "data") -> int:
-    """``axis`` in [0, ndim): TypeError for a non-integer, AxisError (an IndexError and ValueError) out of
-    range."""
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"axis must be an integer, not {type(axis).__name__}")
-    if not -ndim <= axis < ndim:
-        raise _AxisError(f"axis {axis} is out of bounds for {what} of rank {ndim}")
-    return int(axis) % ndim
-
-
-def _empty_result(data, shape, device):
-    """The result of an operation that moves nothing: an empty array/Tensor of ``shape``."""
-    if isinstance(data, Tensor) or device is not None and device._recording() is not None:
-        return empty(shape, data.dtype, device=device if device is not None else data.device)
-    return np.empty(shape, dtype=data.dtype)
-
-
-def _copy_result(data, device):
-    """A scatter that updates nothing: a copy of data."""
-    if isinstance(data, Tensor):
-        return tensor(data.numpy(), device=data.device)
-    return np.array(data, copy=True)
-
-
-def _run(dev: Device, call: _Call, data, indices, updates=None):
-    """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
-    or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded."""
-    plan, out_shape = call.plan, call.out_shape
-    recording = dev._recording() is not None
-    nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
-    if not recording and type(data) is Tensor and type(indices) is Tensor and \
-            (updates is None or type(updates) is Tensor):
-        return _run_tensors(dev, call, data, indices, updates, nbytes)
-    as_tensor = recording or isinstance(data, Tensor) or isinstance(indices, Tensor) or isinstance(updates, Tensor)
-    with dev._lock:
-        taken, uploads = [], []
-        keep = call.keep if not as_tensor else None
-        kept = iter(dev._kept.pop(keep, ()) if keep is not None else ())
-
-        def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)
-            buf = next(kept, None) or dev._take(n)
-            taken.append(buf)
-            return buf
-
-        def operand(x):
-            if isinstance(x, Tensor):
-                return x.buffer
-            buf = scratch(x.nbytes)
-            buf._stage(as_bytes(x))
-            uploads.append(buf)
-            return buf
-
-        in_buf = operand(data)
-        idx_buf = operand(indices)
-        if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
-            out_buf = scratch(nbytes)        # not zero-filled: the kernels write all of it
-        else:                            # the uploaded copy of data is the output: update it in place
-            out_buf = in_buf
-        upd_buf = operand(updates) if updates is not None else None
-        dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf,
-                                             take=scratch)
-        if as_tensor:
-            dev._run(dispatches, uploads=params + uploads, queue=True)
-            if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
-                dev._give(*(b for b in taken if b is not out_buf))
-            return Tensor._wrap(out_buf, out_shape, data.dtype)
-        done = False
-        try:
-            out = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
-            done = True
-            return out[:nbytes].view(data.dtype).reshape(out_shape)
-        finally:
-            if done and keep is not None:
-                _keep(dev, keep, taken)
-            else:
-                dev._give(*taken)
-
-
-def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
-                 nbytes: int) -> Tensor:
-    """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
-    Tensor; a reduction's scratch goes back once queued (later queued work may reuse it: Device._run). The
-    run is traced into the signature's call template (dmlgpu/calls.py) when it has one to trace."""
-    with dev._lock:
-        out_buf = dev._take(nbytes)       # not zero-filled: the kernels write all of it
-        taken = []
-
-        def scratch(n):
-            taken.append(dev._take(n))
-            return taken[-1]
-
-        buffers = [data.buffer, indices.buffer, out_buf, None if updates is None else updates.buffer]
-        dispatches, params = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
-                                                  updates=buffers[3], take=scratch)
-        dev._queue(dispatches, params)
-        if call.sig is not None and call.check is None and dev.max_queued:
-            _calls.trace(dev, call.sig, dispatches, buffers, taken, call.out_shape)
-        if taken:
-            dev._give(*taken)
-        return Tensor._wrap(out_buf, call.out_shape, data.dtype)
-
-
-def _keep(dev: Device, sig: tuple, buffers: list) -> None:
-    """Keeps a NumPy-in/out call's buffers for the next call of its signature (the last KEEP_CALLS)."""
-    while len(dev._kept) >= KEEP_CALLS:
-        dev._give(*dev._kept.pop(next(iter(dev._kept))))
-    dev._kept[sig] = buffers
-
-
-def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | None:
-    """The check of a call's index values: mode="raise": a function that raises IndexError for the first
-    index outside [-dim, dim); mode="clamp": None. Either mode: IndexError now when ``count`` (> 0)
-    elements would be read or written through a dimension of size 0, which has no element to clamp to."""
-    dims = np.asarray(dims)
-    if mode == "raise":
-        return lambda values: check_in_range(values, dims, lambda pos, value: (
-            f"{op}: index {value} at indices position {pos} is out of range for a dimension of size "
-            f"{dim_of(pos)} (valid: [-size, size))"))
-    if count and (dims == 0).any():
-        raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to clamp to")
-    return None
 
 
 @overload
@@ -440,17 +142,6 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
     return _execute(dev, _planned(dev, "gather", (data, idx), (axis, mode), build), data, idx, values)
 
 
-def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
-    if idx.ndim != data.ndim:
-        raise ValueError(f"{op}: indices must have the rank of data ({data.ndim}), not {idx.ndim}")
-    for d, (a, b) in enumerate(zip(idx.shape, data.shape)):
-        if d != axis and a > b:
-            raise ValueError(f"{op}: indices.shape[{d}] ({a}) must not exceed data.shape[{d}] ({b}) "
-                             f"outside the axis")
-    if updates is not None and updates.shape != idx.shape:
-        raise ValueError(f"{op}: updates.shape {updates.shape} must equal indices.shape {idx.shape}")
-
-
 @overload
 def gather_elements(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
                     mode: Mode = "clamp") -> Tensor: ...
@@ -514,24 +205,6 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
     return _execute(dev, _planned(dev, "gather_elements", (data, idx), (axis, mode), build), data, idx, values)
 
 
-def _check_nd(op: str, data, idx, batch_dims: int):
-    if not isinstance(batch_dims, (int, np.integer)) or isinstance(batch_dims, bool) or batch_dims < 0:
-        raise ValueError(f"{op}: batch_dims must be a non-negative integer, not {batch_dims!r}")
-    if data.ndim < 1 or idx.ndim < 1:
-        raise ValueError(f"{op}: data and indices must have at least one dimension")
-    if batch_dims >= min(data.ndim, idx.ndim):
-        raise ValueError(f"{op}: batch_dims ({batch_dims}) must be less than the ranks of data ({data.ndim}) "
-                         f"and indices ({idx.ndim})")
-    k = idx.shape[-1]
-    if not 1 <= k <= data.ndim - batch_dims:
-        raise ValueError(f"{op}: indices.shape[-1] ({k}), the index tuple size, must be in "
-                         f"[1, data rank - batch_dims ({data.ndim - batch_dims})]")
-    if idx.shape[:batch_dims] != data.shape[:batch_dims]:
-        raise ValueError(f"{op}: the batch dimensions of indices {idx.shape[:batch_dims]} and data "
-                         f"{data.shape[:batch_dims]} must be equal")
-    return np.array(data.shape[batch_dims:batch_dims + k], dtype=np.int64)
-
-
 @overload
 def gather_nd(data: Tensor, indices: IndexLike, batch_dims: int = 0, *, device: DeviceLike = None,
               mode: Mode = "clamp") -> Tensor: ...
@@ -593,13 +266,6 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
     return _execute(dev, _planned(dev, "gather_nd", (data, idx), (batch_dims, mode), build), data, idx, values)
-
-
-def _updates(updates, data, op: str):
-    upd = updates if isinstance(updates, Tensor) else _host_array(updates)
-    if upd.dtype != data.dtype:
-        raise TypeError(f"{op}: updates has dtype {upd.dtype}; it must be data's dtype ({data.dtype})")
-    return upd
 
 
 @overload
@@ -753,18 +419,3 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
     call = _planned(dev, "scatter_elements", (data, idx, upd), (axis, mode, reduction), build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
-
-def _self_copy(data) -> IndexMap:
-    """The copy of data into a scatter's output of the same packed layout."""
-    return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
-
-
-def _run_native(dev: Device, call: _Call, data, idx, upd):
-    """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
-    byte order are converted there and back."""
-    if data.dtype.isnative:
-        return _run(dev, call, data, idx, upd)
-    if any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
-        raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
-    native = data.dtype.newbyteorder("=")
-    return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import functions, reference
+from dmlgpu import execution, functions, reference
 from strategies import run_in_threads
 
 
@@ -288,7 +288,7 @@ def test_cached_signatures_still_check_values_and_arguments(dev):
 
 
 def test_the_cache_is_bounded(dev, monkeypatch):
-    monkeypatch.setattr(functions, "CALL_CACHE", 8)
+    monkeypatch.setattr(execution, "CALL_CACHE", 8)
     a = np.arange(100, dtype=np.int8)
     for n in range(1, 30):
         assert dmlgpu.gather(a, np.arange(n), device=dev).tolist() == list(range(n))
@@ -313,7 +313,7 @@ def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
     assert functions._planned(dev, "gather", (f, sel), (0, "clamp"), None).plan is \
         functions._planned(dev, "gather", (i, sel), (0, "clamp"), None).plan     # equal plans ...
     assert len(dev._kept) == 2                                                    # ... two signatures
-    monkeypatch.setattr(functions, "KEEP_CALLS", 2)
+    monkeypatch.setattr(execution, "KEEP_CALLS", 2)
     for n in range(3, 8):
         assert np.array_equal(dmlgpu.gather(a, np.arange(n), device=dev), a[:n])
     assert len(dev._kept) <= 2

@@ -1,0 +1,207 @@
+"""How a layer-2 call runs: its plan, found by signature (``_planned``), then run on the operands' buffers
+(``_execute``): NumPy operands are uploaded and the result downloaded; Tensor operands are used where they
+are and the result is a new Tensor, queued, or ``out``.
+
+Repeated calls: each call's validation and planning depend only on its *signature* (the function, the
+operands' shapes and dtypes, axis or batch_dims, mode, reduction, the kind of ``out``). Every Device keeps the
+last ``CALL_CACHE`` planned calls by signature, so a repeated call checks only what depends on the values
+(mode="raise" reads the indices) before it moves data.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from . import calls as _calls
+from .arguments import named
+from .device import Device
+from .index_map import IndexMap, Layout, copy_map
+from .runtime import as_bytes
+from .tensor import Tensor, empty, tensor
+
+CALL_CACHE = 512      # planned calls kept per device
+KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
+KEEP_CALLS = 32       # ... for the last this many such signatures per device
+
+
+class _Call(NamedTuple):
+    """A planned call: ``plan`` (Plan or ReducePlan; None when the call moves nothing), the result's shape,
+    ``check(values)`` (mode="raise": IndexError for a bad index value) or None, ``copy`` (True: a scatter
+    that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``: the
+    call's signature when its operands and result take at most KEEP_BYTES (a NumPy-in/out call then keeps
+    its device buffers for the next call of that signature, which submits the same recorded command buffer
+    again: Device._run's replays), else None; ``sig``: the call's signature (None: it has none), under which
+    runs on Tensors are traced into a call template (dmlgpu/calls.py)."""
+
+    plan: Any           # Plan or ReducePlan
+    out_shape: tuple
+    check: Callable | None = None
+    copy: bool = False
+    keep: tuple | None = None
+    sig: tuple | None = None
+
+
+def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
+    """The planned call of ``op`` on ``arrays`` (NumPy arrays or Tensors, already checked by _operands) with
+    ``args`` (axis or batch_dims, mode, reduction): from ``dev``'s cache by signature, else ``build()`` (all
+    the checks that depend on the signature; they raise for bad input) and the check that every buffer fits
+    the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
+    reduction that is no string) are part of no signature: such calls take the full checks each time."""
+    if not all(type(a) is int or type(a) is str for a in args):
+        return _built(op, lambda: _sized(dev, arrays, build(), None))
+    sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
+    calls = dev._calls
+    call = calls.pop(sig, None)
+    if call is None:
+        call = _built(op, lambda: _sized(dev, arrays, build(), sig))
+        while len(calls) >= CALL_CACHE:
+            del calls[next(iter(calls))]
+    calls[sig] = call                    # most recently used last
+    return call
+
+
+def _built(op: str, build: Callable[[], _Call]) -> _Call:
+    """``build()`` (a call's checks and planning), its errors naming ``op``."""
+    try:
+        return build()
+    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+        raise named(e, op) from None
+
+
+def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
+    """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise), with
+    ``keep`` set (to its signature ``sig``) for small calls."""
+    if call.plan is None:
+        return call
+    sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
+    dev._check_sizes(*sizes)
+    return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None, sig=sig)
+
+
+def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
+    """Runs a planned call: its index check, then the plan (or the result of a call that moves nothing)."""
+    if call.check is not None:
+        call.check(values)
+    if call.plan is None:
+        return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
+    if native:
+        return _run(dev, call, data, idx, updates)
+    return _run_native(dev, call, data, idx, updates)
+
+
+def _empty_result(data, shape, device):
+    """The result of an operation that moves nothing: an empty array/Tensor of ``shape``."""
+    if isinstance(data, Tensor) or device is not None and device._recording() is not None:
+        return empty(shape, data.dtype, device=device if device is not None else data.device)
+    return np.empty(shape, dtype=data.dtype)
+
+
+def _copy_result(data, device):
+    """A scatter that updates nothing: a copy of data."""
+    if isinstance(data, Tensor):
+        return tensor(data.numpy(), device=data.device)
+    return np.array(data, copy=True)
+
+
+def _run(dev: Device, call: _Call, data, indices, updates=None):
+    """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
+    or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded."""
+    plan, out_shape = call.plan, call.out_shape
+    recording = dev._recording() is not None
+    nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
+    if not recording and type(data) is Tensor and type(indices) is Tensor and \
+            (updates is None or type(updates) is Tensor):
+        return _run_tensors(dev, call, data, indices, updates, nbytes)
+    as_tensor = recording or isinstance(data, Tensor) or isinstance(indices, Tensor) or isinstance(updates, Tensor)
+    with dev._lock:
+        taken, uploads = [], []
+        keep = call.keep if not as_tensor else None
+        kept = iter(dev._kept.pop(keep, ()) if keep is not None else ())
+
+        def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)
+            buf = next(kept, None) or dev._take(n)
+            taken.append(buf)
+            return buf
+
+        def operand(x):
+            if isinstance(x, Tensor):
+                return x.buffer
+            buf = scratch(x.nbytes)
+            buf._stage(as_bytes(x))
+            uploads.append(buf)
+            return buf
+
+        in_buf = operand(data)
+        idx_buf = operand(indices)
+        if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
+            out_buf = scratch(nbytes)        # not zero-filled: the kernels write all of it
+        else:                            # the uploaded copy of data is the output: update it in place
+            out_buf = in_buf
+        upd_buf = operand(updates) if updates is not None else None
+        dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf,
+                                             take=scratch)
+        if as_tensor:
+            dev._run(dispatches, uploads=params + uploads, queue=True)
+            if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
+                dev._give(*(b for b in taken if b is not out_buf))
+            return Tensor._wrap(out_buf, out_shape, data.dtype)
+        done = False
+        try:
+            out = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
+            done = True
+            return out[:nbytes].view(data.dtype).reshape(out_shape)
+        finally:
+            if done and keep is not None:
+                _keep(dev, keep, taken)
+            else:
+                dev._give(*taken)
+
+
+def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
+                 nbytes: int) -> Tensor:
+    """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
+    Tensor; a reduction's scratch goes back once queued (later queued work may reuse it: Device._run). The
+    run is traced into the signature's call template (dmlgpu/calls.py) when it has one to trace."""
+    with dev._lock:
+        out_buf = dev._take(nbytes)       # not zero-filled: the kernels write all of it
+        taken = []
+
+        def scratch(n):
+            taken.append(dev._take(n))
+            return taken[-1]
+
+        buffers = [data.buffer, indices.buffer, out_buf, None if updates is None else updates.buffer]
+        dispatches, params = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
+                                                  updates=buffers[3], take=scratch)
+        dev._queue(dispatches, params)
+        if call.sig is not None and call.check is None and dev.max_queued:
+            _calls.trace(dev, call.sig, dispatches, buffers, taken, call.out_shape)
+        if taken:
+            dev._give(*taken)
+        return Tensor._wrap(out_buf, call.out_shape, data.dtype)
+
+
+def _keep(dev: Device, sig: tuple, buffers: list) -> None:
+    """Keeps a NumPy-in/out call's buffers for the next call of its signature (the last KEEP_CALLS)."""
+    while len(dev._kept) >= KEEP_CALLS:
+        dev._give(*dev._kept.pop(next(iter(dev._kept))))
+    dev._kept[sig] = buffers
+
+
+def _self_copy(data) -> IndexMap:
+    """The copy of data into a scatter's output of the same packed layout."""
+    return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
+
+
+def _run_native(dev: Device, call: _Call, data, idx, upd):
+    """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
+    byte order are converted there and back."""
+    if data.dtype.isnative:
+        return _run(dev, call, data, idx, upd)
+    if any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
+        raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
+    native = data.dtype.newbyteorder("=")
+    return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)
+
