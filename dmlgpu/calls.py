@@ -55,24 +55,31 @@ class Template:
             self.owner == other.owner and self.out_nbytes == other.out_nbytes and \
             [(w.tobytes(), s) for w, s in self.recipes] == [(w.tobytes(), s) for w, s in other.recipes]
 
-    def run(self, operands: tuple):
+    def run(self, operands: tuple, out: Tensor | None = None):
         """The result Tensor of the call on ``operands`` (data, indices[, updates]: Tensors of the traced
-        shapes and dtypes), queued; None when a hit's conditions do not hold (module docstring)."""
+        shapes and dtypes), queued, in a new Tensor or ``out`` (the Tensor of the signature's out_key());
+        None when a hit's conditions do not hold (module docstring)."""
         dev = self.device
         if dev._closed or not dev.max_queued or getattr(dev._local, "recording", None) is not None:
             return None
         recipes = self.recipes
         bufs = [o.buffer for o in operands]
-        for b in bufs:
-            if b.device is not dev or b.chunked and not recipes:
+        for o in operands:
+            b = o.buffer
+            if b.device is not dev or b.chunked and not recipes or o.offset:
                 return None
+        if out is not None:
+            b = out.buffer
+            if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
+                    out.shape != self.out_shape or out.dtype != operands[0].dtype:
+                return None         # (out is data's buffer only in place: out_key())
         with dev._lock:
             owner = self.owner
             if owner is not None and (owner != dev.zeroed_serial or not dev._zeroed_clean):
                 return None
             take = Buffer._in_block if not dev.canary_words and not recipes else Device._take
-            out = take(dev, self.out_nbytes)
-            bufs.insert(2, out)
+            out_buf = take(dev, self.out_nbytes) if out is None else out.buffer
+            bufs.insert(2, out_buf)
             if len(bufs) < CLAIMS:
                 bufs.append(None)
             bufs.append(dev._zeroed.get(CLAIMS_KEY))
@@ -88,7 +95,7 @@ class Template:
             dev.queue_steps(self.steps, bufs, owner is not None)
             if taken:
                 dev._give(*taken)
-        return _wrap(out, self.out_shape, operands[0].dtype)
+        return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 
 
 def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple) -> None:
@@ -130,7 +137,7 @@ class _Candidate:
         self.template = template
 
     @staticmethod
-    def run(operands: tuple) -> None:
+    def run(operands: tuple, out=None) -> None:
         return None
 
 
@@ -150,9 +157,27 @@ def held(dev: Device) -> list:
     return list(kept.values())
 
 
-def templated(op: str, operands: tuple, args: tuple):
+def templated(op: str, operands: tuple, args: tuple, out: Tensor | None = None):
     """The result of ``op`` on Tensor ``operands`` with the other arguments ``args`` (exact ints and strings,
-    as in its signature) through the device's template for that signature, or None (no template yet, or a
-    hit's conditions do not hold: the caller takes the planned path)."""
-    t = operands[0].buffer.device.templates.get((op, *[(o.shape, o.dtype) for o in operands], *args))
-    return None if t is None else t.run(operands)
+    as in its signature) and ``out`` (a Tensor or None) through the device's template for that signature, or
+    None (no template yet, or a hit's conditions do not hold: the caller takes the planned path)."""
+    key = (op, *[(o.shape, o.dtype) for o in operands], *args)
+    if out is not None:
+        key += out_key(out, operands[0])
+    t = operands[0].buffer.device.templates.get(key)
+    return None if t is None else t.run(operands, out)
+
+
+def out_key(out, data) -> tuple:
+    """The part of a call's signature that ``out`` decides: () without one (or a NumPy ``out``, which the
+    call fills from its result), ("in place",) for a Tensor at ``data``'s own bytes (the same buffer and
+    offset), ("out",) for another Tensor. Call templates (dmlgpu/calls.py) are keyed by it too."""
+    if not isinstance(out, Tensor):
+        return ()
+    if out is data or isinstance(data, Tensor) and out.buffer is data.buffer and out.offset == data.offset:
+        return IN_PLACE
+    return OUT
+
+
+IN_PLACE, OUT = ("in place",), ("out",)
+

@@ -15,8 +15,10 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import calls as _calls
+from .calls import IN_PLACE, out_key
 from .arguments import named
 from .device import Device
+from .errors import DeviceError
 from .index_map import IndexMap, Layout, copy_map
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
@@ -80,15 +82,67 @@ def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
     return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None, sig=sig)
 
 
-def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True):
-    """Runs a planned call: its index check, then the plan (or the result of a call that moves nothing)."""
+def check_out(op: str, out, data, operands: tuple, dev: Device) -> None:
+    """The checks of ``out`` that need no plan: a Tensor of ``dev`` or a NumPy array (writable; only where
+    the call returns a NumPy array), else TypeError / DeviceError naming ``op``."""
+    if isinstance(out, Tensor):
+        if out.device is not dev:
+            raise DeviceError(f"{op}: out is a Tensor of device {out.device.info.index} ({out.device.info.name}); "
+                              f"the call runs on device {dev.info.index} ({dev.info.name})")
+    elif isinstance(out, np.ndarray):
+        if dev._recording() is not None or any(isinstance(o, Tensor) for o in (data,) + operands):
+            raise TypeError(f"{op}: out is a NumPy array, but the call returns a Tensor (an operand is a Tensor, "
+                            f"or it is recorded): pass a Tensor as out, or read the result with numpy()")
+        if not out.flags.writeable:
+            raise ValueError(f"{op}: out is read-only")
+    else:
+        raise TypeError(f"{op}: out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
+
+
+def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True, out=None,
+             op: str = ""):
+    """Runs a planned call: the checks of ``out`` (its shape and dtype: exactly the result's), its index
+    check, then the plan (or the result of a call that moves nothing). The result goes to a new array or
+    Tensor, or into ``out`` (returned): a NumPy ``out`` receives the downloaded result; a Tensor ``out`` is
+    written on the device, by the kernels themselves where it is a packed buffer of its own (or, for a
+    scatter, data's own bytes: in place, no copy of data), else through a new Tensor copied into it."""
+    if out is not None and (out.shape != call.out_shape or out.dtype != data.dtype):
+        raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
+                         f"{call.out_shape} and dtype {data.dtype}")
     if call.check is not None:
         call.check(values)
+    if isinstance(out, np.ndarray):
+        np.copyto(out, _execute(dev, call, data, idx, values, updates, native))
+        return out
     if call.plan is None:
-        return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
-    if native:
-        return _run(dev, call, data, idx, updates)
-    return _run_native(dev, call, data, idx, updates)
+        if out is None:
+            return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
+        if call.copy and out_key(out, data) != IN_PLACE:
+            _write_into(out, data if isinstance(data, Tensor) else tensor(data, dev))
+        return out
+    run = _run if native else _run_native
+    if out is None:
+        return run(dev, call, _packed(data), _packed(idx), _packed(updates))
+    if out.offset == 0 and not any(isinstance(x, Tensor) and x.buffer is out.buffer and x is not data
+                                   for x in (idx, updates)):
+        if out_key(out, data) == IN_PLACE:
+            if call.plan.output_from_input:         # the kernels update data's bytes: no copy of data
+                return run(dev, call, out, _packed(idx), _packed(updates), out=out)
+        elif not (isinstance(data, Tensor) and data.buffer is out.buffer):
+            return run(dev, call, _packed(data), _packed(idx), _packed(updates), out=out)
+    # out shares its buffer with an operand the kernels read, or sits at an offset: a new result, copied in
+    _write_into(out, run(dev, call, _packed(data), _packed(idx), _packed(updates), trace=False))
+    return out
+
+
+def _packed(x):
+    """An operand as the kernels bind it: a Tensor view at an offset as a packed copy of its bytes."""
+    return x._packed() if isinstance(x, Tensor) and x.offset else x
+
+
+def _write_into(out: Tensor, result: Tensor) -> None:
+    """Copies ``result``'s bytes into ``out``'s (queued on the device)."""
+    out.device._copy(result.buffer, out.buffer, out.nbytes, src_offset=result.offset, dst_offset=out.offset)
 
 
 def _empty_result(data, shape, device):
@@ -99,22 +153,25 @@ def _empty_result(data, shape, device):
 
 
 def _copy_result(data, device):
-    """A scatter that updates nothing: a copy of data."""
+    """A scatter that updates nothing: a copy of data (a Tensor's on its device)."""
     if isinstance(data, Tensor):
-        return tensor(data.numpy(), device=data.device)
+        return tensor(data)
     return np.array(data, copy=True)
 
 
-def _run(dev: Device, call: _Call, data, indices, updates=None):
+def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | None = None, trace: bool = True):
     """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
-    or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded."""
+    or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded, or ``out``
+    (a packed Tensor that no other operand than data shares: _execute), which the kernels write. ``trace``:
+    the run may make the signature's call template."""
     plan, out_shape = call.plan, call.out_shape
     recording = dev._recording() is not None
     nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
     if not recording and type(data) is Tensor and type(indices) is Tensor and \
             (updates is None or type(updates) is Tensor):
-        return _run_tensors(dev, call, data, indices, updates, nbytes)
-    as_tensor = recording or isinstance(data, Tensor) or isinstance(indices, Tensor) or isinstance(updates, Tensor)
+        return _run_tensors(dev, call, data, indices, updates, nbytes, out, trace)
+    as_tensor = recording or out is not None or isinstance(data, Tensor) or isinstance(indices, Tensor) or \
+        isinstance(updates, Tensor)
     with dev._lock:
         taken, uploads = [], []
         keep = call.keep if not as_tensor else None
@@ -135,7 +192,9 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
 
         in_buf = operand(data)
         idx_buf = operand(indices)
-        if not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
+        if out is not None:
+            out_buf = out.buffer
+        elif not plan.output_from_input or isinstance(data, Tensor):  # a new output (a scatter copies data into it)
             out_buf = scratch(nbytes)        # not zero-filled: the kernels write all of it
         else:                            # the uploaded copy of data is the output: update it in place
             out_buf = in_buf
@@ -146,12 +205,12 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
             dev._run(dispatches, uploads=params + uploads, queue=True)
             if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
                 dev._give(*(b for b in taken if b is not out_buf))
-            return Tensor._wrap(out_buf, out_shape, data.dtype)
+            return out if out is not None else Tensor._wrap(out_buf, out_shape, data.dtype)
         done = False
         try:
-            out = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
+            got = dev._run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
             done = True
-            return out[:nbytes].view(data.dtype).reshape(out_shape)
+            return got[:nbytes].view(data.dtype).reshape(out_shape)
         finally:
             if done and keep is not None:
                 _keep(dev, keep, taken)
@@ -160,12 +219,13 @@ def _run(dev: Device, call: _Call, data, indices, updates=None):
 
 
 def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
-                 nbytes: int) -> Tensor:
+                 nbytes: int, out: Tensor | None = None, trace: bool = True) -> Tensor:
     """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
-    Tensor; a reduction's scratch goes back once queued (later queued work may reuse it: Device._run). The
-    run is traced into the signature's call template (dmlgpu/calls.py) when it has one to trace."""
+    Tensor or ``out``; a reduction's scratch goes back once queued (later queued work may reuse it:
+    Device._run). The run is traced into the signature's call template (dmlgpu/calls.py) when it has one to
+    trace."""
     with dev._lock:
-        out_buf = dev._take(nbytes)       # not zero-filled: the kernels write all of it
+        out_buf = dev._take(nbytes) if out is None else out.buffer   # not zero-filled: the kernels write it all
         taken = []
 
         def scratch(n):
@@ -176,11 +236,11 @@ def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, update
         dispatches, params = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
                                                   updates=buffers[3], take=scratch)
         dev._queue(dispatches, params)
-        if call.sig is not None and call.check is None and dev.max_queued:
+        if trace and call.sig is not None and call.check is None and dev.max_queued:
             _calls.trace(dev, call.sig, dispatches, buffers, taken, call.out_shape)
         if taken:
             dev._give(*taken)
-        return Tensor._wrap(out_buf, call.out_shape, data.dtype)
+        return out if out is not None else Tensor._wrap(out_buf, call.out_shape, data.dtype)
 
 
 def _keep(dev: Device, sig: tuple, buffers: list) -> None:
@@ -195,12 +255,12 @@ def _self_copy(data) -> IndexMap:
     return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
 
 
-def _run_native(dev: Device, call: _Call, data, idx, upd):
+def _run_native(dev: Device, call: _Call, data, idx, upd, out: Tensor | None = None, trace: bool = True):
     """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
     byte order are converted there and back."""
     if data.dtype.isnative:
-        return _run(dev, call, data, idx, upd)
-    if any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
+        return _run(dev, call, data, idx, upd, out, trace)
+    if out is not None or any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
         raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
     native = data.dtype.newbyteorder("=")
     return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)

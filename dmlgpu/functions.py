@@ -6,8 +6,8 @@ protocol: see dmlgpu.interop.host_array) or dmlgpu.Tensors, ``device=`` (a Devic
 the device of a Tensor operand, else dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour:
 negative indices count from the end, then out-of-range ones are clamped) or "raise" (IndexError naming the
 first offending index, before any GPU work). Errors name the function called. Inputs are never
-modified. Results are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made
-inside a Device.record() block.
+modified, except a scatter's data given as its ``out`` (in place). Results are new NumPy arrays, or new
+Tensors when an operand is a Tensor or the call is made inside a Device.record() block, or ``out``.
 
 Calls that return Tensors are queued on their device and return at once (Device.synchronize() and host reads
 wait: see dmlgpu.runtime.device); NumPy results are complete when the call returns.
@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from . import calls as _calls, reduction as _reduction
 from .arguments import (_axis, _check_elements_shapes, _check_nd, _data, _host_array, _index_array, _index_check,
                         _operands, _updates, named)
-from .execution import _Call, _execute, _planned, _self_copy
+from .execution import _Call, _execute, _planned, _self_copy, check_out, out_key
 from .index_map import Layout, elements_map, nd_map, nd_shape, take_map, take_shape
 from .plan import GatherPlan, Plan, ScatterPlan, make_plan, scatter_elements_plan
 from .device import Device
@@ -65,7 +65,20 @@ _DOC_PARTS = {
         float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16 and float64
         never do); other dtypes raise TypeError (details: dmlgpu/reduction.py).""",
 }
+_DOC_PARTS["out"] = """\
+    out : Tensor or np.ndarray, optional
+        Receives the result and is returned: exactly the result's shape and dtype (ValueError otherwise,
+        before any GPU work). A Tensor of the call's device is written there (queued); a NumPy array only
+        where the call returns NumPy arrays. An ``out`` that shares memory with an operand gets the result
+        through a new Tensor copied into it."""
+_DOC_PARTS["scatter_out"] = _DOC_PARTS["out"] + """ It may be ``data`` itself: the call then updates ``data`` in
+        place and runs only the scatter (no copy of ``data``); a reduction folds into the existing values in
+        the same order, with the same bits, as the copying call.
+    unique_indices : bool
+        A promise that no two updates address the same element (JAX's name): the scatter may skip settling
+        collisions between them. The result is defined only when the promise holds; it is not checked."""
 _F = TypeVar("_F", bound=Callable[..., Any])
+_O = TypeVar("_O", Tensor, np.ndarray)    # out=: the result is out
 
 
 def _documented(fn: _F) -> _F:
@@ -74,18 +87,29 @@ def _documented(fn: _F) -> _F:
     return fn
 
 
+def _out(op: str, out, data, operands: tuple, dev: Device) -> tuple:
+    """``out``'s checks that need no plan (execution.check_out) and its part of the call's signature."""
+    if out is None:
+        return ()
+    check_out(op, out, data, operands, dev)
+    return out_key(out, data)
+
+
+@overload
+def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None, mode: Mode = "clamp",
+           out: _O) -> _O: ...
 @overload
 def gather(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
-           mode: Mode = "clamp") -> Tensor: ...
+           mode: Mode = "clamp", out: None = None) -> Tensor: ...
 @overload
 def gather(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLike = None,
-           mode: Mode = "clamp") -> Tensor: ...
+           mode: Mode = "clamp", out: None = None) -> Tensor: ...
 @overload
 def gather(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
-           mode: Mode = "clamp") -> np.ndarray: ...
+           mode: Mode = "clamp", out: None = None) -> np.ndarray: ...
 @_documented
 def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
-           mode: Mode = "clamp") -> Any:
+           mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
     """Elements of ``data`` at ``indices`` along ``axis``: ONNX Gather, ``numpy.take(data, indices, axis)``.
 
     Parameters
@@ -97,6 +121,7 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
     axis : int
         The dimension of ``data`` they index; negative counts from the end.
 %(device_mode)s
+%(out)s
 
     Returns
     -------
@@ -122,10 +147,11 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
     Traceback (most recent call last):
     IndexError: gather: index 5 at indices position (0,) is out of range for a dimension of size 3 (valid: [-size, size))
     """
-    if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int:
-        out = _calls.templated("gather", (data, indices), (axis, mode))
-        if out is not None:
-            return out
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int and \
+            (out is None or type(out) is Tensor):
+        res = _calls.templated("gather", (data, indices), (axis, mode), out)
+        if res is not None:
+            return res
     data, idx, values, dev, mode = _operands("gather", data, indices, device, mode)
 
     def build() -> _Call:
@@ -139,21 +165,25 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
                              data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
-    return _execute(dev, _planned(dev, "gather", (data, idx), (axis, mode), build), data, idx, values)
+    return _execute(dev, _planned(dev, "gather", (data, idx), (axis, mode) + _out("gather", out, data, (idx,), dev),
+                                  build), data, idx, values, out=out, op="gather")
 
 
+@overload
+def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
+                    mode: Mode = "clamp", out: _O) -> _O: ...
 @overload
 def gather_elements(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp") -> Tensor: ...
+                    mode: Mode = "clamp", out: None = None) -> Tensor: ...
 @overload
 def gather_elements(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp") -> Tensor: ...
+                    mode: Mode = "clamp", out: None = None) -> Tensor: ...
 @overload
 def gather_elements(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp") -> np.ndarray: ...
+                    mode: Mode = "clamp", out: None = None) -> np.ndarray: ...
 @_documented
 def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp") -> Any:
+                    mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
     """One element of ``data`` per index, along ``axis``: ONNX GatherElements, ``numpy.take_along_axis``
     without broadcasting. ``out[i][j] = data[indices[i][j]][j]`` for axis 0, and so on.
 
@@ -166,6 +196,7 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
     axis : int
         The dimension of ``data`` they index.
 %(device_mode)s
+%(out)s
 
     Returns
     -------
@@ -185,10 +216,11 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
     array([[12, 10],
            [21, 21]])
     """
-    if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int:
-        out = _calls.templated("gather_elements", (data, indices), (axis, mode))
-        if out is not None:
-            return out
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(axis) is int and \
+            (out is None or type(out) is Tensor):
+        res = _calls.templated("gather_elements", (data, indices), (axis, mode), out)
+        if res is not None:
+            return res
     data, idx, values, dev, mode = _operands("gather_elements", data, indices, device, mode)
 
     def build() -> _Call:
@@ -202,21 +234,26 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
                                  a, data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), idx.shape, check)
 
-    return _execute(dev, _planned(dev, "gather_elements", (data, idx), (axis, mode), build), data, idx, values)
+    args = (axis, mode) + _out("gather_elements", out, data, (idx,), dev)
+    return _execute(dev, _planned(dev, "gather_elements", (data, idx), args, build), data, idx, values, out=out,
+                    op="gather_elements")
 
 
+@overload
+def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLike = None,
+              mode: Mode = "clamp", out: _O) -> _O: ...
 @overload
 def gather_nd(data: Tensor, indices: IndexLike, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp") -> Tensor: ...
+              mode: Mode = "clamp", out: None = None) -> Tensor: ...
 @overload
 def gather_nd(data: ArrayInput, indices: Tensor, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp") -> Tensor: ...
+              mode: Mode = "clamp", out: None = None) -> Tensor: ...
 @overload
 def gather_nd(data: ArrayInput, indices: ArrayInput, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp") -> np.ndarray: ...
+              mode: Mode = "clamp", out: None = None) -> np.ndarray: ...
 @_documented
 def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp") -> Any:
+              mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
     """Slices of ``data`` at index tuples: ONNX GatherND. ``out[b.., i..] = data[b.., *indices[b.., i.., :]]``.
 
     Parameters
@@ -229,6 +266,7 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
     batch_dims : int
         Leading dimensions that ``data`` and ``indices`` share, gathered batch by batch.
 %(device_mode)s
+%(out)s
 
     Returns
     -------
@@ -249,10 +287,11 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
     >>> dmlgpu.gather_nd(grid, [[2]])               # k=1: whole rows
     array([[6, 7, 8]], dtype=int16)
     """
-    if device is None and type(data) is Tensor and type(indices) is Tensor and type(batch_dims) is int:
-        out = _calls.templated("gather_nd", (data, indices), (batch_dims, mode))
-        if out is not None:
-            return out
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(batch_dims) is int and \
+            (out is None or type(out) is Tensor):
+        res = _calls.templated("gather_nd", (data, indices), (batch_dims, mode), out)
+        if res is not None:
+            return res
     data, idx, values, dev, mode = _operands("gather_nd", data, indices, device, mode)
 
     def build() -> _Call:
@@ -265,26 +304,36 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
                            batch_dims, data.dtype.itemsize)
         return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
 
-    return _execute(dev, _planned(dev, "gather_nd", (data, idx), (batch_dims, mode), build), data, idx, values)
+    args = (batch_dims, mode) + _out("gather_nd", out, data, (idx,), dev)
+    return _execute(dev, _planned(dev, "gather_nd", (data, idx), args, build), data, idx, values, out=out,
+                    op="gather_nd")
 
 
+@overload
+def scatter_nd(data: Any, indices: Any, updates: Any, *, device: DeviceLike = None, mode: Mode = "clamp",
+               reduction: Reduction = "none", out: _O, unique_indices: bool = False) -> _O: ...
 @overload
 def scatter_nd(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+               mode: Mode = "clamp", reduction: Reduction = "none", out: None = None,
+               unique_indices: bool = False) -> Tensor: ...
 @overload
 def scatter_nd(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+               mode: Mode = "clamp", reduction: Reduction = "none", out: None = None,
+               unique_indices: bool = False) -> Tensor: ...
 @overload
 def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: Tensor, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+               mode: Mode = "clamp", reduction: Reduction = "none", out: None = None,
+               unique_indices: bool = False) -> Tensor: ...
 @overload
 def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none") -> np.ndarray: ...
+               mode: Mode = "clamp", reduction: Reduction = "none", out: None = None,
+               unique_indices: bool = False) -> np.ndarray: ...
 @_documented
 def scatter_nd(data: Any, indices: Any, updates: Any, *,
-               device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Any:
+               device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none", out: Tensor | np.ndarray | None = None,
+               unique_indices: bool = False) -> Any:
     """A copy of ``data`` with slices replaced at index tuples: ONNX ScatterND,
-    ``out[*indices[i.., :]] = updates[i..]``. ``data`` itself is never modified.
+    ``out[*indices[i.., :]] = updates[i..]``. ``data`` itself is modified only when it is ``out``.
 
     Parameters
     ----------
@@ -296,6 +345,7 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
         ``data``'s dtype, shape ``indices.shape[:-1] + data.shape[k:]``.
 %(device_mode)s
 %(reduction)s
+%(scatter_out)s
 
     Returns
     -------
@@ -313,11 +363,21 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
     array([0, 7, 0, 6], dtype=int32)
     >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [3], [1]], np.array([5, 6, 7], np.int32), reduction="add")
     array([ 0, 12,  0,  6], dtype=int32)
+    >>> cache = dmlgpu.tensor(np.zeros((4, 2), np.float16))          # e.g. a KV cache, updated in place
+    >>> rows = dmlgpu.tensor(np.array([[3], [0]], np.int32))
+    >>> dmlgpu.scatter_nd(cache, rows, dmlgpu.tensor(np.ones((2, 2), np.float16)), out=cache) is cache
+    True
+    >>> cache.numpy()
+    array([[1., 1.],
+           [0., 0.],
+           [0., 0.],
+           [1., 1.]], dtype=float16)
     """
-    if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor:
-        out = _calls.templated("scatter_nd", (data, indices, updates), (mode, reduction))
-        if out is not None:
-            return out
+    if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor and \
+            (out is None or type(out) is Tensor):
+        res = _calls.templated("scatter_nd", (data, indices, updates), (mode, reduction), out)
+        if res is not None:
+            return res
     data, idx, values, dev, mode = _operands("scatter_nd", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_nd")
 
@@ -338,30 +398,40 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
             plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
-    call = _planned(dev, "scatter_nd", (data, idx, upd), (mode, reduction), build)
-    return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
+    args = (mode, reduction) + _out("scatter_nd", out, data, (idx, upd), dev)
+    call = _planned(dev, "scatter_nd", (data, idx, upd), args, build)
+    return _execute(dev, call, data, idx, values, upd, native=reduction == "none", out=out, op="scatter_nd")
 
 
+@overload
+def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *, device: DeviceLike = None,
+                     mode: Mode = "clamp", reduction: Reduction = "none", out: _O,
+                     unique_indices: bool = False) -> _O: ...
 @overload
 def scatter_elements(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none", out: None = None,
+               unique_indices: bool = False) -> Tensor: ...
 @overload
 def scatter_elements(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none", out: None = None,
+               unique_indices: bool = False) -> Tensor: ...
 @overload
 def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: Tensor, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none", out: None = None,
+               unique_indices: bool = False) -> Tensor: ...
 @overload
 def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, axis: int = 0, *,
                      device: DeviceLike = None, mode: Mode = "clamp",
-                     reduction: Reduction = "none") -> np.ndarray: ...
+                     reduction: Reduction = "none", out: None = None,
+               unique_indices: bool = False) -> np.ndarray: ...
 @_documented
 def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
                      device: DeviceLike = None, mode: Mode = "clamp",
-                     reduction: Reduction = "none") -> Any:
+                     reduction: Reduction = "none", out: Tensor | np.ndarray | None = None,
+               unique_indices: bool = False) -> Any:
     """A copy of ``data`` with one element replaced per index, along ``axis``: ONNX ScatterElements,
     ``out[.., indices[i, j, ..], ..] = updates[i, j, ..]`` (the index in position ``axis``). ``data``
-    itself is never modified.
+    itself is modified only when it is ``out``.
 
     Parameters
     ----------
@@ -375,6 +445,7 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
         The dimension of ``data`` they index.
 %(device_mode)s
 %(reduction)s
+%(scatter_out)s
 
     Returns
     -------
@@ -394,10 +465,10 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
            [2.5, 0. , 0. , 0. ]], dtype=float32)
     """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor and \
-            type(axis) is int:
-        out = _calls.templated("scatter_elements", (data, indices, updates), (axis, mode, reduction))
-        if out is not None:
-            return out
+            type(axis) is int and (out is None or type(out) is Tensor):
+        res = _calls.templated("scatter_elements", (data, indices, updates), (axis, mode, reduction), out)
+        if res is not None:
+            return res
     data, idx, values, dev, mode = _operands("scatter_elements", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_elements")
 
@@ -416,6 +487,7 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
             plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
-    call = _planned(dev, "scatter_elements", (data, idx, upd), (axis, mode, reduction), build)
-    return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
+    args = (axis, mode, reduction) + _out("scatter_elements", out, data, (idx, upd), dev)
+    call = _planned(dev, "scatter_elements", (data, idx, upd), args, build)
+    return _execute(dev, call, data, idx, values, upd, native=reduction == "none", out=out, op="scatter_elements")
 

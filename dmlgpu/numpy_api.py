@@ -10,32 +10,41 @@ dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where N
   ``put_along_axis`` raise IndexError for an index outside [-n, n);
 - ``take_along_axis`` and ``put_along_axis`` broadcast the dimensions other than ``axis`` as NumPy does
   (a NumPy operand is broadcast on the host; a Tensor operand must already have the broadcast shape);
-- ``put_along_axis`` writes into ``arr`` (a NumPy array, or a Tensor: the scattered result is copied into
-  its buffer on the device; the element targets are computed on the host) and returns None; where several values land on one element, the last one in
-  row-major order wins, as in NumPy.
+- ``put_along_axis`` writes into ``arr`` and returns None: a NumPy array (through a scatter of its copy), or
+  a Tensor, in place on its device (one scatter that broadcasts indices and values by strides; Tensor
+  indices are not read back, so out of range they clamp); where several values land on one element, the
+  last one in row-major order wins, as in NumPy.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import calls as _calls
+from .arguments import _device, _index_check
+from .calls import IN_PLACE
+from .execution import _Call, _execute, _planned, _self_copy
 from .functions import (DeviceLike, IndexLike, _axis, _data, _host_array, _index_array, gather, gather_elements, named,
                         scatter_elements)
-from .index_map import as_index_array, check_in_range
+from .index_map import Layout, as_index_array, check_in_range, elements_map
+from .plan import ScatterPlan, make_plan, scatter_elements_plan
 from .device import Device
 from .tensor import Tensor
 
 TakeMode = Literal["raise", "wrap", "clip"]
 TAKE_MODES = ("raise", "wrap", "clip")
-_Out = TypeVar("_Out", bound=np.ndarray)
+_Out = TypeVar("_Out", bound="np.ndarray | Tensor")
 
 
 def _flat(a: np.ndarray | Tensor) -> np.ndarray | Tensor:
     """``a`` as one dimension (a Tensor: a view of the same buffer)."""
     if isinstance(a, Tensor):
-        return Tensor(a.buffer, (a.size,), a.dtype)
+        flat = Tensor._wrap(a.buffer, (a.size,), a.dtype)
+        flat.offset = a.offset
+        return flat
     return np.reshape(a, -1)
 
 
@@ -65,7 +74,7 @@ def take(a: Tensor | ArrayLike, indices: IndexLike, axis: int | None, out: _Out,
 @overload
 def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: TakeMode = "raise", *,
          device: DeviceLike = None) -> Any: ...
-def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None = None, mode: TakeMode = "raise", *,
+def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor | None = None, mode: TakeMode = "raise", *,
          device: DeviceLike = None) -> Any:
     """``numpy.take`` on the device: elements of ``a`` at ``indices`` along ``axis``.
 
@@ -77,8 +86,9 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None =
         Integers of any shape (an empty list is an empty integer array, as in NumPy).
     axis : int or None
         The dimension indexed; None: the flattened ``a``.
-    out : np.ndarray, optional
-        Receives the result (cast safely) and is returned.
+    out : np.ndarray or Tensor, optional
+        Receives the result and is returned: a NumPy array (cast safely), or a Tensor of exactly the result's
+        shape and dtype (written on the device).
     mode : {"raise", "wrap", "clip"}
         NumPy's: "raise": IndexError for an index outside [-n, n), before any GPU work; "wrap": modulo n;
         "clip": into [0, n - 1] (negative indices become 0).
@@ -121,8 +131,9 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None =
             data, axis = _flat(data), 0
         axis = _axis(axis, data.ndim, "a")
         n = data.shape[axis]
+        into = out if isinstance(out, Tensor) else None
         if mode == "raise":
-            result = gather(data, indices, axis, device=device, mode="raise")
+            result = gather(data, indices, axis, device=device, mode="raise", out=into)
         else:
             values = indices.numpy() if isinstance(indices, Tensor) else _index_array(indices)
             if n == 0:
@@ -133,7 +144,9 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | None =
             else:
                 values = values.astype(np.int64)
                 values = np.clip(values, 0, n - 1) if mode == "clip" else values % n
-            result = gather(data, values, axis, device=device, mode="raise")
+            result = gather(data, values, axis, device=device, mode="raise", out=into)
+        if into is not None:
+            return into
         if out is not None:
             if not isinstance(out, np.ndarray):
                 raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
@@ -289,6 +302,9 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
                             f"not {type(arr).__name__}")
         if isinstance(arr, np.ndarray) and not arr.flags.writeable:
             raise ValueError("arr is read-only")
+        if isinstance(arr, Tensor):
+            _put_along_axis_tensor(_data(arr, "arr"), indices, values, axis, device)
+            return
         data = _data(arr, "arr")
         shape_in = data.shape
         data, axis, idx = _along_axis(data, indices, axis)
@@ -316,12 +332,57 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
             target = target + coord * int(strides[d])
         result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
                                   device=device, mode="raise")
-        if isinstance(arr, Tensor):
-            if isinstance(result, Tensor):           # on arr's device: copied there, no host round trip
-                arr.device._copy(result.buffer, arr.buffer, arr.nbytes)
-            else:
-                arr.write(result.reshape(arr.shape))
-        else:
-            arr[...] = (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in)
+        np.copyto(arr, (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in))
     except (TypeError, ValueError, IndexError, RuntimeError) as e:
         raise named(e, "put_along_axis", "scatter_elements") from None
+
+
+def _broadcast_strides(shape: tuple[int, ...], of: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides that broadcast a packed array of shape ``of`` to ``shape`` (NumPy's rules,
+    right-aligned): 0 along a dimension it repeats."""
+    packed = Layout.packed(of).strides
+    pad = len(shape) - len(of)
+    return tuple(0 if d < pad or of[d - pad] == 1 and n != 1 else packed[d - pad] for d, n in enumerate(shape))
+
+
+def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | None, device: DeviceLike) -> None:
+    """put_along_axis into a Tensor, on its device and in place: one scatter whose index map broadcasts
+    the indices, the values and ``arr`` by strides (nothing is materialised, nothing of ``arr`` copied).
+    NumPy indices are checked on the host first (IndexError); a Tensor's are not read back: out of range,
+    they clamp (layer 2's mode="clamp")."""
+    dev = _device("put_along_axis", device, arr, indices, values)
+    data, axis, idx = _along_axis(arr, indices, axis)
+    if isinstance(idx, Tensor) and idx.offset:
+        idx = idx._packed()
+    shape = _broadcast_along(data.shape, idx.shape, axis)
+    n = data.shape[axis]
+    if not isinstance(idx, Tensor):
+        check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
+                                                  f"axis {axis} with size {n}")
+    if isinstance(values, Tensor):
+        if values.dtype != data.dtype:
+            raise TypeError(f"values is a Tensor of dtype {values.dtype}; arr's is {data.dtype} (cast it first)")
+        vals: Any = values
+    else:
+        vals = np.ascontiguousarray(_host_array(values).astype(data.dtype, copy=False))
+    np.broadcast_shapes(vals.shape, shape)           # ValueError where values do not broadcast
+    if math.prod(shape) == 0 or vals.size == 0:
+        return
+    args = (axis,) + IN_PLACE
+
+    def build() -> _Call:
+        check = _index_check("put_along_axis", math.prod(shape), n, "clamp", lambda pos: n)
+        layouts = (Layout(data.shape, _broadcast_strides(shape, data.shape)),
+                   Layout(shape, _broadcast_strides(shape, idx.shape)), Layout(shape, _broadcast_strides(shape, vals.shape)))
+        self_copy = _self_copy(data)
+        if 0 in layouts[0].strides:      # arr broadcast: several updates per element, claim-and-write
+            plan: Any = make_plan(ScatterPlan, elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, self_copy)
+        else:
+            plan = make_plan(scatter_elements_plan, *layouts, axis, data.dtype.itemsize, idx.dtype, self_copy)
+        return _Call(plan, data.shape, check)
+
+    if type(idx) is Tensor and type(vals) is Tensor and type(data) is Tensor and \
+            _calls.templated("put_along_axis", (data, idx, vals), args, data) is not None:
+        return
+    call = _planned(dev, "put_along_axis", (data, idx, vals), args, build)
+    _execute(dev, call, data, idx, None, vals, out=data, op="put_along_axis")

@@ -49,6 +49,7 @@ class Tensor:
 
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
+    offset: int = 0          # bytes before the first element in ``buffer`` (views); packed from there on
 
     def __init__(self, buffer: Buffer, shape: Iterable[SupportsIndex], dtype: DTypeLike):
         self.buffer = buffer
@@ -65,6 +66,15 @@ class Tensor:
         t = cls.__new__(cls)
         t.buffer, t.shape, t.dtype = buffer, shape, dtype
         return t
+
+    def _packed(self) -> "Tensor":
+        """The tensor itself when it starts at its buffer's first byte, else a new Tensor holding a copy of its
+        bytes (on the device)."""
+        if not self.offset:
+            return self
+        out = Tensor(self.device.buffer(nbytes=max(4, -(-self.nbytes // 4) * 4)), self.shape, self.dtype)
+        self.device._copy(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
+        return out
 
     @property
     def device(self) -> Device:

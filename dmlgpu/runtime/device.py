@@ -497,10 +497,11 @@ class Device:
                     self._staging.read(block.tensor, at, out[pos:pos + n])
             return out
 
-    def _copy(self, src: Buffer, dst: Buffer, nbytes: int) -> None:
-        """Copies the first ``nbytes`` of ``src`` into ``dst`` on the device, now (no host round trip)."""
+    def _copy(self, src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_offset: int = 0) -> None:
+        """Copies ``nbytes`` of ``src`` from byte ``src_offset`` into ``dst`` at ``dst_offset`` on the device,
+        now (no host round trip)."""
         if nbytes > 0:
-            self._transfer_now([src, dst], dst, _copy_ops(src, 0, dst, 0, nbytes))
+            self._transfer_now([src, dst], dst, _copy_ops(src, src_offset, dst, dst_offset, nbytes))
 
     def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
         """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
