@@ -87,6 +87,11 @@ def _documented(fn: _F) -> _F:
     return fn
 
 
+def _unique(unique_indices: bool) -> tuple:
+    """unique_indices's part of a scatter's signature."""
+    return ("unique",) if unique_indices else ()
+
+
 def _out(op: str, out, data, operands: tuple, dev: Device) -> tuple:
     """``out``'s checks that need no plan (execution.check_out) and its part of the call's signature."""
     if out is None:
@@ -375,7 +380,8 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
     """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor and \
             (out is None or type(out) is Tensor):
-        res = _calls.templated("scatter_nd", (data, indices, updates), (mode, reduction), out)
+        res = _calls.templated("scatter_nd", (data, indices, updates), (mode, reduction) + _unique(unique_indices),
+                               out)
         if res is not None:
             return res
     data, idx, values, dev, mode = _operands("scatter_nd", data, indices, device, mode, updates)
@@ -395,10 +401,11 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
         if red != "none":
             plan: Plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
         else:
-            plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
+            plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data),
+                             bool(unique_indices))
         return _Call(plan, data.shape, check)
 
-    args = (mode, reduction) + _out("scatter_nd", out, data, (idx, upd), dev)
+    args = (mode, reduction) + _unique(unique_indices) + _out("scatter_nd", out, data, (idx, upd), dev)
     call = _planned(dev, "scatter_nd", (data, idx, upd), args, build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none", out=out, op="scatter_nd")
 
@@ -466,7 +473,8 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
     """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor and \
             type(axis) is int and (out is None or type(out) is Tensor):
-        res = _calls.templated("scatter_elements", (data, indices, updates), (axis, mode, reduction), out)
+        res = _calls.templated("scatter_elements", (data, indices, updates),
+                               (axis, mode, reduction) + _unique(unique_indices), out)
         if res is not None:
             return res
     data, idx, values, dev, mode = _operands("scatter_elements", data, indices, device, mode, updates)
@@ -484,10 +492,11 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
         if red != "none":
             plan: Plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
         else:
-            plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data))
+            plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data),
+                             bool(unique_indices))
         return _Call(plan, data.shape, check)
 
-    args = (axis, mode, reduction) + _out("scatter_elements", out, data, (idx, upd), dev)
+    args = (axis, mode, reduction) + _unique(unique_indices) + _out("scatter_elements", out, data, (idx, upd), dev)
     call = _planned(dev, "scatter_elements", (data, idx, upd), args, build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none", out=out, op="scatter_elements")
 

@@ -89,6 +89,13 @@ def small_scatter_variant(unit: int, index_bytes: int) -> str:
     return f"scatter_small_rows_u{unit}_i{index_bytes * 8}"
 
 
+def unique_variant(unit: int, index_bytes: int) -> str:
+    """File stem of a scatter whose updates promise distinct targets (scatter_write.comp's UNIQUE: one pass, no
+    claims) for ``unit``-byte units and an index width."""
+    assert unit in UNITS and index_bytes in (4, 8)
+    return f"scatter_unique_u{unit}_i{index_bytes * 8}"
+
+
 def lines_variant(unit: int, index_bytes: int) -> str:
     """File stem of the one-pass SCATTER_ELEMENTS (shaders/scatter_lines.comp) for an element size (1-16
     bytes) and an index width (4 or 8 bytes)."""
@@ -225,6 +232,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 ROWS=1)
             add(small_scatter_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8,
                 ROWS=1, SMALL=1)
+            add(unique_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8, UNIQUE=1)
     for unit in UNITS:
         for index_bytes in (4, 8):
             add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,

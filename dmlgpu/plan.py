@@ -175,8 +175,9 @@ class ScatterPlan(_MapPlan):
 
     output_from_input = True
 
-    def __init__(self, index_map: IndexMap, index_dtype, copy_map: IndexMap):
+    def __init__(self, index_map: IndexMap, index_dtype, copy_map: IndexMap, unique: bool = False):
         super().__init__(index_map, index_dtype)
+        self.unique = unique          # the updates promise distinct targets: one pass after the copy, no claims
         if self.map.count >= _U32 - 1:
             raise DeviceError(f"a scatter of {self.map.count} update units: its claims are 32-bit, so at most "
                               f"2^32 - 2 units; split it into smaller ones")
@@ -207,6 +208,11 @@ class ScatterPlan(_MapPlan):
         (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
         m = self.map
         wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
+        if self.unique and m.count and not wide:
+            params, fresh = device._params(self.words[:P_END])
+            return self.copy.then(device, input, output, [params] if fresh else [],
+                                  Dispatch(kernels.unique_variant(m.unit, self.index_bytes),
+                                           (params, indices, output, updates), m.count))
         if self.small and not wide and self.small <= device.geometry.workgroup_size:
             params, fresh = device._params(self.row_words)
             return self.copy.then(device, input, output, [params] if fresh else [],
@@ -318,12 +324,12 @@ class ScatterLinesPlan(Plan):
 
 
 def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,
-                          copy_map: IndexMap) -> Plan:
+                          copy_map: IndexMap, unique: bool = False) -> Plan:
     """SCATTER_ELEMENTS (reduction "none") of these layouts (as index_map.elements_map takes them): the
     one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
-    the claim-and-write ScatterPlan."""
-    plan = ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map)
-    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow:
+    the claim-and-write ScatterPlan (``unique``: updates that promise distinct targets, ScatterPlan's)."""
+    plan = ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map, unique)
+    if not unique and data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow:
         return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map, plan)
     return plan
 

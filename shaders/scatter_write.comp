@@ -9,6 +9,8 @@
 // buffer, no other pass): in every workgroup, invocation r takes update row r and the rows' targets meet in
 // shared memory, where a row wins when no later row has its target; then the grid writes the units of the
 // winning rows (iteration f: unit f % units of row f / units).
+// UNIQUE: no claims at all, for updates that promise distinct targets (unique_indices=True): each unit is
+// written where it goes. Bindings: 0 params, 1 indices, 2 data, 3 dense.
 // FEW (devices that bind at most 4 storage buffers; after scatter_claim.comp's FEW): an iteration per unit of
 // the output (P[P_TOTAL]: the claim words), which reads no index: a claimed unit takes the update of the
 // iteration that claimed it (its dense offset: locate(claim - 1)) and clears the claim. Bindings: 0 params,
@@ -23,7 +25,7 @@
 #include "bindings.glsl"
 layout(std430, binding = B_DATA) restrict buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = B_DATA + 1) restrict readonly buffer Dense { UNIT_T DENSE[]; };
-#if !SMALL
+#if !SMALL && !UNIQUE
 layout(std430, binding = B_DATA + 2) restrict buffer Owner { uint OWNER[]; };
 #endif
 #include "index_map.glsl"
@@ -66,6 +68,11 @@ void main() {
             break;              // f + step would reach or pass total (or wrap)
         f += step;
     }
+}
+#elif UNIQUE
+void process(OFF_T i) {
+    Offsets o = map_offsets(i);
+    STORE_UNIT(DATA, o.data, LOAD_UNIT(DENSE, o.dense));
 }
 #elif ROWS
 const uint P_OWNER_SHIFT = P_END;
