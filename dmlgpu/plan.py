@@ -283,6 +283,7 @@ class ScatterPlan(_MapPlan):
 P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT = \
     range(P_END, P_END + 8)
 LINE_ITEMS = 4        # updates per invocation that a workgroup's lines aim at (ScatterLinesPlan)
+SPARSE_LINES = 16     # lines with fewer updates than 1/SPARSE_LINES of their length are sparse (ScatterLinesPlan)
 
 
 class ScatterLinesPlan(Plan):
@@ -308,12 +309,15 @@ class ScatterLinesPlan(Plan):
         if m > 1:
             self.words[P_LINE_MAGIC], self.words[P_LINE_SHIFT] = magic(m)
         self.kernel = kernels.lines_variant(lines.unit, index_dtype.itemsize)
+        # few updates per line (under 1/SPARSE_LINES of its length): a workgroup clears more shared claims than
+        # it has updates, which a CPU device (lavapipe) pays in full: there, the claim-and-write plan
+        self.sparse = m * SPARSE_LINES < n
         self.groups = -(-lines.count // group)
         self.copy = CopyPlan(copy_map)
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if _chunked(input, indices, output, updates) or \
+        if _chunked(input, indices, output, updates) or self.sparse and device.info.type == "CPU" or \
                 device.info.max_compute_shared_memory_size < kernels.MOST_SHARED_BYTES:
             return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
                                             take=take)
