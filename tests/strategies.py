@@ -255,7 +255,9 @@ def call_and_check(fn, args, kwargs, mode, idx, dims, expected_fn, callers):
 def _queued_twice(fn, args, kwargs, expected) -> None:
     """The same call twice on device Tensors (queued eager calls): the first call's operands are freed before
     the second is made, so the second's uploads and result may reuse their blocks inside the same batch; both
-    results are read afterwards. (Scatter reductions need native byte order on Tensors: those are skipped.)"""
+    results are read afterwards. Then once more with ``out=``: a scatter in place into its data Tensor, a
+    gather into a Tensor of the result's shape. (Scatter reductions need native byte order on Tensors: those
+    are skipped.)"""
     dev = kwargs.get("device")
     if dev is None or any(isinstance(a, np.ndarray) and not a.dtype.isnative for a in args):
         return
@@ -270,6 +272,12 @@ def _queued_twice(fn, args, kwargs, expected) -> None:
     second = fn(*on_device(), **kwargs)
     same_bytes(first.numpy(), expected)
     same_bytes(second.numpy(), expected)
+    # and into out=: a scatter in place (out is data), a gather into a Tensor of the result's shape
+    operands = on_device()
+    out = operands[0] if fn.__name__.startswith("scatter") else dmlgpu.empty(expected.shape, expected.dtype,
+                                                                              device=dev)
+    assert fn(*operands, **kwargs, out=out) is out
+    same_bytes(out.numpy(), expected)
 
 
 def run_in_threads(work, count: int = 4) -> None:
