@@ -77,4 +77,7 @@ def test_readme_usage_runs_and_says_true():
     assert np.array_equal(ns["updated"][5], np.ones(64, np.float32))
     assert ns["out"].shape == (2, 64) and np.array_equal(ns["out"].host, ns["t"].numpy()[[7, 9]])
     assert ns["hidden"].shape == (1, 16) and isinstance(ns["hidden"], np.ndarray)
+    cache = ns["cache"].numpy()           # README's in-place KV-cache writes: rows 17 and 18 written, then added
+    assert (cache[17:19] == 2).all() and not cache[:17].any() and not cache[19:].any()
+    assert (ns["row"].numpy() == 2).all()
     assert ns["bufs"]["output"].read().view(np.float32).tolist() == [0, 1, 2, 3, 2, 3, 4, 5]
