@@ -27,7 +27,7 @@ True
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -90,3 +90,25 @@ PLANS: dict[str, Callable[..., Plan]] = {
     "scatter_nd": scatter_nd,
     "scatter_elements": scatter_elements,
 }
+_P = TypeVar("_P", bound=Callable[..., Plan])
+
+
+def register(name: str) -> Callable[[_P], _P]:
+    """A decorator that makes a plan function the row ``name`` of PLANS (a new operator's plan, written beside
+    its layer-2 function: README, "Adding an operator"); ValueError if the name has a row already.
+
+    Examples
+    --------
+    >>> from dmlgpu import ops
+    >>> @ops.register("gather_again")
+    ... def gather_again(*args):
+    ...     return ops.gather(*args)
+    >>> ops.PLANS.pop("gather_again") is gather_again
+    True
+    """
+    def add(plan: _P) -> _P:
+        if name in PLANS:
+            raise ValueError(f"ops.register: {name!r} has a row of ops.PLANS already")
+        PLANS[name] = plan
+        return plan
+    return add
