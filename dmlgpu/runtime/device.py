@@ -52,13 +52,16 @@ _REPLAYS = 16            # recorded synchronous runs kept per device, submitted 
 _MAX_QUEUED = 64         # eager runs a batch holds before it is submitted (Device's max_queued default)
 
 
+STAGING_ALIGN = 16       # bytes: each piece of a run's staging buffer starts at a multiple of this
+
+
 def _packed(sizes) -> list:
-    """Byte offsets of consecutive pieces of these sizes in one staging buffer, each at a multiple of 16,
-    followed by the total they take."""
+    """Byte offsets of consecutive pieces of these sizes in one staging buffer, each at a multiple of
+    STAGING_ALIGN, followed by the total they take."""
     out, pos = [], 0
     for n in sizes:
         out.append(pos)
-        pos += -(-n // 16) * 16
+        pos += -(-n // STAGING_ALIGN) * STAGING_ALIGN
     return out + [pos]
 
 
