@@ -4,6 +4,8 @@ the shape an operator expects. Every failure is a DescError naming the member an
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -67,9 +69,64 @@ class OperatorDesc:
                                 f"{first}.DataType ({tensors[first].data_type.name})")
         return tensors
 
+    def checked(self, level) -> tuple[TensorDesc, ...]:
+        """The common rules checked at ``level`` (a FeatureLevel or its name): the tensors in TENSORS' order,
+        each named as its member."""
+        tensors = self._check_common(FeatureLevel.parse(level))
+        return tuple(tensors[member] for _, member, _ in self.TENSORS)
+
     def plan(self, level) -> Plan:
         """Checks every rule of the operator's page at ``level``; returns the Plan that runs it."""
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class GatherTensors(OperatorDesc):
+    """The tensors of the gathers' descriptors (their first fields)."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    output: TensorDesc
+
+    TENSORS = (("input", "InputTensor", "data"), ("indices", "IndicesTensor", "indices"),
+               ("output", "OutputTensor", "data"))
+    BINDINGS = ("input", "indices", "output")
+
+
+@dataclass(frozen=True)
+class ScatterTensors(OperatorDesc):
+    """The tensors of the scatters' descriptors (their first fields)."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    updates: TensorDesc
+    output: TensorDesc
+
+    TENSORS = (("input", "InputTensor", "data"), ("indices", "IndicesTensor", "indices"),
+               ("updates", "UpdatesTensor", "data"), ("output", "OutputTensor", "data"))
+    BINDINGS = ("input", "indices", "updates", "output")
+
+
+# What every descriptor's docstring shares (``%(raises)s``, filled in by documented()): its Raises section and
+# the first lines of its example
+_DOC_PARTS = {"raises": """\
+    Raises
+    ------
+    dmlgpu.DescError
+        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
+        message names the member and the rule).
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> from dmlgpu import DataType as T, TensorDesc as D"""}
+_C = TypeVar("_C", bound=type)
+
+
+def documented(cls: _C) -> _C:
+    """``cls`` with the shared parts of its docstring filled in."""
+    cls.__doc__ = (cls.__doc__ or "") % _DOC_PARTS
+    return cls
 
 
 def check_count(value, name: str, low: int, high: int, high_name: str, closed: bool) -> int:

@@ -37,9 +37,8 @@ or on the device given as ``prepare(model, "CPU", dml_device=...)`` (a dmlgpu.De
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -51,11 +50,11 @@ from onnx import TensorProto, numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device as OnnxDevice, DeviceType, namedtupledict
 
 from .device import Device, as_device
-from .onnx_graph import Node, attributes, declared, feeds as check_feeds, unsupported, value_types
+from .onnx_graph import (ModelSource, Node, attributes, declared, feeds as check_feeds, load_model, opset_of,
+                         unsupported, value_types)
 from .onnx_ops import DATA_INPUTS, HOST_ONLY, INDEX_TYPES, MODE, OPERATORS, PLUMBING, Value, shape_gather
 from .tensor import Tensor, tensor
 
-ModelSource = Union[onnx.ModelProto, str, "os.PathLike[str]", bytes]
 __all__ = ["DmlgpuBackend", "DmlgpuRep", "MODE", "UnsupportedModelError", "is_compatible", "prepare", "run_model",
            "run_node", "supports_device", "unsupported"]
 
@@ -240,21 +239,6 @@ def _check_integer_types(node: onnx.NodeProto, types: dict[str, int]) -> None:
                 f"(shapes, indices) only, on the host, never on data")
 
 
-def _load(model: ModelSource) -> onnx.ModelProto:
-    """A ModelProto, from itself, a path or serialized bytes."""
-    if isinstance(model, onnx.ModelProto):
-        return model
-    if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
-    if isinstance(model, (str, os.PathLike)):
-        return onnx.load(os.fspath(model))
-    raise TypeError(f"prepare(): model must be an onnx.ModelProto, a path or bytes, not {type(model).__name__}")
-
-
-def _opset(model: onnx.ModelProto) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
-
-
 class DmlgpuBackend(Backend):
     """ONNX's backend interface (onnx.backend.base.Backend) over dmlgpu: what the module's docstring says it
     runs, on the host's device "CPU". Its class methods are also the module's functions (prepare, run_model,
@@ -285,7 +269,7 @@ class DmlgpuBackend(Backend):
         --------
         See prepare() (its model is compatible; one with any other operator is not).
         """
-        return cls.supports_device(device) and not unsupported(_load(model).graph)
+        return cls.supports_device(device) and not unsupported(load_model(model).graph)
 
     @classmethod
     def prepare(cls, model: ModelSource, device: str = "CPU", **kwargs: Any) -> DmlgpuRep:
@@ -340,10 +324,10 @@ class DmlgpuBackend(Backend):
         """
         if not cls.supports_device(device):
             raise ValueError(f"dmlgpu.onnx takes its inputs on the host: device 'CPU', not {device!r}")
-        model = _load(model)
+        model = load_model(model)
         dev = as_device(kwargs.get("dml_device"), "prepare()", "dml_device")
         super().prepare(model, device, **kwargs)
-        return DmlgpuRep(model.graph, dev, _opset(model))
+        return DmlgpuRep(model.graph, dev, opset_of(model))
 
     @classmethod
     def run_model(cls, model: ModelSource, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple[Any, ...]:
@@ -388,12 +372,14 @@ class DmlgpuBackend(Backend):
             In the node's input order, or by name.
         device : str
             "CPU".
+        outputs_info : sequence of (dtype, shape), optional
+            Not used: ONNX's backend interface passes it (the outputs' types and shapes come from the run).
         dml_device : dmlgpu.Device or int, keyword
             As prepare()'s.
 
         Returns
         -------
-        tuple
+        tuple of np.ndarray or Tensor
             The node's outputs (as DmlgpuRep.run returns them).
 
         Raises

@@ -2,8 +2,9 @@
 as declared (Input) and as given to run() (feeds)."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Union
 
 import numpy as np
 import onnx
@@ -12,6 +13,8 @@ from . import functions
 from .device import Device
 from .onnx_ops import LAYER_2, OPERATORS, PLUMBING, NodeError, Value
 from .tensor import Tensor
+
+ModelSource = Union[onnx.ModelProto, str, "os.PathLike[str]", bytes]   # what prepare() takes
 
 
 def attributes(node: onnx.NodeProto, defaults: dict[str, Any]) -> dict[str, Any]:
@@ -143,3 +146,18 @@ def feeds(inputs: Any, declared_inputs: list[Input], constants: Mapping[str, Any
                                      f"input {decl.name!r}")
     return feeds
 
+
+def load_model(model: ModelSource) -> onnx.ModelProto:
+    """A ModelProto, from itself, a path or serialized bytes."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray)):
+        return onnx.load_from_string(bytes(model))
+    if isinstance(model, (str, os.PathLike)):
+        return onnx.load(os.fspath(model))
+    raise TypeError(f"prepare(): model must be an onnx.ModelProto, a path or bytes, not {type(model).__name__}")
+
+
+def opset_of(model: onnx.ModelProto) -> int:
+    """The model's opset of the default domain (18 when it names none)."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from . import ops
 from .compiled import CompiledOperator
-from .desc_rules import (ND_RULE, OperatorDesc, check_count, check_leading_ones, check_reduction, check_same_but_axis,
-                         check_same_sizes, conform, input_copy, layout, nd_layouts)
-from .dtypes import FeatureLevel
+from .desc_rules import (ND_RULE, GatherTensors, OperatorDesc, ScatterTensors, check_count, check_leading_ones,
+                         check_reduction, check_same_but_axis, check_same_sizes, conform, documented, input_copy, layout,
+                         nd_layouts)
 from .index_map import take_shape
 from .plan import Plan
 from .tensor_desc import TensorDesc
@@ -18,8 +18,9 @@ __all__ = ["CompiledOperator", "GatherDesc", "GatherElementsDesc", "GatherNDDesc
            "ScatterElementsDesc"]
 
 
+@documented
 @dataclass(frozen=True)
-class GatherDesc(OperatorDesc):
+class GatherDesc(GatherTensors):
     """DML_GATHER_OPERATOR_DESC: output[..] = input[.., indices[..], ..] along ``axis``.
 
     Parameters
@@ -31,16 +32,7 @@ class GatherDesc(OperatorDesc):
     index_dimensions : int
         IndicesTensor's meaningful (trailing) dimensions.
 
-    Raises
-    ------
-    dmlgpu.DescError
-        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
-        message names the member and the rule).
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> from dmlgpu import DataType as T, TensorDesc as D
+%(raises)s
     >>> desc = dmlgpu.GatherDesc(D(T.FLOAT32, [1, 1, 3, 2]), D(T.UINT32, [1, 1, 1, 2]), D(T.FLOAT32, [1, 1, 2, 2]),
     ...                          axis=2, index_dimensions=1)
     >>> dev = dmlgpu.default_device()
@@ -51,20 +43,13 @@ class GatherDesc(OperatorDesc):
     array([4., 5., 0., 1.], dtype=float32)
     """
 
-    input: TensorDesc
-    indices: TensorDesc
-    output: TensorDesc
     axis: int
     index_dimensions: int
 
     OPERATOR = "GATHER"
-    TENSORS = (("input", "InputTensor", "data"), ("indices", "IndicesTensor", "indices"),
-               ("output", "OutputTensor", "data"))
-    BINDINGS = ("input", "indices", "output")
 
     def plan(self, level) -> Plan:
-        t = self._check_common(FeatureLevel.parse(level))
-        inp, idx, out = t["InputTensor"], t["IndicesTensor"], t["OutputTensor"]
+        inp, idx, out = self.checked(level)
         r = inp.dimension_count
         axis = check_count(self.axis, "Axis", 0, r, "InputTensor.DimensionCount", False)
         # The page says [0, DimensionCount), but its examples 1 and 3 use IndexDimensions == DimensionCount.
@@ -77,9 +62,11 @@ class GatherDesc(OperatorDesc):
         return ops.gather(layout(inp), idx_lay, out_lay, axis, inp.data_type.numpy, idx.data_type.numpy)
 
 
+@documented
 @dataclass(frozen=True)
-class GatherElementsDesc(OperatorDesc):
-    """DML_GATHER_ELEMENTS_OPERATOR_DESC: output[i,j,..] = input[.., indices[i,j,..] at Axis, ..].
+class GatherElementsDesc(GatherTensors):
+    """DML_GATHER_ELEMENTS_OPERATOR_DESC: output[i,j,..] = input[.., indices[i,j,..] at Axis, ..], one element
+    per index (numpy.take_along_axis).
 
     Parameters
     ----------
@@ -87,38 +74,24 @@ class GatherElementsDesc(OperatorDesc):
         OutputTensor of IndicesTensor's sizes.
     axis : int
 
-    Raises
-    ------
-    dmlgpu.DescError
-        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
-        message names the member and the rule).
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> from dmlgpu import DataType as T, TensorDesc as D
+%(raises)s
     >>> desc = dmlgpu.GatherElementsDesc(D(T.FLOAT32, [1, 1, 2, 3]), D(T.UINT32, [1, 1, 2, 2]),
     ...                                  D(T.FLOAT32, [1, 1, 2, 2]), axis=3)
     >>> dev = dmlgpu.default_device()
+    >>> op = dev.compile(desc)
+    >>> inp, idx = dev.buffer(np.arange(6, dtype=np.float32)), dev.buffer(np.array([2, 0, 1, 1], np.uint32))
     >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
-    >>> dev.compile(desc).execute(input=dev.buffer(np.arange(6, dtype=np.float32)),
-    ...                           indices=dev.buffer(np.array([2, 0, 1, 1], np.uint32)), output=out)
+    >>> op.execute(input=inp, indices=idx, output=out)
     >>> out.read().view(np.float32)
     array([2., 0., 4., 4.], dtype=float32)
     """
 
-    input: TensorDesc
-    indices: TensorDesc
-    output: TensorDesc
     axis: int
 
     OPERATOR = "GATHER_ELEMENTS"
-    TENSORS = GatherDesc.TENSORS
-    BINDINGS = GatherDesc.BINDINGS
 
     def plan(self, level) -> Plan:
-        t = self._check_common(FeatureLevel.parse(level))
-        inp, idx, out = t["InputTensor"], t["IndicesTensor"], t["OutputTensor"]
+        inp, idx, out = self.checked(level)
         axis = check_count(self.axis, "Axis", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
         check_same_but_axis(idx, inp, axis)
         check_same_sizes(out, idx)
@@ -126,9 +99,11 @@ class GatherElementsDesc(OperatorDesc):
                                    idx.data_type.numpy)
 
 
+@documented
 @dataclass(frozen=True)
-class GatherNDDesc(OperatorDesc):
-    """DML_GATHER_ND_OPERATOR_DESC: output[..] = input[indices[..]] on whole sub-blocks.
+class GatherNDDesc(GatherTensors):
+    """DML_GATHER_ND_OPERATOR_DESC: output[..] = input[indices[..]] on whole sub-blocks, each index tuple
+    addressing InputTensor's leading meaningful dimensions.
 
     Parameters
     ----------
@@ -137,40 +112,26 @@ class GatherNDDesc(OperatorDesc):
         The meaningful (trailing) dimensions of InputTensor and IndicesTensor; IndicesTensor's last one
         holds each index tuple.
 
-    Raises
-    ------
-    dmlgpu.DescError
-        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
-        message names the member and the rule).
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> from dmlgpu import DataType as T, TensorDesc as D
+%(raises)s
     >>> desc = dmlgpu.GatherNDDesc(D(T.FLOAT32, [1, 1, 2, 2]), D(T.UINT32, [1, 1, 2, 2]), D(T.FLOAT32, [1, 1, 1, 2]),
     ...                            input_dimension_count=2, indices_dimension_count=2)
     >>> dev = dmlgpu.default_device()
-    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
-    >>> dev.compile(desc).execute(input=dev.buffer(np.arange(4, dtype=np.float32)),
-    ...                           indices=dev.buffer(np.array([1, 0, 0, 1], np.uint32)), output=out)
-    >>> out.read().view(np.float32)
+    >>> buffers = dict(input=dev.buffer(np.arange(4, dtype=np.float32)),
+    ...                indices=dev.buffer(np.array([1, 0, 0, 1], np.uint32)),
+    ...                output=dev.buffer(nbytes=desc.output.total_size_in_bytes))
+    >>> dev.compile(desc).execute(**buffers)
+    >>> buffers["output"].read().view(np.float32)
     array([2., 1.], dtype=float32)
     """
 
-    input: TensorDesc
-    indices: TensorDesc
-    output: TensorDesc
     input_dimension_count: int
     indices_dimension_count: int
 
     OPERATOR = "GATHER_ND"
-    TENSORS = GatherDesc.TENSORS
-    BINDINGS = GatherDesc.BINDINGS
     batch_dimension_count = 0
 
     def plan(self, level) -> Plan:
-        t = self._check_common(FeatureLevel.parse(level))
-        inp, idx, out = t["InputTensor"], t["IndicesTensor"], t["OutputTensor"]
+        inp, idx, out = self.checked(level)
         b = self.batch_dimension_count
         if self.OPERATOR == "GATHER_ND1":
             b = check_count(b, "BatchDimensionCount", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
@@ -180,9 +141,11 @@ class GatherNDDesc(OperatorDesc):
         return ops.gather_nd(in_lay, idx_lay, out_lay, b, inp.data_type.numpy, idx.data_type.numpy)
 
 
+@documented
 @dataclass(frozen=True)
 class GatherND1Desc(GatherNDDesc):
-    """DML_GATHER_ND1_OPERATOR_DESC: GATHER_ND with leading batch dimensions shared by input and indices.
+    """DML_GATHER_ND1_OPERATOR_DESC: GATHER_ND with leading batch dimensions shared by input and indices, gathered
+    batch by batch.
 
     Parameters
     ----------
@@ -192,25 +155,17 @@ class GatherND1Desc(GatherNDDesc):
     batch_dimension_count : int
         Leading meaningful dimensions shared by InputTensor and IndicesTensor.
 
-    Raises
-    ------
-    dmlgpu.DescError
-        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
-        message names the member and the rule).
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> from dmlgpu import DataType as T, TensorDesc as D
+%(raises)s
     >>> desc = dmlgpu.GatherND1Desc(D(T.FLOAT32, [1, 1, 2, 2]), D(T.UINT32, [1, 1, 2, 1]),
     ...                             D(T.FLOAT32, [1, 1, 1, 2]), input_dimension_count=2, indices_dimension_count=2,
     ...                             batch_dimension_count=1)
     >>> dev = dmlgpu.default_device()
-    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
-    >>> dev.compile(desc).execute(input=dev.buffer(np.arange(4, dtype=np.float32)),
-    ...                           indices=dev.buffer(np.array([1, 0], np.uint32)), output=out)
-    >>> out.read().view(np.float32)
-    array([1., 2.], dtype=float32)
+    >>> op, out = dev.compile(desc), dev.buffer(nbytes=desc.output.total_size_in_bytes)
+    >>> for table in (np.arange(4, dtype=np.float32), np.arange(4, 8, dtype=np.float32)):   # compiled once
+    ...     op.execute(input=dev.buffer(table), indices=dev.buffer(np.array([1, 0], np.uint32)), output=out)
+    ...     print(out.read().view(np.float32))
+    [1. 2.]
+    [5. 6.]
     """
 
     batch_dimension_count: int = 0
@@ -218,8 +173,9 @@ class GatherND1Desc(GatherNDDesc):
     OPERATOR = "GATHER_ND1"
 
 
+@documented
 @dataclass(frozen=True)
-class ScatterNDDesc(OperatorDesc):
+class ScatterNDDesc(ScatterTensors):
     """DML_SCATTER_ND_OPERATOR_DESC: output = input; output[indices[..]] = updates[..] (sub-blocks).
     Duplicate targets: the update last in row-major order of the indices wins (dmlgpu's guarantee).
 
@@ -235,16 +191,7 @@ class ScatterNDDesc(OperatorDesc):
         The meaningful (trailing) dimensions of InputTensor and IndicesTensor.
     reduction : {"none", "add", "mul", "min", "max"}
 
-    Raises
-    ------
-    dmlgpu.DescError
-        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
-        message names the member and the rule).
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> from dmlgpu import DataType as T, TensorDesc as D
+%(raises)s
     >>> desc = dmlgpu.ScatterNDDesc(D(T.INT32, [1, 1, 1, 4]), D(T.UINT32, [1, 1, 2, 1]), D(T.INT32, [1, 1, 1, 2]),
     ...                             D(T.INT32, [1, 1, 1, 4]), input_dimension_count=1, indices_dimension_count=2)
     >>> dev = dmlgpu.default_device()
@@ -256,22 +203,14 @@ class ScatterNDDesc(OperatorDesc):
     array([0, 6, 0, 5], dtype=int32)
     """
 
-    input: TensorDesc
-    indices: TensorDesc
-    updates: TensorDesc
-    output: TensorDesc
     input_dimension_count: int
     indices_dimension_count: int
     reduction: str = "none"
 
     OPERATOR = "SCATTER_ND"
-    TENSORS = (("input", "InputTensor", "data"), ("indices", "IndicesTensor", "indices"),
-               ("updates", "UpdatesTensor", "data"), ("output", "OutputTensor", "data"))
-    BINDINGS = ("input", "indices", "updates", "output")
 
     def plan(self, level) -> Plan:
-        t = self._check_common(FeatureLevel.parse(level))
-        inp, idx, upd, out = (t[n] for n in ("InputTensor", "IndicesTensor", "UpdatesTensor", "OutputTensor"))
+        inp, idx, upd, out = self.checked(level)
         check_same_sizes(out, inp)
         in_lay, idx_lay, expected = nd_layouts(inp, idx, self.input_dimension_count,
                                                 self.indices_dimension_count, 0)
@@ -280,8 +219,9 @@ class ScatterNDDesc(OperatorDesc):
                               idx.data_type.numpy, check_reduction(self.reduction), input_copy(inp, out))
 
 
+@documented
 @dataclass(frozen=True)
-class ScatterElementsDesc(OperatorDesc):
+class ScatterElementsDesc(ScatterTensors):
     """DML_SCATTER_OPERATOR_DESC (SCATTER_ELEMENTS): output = input; output[.., indices[i,j,..], ..] =
     updates[i,j,..]. Duplicate targets: the update last in row-major order wins (dmlgpu's guarantee).
 
@@ -296,41 +236,25 @@ class ScatterElementsDesc(OperatorDesc):
     axis : int
     reduction : {"none", "add", "mul", "min", "max"}
 
-    Raises
-    ------
-    dmlgpu.DescError
-        From ``Device.compile()``: a rule of the DirectML page broken at the device's feature level (the
-        message names the member and the rule).
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> from dmlgpu import DataType as T, TensorDesc as D
+%(raises)s
     >>> desc = dmlgpu.ScatterElementsDesc(D(T.INT32, [1, 1, 2, 2]), D(T.UINT32, [1, 1, 1, 2]),
     ...                                   D(T.INT32, [1, 1, 1, 2]), D(T.INT32, [1, 1, 2, 2]), axis=2, reduction="add")
     >>> dev = dmlgpu.default_device()
-    >>> out = dev.buffer(nbytes=desc.output.total_size_in_bytes)
-    >>> dev.compile(desc).execute(input=dev.buffer(np.ones(4, np.int32)),
-    ...                           indices=dev.buffer(np.array([1, 0], np.uint32)),
-    ...                           updates=dev.buffer(np.array([5, 6], np.int32)), output=out)
-    >>> out.read().view(np.int32)
+    >>> data = dev.buffer(np.ones(4, np.int32))          # updated in place: bound as input and output
+    >>> op = dev.compile(desc)
+    >>> op.execute(input=data, indices=dev.buffer(np.array([1, 0], np.uint32)),
+    ...            updates=dev.buffer(np.array([5, 6], np.int32)), output=data)
+    >>> data.read().view(np.int32)
     array([1, 7, 6, 1], dtype=int32)
     """
 
-    input: TensorDesc
-    indices: TensorDesc
-    updates: TensorDesc
-    output: TensorDesc
     axis: int
     reduction: str = "none"
 
     OPERATOR = "SCATTER_ELEMENTS"
-    TENSORS = ScatterNDDesc.TENSORS
-    BINDINGS = ScatterNDDesc.BINDINGS
 
     def plan(self, level) -> Plan:
-        t = self._check_common(FeatureLevel.parse(level))
-        inp, idx, upd, out = (t[n] for n in ("InputTensor", "IndicesTensor", "UpdatesTensor", "OutputTensor"))
+        inp, idx, upd, out = self.checked(level)
         axis = check_count(self.axis, "Axis", 0, inp.dimension_count, "InputTensor.DimensionCount", False)
         check_same_sizes(out, inp)
         check_same_but_axis(idx, inp, axis)
