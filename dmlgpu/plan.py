@@ -9,7 +9,8 @@ import numpy as np
 
 from . import kernels
 from .errors import DeviceError
-from .index_map import P_ADDR, P_END, P_TOTAL, U32, IndexMap, Layout, elements_lines, elements_map, magic
+from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
+from .index_map import U32 as _U32     # 2^32 (index_map's)
 from .runtime import Buffer, Device, Dispatch
 
 
@@ -181,7 +182,7 @@ class ScatterPlan(_MapPlan):
 
     def __init__(self, index_map: IndexMap, index_dtype, copy_map: IndexMap):
         super().__init__(index_map, index_dtype)
-        if self.map.count >= U32 - 1:
+        if self.map.count >= _U32 - 1:
             raise DeviceError(f"a scatter of {self.map.count} update units: its claims are 32-bit, so at most "
                               f"2^32 - 2 units; split it into smaller ones")
         self.words: Any = self.map.params(self.signed) if self.narrow else None   # None: wide only
