@@ -1,13 +1,13 @@
 """Each deliberate fast path against the general path on the same inputs, bit for bit: the call template of
 repeated Tensor calls (dmlgpu/calls.py), the single-dispatch scatter of at most a workgroup of rows
 (plan.ScatterPlan's SMALL), and NumPy-in/out calls that keep their device buffers for the next call of their
-signature (functions.KEEP_BYTES). Scatters use duplicate indices (the last update wins), and every result is
+signature (up to KEEP_BYTES). Scatters use duplicate indices (the last update wins), and every result is
 also checked against NumPy's."""
 import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import calls, functions, ops, reference
+from dmlgpu import calls, ops, reference
 from dmlgpu.index_map import Layout, nd_map
 from dmlgpu.plan import ScatterPlan
 
@@ -130,4 +130,3 @@ def test_kept_buffers_agree_with_the_general_path(device, case):
         assert _bits(kept) == _bits(general), (name, step)
         np.testing.assert_array_equal(kept, ref(*operands))
         assert any(sig[0] == fn.__name__ for sig in device._kept), "the call kept no buffers"
-    assert sum(x.nbytes for x in operands) <= functions.KEEP_BYTES
