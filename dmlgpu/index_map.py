@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import DeviceError
+from .kernels import UNITS
 
 MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes (after folding)
 # The parameter words (uint32 offsets; shaders/index_map.glsl names the same ones, and tests/test_kernels.py
@@ -32,10 +33,18 @@ P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists st
 P_ADDR = P_END + 8            # ADDR variants (scatter reductions): the same lists as 32-bit pairs, from here
 PARAM_WORDS = P_END           # size of the index map's parameter block
 FLAG_SIGNED, FLAG_ROWS = 1, 4   # bits of P[P_FLAGS]
-UNITS = (16, 8, 4, 2, 1)
 ROW_LOOP_MAX = 4096   # units of the longest row a row-loop iteration moves (IndexMap.row_loop_ok) ...
 ROW_LOOP_ROWS = 64    # ... and the fewest rows worth it
-_U32 = 2**32
+U32 = 2**32          # values of a 32-bit word: the 32-bit kernels' counts and offsets stay below U32 - 1
+
+
+def packed_strides(sizes) -> tuple[int, ...]:
+    """Row-major strides, in elements, of a packed tensor of these sizes."""
+    strides, step = [], 1
+    for size in reversed(sizes):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
 
 
 class Layout(NamedTuple):
@@ -46,12 +55,9 @@ class Layout(NamedTuple):
 
     @classmethod
     def packed(cls, shape) -> "Layout":
+        """The layout of a packed (row-major) tensor of this shape."""
         shape = tuple(int(s) for s in shape)
-        strides, step = [], 1
-        for size in reversed(shape):
-            strides.append(step)
-            step *= size
-        return cls(shape, tuple(reversed(strides)))
+        return cls(shape, packed_strides(shape))
 
     def disjoint(self) -> bool:
         """True when no two elements share an offset (the strides of the dimensions, smallest first, each
@@ -121,7 +127,7 @@ class IndexMap:
             return self
         elem = self.unit
         strides = [s for d in self.dims[:-1] for s in (d.dense, d.data)] + [t for _, t in self.tuple_dims]
-        for unit in UNITS:
+        for unit in reversed(UNITS):       # the widest first
             if unit <= elem:
                 return self
             if unit % elem == 0 and (inner.size * elem) % unit == 0 and all(s * elem % unit == 0 for s in strides):
@@ -163,7 +169,7 @@ class IndexMap:
             last = [sum((d.size - 1) * getattr(d, t) for d in self.dims) for t in ("dense", "data", "index")]
             last[1] += sum((n - 1) * t for n, t in self.tuple_dims)
             last[2] += (len(self.tuple_dims) - 1) * self.tuple_stride if self.tuple_dims else 0
-            fits = max([self.count] + last) < _U32 - 1
+            fits = max([self.count] + last) < U32 - 1
             object.__setattr__(self, "_fits_32_bits", fits)      # not a field: equality and hash ignore it
         return fits
 
@@ -195,7 +201,7 @@ class IndexMap:
             p[P_FLAGS] |= FLAG_ROWS
         for i, d in enumerate(d for d in self.dims if d.size > 1):   # size-1 dimensions add nothing
             p[P_SHAPE + i], p[P_DENSE + i], p[P_DATA + i], p[P_INDEX + i] = d
-            if d.size < _U32:     # WIDE kernels divide by sizes of 2^32 and more in 64 bits (magic 0)
+            if d.size < U32:     # WIDE kernels divide by sizes of 2^32 and more in 64 bits (magic 0)
                 p[P_MAGIC + i], p[P_SHIFT + i] = magic(d.size)
         for k, (n, t) in enumerate(self.tuple_dims):
             p[P_TDIM + k], p[P_TDATA + k] = n, t
@@ -205,9 +211,9 @@ class IndexMap:
 def magic(n: int) -> tuple[int, int]:
     """(m, l) such that i // n == (t + ((i - t) >> 1)) >> (l - 1) with t = (m * i) >> 32, for every
     32-bit i and 2 <= n < 2^32 (Granlund-Montgomery; index_map.glsl's divide())."""
-    assert 2 <= n < _U32, "folded iteration sizes are at least 2"
+    assert 2 <= n < U32, "folded iteration sizes are at least 2"
     l = (n - 1).bit_length()
-    return (_U32 * ((1 << l) - n)) // n + 1, l
+    return (U32 * ((1 << l) - n)) // n + 1, l
 
 
 # ---- The three shapes of index maps. Each takes layouts of meaningful (unpadded) dimensions. ----

@@ -47,8 +47,8 @@ SORT_BUFFERS = 6              # a sorted reduction's radix_scatter binds (below:
 
 def vec_sizes(unit: int) -> tuple:
     """Bytes of a packed dense tensor that a VEC gather of ``unit``-byte units writes per iteration: a word
-    for 1- and 2-byte units (16 bytes of them measured 1.1-1.3x slower on an H200: 16 serial units per
-    invocation), 16 bytes for 4- and 8-byte units; none for 16-byte units."""
+    for 1- and 2-byte units, 16 bytes for 4- and 8-byte units; none for 16-byte units (why: bench/RESULTS.md,
+    "Design notes moved from docstrings")."""
     return (4,) if unit < 4 else (16,) if unit < 16 else ()
 
 

@@ -10,9 +10,9 @@ import numpy as np
 from . import kernels
 from .errors import DeviceError
 from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
+from .index_map import U32 as _U32     # 2^32 (index_map's)
 from .runtime import Buffer, Device, Dispatch
 
-_U32 = 2**32
 
 
 class Plan:
@@ -43,11 +43,16 @@ def needs_wide(device: Device, index_map: IndexMap, *buffers) -> bool:
     return wide
 
 
+# The tensors whose block lists a WIDE or ADDR variant's parameters carry, in addressing.glsl's SLOT_* order
+# (tests/test_kernels.py checks it): the indices, the data tensor, the dense tensor, the scatter claims
+WIDE_SLOTS = ("IDX", "DATA", "DENSE", "OWNER")
+
+
 def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
     """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
-    ``slots`` (units.glsl's SLOT_* order: indices, data, dense, owner; None: absent). The buffer's ``recipe``
-    (its words and the ids of the ``slots`` it was made for) lets a call template make it again for other
-    buffers (dmlgpu/calls.py)."""
+    ``slots`` (WIDE_SLOTS' order; None:
+    absent). The buffer's ``recipe`` (its words and the ids of the ``slots`` it was made for) lets a call
+    template make it again for other buffers (dmlgpu/calls.py)."""
     buf, fresh = device._params(np.concatenate([words, device._block_table(slots, len(words))]))
     buf.recipe = (words, tuple(None if b is None else id(b) for b in slots))
     return buf, fresh
@@ -192,7 +197,7 @@ class ScatterPlan(_MapPlan):
                 shift = min(((s & -s).bit_length() - 1 for s in strides if s), default=0)
                 rows = IndexMap(m.dims[:-1], m.tuple_dims, m.tuple_stride, m.unit)
                 last = sum((d.size - 1) * d.data for d in rows.dims) + sum((n - 1) * t for n, t in m.tuple_dims)
-                self.owner_words = (last >> shift) + 1
+                self.claim_words = (last >> shift) + 1
                 self.row_words = np.zeros(P_END + 2, dtype=np.uint32)
                 self.row_words[:P_END] = rows.params(self.signed)
                 self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
@@ -221,19 +226,19 @@ class ScatterPlan(_MapPlan):
         beside = _sizes(input, indices, output, updates)
         units = -(-output.nbytes // m.unit)
         if m.count and not wide and device.info.max_per_stage_storage_buffers < kernels.SCATTER_BUFFERS:
-            owner = device.zeroed(CLAIMS, 4 * units, beside)
-            if not owner.chunked:
-                return self._few_buffers(device, input, indices, output, updates, owner, units)
+            claims = device.zeroed(CLAIMS, 4 * units, beside)
+            if not claims.chunked:
+                return self._few_buffers(device, input, indices, output, updates, claims, units)
         if m.count and not wide:
-            owner = device.zeroed(CLAIMS, 4 * (self.owner_words if self.row_words is not None else units), beside)
-            wide = owner.chunked                          # (claim scratch held in several blocks)
+            claims = device.zeroed(CLAIMS, 4 * (self.claim_words if self.row_words is not None else units), beside)
+            wide = claims.chunked                          # (claim scratch held in several blocks)
         if wide:
-            owner = device.zeroed(CLAIMS, 4 * units, beside)
-            needs_wide(device, m, indices, output, updates, owner)
-            params, fresh = wide_params(device, self.wide_words(), indices, output, updates, owner)
+            claims = device.zeroed(CLAIMS, 4 * units, beside)
+            needs_wide(device, m, indices, output, updates, claims)
+            params, fresh = wide_params(device, self.wide_words(), indices, output, updates, claims)
             uploads = [params] if fresh else []
             scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes, wide=True),
-                                (params, indices, output, updates, owner), m.count, wide=True)
+                                (params, indices, output, updates, claims), m.count, wide=True)
                        for kernel in ("scatter_claim", "scatter_write")]
             return self._with_copy(device, input, output, scatter, uploads)
         pairs = [device._params(self.words)] if m.count else []
@@ -244,17 +249,17 @@ class ScatterPlan(_MapPlan):
             scatter = []
         elif self.row_words is None:
             scatter = [Dispatch(kernels.variant(kernel, m.unit, self.index_bytes),
-                                (words[0], indices, output, updates, owner), m.count)
+                                (words[0], indices, output, updates, claims), m.count)
                        for kernel in ("scatter_claim", "scatter_write")]
         else:
             rows = int(self.row_words[P_TOTAL])
             claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
-            scatter = [Dispatch(claim, (words[1], indices, output, updates, owner), rows),
-                       Dispatch(write, (words[0], indices, output, updates, owner), m.count),
-                       Dispatch(clear, (words[1], indices, output, updates, owner), rows)]
+            scatter = [Dispatch(claim, (words[1], indices, output, updates, claims), rows),
+                       Dispatch(write, (words[0], indices, output, updates, claims), m.count),
+                       Dispatch(clear, (words[1], indices, output, updates, claims), rows)]
         return self._with_copy(device, input, output, scatter, uploads)
 
-    def _few_buffers(self, device, input, indices, output, updates, owner, units) -> tuple[list, list]:
+    def _few_buffers(self, device, input, indices, output, updates, claims, units) -> tuple[list, list]:
         """The claims and the writes for a device that binds fewer than kernels.SCATTER_BUFFERS storage
         buffers (scatter_claim.comp's and scatter_write.comp's FEW): each update claims its target unit, then
         each of the output's ``units`` that was claimed takes its winner's update (no index read)."""
@@ -264,9 +269,9 @@ class ScatterPlan(_MapPlan):
         (claim, fresh), (write, write_fresh) = device._params(self.words), device._params(write_words)
         uploads = [claim] * fresh + [write] * (write_fresh and write is not claim)
         scatter = [Dispatch(kernels.variant("scatter_claim", m.unit, self.index_bytes, few=True),
-                            (claim, indices, owner), m.count),
+                            (claim, indices, claims), m.count),
                    Dispatch(kernels.variant("scatter_write", m.unit, self.index_bytes, few=True),
-                            (write, output, updates, owner), units)]
+                            (write, output, updates, claims), units)]
         return self._with_copy(device, input, output, scatter, uploads)
 
     def _with_copy(self, device, input, output, scatter, uploads) -> tuple[list, list]:

@@ -5,18 +5,10 @@ from dataclasses import dataclass, field
 
 from .dtypes import DataType
 from .errors import DescError
+from .index_map import U32, packed_strides
 
 MAX_DIMENSIONS = 8
-_UINT32_MAX = 2**32 - 1
-
-
-def packed_strides(sizes) -> tuple[int, ...]:
-    """Row-major strides, in elements, of a packed tensor of these sizes."""
-    strides, step = [], 1
-    for size in reversed(sizes):
-        strides.append(step)
-        step *= size
-    return tuple(reversed(strides))
+_UINT32_MAX = U32 - 1
 
 
 @dataclass(frozen=True)

@@ -94,3 +94,29 @@ def test_each_module_imports_alone():
         """)
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_the_planning_module_knows_neither_layer():
+    """ops.py (operator -> plan) is what both layers call: it imports neither of them, nor what is built on them
+    (the layer-2 driver, the ONNX backend), so that either layer can import it."""
+    graph = _graph()
+    layers = {"dmlgpu.operators", "dmlgpu.desc_rules", "dmlgpu.compiled", "dmlgpu.functions", "dmlgpu.driver",
+              "dmlgpu.numpy_api", "dmlgpu.onnx", "dmlgpu.onnx_ops", "dmlgpu.onnx_graph", "dmlgpu.calls"}
+    seen, todo = set(), ["dmlgpu.ops"]
+    while todo:                       # everything ops.py imports, directly or not
+        for d in graph[todo.pop()] - seen:
+            seen.add(d)
+            todo.append(d)
+    assert not seen & layers, seen & layers
+
+
+# modules allowed past MAX_LINES: the benchmarks' harness, and layer 2 until its build() bodies call ops.py and
+# its operators driver.call (issue 22)
+MAX_LINES = 450
+LONG = {"dmlgpu.functions"}
+
+
+def test_modules_are_short():
+    long = {name: n for name, f in _modules().items() if ".bench" not in name and name not in LONG
+            and (n := len(f.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}; split them by responsibility"

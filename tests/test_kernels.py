@@ -49,6 +49,32 @@ def test_kernel_words_match_the_shaders(shader, module, names):
     assert not {n for n in glsl if re.fullmatch(r"[PR]_[A-Z_]+", n)} - set(names), "a word without a host name"
 
 
+def glsl_defines(name: str) -> dict:
+    """{name: value} of the ``#define NAME <integer>`` lines of a shader file."""
+    return {n: int(v) for n, v in re.findall(r"^#define (\w+) (\d+)u?\b", (SHADERS / name).read_text(), re.M)}
+
+
+def test_reduction_op_codes_match_the_glsl():
+    """kernels.REDUCE_OPS' order is arith.glsl's OP codes (the OP define of every reduction variant)."""
+    ops = {n: v for n, v in glsl_defines("arith.glsl").items() if n.startswith("OP_")}
+    assert ops == {f"OP_{op.upper()}": i for i, op in enumerate(kernels.REDUCE_OPS)}
+
+
+def test_block_list_slots_match_the_glsl():
+    """plan.WIDE_SLOTS, the order of the tensors in a WIDE/ADDR variant's block lists, is addressing.glsl's."""
+    text = (SHADERS / "addressing.glsl").read_text()
+    slots = {n: int(v) for n, v in re.findall(r"SLOT_(\w+) = (\d+)u", text)}
+    assert slots == {name: i for i, name in enumerate(plan.WIDE_SLOTS)}
+
+
+def test_access_units_are_written_once():
+    """The access units of the index-map kernels: kernels.UNITS, which index_map.py takes (widest first)."""
+    assert index_map.UNITS is kernels.UNITS
+    assert re.search(r"UNIT == 16 \? 4u : UNIT == 8 \? 3u : UNIT == 4 \? 2u : UNIT == 2 \? 1u : 0u",
+                     (SHADERS / "gather.comp").read_text())
+    assert kernels.UNITS == (1, 2, 4, 8, 16)
+
+
 def test_line_claims_fit_the_shared_memory_every_device_has():
     assert 4 * kernels.LINE_CLAIM_WORDS <= 16384    # Vulkan's minimum maxComputeSharedMemorySize
 

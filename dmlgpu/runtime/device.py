@@ -1,28 +1,8 @@
 """A Vulkan device opened through Kompute: its buffers (runtime/buffer.py), synchronous runs of kernel
 dispatches and their replays, and the batches of queued eager runs (runtime/batch.py).
 
-Ordering: Kompute's OpAlgoDispatch records no barrier of its own (kp patch 0016), so dmlgpu records one
-global memory barrier before every dispatch (``BEFORE_DISPATCH`` on all memory, kp patch 0017: one
-vkCmdPipelineBarrier, made once per device): all earlier transfer and compute writes are made available and
-visible to the dispatch's reads and writes, and all earlier reads finish first. Two dependent dispatches in
-one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch marked ``barrier=False`` (a
-scatter's copy, independent of the claim pass before it) shares the barrier of the dispatch before it, so
-the two may overlap. Copies into and out of device buffers are preceded by ``BEFORE_COPY``; memory the host
-reads after a submission (staging, or mapped device buffers on unified memory) is made visible to it by a
-global ``BEFORE_HOST_READ`` at the end.
-
-Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) join the device's
-open batch, submitted together when the host needs a result: a host read or write of a buffer the batch
-uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a recording's submission,
-``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open batch per device, shared by
-its threads under the device's lock, so the order of the calls is the order in which the threads got the
-lock. A batch submitted because it is full is not waited for: the next one is collected while the GPU runs
-it. The caching allocator may hand a block that a queued run still uses to a later queued run: the batches
-run in submission order on one queue, and the barrier before each dispatch makes earlier reads and writes
-finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host reads
-and writes of mapped memory, staging transfers, fills, destroying it) first waits for the batch that uses
-it (runtime/batch.py).
-"""
+How runs are ordered and when queued runs are submitted: runtime/runs.py (the mixin Runs); scratch,
+parameter and zeroed buffers: runtime/scratch.py (the mixin Scratch)."""
 from __future__ import annotations
 
 import atexit
@@ -40,26 +20,16 @@ from . import profiles, transfers
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
     open_manager
 from .batch import Batch
-from .buffer import CANARY, Buffer, Dispatch, _block_ids, _copy_ops, as_bytes
+from .buffer import Buffer, _copy_ops, as_bytes
 from .memory import Allocator, Block
 from .pipelines import Pipelines
 from .recording import Recording
+from .runs import Runs
+from .scratch import Scratch
 from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
 
-_PARAMS_CACHE = 256      # parameter buffers kept per device
-_FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the operation's own submission
 _REPLAYS = 16            # recorded synchronous runs kept per device, submitted again when repeated
 _MAX_QUEUED = 64         # eager runs a batch holds before it is submitted (Device's max_queued default)
-
-
-def _packed(sizes) -> list:
-    """Byte offsets of consecutive pieces of these sizes in one staging buffer, each at a multiple of 16,
-    followed by the total they take."""
-    out, pos = [], 0
-    for n in sizes:
-        out.append(pos)
-        pos += -(-n // 16) * 16
-    return out + [pos]
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
@@ -73,7 +43,7 @@ def _save_pipeline_caches() -> None:
             dev._pipelines.save()
 
 
-class Device:
+class Device(Runs, Scratch):
     """A Vulkan device opened through Kompute.
 
     ``index``: as listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else
@@ -373,88 +343,6 @@ class Device:
             raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
         return self
 
-    @property
-    def memory_capacity(self) -> int:
-        """The most bytes of buffers this Device can hold at once: its memory_limit, else the device's largest
-        device-local memory heap."""
-        heap = self.info.device_memory
-        return heap if self.memory_limit is None else min(heap, self.memory_limit)
-
-    def _check_sizes(self, *nbytes: int) -> None:
-        """DeviceError, before any GPU work, if buffers of these sizes (one operation's) cannot be held by the
-        device together."""
-        total, capacity = sum(nbytes), self.memory_capacity
-        if total > capacity:
-            what = f"a tensor of {total} bytes exceeds" if len(nbytes) == 1 else \
-                f"tensors of {' + '.join(map(str, nbytes))} = {total} bytes exceed"
-            raise DeviceError(f"{what} this device's memory ({capacity} bytes, {self.info.name}"
-                              f"{', its memory_limit' if capacity == self.memory_limit else ''}); "
-                              f"split the operation into smaller ones")
-
-
-    def _take(self, nbytes: int) -> Buffer:
-        """A buffer of at least ``nbytes`` whose contents are undefined."""
-        if self._closed:
-            self._open()
-        return Buffer(self, max(4, (nbytes + 3) & ~3))
-
-    def _give(self, *bufs: Buffer) -> None:
-        """Returns _take()n buffers to the allocator now (those a recording uses stay until it goes)."""
-        for buf in bufs:
-            if not buf.pinned:
-                buf._release()
-
-    def _params(self, words: np.ndarray) -> tuple[Buffer, bool]:
-        """(a buffer holding these kernel parameter words, True if it is new: its words are staged and it
-        must be listed among the uploads of the run that uses it). Buffers are shared by equal words, so
-        repeated operations reuse their algorithms."""
-        key = words.tobytes()
-        buf = self._param_buffers.pop(key, None)
-        fresh = buf is None
-        if fresh:
-            if len(self._param_buffers) >= _PARAMS_CACHE:
-                self._param_buffers.pop(next(iter(self._param_buffers)))
-            buf = Buffer(self, words.nbytes, whole=True)    # bound whole at binding 0
-            buf._stage(np.frombuffer(key, dtype=np.uint8))
-        self._param_buffers[key] = buf            # most recently used last
-        return buf, fresh
-
-    def _block_table(self, slots, base: int) -> np.ndarray:
-        """The block lists of the WIDE kernel variants (shaders/index_map.glsl's P_BLOCKS) for the buffers in
-        ``slots`` (None: absent), to be placed at word ``base`` of their parameter words: per slot, the log2 of
-        its block size in bytes (63: one block) and the word where its blocks' addresses start; then the
-        addresses (uint64)."""
-        head: list[int] = []
-        addresses: list[int] = []
-        start = base + 2 * len(slots)
-        for buf in slots:
-            blocks = buf._blocks if buf is not None else []
-            head += [self.chunk_bytes.bit_length() - 1 if len(blocks) > 1 else 63, start + len(addresses)]
-            addresses += [b.address for b in blocks] or [0]
-        return np.array(head + addresses, dtype=np.uint64)
-
-    def zeroed(self, key: str, nbytes: int, beside: tuple = ()) -> Buffer:
-        """Zeroed scratch: a buffer of at least ``nbytes`` (a multiple of 4), all zeros, kept for ``key`` and
-        shared by the runs that ask for it. The kernels that use it must leave it all zeros again (a scatter's
-        claim words: dmlgpu/plan.py); after a run that used zeroed scratch fails, the next request gets a new,
-        zeroed one. It grows by powers of two up to one block (chunked past it). DeviceError, before any GPU
-        work, if the device cannot hold it beside the operation's tensors ``beside`` (bytes)."""
-        buf = self._zeroed.get(key)
-        if buf is None or buf.nbytes < nbytes or not self._zeroed_clean:
-            self._check_sizes(*beside, nbytes)
-            size = max(nbytes, 4096, 0 if buf is None else buf.nbytes)
-            size = 1 << (size - 1).bit_length()        # powers of two up to one block, then what is asked
-            if size > self._whole_max:
-                size = nbytes
-            if not self._zeroed_clean:
-                self._zeroed.clear()
-                self._zeroed_clean = True
-            self._zeroed.pop(key, None)
-            buf = self._zeroed[key] = Buffer(self, size)
-            self.zeroed_serial += 1
-            self._fill(buf, 0, 0, buf.nbytes)
-        return buf
-
     def _forget(self, block: Block) -> None:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
         self._batches.sync_block(block)
@@ -528,183 +416,3 @@ class Device:
     # ---- internal: running ----
     def _recording(self):
         return getattr(self._local, "recording", None)
-
-    def _run(self, dispatches, uploads=(), downloads=(), queue: bool = False) -> list:
-        """Uploads the buffers' staged bytes, runs the dispatches in order (a barrier before each),
-        downloads; waits. Returns the downloaded bytes: a new uint8 array of each buffer's nbytes.
-        Inside a recording of this thread the steps are appended to it instead (returns []). ``queue``
-        (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns [])."""
-        if self._admitted is not None:
-            self._admit(dispatches, uploads)
-        rec = self._recording()
-        if rec is not None:
-            rec._append(dispatches, uploads, downloads)
-            return []
-        with self._lock:
-            self._open()
-            if queue and self.max_queued and not downloads:
-                self._batches.enqueue(dispatches, uploads)
-                return []
-            self._flush()
-            pending = [b for b in uploads if b._pending is not None]
-            up_sizes = [b._pending.size for b in pending]
-            down_sizes = [b.nbytes for b in downloads]
-            fused = self.direct_memory or (sum(up_sizes) <= _FUSE_MAX and sum(down_sizes) <= _FUSE_MAX)
-            up_slot = down_slot = None
-            if self.direct_memory or not fused:   # mapped, or large: through staging in submissions of their own
-                for b in pending:
-                    self._write(b, 0, b._pending)
-            else:
-                if pending:
-                    up_pos = _packed(up_sizes)
-                    up_slot = self._staging.slot("up", 0, up_pos[-1])
-                    view = up_slot.view
-                    for b, pos, n in zip(pending, up_pos, up_sizes):
-                        transfers.host_copy(view[pos:pos + n], b._pending)
-                if downloads:
-                    down_pos = _packed(down_sizes)
-                    down_slot = self._staging.slot("down", 0, down_pos[-1])
-            for b in pending:
-                b._pending = None
-            if dispatches or up_slot or down_slot:
-                self._submit_run(dispatches, pending, up_sizes, up_slot, downloads, down_sizes, down_slot)
-            if down_slot is not None:
-                view = down_slot.view
-                return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
-            return [self._read_range(b, 0, b.nbytes) for b in downloads]
-
-    def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot) -> None:
-        """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
-        into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
-        _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
-        parts: list[Any] = []
-        for d in dispatches:
-            parts += (d.kernel, d.count, d.barrier, *_block_ids(d.buffers))
-        if up_slot is not None:
-            parts += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
-        if down_slot is not None:
-            parts += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
-        key = tuple(parts)
-        seq = self._replays.pop(key, None)
-        if seq is None:
-            seq = self._replay_sequence()
-            ops = self._staged_copies(uploads, up_sizes, up_slot, True) + self._dispatch_ops(dispatches)
-            if self.direct_memory:
-                ops += self._host_read_ops(dispatches)
-            ops += self._staged_copies(downloads, down_sizes, down_slot, False)
-            for op in ops:
-                seq.record(op)
-        self._replays[key] = seq                 # most recently used last
-        self._submit(seq, self._uses_zeroed(dispatches))
-
-    @staticmethod
-    def _staged_copies(bufs, sizes, slot, upload: bool) -> list:
-        """The ops that copy ``sizes`` bytes of each buffer from the upload staging buffer (``upload``) or
-        into the download one, at the offsets _packed() gives, with their barriers; [] without a slot."""
-        if slot is None:
-            return []
-        ops = [kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY)]
-        for b, pos, n in zip(bufs, _packed(sizes), sizes):
-            for block, at, off, m in b._pieces(0, n):
-                ops.append(kp.OpCopyRegion(slot.tensor, block.tensor, pos + off, at, m) if upload else
-                           kp.OpCopyRegion(block.tensor, slot.tensor, at, pos + off, m))
-        if not upload:
-            ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
-        return ops
-
-    # ---- internal: the batch of queued runs (runtime/batch.py) ----
-    def _queue(self, dispatches, uploads=()) -> None:
-        """``_run(dispatches, uploads, queue=True)`` for a caller that knows that no recording of this thread
-        is open (the common eager call: one check fewer)."""
-        if self._admitted is not None:
-            self._admit(dispatches, uploads)
-        with self._lock:
-            if self._closed:
-                self._open()
-            if self.max_queued:
-                self._batches.enqueue(dispatches, uploads)
-            else:
-                self._run(dispatches, uploads)
-
-    def queue_steps(self, steps, buffers: list, zeroed: bool) -> None:
-        """Batch.record_steps into the open batch (a call template's launches: dmlgpu/calls.py)."""
-        self._batches.record_steps(steps, buffers, zeroed)
-
-    def _sync_buffer(self, buf: Buffer) -> None:
-        """Before ``buf`` is reached outside the batches: waits for the batches that use it."""
-        for block in buf._blocks:
-            self._batches.sync_block(block)
-
-    def _flush(self, wait: bool = True) -> None:
-        """Submits the open batch (Batch.flush)."""
-        self._batches.flush(wait)
-
-    def _dispatch_ops(self, dispatches) -> list:
-        """The kp ops of dispatches in order: the global barrier before each one that has ``barrier``."""
-        ops = []
-        for d in dispatches:
-            if d.barrier:
-                ops.append(self._barrier)
-            ops.append(self._algorithm(d).dispatch)
-        return ops
-
-    def _host_read_ops(self, dispatches) -> list:
-        """Unified memory: the barrier that makes what the dispatches wrote visible to host reads (so that
-        reading a mapped buffer afterwards needs no submission of its own)."""
-        return [self._host_barrier] if dispatches else []
-
-    def _uses_zeroed(self, dispatches) -> bool:
-        """True when the dispatches use zeroed scratch (zeroed())."""
-        held = {id(b) for b in self._zeroed.values()}
-        return bool(held) and any(id(b) in held for d in dispatches for b in d.buffers)
-
-    def workgroups(self, count: int) -> int:
-        """The workgroups that a dispatch of ``count`` iterations launches on this device."""
-        return self.geometry.workgroups(count, self._max_groups)
-
-    def _algorithm(self, d: Dispatch):
-        """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
-        its ops (pipelines.Bound)."""
-        groups = self.geometry.workgroups(d.count, self._max_groups)
-        if not d.wide:
-            for b in d.buffers:
-                if b.chunked:
-                    raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in "
-                                      f"several (a large-tensor variant must be chosen for it)")
-        return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
-
-    def _admit(self, dispatches, uploads) -> None:
-        """DeviceError, before anything of the run is recorded, if a dispatch's kernel needs more than the
-        device's limits or features (profiles.check_limits: its SPIR-V's needs, and as many storage buffers
-        as the dispatch binds; each kernel is checked once). The run's new parameter buffers, never to be
-        uploaded, are then dropped. Runs only on a device whose limits are below what some variant needs
-        (``_admitted`` is None elsewhere)."""
-        for d in dispatches:
-            if d.kernel not in self._admitted:
-                name = d.kernel + self.geometry.suffix
-                need = kernels.requirements(name)
-                try:
-                    profiles.check_limits(self, name, need._replace(
-                        storage_buffers=max(need.storage_buffers, len(d.buffers))))
-                except DeviceError:
-                    for key, buf in list(self._param_buffers.items()):
-                        if buf._pending is not None and any(buf is b for b in uploads):
-                            del self._param_buffers[key]
-                    raise
-                self._admitted[d.kernel] = True
-
-    def _submit(self, seq, zeroed: bool) -> None:
-        """Submits a recorded Sequence and waits. ``zeroed``: it uses zeroed scratch, which is renewed if the
-        run fails (it may be left non-zero)."""
-        try:
-            seq.eval()
-        except BaseException:
-            if zeroed:
-                self._zeroed_clean = False
-            raise
-        self._count_submission()
-
-    def _count_submission(self) -> None:
-        self._submissions += 1
-        if self._submissions % 256 == 0:
-            self._mgr.clear()   # let Kompute forget expired objects: host memory stays flat

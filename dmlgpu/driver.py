@@ -1,0 +1,110 @@
+"""Layer 2's generic operator driver: what every NumPy-style gather or scatter function does around its own
+shape rule, written once, so that a new operator's function is a shape rule and one ``call()``.
+
+``call(op, rule, data, indices, updates, args, device=, mode=)``:
+
+1. the call template (dmlgpu/calls.py): a repeated call on Tensors alone, without ``device=``, records the
+   launches traced for its signature;
+2. the operands' checks (dtypes dmlgpu can move, index dtypes, the device, ``mode``), errors named ``op``;
+3. once per signature (the device's cache of planned calls): ``rule(data, indices, updates, *args)``, the
+   operator's own checks, which returns a ``Signature``; the check of the index values (mode="raise") or
+   of dimensions of size 0; the plan, ``ops.PLANS[op](*plan_args)``;
+4. the run: NumPy operands give a NumPy result, a Tensor operand (or a recording) a Tensor.
+
+Adding an operator (README, "Adding an operator"): its plan, a row of ``ops.PLANS``; its function, a rule and a
+call(); its export in dmlgpu/__init__.py; and, only if no kernel does what it needs, a shader and its row in
+kernels.py.
+
+Examples
+--------
+A gather of whole rows along axis 0, through the driver (gather's own row of ops.PLANS):
+
+>>> import numpy as np
+>>> from dmlgpu import driver
+>>> from dmlgpu.index_map import Layout, take_shape
+>>> def rows(data, idx, upd):
+...     out = take_shape(data.shape, idx.shape, 0)
+...     layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out)
+...     return driver.Signature(out, data.shape[0], (*layouts, 0, data.dtype, idx.dtype))
+>>> driver.call("gather", rows, np.arange(6, dtype=np.int16).reshape(3, 2), [2, -1])
+array([[4, 5],
+       [4, 5]], dtype=int16)
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from . import calls, functions, ops
+from .tensor import Tensor
+
+
+class Signature(NamedTuple):
+    """What an operator's shape rule works out from a call's signature (shapes, dtypes, arguments).
+
+    ``out_shape``: the result's shape (a scatter's: data's). ``dims``: the size each index addresses, an int
+    for every index or one per position of an index tuple (the indices' last dimension); indices are checked
+    (mode="raise") or clamped against it. ``plan_args``: the arguments of the operator's row of ops.PLANS, or
+    None when the call moves nothing (a gather's empty result, a scatter's unchanged copy of data).
+    """
+
+    out_shape: tuple
+    dims: Any
+    plan_args: tuple | None
+
+
+Rule = Callable[..., Signature]
+
+
+def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args: tuple = (), *,
+         device: Any = None, mode: str = "clamp") -> Any:
+    """Runs operator ``op`` (a name of ops.PLANS) on these operands (module docstring).
+
+    Parameters
+    ----------
+    op : str
+        The operator's name: its row of ops.PLANS, and the name its errors start with.
+    rule : callable
+        ``rule(data, indices, updates, *args)`` -> Signature: the operator's checks (TypeError, ValueError,
+        IndexError; named ``op`` by the driver) and shapes. ``data`` and ``updates`` are NumPy arrays or
+        Tensors, ``indices`` an index-dtype array or Tensor; ``updates`` is None for a gather.
+    data, indices, updates : array_like or Tensor
+        A gather's ``updates`` is None.
+    args : tuple
+        The operator's other arguments (axis, ...): part of the call's signature when they are exact ints and
+        strings.
+    device, mode
+        As the layer-2 functions take them (dmlgpu.gather).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+
+    Raises
+    ------
+    TypeError, ValueError, IndexError, dmlgpu.DeviceError
+        As the layer-2 functions, with messages that start with ``op``.
+    """
+    operands = (data, indices) if updates is None else (data, indices, updates)
+    if device is None and all(type(o) is Tensor for o in operands) and \
+            all(type(a) is int or type(a) is str for a in args):
+        out = calls.templated(op, operands, (*args, mode))
+        if out is not None:
+            return out
+    data, idx, values, dev, mode = functions._operands(op, data, indices, device, mode, updates)
+    upd = None if updates is None else functions._updates(updates, data, op)
+    arrays = (data, idx) if upd is None else (data, idx, upd)
+
+    def build() -> functions._Call:
+        sig = rule(data, idx, upd, *args)
+        dims = np.asarray(sig.dims)
+        count = upd.size if upd is not None else math.prod(sig.out_shape)
+        check = functions._index_check(op, count, dims, mode, lambda pos: dims if dims.ndim == 0 else dims[pos[-1]])
+        if sig.plan_args is None:
+            return functions._Call(None, sig.out_shape, check, copy=upd is not None)
+        return functions._Call(ops.PLANS[op](*sig.plan_args), sig.out_shape, check)
+
+    planned = functions._planned(dev, op, arrays, (*args, mode), build)
+    return functions._execute(dev, planned, data, idx, values, upd)
