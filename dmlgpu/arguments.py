@@ -7,6 +7,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import kernels
 from .errors import DeviceError
 from .index_map import INDEX_DTYPES, as_index_array, check_in_range
 from .device import Device, as_device
@@ -14,7 +15,7 @@ from .interop import host_array
 from .tensor import Tensor
 
 MODES = ("clamp", "raise")
-ITEM_SIZES = (1, 2, 4, 8, 16)
+ITEM_SIZES = kernels.UNITS     # the kernels' access units: the item sizes layer 2 moves
 _INDEX_DTYPES = frozenset(INDEX_DTYPES)
 
 

@@ -14,12 +14,12 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import calls as _calls
+from . import calls as _calls, ops
 from .calls import IN_PLACE, out_key
 from .arguments import named
 from .device import Device
 from .errors import DeviceError
-from .index_map import IndexMap, Layout, copy_map
+from .index_map import IndexMap, Layout
 from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
 
@@ -252,7 +252,7 @@ def _keep(dev: Device, sig: tuple, buffers: list) -> None:
 
 def _self_copy(data) -> IndexMap:
     """The copy of data into a scatter's output of the same packed layout."""
-    return copy_map(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype.itemsize)
+    return ops.input_copy(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype)
 
 
 def _run_native(dev: Device, call: _Call, data, idx, upd, out: Tensor | None = None, trace: bool = True):

@@ -26,8 +26,8 @@ from . import calls as _calls, reduction as _reduction
 from .arguments import (_axis, _check_elements_shapes, _check_nd, _data, _host_array, _index_array, _index_check,
                         _operands, _updates, named)
 from .execution import _Call, _execute, _planned, _self_copy, check_out, out_key
-from .index_map import Layout, elements_map, nd_map, nd_shape, take_map, take_shape
-from .plan import GatherPlan, Plan, ScatterPlan, make_plan, scatter_elements_plan
+from . import ops
+from .index_map import Layout, nd_shape, take_shape
 from .device import Device
 from .tensor import Tensor
 
@@ -166,9 +166,9 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
         check = _index_check("gather", math.prod(out_shape), dim, mode, lambda pos: dim)
         if 0 in out_shape:
             return _Call(None, out_shape, check)
-        index_map = take_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), a,
-                             data.dtype.itemsize)
-        return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
+        plan = ops.gather(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape), a,
+                          data.dtype, idx.dtype)
+        return _Call(plan, out_shape, check)
 
     return _execute(dev, _planned(dev, "gather", (data, idx), (axis, mode) + _out("gather", out, data, (idx,), dev),
                                   build), data, idx, values, out=out, op="gather")
@@ -235,9 +235,9 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
         check = _index_check("gather_elements", idx.size, dim, mode, lambda pos: dim)
         if idx.size == 0:
             return _Call(None, idx.shape, check)
-        index_map = elements_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape),
-                                 a, data.dtype.itemsize)
-        return _Call(make_plan(GatherPlan, index_map, idx.dtype), idx.shape, check)
+        plan = ops.gather_elements(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape),
+                                   a, data.dtype, idx.dtype)
+        return _Call(plan, idx.shape, check)
 
     args = (axis, mode) + _out("gather_elements", out, data, (idx,), dev)
     return _execute(dev, _planned(dev, "gather_elements", (data, idx), args, build), data, idx, values, out=out,
@@ -305,9 +305,9 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
         check = _index_check("gather_nd", math.prod(out_shape), dims, mode, lambda pos: dims[pos[-1]])
         if 0 in out_shape:
             return _Call(None, out_shape, check)
-        index_map = nd_map(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape),
-                           batch_dims, data.dtype.itemsize)
-        return _Call(make_plan(GatherPlan, index_map, idx.dtype), out_shape, check)
+        plan = ops.gather_nd(Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out_shape),
+                             batch_dims, data.dtype, idx.dtype)
+        return _Call(plan, out_shape, check)
 
     args = (batch_dims, mode) + _out("gather_nd", out, data, (idx,), dev)
     return _execute(dev, _planned(dev, "gather_nd", (data, idx), args, build), data, idx, values, out=out,
@@ -398,11 +398,7 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
         if data.size == 0 or upd.size == 0:
             return _Call(None, data.shape, check, copy=True)
         layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
-        if red != "none":
-            plan: Plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
-        else:
-            plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data),
-                             bool(unique_indices))
+        plan = ops.scatter_nd(*layouts, data.dtype, idx.dtype, red, _self_copy(data), bool(unique_indices))
         return _Call(plan, data.shape, check)
 
     args = (mode, reduction) + _unique(unique_indices) + _out("scatter_nd", out, data, (idx, upd), dev)
@@ -489,11 +485,7 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
         if data.size == 0 or idx.size == 0:
             return _Call(None, data.shape, check, copy=True)
         layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
-        if red != "none":
-            plan: Plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
-        else:
-            plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data),
-                             bool(unique_indices))
+        plan = ops.scatter_elements(*layouts, a, data.dtype, idx.dtype, red, _self_copy(data), bool(unique_indices))
         return _Call(plan, data.shape, check)
 
     args = (axis, mode, reduction) + _unique(unique_indices) + _out("scatter_elements", out, data, (idx, upd), dev)

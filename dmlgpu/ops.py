@@ -64,22 +64,25 @@ def gather_nd(data: Layout, indices: Layout, out: Layout, batch_dims: int, dtype
 
 
 def scatter_nd(out: Layout, indices: Layout, updates: Layout, dtype: DTypeLike, index_dtype: DTypeLike,
-               reduction: str, copy: IndexMap) -> Plan:
+               reduction: str, copy: IndexMap, unique: bool = False) -> Plan:
     """SCATTER_ND into ``out`` (the input's and output's meaningful layout) with ``reduction`` ("none": the
-    last update wins; else reduction.ReducePlan), after ``copy`` (input_copy(); skipped in place)."""
+    last update wins; else reduction.ReducePlan), after ``copy`` (input_copy(); skipped in place). ``unique``:
+    the updates promise distinct targets (one pass, no claims: plan.ScatterPlan's)."""
     if reduction != "none":
         return ReducePlan.nd(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, copy)
-    return make_plan(ScatterPlan, nd_map(out, indices, updates, 0, _elem(dtype)), np.dtype(index_dtype), copy)
+    return make_plan(ScatterPlan, nd_map(out, indices, updates, 0, _elem(dtype)), np.dtype(index_dtype), copy,
+                     unique)
 
 
 def scatter_elements(out: Layout, indices: Layout, updates: Layout, axis: int, dtype: DTypeLike,
-                     index_dtype: DTypeLike, reduction: str, copy: IndexMap) -> Plan:
+                     index_dtype: DTypeLike, reduction: str, copy: IndexMap, unique: bool = False) -> Plan:
     """SCATTER_ELEMENTS along ``axis`` into ``out``, as scatter_nd (plan.scatter_elements_plan picks the
     one-pass lines plan where it fits)."""
     if reduction != "none":
         return ReducePlan.elements(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, axis,
                                    copy)
-    return make_plan(scatter_elements_plan, out, indices, updates, axis, _elem(dtype), np.dtype(index_dtype), copy)
+    return make_plan(scatter_elements_plan, out, indices, updates, axis, _elem(dtype), np.dtype(index_dtype), copy,
+                     unique)
 
 
 # The operators by name (layer 2's names; layer 1's DirectML operators map onto them: GATHER_ND1 is gather_nd)
