@@ -75,6 +75,10 @@ def test_readme_usage_runs_and_says_true():
     assert "gather: index 1000" in str(ns["raised"].value)
     assert np.array_equal(ns["pairs"], table[[0, 999], [1, 63]])
     assert np.array_equal(ns["updated"][5], np.ones(64, np.float32))
-    assert ns["out"].shape == (2, 64) and np.array_equal(ns["out"].host, ns["t"].numpy()[[7, 9]])
+    assert ns["out"].shape == (2, 64) and np.array_equal(ns["rec"].host(ns["out"]), ns["t"].numpy()[[7, 9]])
+    z = np.zeros((4, 64), np.float32)
+    z[1:3] = 1
+    assert np.array_equal(ns["z"].numpy(), z) and np.array_equal(ns["col"].numpy(), z[:, 5])
+    assert ns["flags"] == [7, 7, 7, 7] and ns["moved"].dtype == np.float16 and np.array_equal(ns["moved"].numpy(), z)
     assert ns["hidden"].shape == (1, 16) and isinstance(ns["hidden"], np.ndarray)
     assert ns["bufs"]["output"].read().view(np.float32).tolist() == [0, 1, 2, 3, 2, 3, 4, 5]

@@ -112,8 +112,8 @@ class Buffer:
         """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
         bytes. RuntimeError inside a recording."""
         if self.device._recording() is not None:
-            raise RuntimeError("read() cannot run inside a recording: record download() and read the "
-                               "host copy after the block")
+            raise RuntimeError("read() cannot run inside a recording: record download() and read "
+                               "Recording.host(buffer) after the block")
         return self.device._run([], downloads=[self])[0]
 
     @property
@@ -123,7 +123,7 @@ class Buffer:
 
     @property
     def _mirrored(self) -> bool:
-        """True when its host copy (``host``) is a separate host-visible buffer, not its own mapped memory."""
+        """True when its host copy (``_host_copy()``) is a separate host-visible buffer, not its own mapped memory."""
         return self._block.view is None or self.chunked
 
     def _pieces(self, offset: int, nbytes: int) -> list:
@@ -139,11 +139,11 @@ class Buffer:
             pos += n
         return out
 
-    @property
-    def host(self) -> np.ndarray:
-        """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
-        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped, unless
-        the buffer is chunked. DeviceError when a host copy that large cannot be allocated at once."""
+    def _host_copy(self) -> np.ndarray:
+        """The host copy of the buffer (uint8[nbytes]) that a Recording's upload sends and its download fills
+        (Recording.host, its only public use). On unified memory (direct_memory) it is the device buffer
+        itself, mapped, unless the buffer is chunked; elsewhere a separate host-visible buffer, made on first
+        use. DeviceError when a host copy that large cannot be allocated at once."""
         self.device._sync_buffer(self)            # queued work may still write it
         if self._host is None:
             if not self._mirrored:
