@@ -21,13 +21,12 @@ class Recording:
     mode="raise" cannot be recorded.
 
     Host data goes in and out through the recording's own host copies (``host(t)``): ``upload(t)`` records
-    that each run sends ``host(t)`` to the device at that point, ``download(t)`` that each run fills
-    ``host(t)`` from the device there. Write ``host(t)`` before run() for the tensors you upload, read it after
-    run() for those you download: that contract holds on every memory type. On unified memory
-    (Device.direct_memory) the host copy of an unchunked buffer is its mapped device memory, so uploads and
-    downloads move nothing; elsewhere it is a separate host-visible buffer, moved by copies in the
-    submission. Outside the contract (reading a copy that nothing downloaded, writing one that is only
-    downloaded) the two differ, so ``host(t)`` of a tensor that is only downloaded is read-only.
+    that each run copies ``host(t)`` to the device at that point, ``download(t)`` that each run copies the
+    device data into ``host(t)`` there. A host copy is a host-visible buffer of its own on every memory type
+    (never the device memory itself, also on unified memory), so it changes only when you write it or a run
+    downloads into it, and the device data only by the runs' uploads (and by ``Tensor.write()``): write
+    ``host(t)`` before run() for the tensors you upload, read it after run() for those you download.
+    ``host(t)`` of a tensor that is only downloaded is read-only.
 
     Parameters
     ----------
@@ -115,7 +114,7 @@ class Recording:
         if id(buf) not in self._uploaded and id(buf) not in self._downloaded:
             raise ValueError("Recording.host: this tensor is neither uploaded nor downloaded by the recording: "
                              "call rec.upload(t) or rec.download(t) in its block")
-        arr = buf._host_copy()[offset:offset + nbytes]
+        arr = buf._mirror_array()[offset:offset + nbytes]
         dtype = getattr(t, "dtype", None)
         if dtype is not None:
             arr = arr.view(dtype).reshape(t.shape)     # type: ignore[union-attr]
@@ -134,10 +133,11 @@ class Recording:
     def timestamps(self) -> list[float]:
         """GPU times in ns of the last run: one before the first recorded Vulkan command and one after each.
         A dispatch is two commands, its barrier and itself, or one without a barrier of its own; an upload
-        or download on a staging device is a barrier and a copy per buffer range (a download also a barrier
-        before the host reads); on unified memory an upload is none and a download one barrier; a device
-        copy (Tensor.copy(), a view's packed copy) a barrier and a copy per block range. A recording with
-        dispatches ends with one more barrier on unified memory."""
+        or download is a barrier and a copy per buffer range (a download also a barrier
+        before the host reads), on every memory type; a device copy (Tensor.copy(), a view's packed copy) a
+        barrier and a copy per block range; the upload of a recorded call's NumPy operands is none on unified
+        memory and a barrier and a copy per buffer elsewhere. A recording with dispatches ends with one more
+        barrier on unified memory."""
         if not self._timestamps or self._seq is None:
             raise RuntimeError("timestamps need a finished recording made with record(timestamps=True)")
         period = self.device.info.timestamp_period_ns
@@ -170,7 +170,7 @@ class Recording:
                 buf._host_copy()[:buf._pending.size] = buf._pending
                 buf._pending = None
         if uploads:
-            self._steps.append(("upload", tuple(self._range_of(b, self._uploaded) for b in uploads)))
+            self._steps.append(("stage", tuple((b, 0, b.nbytes) for b in uploads)))
         self._steps.extend(("dispatch", d) for d in dispatches)
         if downloads:
             self._steps.append(("download", tuple(self._range_of(b, self._downloaded) for b in downloads)))
@@ -195,29 +195,26 @@ class Recording:
                 ops.append(kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY))
                 ops += copies
                 continue
-            mirrored = [r for r in what if r[0]._mirrored]     # the others' host copy is their mapped memory
-            mapped = [r for r in what if not r[0]._mirrored]
-            if kind == "upload" and mirrored:
-                ops.append(kp.OpMemoryBarrier([t for b, _, _ in mirrored for t in b._tensors], *BEFORE_COPY))
+            # a recorded call's NumPy operands ("stage") on unified memory: their mapped memory holds them
+            moved = [r for r in what if kind != "stage" or r[0]._mirrored]
+            if kind in ("upload", "stage") and moved:
+                ops.append(kp.OpMemoryBarrier([t for b, _, _ in moved for t in b._tensors], *BEFORE_COPY))
                 ops += [kp.OpCopyRegion(_mirror(b), block.tensor, start + pos, at, n)
-                        for b, start, size in mirrored for block, at, pos, n in b._pieces(start, size)]
-            elif kind == "download":
-                if mapped:
-                    ops.append(kp.OpMemoryBarrier([t for b, _, _ in mapped for t in b._tensors],
-                                                  *BEFORE_HOST_READ))
-                if mirrored:
-                    ops.append(kp.OpMemoryBarrier([t for b, _, _ in mirrored for t in b._tensors], *BEFORE_COPY))
-                    ops += [kp.OpCopyRegion(block.tensor, _mirror(b), at, start + pos, n)
-                            for b, start, size in mirrored for block, at, pos, n in b._pieces(start, size)]
-                    ops.append(kp.OpMemoryBarrier([_mirror(b) for b, _, _ in mirrored], *BEFORE_HOST_READ))
+                        for b, start, size in moved for block, at, pos, n in b._pieces(start, size)]
+            elif kind == "download" and moved:
+                ops.append(kp.OpMemoryBarrier([t for b, _, _ in moved for t in b._tensors], *BEFORE_COPY))
+                ops += [kp.OpCopyRegion(block.tensor, _mirror(b), at, start + pos, n)
+                        for b, start, size in moved for block, at, pos, n in b._pieces(start, size)]
+                ops.append(kp.OpMemoryBarrier(list({id(m): m for m in (_mirror(b) for b, _, _ in moved)}.values()),
+                                              *BEFORE_HOST_READ))
         if dev.direct_memory:
             ops += dev._host_read_ops([what for kind, what in self._steps if kind == "dispatch"])
         return ops
 
 
 def _mirror(buf: Buffer) -> Any:
-    """The host-visible copy of a buffer on a staging device (made on first use of Buffer._host_copy)."""
-    buf._host_copy()
+    """The kp buffer of a Buffer's mirror (made on first use: Buffer._mirror_array)."""
+    buf._mirror_array()
     return buf._mirror
 
 
