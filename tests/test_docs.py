@@ -14,7 +14,9 @@ PUBLIC = [getattr(dmlgpu, name) for name in dmlgpu.__all__] + \
                                               "DmlgpuBackend", "DmlgpuRep", "UnsupportedModelError")]
 METHODS = [dmlgpu.Device.compile, dmlgpu.Device.buffer, dmlgpu.Device.record, dmlgpu.Device.synchronize,
            dmlgpu.Device.memory_stats, dmlgpu.Device.empty_cache, dmlgpu.Device.close, dmlgpu.Device.warmup,
-           dmlgpu.Tensor.numpy, dmlgpu.Tensor.write, dmlgpu.CompiledOperator.execute, dmlgpu.onnx.DmlgpuRep.run]
+           dmlgpu.Tensor.numpy, dmlgpu.Tensor.write, dmlgpu.Tensor.reshape, dmlgpu.Tensor.view, dmlgpu.Tensor.copy,
+           dmlgpu.Tensor.astype, dmlgpu.Tensor.to, dmlgpu.Tensor.item, dmlgpu.Tensor.tolist, dmlgpu.Recording.host,
+           dmlgpu.CompiledOperator.execute, dmlgpu.onnx.DmlgpuRep.run]
 
 
 def _section(doc: str, name: str) -> bool:
