@@ -10,7 +10,9 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from .device import Device, as_device
+from .index_map import Layout, take_map
 from .interop import host_array
+from .plan import GatherPlan
 from .runtime import Buffer, as_bytes
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
@@ -497,9 +499,35 @@ class Tensor:
                 axis += 1
         rows = math.prod(lead_shape)
         idx = np.ascontiguousarray(flat, dtype=np.int32 if rows < 2**31 else np.int64)
-        from . import functions            # (functions imports this module)
-        data = self._packed().reshape((rows,) + self.shape[self.ndim - suffix:])
-        return functions.gather(data, idx, 0).reshape(out_shape)
+        return self._packed()._gather_rows((rows,) + self.shape[self.ndim - suffix:], idx).reshape(out_shape)
+
+    def _gather_rows(self, shape: tuple[int, ...], idx: np.ndarray) -> "Tensor":
+        """A new Tensor of the rows of this packed tensor, seen as ``shape``, at the row numbers ``idx`` (in
+        range; int32 or int64): dmlgpu.gather(t.reshape(shape), idx) through its plan, queued (recorded in a
+        recording; this module sits below functions.py, which imports it)."""
+        dev = self.device
+        out_shape = idx.shape + shape[1:]
+        index_map = take_map(Layout.packed(shape), Layout.packed(idx.shape), Layout.packed(out_shape), 0,
+                             self.dtype.itemsize)
+        plan = GatherPlan(index_map, idx.dtype)
+        out_bytes = math.prod(out_shape) * self.dtype.itemsize
+        dev._check_sizes(self.buffer.nbytes, idx.nbytes, out_bytes)
+        recording = dev._recording() is not None
+        with dev._lock:
+            taken: list[Buffer] = []
+
+            def scratch(n: int) -> Buffer:
+                taken.append(dev._take(n))
+                return taken[-1]
+
+            idx_buf, out_buf = scratch(idx.nbytes), dev._take(out_bytes)
+            idx_buf._stage(as_bytes(idx))
+            dispatches, params = plan.dispatches(dev, input=self.buffer, indices=idx_buf, output=out_buf,
+                                                 take=scratch)
+            dev._run(dispatches, uploads=params + [idx_buf], queue=True)
+            if not recording:            # free now: later queued work may reuse them (Device._run)
+                dev._give(*taken)
+        return Tensor._wrap(out_buf, out_shape, self.dtype)
 
     # ---- representation ----
     def __repr__(self) -> str:

@@ -325,6 +325,8 @@ def test_device_copy_byte_ranges():
         t = dmlgpu.tensor(data.reshape(100, 30), device=dev)
         same(t[7:93], data.reshape(100, 30)[7:93])
         same(t[50:].copy(), data.reshape(100, 30)[50:])
+        same(t[::3, 1:5], data.reshape(100, 30)[::3, 1:5])          # gathered from blocks, at an offset too
+        same(t[10:][::-7, 2], data.reshape(100, 30)[10:][::-7, 2])
         dev.close()
 
 
