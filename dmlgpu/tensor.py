@@ -253,8 +253,9 @@ class Tensor:
 
         Parameters
         ----------
-        array : array_like
-            Broadcast to the tensor's shape (as NumPy's ``a[...] = array``) and cast to its dtype.
+        array : array_like or Tensor
+            Broadcast to the tensor's shape (as NumPy's ``a[...] = array``) and cast to its dtype. A Tensor of
+            the same device, shape and dtype is copied on the device (queued); another through the host.
 
         Raises
         ------
@@ -270,7 +271,13 @@ class Tensor:
                [7, 8]], dtype=int32)
         """
         if isinstance(array, Tensor):
-            array = array.numpy()
+            src = array
+            if src.device is self.device and src.shape == self.shape and src.dtype == self.dtype and (
+                    src.buffer is not self.buffer or src.offset + src.nbytes <= self.offset
+                    or self.offset + self.nbytes <= src.offset):       # (regions of one buffer must not overlap)
+                self.device._copy(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
+                return
+            array = src.numpy()
         arr = np.asarray(array, dtype=self.dtype)
         if arr.shape != self.shape:
             try:

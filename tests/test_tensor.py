@@ -359,6 +359,10 @@ def test_host_is_numpy_and_write_on_every_memory(dev):
     same(t, np.array([5, 5, 1, 1, 5, 5, 5, 5], np.int32))
     with pytest.raises(ValueError, match="^Tensor.write: an array of shape \\(3,\\) does not broadcast"):
         t.write([1, 2, 3])
+    t[4:6].write(t[2:4])                              # a Tensor: copied on the device
+    t[0:2].write(t[1:3])                              # overlapping: through the host
+    t[6:].write(dmlgpu.tensor(np.array([8, 9], np.int64), device=dev))     # another dtype: cast
+    same(t, np.array([5, 1, 1, 1, 1, 1, 8, 9], np.int32))
 
 
 def test_recording_host_copies(dev):
