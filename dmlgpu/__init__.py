@@ -3,8 +3,8 @@
 Layer 1 (DirectML-faithful): TensorDesc, GatherDesc, GatherElementsDesc, GatherNDDesc, GatherND1Desc,
 ScatterNDDesc, ScatterElementsDesc, Device.compile(desc).execute(...) on Device.buffer()s.
 Layer 2 (NumPy-style, ONNX semantics): gather, gather_elements, gather_nd, scatter_nd, scatter_elements,
-on NumPy arrays or device-resident Tensors (tensor(), empty()); Device.record() batches operations into
-one submission. NumPy's names with NumPy's semantics: take, take_along_axis, put_along_axis. An ONNX backend
+on NumPy arrays or device-resident Tensors (tensor(), asarray(), empty(), zeros(), ones(), full(), their
+*_like forms); Device.record() batches operations into one submission. NumPy's names with NumPy's semantics: take, take_along_axis, put_along_axis. An ONNX backend
 (onnx.backend.base.Backend, needs the onnx package): dmlgpu.onnx.
 """
 from .dtypes import DataType, FeatureLevel
@@ -15,13 +15,17 @@ from .operators import (CompiledOperator, GatherDesc, GatherElementsDesc, Gather
                         ScatterElementsDesc, ScatterNDDesc)
 from .device import Device, default_device
 from .runtime import Buffer, DeviceInfo, Recording, devices
-from .tensor import Tensor, empty, tensor
+from .constructors import (asarray, empty, empty_like, full, full_like, ones, ones_like, tensor, zeros,
+                           zeros_like)
+from .tensor import Tensor
 from .tensor_desc import TensorDesc
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Buffer", "CompiledOperator", "Recording", "Tensor", "empty", "tensor", "DataType", "DescError", "Device", "DeviceError", "DeviceInfo", "FeatureLevel",
+    "Buffer", "CompiledOperator", "Recording", "Tensor", "asarray", "empty", "empty_like", "full", "full_like",
+    "ones", "ones_like", "tensor", "zeros", "zeros_like", "DataType", "DescError", "Device", "DeviceError",
+    "DeviceInfo", "FeatureLevel",
     "GatherDesc", "GatherElementsDesc", "GatherND1Desc", "GatherNDDesc", "ScatterElementsDesc", "ScatterNDDesc",
     "TensorDesc", "default_device", "devices", "gather", "gather_elements", "gather_nd", "scatter_elements",
     "scatter_nd", "put_along_axis", "take", "take_along_axis",

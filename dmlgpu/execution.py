@@ -21,7 +21,8 @@ from .device import Device
 from .errors import DeviceError
 from .index_map import IndexMap, Layout
 from .runtime import as_bytes
-from .tensor import Tensor, empty, tensor
+from .constructors import empty, tensor
+from .tensor import Tensor
 
 CALL_CACHE = 512      # planned calls kept per device
 KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
@@ -118,7 +119,7 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: 
         if out is None:
             return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
         if call.copy and out_key(out, data) != IN_PLACE:
-            _write_into(out, data if isinstance(data, Tensor) else tensor(data, dev))
+            out.write(data)                 # (a Tensor's on the device)
         return out
     run = _run if native else _run_native
     if out is None:
@@ -131,18 +132,13 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: 
         elif not (isinstance(data, Tensor) and data.buffer is out.buffer):
             return run(dev, call, _packed(data), _packed(idx), _packed(updates), out=out)
     # out shares its buffer with an operand the kernels read, or sits at an offset: a new result, copied in
-    _write_into(out, run(dev, call, _packed(data), _packed(idx), _packed(updates), trace=False))
+    out.write(run(dev, call, _packed(data), _packed(idx), _packed(updates), trace=False))   # queued copy
     return out
 
 
 def _packed(x):
     """An operand as the kernels bind it: a Tensor view at an offset as a packed copy of its bytes."""
     return x._packed() if isinstance(x, Tensor) and x.offset else x
-
-
-def _write_into(out: Tensor, result: Tensor) -> None:
-    """Copies ``result``'s bytes into ``out``'s (queued on the device)."""
-    out.device._copy(result.buffer, out.buffer, out.nbytes, src_offset=result.offset, dst_offset=out.offset)
 
 
 def _empty_result(data, shape, device):

@@ -41,11 +41,7 @@ _Out = TypeVar("_Out", bound="np.ndarray | Tensor")
 
 def _flat(a: np.ndarray | Tensor) -> np.ndarray | Tensor:
     """``a`` as one dimension (a Tensor: a view of the same buffer)."""
-    if isinstance(a, Tensor):
-        flat = Tensor._wrap(a.buffer, (a.size,), a.dtype)
-        flat.offset = a.offset
-        return flat
-    return np.reshape(a, -1)
+    return a.reshape(-1) if isinstance(a, Tensor) else np.reshape(a, -1)
 
 
 def _host_indices(indices: Any, what: str = "indices") -> np.ndarray:

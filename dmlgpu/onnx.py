@@ -53,7 +53,8 @@ from .device import Device, as_device
 from .onnx_graph import (ModelSource, Node, attributes, declared, feeds as check_feeds, load_model, opset_of,
                          unsupported, value_types)
 from .onnx_ops import DATA_INPUTS, HOST_ONLY, INDEX_TYPES, MODE, OPERATORS, PLUMBING, Value, shape_gather
-from .tensor import Tensor, tensor
+from .constructors import tensor
+from .tensor import Tensor
 
 __all__ = ["DmlgpuBackend", "DmlgpuRep", "MODE", "UnsupportedModelError", "is_compatible", "prepare", "run_model",
            "run_node", "supports_device", "unsupported"]

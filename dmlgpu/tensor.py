@@ -1,63 +1,81 @@
-"""dmlgpu.Tensor: an array that lives in a device buffer, for chaining operations without host copies."""
+"""dmlgpu.Tensor: an array that lives in a device buffer, for chaining operations without host copies (its
+NumPy-style constructors: dmlgpu/constructors.py; its indexing rules: dmlgpu/tensor_index.py)."""
 from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Iterable, SupportsIndex
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NoReturn, Sequence, SupportsIndex, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from . import tensor_index as _index
 from .device import Device, as_device
-from .interop import host_array
-from .runtime import Buffer
+from .runtime import Buffer, as_bytes
+
+ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
+DeviceLike = Union[Device, int, None]
 
 
 class Tensor:
-    """A device-resident array: ``shape``, ``dtype`` and a Buffer of at least size * itemsize bytes, packed
-    in row-major order. Make one with dmlgpu.tensor() (a copy of an array or Tensor) or dmlgpu.empty().
+    """A device-resident array: ``shape``, ``dtype`` and the bytes of ``buffer`` from byte ``offset``, packed
+    in row-major order. Make one with dmlgpu.tensor() / asarray() (a copy of an array or Tensor), empty(),
+    zeros(), ones() or full().
 
     Layer-2 functions accept Tensors wherever they accept arrays and then return Tensors, queued on the
-    device (reading them waits). ``numpy()`` downloads a copy; ``write(array)`` uploads; ``host`` is the
-    host-side copy as an array view (what Recording.upload sends and Recording.download fills), for loops
-    that avoid allocations. Its buffer comes from the device's caching allocator and goes back to it when
-    the Tensor is collected, so repeated operations allocate nothing.
+    device (reading them waits). A Tensor behaves like a read-only array where NumPy expects one:
+    ``np.asarray(t)`` downloads a copy (as ``numpy()`` does), ``len(t)``, ``ndim``, ``size``, ``nbytes``,
+    ``itemsize``; ``reshape()``, ``view(dtype)`` and basic indexing on the leading axis (``t[2]``,
+    ``t[1:5]``, ``t[1:5, ...]``) give views that share the buffer; other basic indexing (steps, later axes,
+    None) gives a new Tensor computed on the device; ``copy()``, ``astype()``, ``to(device)``,
+    ``tolist()``, ``item()``. Writes from the host go through ``write(array)`` only; recordings keep their
+    own host copies (Recording.host). The buffer comes from the device's caching allocator and goes back to
+    it when the last Tensor that uses it (views included) is collected.
 
     Parameters
     ----------
     buffer : dmlgpu.Buffer
-        The device memory (``Device.buffer()``), of at least ``size * dtype.itemsize`` bytes.
+        The device memory (``Device.buffer()``), of at least ``offset + size * dtype.itemsize`` bytes.
     shape : sequence of int
     dtype : dtype_like
+    offset : int
+        The byte offset of the first element in ``buffer``.
 
     Raises
     ------
     ValueError
-        The buffer is smaller than the shape and dtype need.
+        The buffer is smaller than the offset, shape and dtype need, or a negative offset or dimension.
 
     Examples
     --------
     >>> import numpy as np, dmlgpu
     >>> t = dmlgpu.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
-    >>> t.shape, t.dtype, t.nbytes
-    ((2, 3), dtype('float32'), 24)
+    >>> t.shape, t.dtype, t.nbytes, len(t)
+    ((2, 3), dtype('float32'), 24, 2)
     >>> rows = dmlgpu.gather(t, dmlgpu.tensor(np.array([1, 1], np.int32)))   # stays on the device
     >>> rows.numpy()
     array([[3., 4., 5.],
            [3., 4., 5.]], dtype=float32)
+    >>> t[1].tolist(), np.asarray(t[:, ::2]).sum()          # a view; a strided selection made on the device
+    ([3.0, 4.0, 5.0], np.float32(10.0))
     """
 
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    offset: int = 0          # bytes before the first element in ``buffer`` (views); packed from there on
+    buffer: Buffer
+    offset: int = 0               # byte offset of the first element in ``buffer`` (views set it)
+    base: "Tensor | None" = None  # the Tensor whose buffer a view shares (None: it owns it)
 
-    def __init__(self, buffer: Buffer, shape: Iterable[SupportsIndex], dtype: DTypeLike):
+    def __init__(self, buffer: Buffer, shape: Iterable[SupportsIndex], dtype: DTypeLike, offset: SupportsIndex = 0):
         self.buffer = buffer
         self.shape = tuple(operator.index(s) for s in shape)
         self.dtype = np.dtype(dtype)
-        if self.nbytes > buffer.nbytes:
-            raise ValueError(f"a {self.shape} {self.dtype} tensor needs {self.nbytes} bytes; the buffer has "
-                             f"{buffer.nbytes}")
+        self.offset = operator.index(offset)
+        if self.offset < 0 or any(s < 0 for s in self.shape):
+            raise ValueError(f"Tensor: the offset ({self.offset}) and dimensions {self.shape} must not be negative")
+        if self.offset + self.nbytes > buffer.nbytes:
+            raise ValueError(f"Tensor: a {self.shape} {self.dtype} tensor at byte offset {self.offset} needs "
+                             f"{self.offset + self.nbytes} bytes; the buffer has {buffer.nbytes}")
 
     @classmethod
     def _wrap(cls, buffer: Buffer, shape: tuple[int, ...], dtype: np.dtype[Any]) -> "Tensor":
@@ -67,15 +85,14 @@ class Tensor:
         t.buffer, t.shape, t.dtype = buffer, shape, dtype
         return t
 
-    def _packed(self) -> "Tensor":
-        """The tensor itself when it starts at its buffer's first byte, else a new Tensor holding a copy of its
-        bytes (on the device)."""
-        if not self.offset:
-            return self
-        out = Tensor(self.device.buffer(nbytes=max(4, -(-self.nbytes // 4) * 4)), self.shape, self.dtype)
-        self.device._copy(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
-        return out
+    def _view(self, shape: tuple[int, ...], dtype: np.dtype[Any], offset: int) -> "Tensor":
+        """A view of this tensor's buffer (no checks: the caller keeps it inside the tensor's bytes)."""
+        t = Tensor._wrap(self.buffer, shape, dtype)
+        t.offset = offset
+        t.base = self.base if self.base is not None else self
+        return t
 
+    # ---- attributes ----
     @property
     def device(self) -> Device:
         """The dmlgpu.Device that holds the tensor's buffer."""
@@ -92,17 +109,41 @@ class Tensor:
         return math.prod(self.shape)
 
     @property
+    def itemsize(self) -> int:
+        """The bytes of one element."""
+        return self.dtype.itemsize
+
+    @property
     def nbytes(self) -> int:
-        """The bytes of its elements: size * dtype.itemsize."""
+        """The bytes of its elements: size * itemsize."""
         return self.size * self.dtype.itemsize
 
     @property
-    def host(self) -> np.ndarray:
-        """The host-side copy as a writable array view of the tensor's shape and dtype: on unified memory the
-        device buffer itself (mapped), else a host-visible mirror that Recording.upload sends and
-        Recording.download fills."""
-        return self.buffer.host[: self.nbytes].view(self.dtype).reshape(self.shape)
+    def host(self) -> NoReturn:
+        """Removed: it was the device memory itself on unified memory and a separate copy elsewhere, so code
+        that wrote it worked on one kind of device only. Read with numpy(), write with write(); a recording's
+        host copies are Recording.host(t). Raises AttributeError saying so."""
+        raise AttributeError("Tensor.host was removed (it meant the device data on unified memory and a separate "
+                             "copy elsewhere): read with numpy(), write with write(), and in recordings use "
+                             "rec.host(t) with rec.upload(t) / rec.download(t)")
 
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"The truth value of a tensor with {self.size} elements is ambiguous (as NumPy's): "
+                             f"use numpy().any() or numpy().all()")
+        return bool(self.item())
+
+    # ---- host reads and writes ----
     def numpy(self) -> np.ndarray:
         """A new NumPy array with the tensor's contents, once the queued work that writes it has run.
 
@@ -114,7 +155,7 @@ class Tensor:
         Raises
         ------
         RuntimeError
-            Inside a recording (record ``download()`` and read ``host`` after the block instead).
+            Inside a recording (record ``download(t)`` and read ``Recording.host(t)`` after the block instead).
 
         Examples
         --------
@@ -122,114 +163,286 @@ class Tensor:
         >>> dmlgpu.tensor(np.array([1, 2], np.uint8)).numpy()
         array([1, 2], dtype=uint8)
         """
-        if self.device._recording() is not None:
-            raise RuntimeError("numpy() cannot run inside a recording: record download() and read Tensor.host "
-                               "after the block")
-        return self.device._read_range(self.buffer, 0, self.nbytes).view(self.dtype).reshape(self.shape)
+        self._no_recording("numpy")
+        return self.device._read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
 
-    def write(self, array: ArrayLike) -> None:
-        """Uploads ``array`` into the tensor (after the queued work that uses it).
+    if not TYPE_CHECKING:     # (typed, a Tensor would be ArrayLike: the layer-2 overloads tell Tensors apart)
+        def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
+            """``np.asarray(t)``, ``np.array(t)``: a downloaded copy (numpy()); ValueError for ``copy=False``."""
+            if copy is False:
+                raise ValueError("Tensor.__array__: a Tensor's data is on the device: NumPy cannot view it without "
+                                 "a copy (copy=False); use np.asarray(t) or t.numpy()")
+            arr = self.numpy()
+            return arr if dtype is None else arr.astype(dtype, copy=False)
 
-        Parameters
-        ----------
-        array : array_like
-            The tensor's shape; cast to its dtype.
+    def tolist(self) -> Any:
+        """The tensor's contents as nested Python lists of Python scalars (numpy().tolist()).
 
-        Raises
-        ------
-        ValueError
-            Another shape.
+        Returns
+        -------
+        list or scalar
+            A scalar for a 0-d tensor.
 
         Examples
         --------
         >>> import numpy as np, dmlgpu
-        >>> t = dmlgpu.empty((2,), np.int32)
-        >>> t.write([7, 8]); t.numpy()
-        array([7, 8], dtype=int32)
+        >>> dmlgpu.tensor(np.arange(4, dtype=np.int16).reshape(2, 2)).tolist()
+        [[0, 1], [2, 3]]
         """
+        return self.numpy().tolist()
+
+    def item(self, *args: Any) -> Any:
+        """One element as a Python scalar, as NumPy's ndarray.item(): no argument for a tensor of one element,
+        a flat index, or one index per dimension. Downloads that element only.
+
+        Parameters
+        ----------
+        *args : int
+            Nothing, a flat index, or ``ndim`` indices (or one tuple of them); negative ones count from the end.
+
+        Returns
+        -------
+        Python scalar
+
+        Raises
+        ------
+        ValueError
+            No index for a tensor of more than one element.
+        IndexError
+            An index out of range, or the wrong number of them.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+        >>> t.item(4), t.item(1, 2), t.item(-1)
+        (4.0, 5.0, 5.0)
+        """
+        self._no_recording("item")
+        flat = _index.flat_position(self.shape, args)
+        size = self.dtype.itemsize
+        raw = self.device._read_range(self.buffer, self.offset + flat * size, size)
+        return raw.view(self.dtype)[0].item()
+
+    def write(self, array: ArrayLike) -> None:
+        """Uploads ``array`` into the tensor's bytes (after the queued work that uses its buffer); a view's
+        write changes its base's data there.
+
+        Parameters
+        ----------
+        array : array_like or Tensor
+            Broadcast to the tensor's shape (as NumPy's ``a[...] = array``) and cast to its dtype. A Tensor of
+            the same device, shape and dtype is copied on the device (queued); another through the host.
+
+        Raises
+        ------
+        ValueError
+            A shape that does not broadcast to the tensor's.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.zeros((2, 2), np.int32)
+        >>> t[1].write([7, 8]); t.numpy()
+        array([[0, 0],
+               [7, 8]], dtype=int32)
+        """
+        if isinstance(array, Tensor):
+            src = array
+            if src.device is self.device and src.shape == self.shape and src.dtype == self.dtype and (
+                    src.buffer is not self.buffer or src.offset + src.nbytes <= self.offset
+                    or self.offset + self.nbytes <= src.offset):       # (regions of one buffer must not overlap)
+                self.device._copy(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
+                return
+            array = src.numpy()
         arr = np.asarray(array, dtype=self.dtype)
         if arr.shape != self.shape:
-            raise ValueError(f"array of shape {arr.shape} does not match the tensor's shape {self.shape}")
-        self.buffer.write(arr)     # one copy, from arr to device memory or to staging
+            try:
+                arr = np.broadcast_to(arr, self.shape)
+            except ValueError:
+                raise ValueError(f"Tensor.write: an array of shape {arr.shape} does not broadcast to the tensor's "
+                                 f"shape {self.shape}") from None
+        if self.nbytes:
+            self.device._write(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))
 
-    def __repr__(self) -> str:
-        return f"<dmlgpu.Tensor {self.shape} {self.dtype} on {self.device.info.name}>"
+    # ---- views and copies ----
+    def reshape(self, *shape: Any, order: str = "C") -> "Tensor":
+        """The same bytes as another shape: a view sharing the buffer (as NumPy's reshape of a contiguous
+        array).
 
+        Parameters
+        ----------
+        *shape : int or sequence of int
+            ``reshape(2, 3)`` or ``reshape((2, 3))``; one dimension may be -1 (inferred).
+        order : {"C"}
+            Row-major only.
 
-def tensor(array: Any, device: Device | int | None = None) -> Tensor:
-    """A new Tensor holding a copy of ``array``.
+        Returns
+        -------
+        Tensor
+            A view of this tensor's buffer.
 
-    Parameters
-    ----------
-    array : array_like or Tensor
-        A NumPy array or what NumPy can view (PyTorch CPU tensors, bfloat16 ones included: see
-        dmlgpu.interop), of any dtype of 1, 2, 4, 8 or 16-byte items, uploaded; or a Tensor, copied on its
-        device (to another device: through the host).
-    device : dmlgpu.Device, int or None
-        A Device or a device index; default: a Tensor's own device, else the default device.
+        Raises
+        ------
+        ValueError
+            A shape of another size, more than one -1, a negative dimension, or another order.
 
-    Returns
-    -------
-    Tensor
-        Of ``array``'s shape and dtype.
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(6, dtype=np.int32))
+        >>> t.reshape(2, -1).numpy()
+        array([[0, 1, 2],
+               [3, 4, 5]], dtype=int32)
+        """
+        return self._view(_index.reshaped(self.size, shape, order), self.dtype, self.offset)
 
-    Raises
-    ------
-    TypeError
-        A device that is neither a Device nor an index.
-    dmlgpu.DeviceError
-        No such device index, or not enough device memory.
+    def view(self, dtype: DTypeLike) -> "Tensor":
+        """The same bytes as another dtype: a view sharing the buffer, with NumPy's rule for a changed item
+        size (the last axis's bytes are divided into the new items).
 
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> t = dmlgpu.tensor(np.arange(4, dtype=np.int64), device=0)
-    >>> u = dmlgpu.tensor(t)                   # a copy, on t's device
-    >>> t.write(np.zeros(4, np.int64)); u.numpy()
-    array([0, 1, 2, 3])
-    """
-    if isinstance(array, Tensor):
-        dev = array.device._open() if device is None else as_device(device, "tensor")
-        if dev is not array.device:
-            return tensor(array.numpy(), dev)
-        out = Tensor(dev.buffer(nbytes=max(4, array.nbytes)), array.shape, array.dtype)
-        dev._copy(array.buffer, out.buffer, array.nbytes)
+        Parameters
+        ----------
+        dtype : dtype_like
+
+        Returns
+        -------
+        Tensor
+            A view of this tensor's buffer; its last dimension scaled by the ratio of the item sizes.
+
+        Raises
+        ------
+        ValueError
+            Another item size on a 0-d tensor, or a last axis whose bytes the new item size does not divide.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> dmlgpu.tensor(np.array([1.0], np.float32)).view(np.uint16).numpy()
+        array([    0, 16256], dtype=uint16)
+        """
+        new = _device_dtype(dtype, "Tensor.view")
+        return self._view(_index.viewed(self.shape, self.dtype, new), new, self.offset)
+
+    def copy(self) -> "Tensor":
+        """A new packed Tensor with a copy of the bytes, made on the device (queued, in order with the
+        device's queued work; recorded inside a recording).
+
+        Returns
+        -------
+        Tensor
+            On the same device, with ``offset`` 0 and a buffer of its own.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(4, dtype=np.uint8))
+        >>> c = t[1:3].copy(); t.write(np.zeros(4, np.uint8)); c.numpy()
+        array([1, 2], dtype=uint8)
+        """
+        dev = self.device
+        out = Tensor._wrap(dev._take(self.nbytes), self.shape, self.dtype)
+        dev._copy(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
         return out
-    arr = host_array(array)
-    if not arr.flags.c_contiguous:
-        arr = arr.copy(order="C")       # (np.ascontiguousarray would make a 0-d array 1-d)
-    dev = as_device(device, "tensor")
-    return Tensor(dev.buffer(arr, nbytes=max(4, arr.nbytes)), arr.shape, arr.dtype)
+
+    def _packed(self) -> "Tensor":
+        """The tensor itself when ``offset`` is 0, else a packed copy (copy(): queued after queued work)."""
+        return self if self.offset == 0 else self.copy()
+
+    def astype(self, dtype: DTypeLike, copy: bool = True) -> "Tensor":
+        """The values cast to ``dtype`` as NumPy's astype casts them (through the host), on the same device.
+
+        Parameters
+        ----------
+        dtype : dtype_like
+        copy : bool
+            False: the tensor itself when it already has ``dtype``.
+
+        Returns
+        -------
+        Tensor
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> dmlgpu.tensor(np.array([1.5, -2.5])).astype(np.int32).numpy()
+        array([ 1, -2], dtype=int32)
+        """
+        new = _device_dtype(dtype, "Tensor.astype")
+        if new == self.dtype:
+            return self.copy() if copy else self
+        return _upload(self.numpy().astype(new), self.device)
+
+    def to(self, device: Device | int) -> "Tensor":
+        """The tensor on another device (a copy through the host), or the tensor itself on its own.
+
+        Parameters
+        ----------
+        device : dmlgpu.Device or int
+            A Device or a device index (dmlgpu.devices()).
+
+        Returns
+        -------
+        Tensor
+
+        Raises
+        ------
+        TypeError
+            A device that is neither a Device nor an index.
+        dmlgpu.DeviceError
+            No such device index, or not enough device memory.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(3, dtype=np.int32))
+        >>> t.to(0).numpy()
+        array([0, 1, 2], dtype=int32)
+        """
+        dev = as_device(device, "Tensor.to")
+        if dev is self.device:
+            return self
+        return _upload(self.numpy(), dev)
+
+    # ---- indexing ----
+    def __getitem__(self, key: Any) -> "Tensor":
+        """Basic indexing (ints, slices, None, Ellipsis). A selection of whole rows (leading ints, then at
+        most one step-1 slice, then whole axes) is a view of the buffer at a byte offset; any other is a new
+        Tensor gathered on the device. Arrays as indices: TypeError (use dmlgpu.take / gather). The rules:
+        dmlgpu/tensor_index.py."""
+        out: Tensor = _index.getitem(self, key)
+        return out
 
 
-def empty(shape: Iterable[SupportsIndex], dtype: DTypeLike, device: Device | int | None = None) -> Tensor:
-    """A new Tensor of ``shape`` and ``dtype`` holding zero bytes.
+    # ---- representation ----
+    def __repr__(self) -> str:
+        where = f" at byte offset {self.offset}" if self.offset else ""
+        return (f"<dmlgpu.Tensor {self.shape} {self.dtype} on device {self.device.info.index} "
+                f"({self.device.info.name}){where}>")
 
-    Parameters
-    ----------
-    shape : sequence of int
-    dtype : dtype_like
-    device : dmlgpu.Device, int or None
-        A Device or a device index; default: the default device.
+    def __str__(self) -> str:
+        """repr() and, for up to 1000 elements outside a recording, the values (downloaded)."""
+        if self.size > 1000 or self.device._recording() is not None:
+            return repr(self)
+        return f"{self!r}\n{self.numpy()}"
 
-    Returns
-    -------
-    Tensor
+    def _no_recording(self, what: str) -> None:
+        if self.device._recording() is not None:
+            raise RuntimeError(f"{what}() cannot run inside a recording: record download(t) and read "
+                               f"Recording.host(t) after the block")
 
-    Raises
-    ------
-    TypeError, dmlgpu.DeviceError
-        As tensor()'s.
 
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> dmlgpu.empty((2, 2), np.float16).numpy()
-    array([[0., 0.],
-           [0., 0.]], dtype=float16)
-    """
-    dev = as_device(device, "empty")
-    dtype = np.dtype(dtype)
-    dims = tuple(operator.index(s) for s in shape)
-    nbytes = math.prod(dims) * dtype.itemsize
-    return Tensor(dev.buffer(nbytes=max(4, nbytes)), dims, dtype)
+# ---- helpers ----
+def _device_dtype(dtype: DTypeLike, who: str) -> np.dtype[Any]:
+    dt = np.dtype(dtype)
+    if dt.hasobject or dt.itemsize == 0:
+        raise TypeError(f"{who}: dtype {dt} cannot live on a device (Python objects or empty items): use a "
+                        f"numeric dtype")
+    return dt
+
+
+def _upload(array: np.ndarray, device: Device) -> "Tensor":
+    """A new Tensor holding a copy of a host array (uploaded, C order) on ``device``."""
+    if not array.flags.c_contiguous:
+        array = array.copy(order="C")     # (np.ascontiguousarray would make a 0-d array 1-d)
+    return Tensor(device.buffer(array, nbytes=max(4, -(-array.nbytes // 4) * 4)), array.shape, array.dtype)

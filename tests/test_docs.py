@@ -14,7 +14,9 @@ PUBLIC = [getattr(dmlgpu, name) for name in dmlgpu.__all__] + \
                                               "DmlgpuBackend", "DmlgpuRep", "UnsupportedModelError")]
 METHODS = [dmlgpu.Device.compile, dmlgpu.Device.buffer, dmlgpu.Device.record, dmlgpu.Device.synchronize,
            dmlgpu.Device.memory_stats, dmlgpu.Device.empty_cache, dmlgpu.Device.close, dmlgpu.Device.warmup,
-           dmlgpu.Tensor.numpy, dmlgpu.Tensor.write, dmlgpu.CompiledOperator.execute, dmlgpu.onnx.DmlgpuRep.run]
+           dmlgpu.Tensor.numpy, dmlgpu.Tensor.write, dmlgpu.Tensor.reshape, dmlgpu.Tensor.view, dmlgpu.Tensor.copy,
+           dmlgpu.Tensor.astype, dmlgpu.Tensor.to, dmlgpu.Tensor.item, dmlgpu.Tensor.tolist, dmlgpu.Recording.host,
+           dmlgpu.CompiledOperator.execute, dmlgpu.onnx.DmlgpuRep.run]
 
 
 def _section(doc: str, name: str) -> bool:
@@ -75,7 +77,11 @@ def test_readme_usage_runs_and_says_true():
     assert "gather: index 1000" in str(ns["raised"].value)
     assert np.array_equal(ns["pairs"], table[[0, 999], [1, 63]])
     assert np.array_equal(ns["updated"][5], np.ones(64, np.float32))
-    assert ns["out"].shape == (2, 64) and np.array_equal(ns["out"].host, ns["t"].numpy()[[7, 9]])
+    assert ns["out"].shape == (2, 64) and np.array_equal(ns["rec"].host(ns["out"]), ns["t"].numpy()[[7, 9]])
+    z = np.zeros((4, 64), np.float32)
+    z[1:3] = 1
+    assert np.array_equal(ns["z"].numpy(), z) and np.array_equal(ns["col"].numpy(), z[:, 5])
+    assert ns["flags"] == [7, 7, 7, 7] and ns["moved"].dtype == np.float16 and np.array_equal(ns["moved"].numpy(), z)
     assert ns["hidden"].shape == (1, 16) and isinstance(ns["hidden"], np.ndarray)
     cache = ns["cache"].numpy()           # README's in-place KV-cache writes: rows 17 and 18 written, then added
     assert (cache[17:19] == 2).all() and not cache[:17].any() and not cache[19:].any()

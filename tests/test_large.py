@@ -173,9 +173,9 @@ def test_recordings_upload_and_download_chunked_tensors(tiny_blocks):
     assert out.buffer.chunked and ids.buffer.chunked
     for _ in range(3):
         new = rng.integers(0, 200, 100).astype(np.int32)
-        ids.host[...] = new
+        rec.host(ids)[...] = new
         rec.run()
-        assert np.array_equal(out.host, table[new])
+        assert np.array_equal(rec.host(out), table[new])
 
 
 # ---- layer 1 on 256-byte blocks: strided tensors of every operator ----

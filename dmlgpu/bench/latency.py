@@ -2,7 +2,7 @@
 in microseconds of wall time.
 
 * recorded round trip: a pre-recorded Recording (``rec.upload(idx)``, gather, ``rec.download(out)``);
-  each iteration writes new indices into ``idx.host``, calls ``rec.run()`` and copies ``out.host``;
+  each iteration writes new indices into ``rec.host(idx)``, calls ``rec.run()`` and copies ``rec.host(out)``;
 * function round trip: ``dmlgpu.gather(table, idx)`` on NumPy arrays (uploads both, downloads the result);
 * eager call on Tensors: ``dmlgpu.gather(table_t, idx_t)`` on device-resident Tensors, steady state: the
   call alone (it is queued and returns; every max_queued-th call submits the batch), and the call followed by
@@ -86,12 +86,13 @@ def dmlgpu_small_gather(device: dmlgpu.Device, table: np.ndarray, idx: np.ndarra
         out = dmlgpu.gather(table_t, idx_t, axis=0)
         rec.download(out)
     state = {"i": 0, "result": None}
+    idx_host, out_host = rec.host(idx_t), rec.host(out)
 
     def recorded():
         state["i"] += 1
-        idx_t.host[...] = idx[state["i"] % 2]
+        idx_host[...] = idx[state["i"] % 2]
         rec.run()
-        state["result"] = out.host.copy()
+        state["result"] = out_host.copy()
 
     recorded()
     recorded_s = host_samples(recorded, iters, budget_s, min_iters=20)

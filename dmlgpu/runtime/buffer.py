@@ -65,8 +65,9 @@ class Buffer:
     """
 
     _pending: np.ndarray | None = None   # bytes to upload by the next run that lists this buffer
-    _mirror: Any = None                  # host-visible copy for recordings (staging devices only)
-    _host: np.ndarray | None = None
+    _mirror: Any = None                  # host-visible copy for recordings (_mirror_array())
+    _mirror_host: np.ndarray | None = None
+    _host: np.ndarray | None = None      # its mapped memory as an array (_host_copy())
     pinned = False                       # a recording uses it: Device._give leaves it alone
     recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
 
@@ -112,8 +113,8 @@ class Buffer:
         """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
         bytes. RuntimeError inside a recording."""
         if self.device._recording() is not None:
-            raise RuntimeError("read() cannot run inside a recording: record download() and read the "
-                               "host copy after the block")
+            raise RuntimeError("read() cannot run inside a recording: record download() and read "
+                               "Recording.host(buffer) after the block")
         return self.device._run([], downloads=[self])[0]
 
     @property
@@ -123,7 +124,7 @@ class Buffer:
 
     @property
     def _mirrored(self) -> bool:
-        """True when its host copy (``host``) is a separate host-visible buffer, not its own mapped memory."""
+        """True when recorded uploads of its bytes stage them in its mirror, not in its own mapped memory."""
         return self._block.view is None or self.chunked
 
     def _pieces(self, offset: int, nbytes: int) -> list:
@@ -139,27 +140,36 @@ class Buffer:
             pos += n
         return out
 
-    @property
-    def host(self) -> np.ndarray:
-        """The host copy of the buffer (uint8[nbytes]) that Recording.upload sends and Recording.download
-        fills. On unified memory (lavapipe, integrated GPUs) it is the device buffer itself, mapped, unless
-        the buffer is chunked. DeviceError when a host copy that large cannot be allocated at once."""
-        self.device._sync_buffer(self)            # queued work may still write it
+    def _host_copy(self) -> np.ndarray:
+        """Where a recording stages the bytes of an operand it uploads (NumPy operands of recorded calls:
+        Recording._append): on unified memory (direct_memory) the device buffer itself, mapped, unless it is
+        chunked; elsewhere its mirror (_mirror_array())."""
+        if self._mirrored:
+            return self._mirror_array()
+        self.device._sync_buffer(self)            # queued work may still use it
         if self._host is None:
-            if not self._mirrored:
-                view = self._block.view
-            else:
-                size = sum(b.size for b in self._blocks)
-                if size > self.device.info.max_memory_allocation_size:
-                    raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
-                                      f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
-                                      f"bytes): use Tensor.numpy() and write() for this tensor")
-                mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
-                self._mirror = mirror
-                view = mirror.host_view()
+            view = self._block.view
             assert view is not None
             self._host = np.asarray(_HostMemory(self, view, self.nbytes))
         return self._host
+
+    def _mirror_array(self) -> np.ndarray:
+        """The buffer's mirror: a separate host-visible buffer of its size (made on first use, kept while the
+        Buffer lives), as uint8[nbytes]. A recording's uploads copy from it and its downloads into it
+        (Recording.host, its public face); nothing else reaches it, on every memory type. DeviceError when a
+        host copy that large cannot be allocated at once."""
+        if self._mirror_host is None:
+            size = sum(b.size for b in self._blocks)
+            if size > self.device.info.max_memory_allocation_size:
+                raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
+                                  f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
+                                  f"bytes): use Tensor.numpy() and write() for this tensor")
+            mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
+            self._mirror = mirror
+            view = mirror.host_view()
+            assert view is not None
+            self._mirror_host = np.asarray(_HostMemory(self, view, self.nbytes))
+        return self._mirror_host
 
     def canary_intact(self) -> bool:
         """Test mode: downloads the buffer and checks its guard words (True when there are none)."""

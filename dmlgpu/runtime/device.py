@@ -284,7 +284,7 @@ class Device(Runs, Scratch):
         ...     rec.upload(ids)
         ...     out = dmlgpu.gather(table, ids)
         ...     rec.download(out)
-        >>> ids.host[:] = [9, 4]; rec.run(); out.host
+        >>> rec.host(ids)[:] = [9, 4]; rec.run(); rec.host(out)
         array([9., 4.], dtype=float32)
         """
         return Recording(self._open(), timestamps)
@@ -386,10 +386,36 @@ class Device(Runs, Scratch):
             return out
 
     def _copy(self, src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_offset: int = 0) -> None:
-        """Copies ``nbytes`` of ``src`` from byte ``src_offset`` into ``dst`` at ``dst_offset`` on the device,
-        now (no host round trip)."""
-        if nbytes > 0:
-            self._transfer_now([src, dst], dst, _copy_ops(src, src_offset, dst, dst_offset, nbytes))
+        """Copies ``nbytes`` of ``src`` from byte ``src_offset`` into ``dst`` at byte ``dst_offset`` on the
+        device (no host round trip; any offsets, chunked buffers too; the two ranges must not overlap when
+        ``src`` is ``dst``), in order with the queued work: appended to the device's open batch after a
+        barrier on both buffers (a host read of ``dst`` waits for it, as for a queued kernel), recorded inside
+        a recording of this thread, or run now when ``max_queued`` is 0. ValueError for a range outside a
+        buffer."""
+        if nbytes <= 0:
+            return
+        for buf, at in ((src, src_offset), (dst, dst_offset)):
+            if at < 0 or at + nbytes > buf.nbytes:
+                raise ValueError(f"a copy of {nbytes} bytes at offset {at} does not fit a buffer of {buf.nbytes} "
+                                 f"bytes")
+        touched = [src] if src is dst else [src, dst]
+        ops = _copy_ops(src, src_offset, dst, dst_offset, nbytes)
+        rec = self._recording()
+        if rec is not None:
+            rec._append_copy(touched, ops)
+            return
+        with self._lock:
+            self._open()
+            if not self.max_queued:
+                self._transfer_now(touched, dst, ops)
+                return
+            batch = self._batches
+            batch.ops.append(kp.OpMemoryBarrier([t for b in touched for t in b._tensors], *BEFORE_COPY))
+            batch.ops += ops
+            for b in touched:
+                for block in b._blocks:
+                    block.batch = batch.number
+            batch._added()
 
     def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
         """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Union
 
+import numpy as np
+
 from .buffer import Buffer, Dispatch
 from .devices import kp
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
@@ -16,10 +18,15 @@ if TYPE_CHECKING:
 class Recording:
     """Operations recorded into one Vulkan submission (see Device.record). Layer-2 functions called in the
     block return dmlgpu.Tensors whose contents are valid once the block has ended (and after each run()).
-    ``upload(*tensors)`` re-sends the tensors' host copies (Tensor.host) at that point of each run;
-    ``download(*tensors)`` refreshes their host copies. mode="raise" cannot be recorded. On unified memory
-    (Device.direct_memory) a tensor's host copy is its device buffer itself (unless the buffer is chunked):
-    uploads and downloads then move nothing, and host writes take effect when run() submits.
+    mode="raise" cannot be recorded.
+
+    Host data goes in and out through the recording's own host copies (``host(t)``): ``upload(t)`` records
+    that each run copies ``host(t)`` to the device at that point, ``download(t)`` that each run copies the
+    device data into ``host(t)`` there. A host copy is a host-visible buffer of its own on every memory type
+    (never the device memory itself, also on unified memory), so it changes only when you write it or a run
+    downloads into it, and the device data only by the runs' uploads (and by ``Tensor.write()``): write
+    ``host(t)`` before run() for the tensors you upload, read it after run() for those you download.
+    ``host(t)`` of a tensor that is only downloaded is read-only.
 
     Parameters
     ----------
@@ -38,6 +45,9 @@ class Recording:
         self._steps: list[tuple[str, Any]] = []
         self._seq: Any = None
         self._zeroed = False
+        self._uploaded: set[int] = set()      # id()s of the buffers that upload() or a recorded call sends
+        self._downloaded: set[int] = set()
+        self._held: list[Buffer] = []         # those buffers (the ids stay theirs while the recording lives)
 
     def __enter__(self) -> "Recording":
         if self.device._recording() is not None:
@@ -53,9 +63,8 @@ class Recording:
         if exc_type is not None:
             return
         dev = self.device
-        for kind, what in self._steps:     # these buffers stay out of the allocator while it lives
-            for buf in what.buffers if kind == "dispatch" else what:
-                buf.pinned = True
+        for buf in self._buffers():        # these buffers stay out of the allocator while it lives
+            buf.pinned = True
         with dev._lock:
             ops = self._ops()
             # Kompute writes a timestamp before the first and after every recorded Vulkan command
@@ -66,14 +75,52 @@ class Recording:
         self.run()
 
     def upload(self, *tensors: Union["Tensor", Buffer]) -> None:
-        """At this point of each run, sends the tensors' (or buffers') host copies (Tensor.host) to the
-        device."""
-        self._steps.append(("upload", tuple(_buffer_of(t) for t in tensors)))
+        """At this point of each run, sends the tensors' (or buffers') host copies (``host(t)``) to the
+        device: a Tensor's bytes only (a view's range of its buffer), a Buffer's all."""
+        self._steps.append(("upload", tuple(self._range_of(t, self._uploaded) for t in tensors)))
 
     def download(self, *tensors: Union["Tensor", Buffer]) -> None:
         """At this point of each run, copies the tensors' (or buffers') device contents to their host copies
-        (Tensor.host)."""
-        self._steps.append(("download", tuple(_buffer_of(t) for t in tensors)))
+        (``host(t)``)."""
+        self._steps.append(("download", tuple(self._range_of(t, self._downloaded) for t in tensors)))
+
+    def host(self, t: Union["Tensor", Buffer]) -> np.ndarray:
+        """The recording's host copy of a Tensor (an array of its shape and dtype) or Buffer (uint8[nbytes]):
+        what ``upload(t)`` sends and ``download(t)`` fills on each run. Writable when ``t`` is uploaded,
+        read-only when it is only downloaded.
+
+        Parameters
+        ----------
+        t : dmlgpu.Tensor or dmlgpu.Buffer
+            Passed to this recording's upload() or download().
+
+        Returns
+        -------
+        np.ndarray
+            A view of the host copy (no copy is made): keep it and write or read it around each run().
+
+        Raises
+        ------
+        ValueError
+            ``t`` is neither uploaded nor downloaded by this recording.
+        dmlgpu.DeviceError
+            A host copy that large cannot be allocated at once (use Tensor.numpy() and write()).
+
+        Examples
+        --------
+        See Device.record().
+        """
+        buf, offset, nbytes = _range(t)
+        if id(buf) not in self._uploaded and id(buf) not in self._downloaded:
+            raise ValueError("Recording.host: this tensor is neither uploaded nor downloaded by the recording: "
+                             "call rec.upload(t) or rec.download(t) in its block")
+        arr = buf._mirror_array()[offset:offset + nbytes]
+        dtype = getattr(t, "dtype", None)
+        if dtype is not None:
+            arr = arr.view(dtype).reshape(t.shape)     # type: ignore[union-attr]
+        if id(buf) not in self._uploaded:
+            arr.flags.writeable = False
+        return arr
 
     def run(self) -> None:
         """Submits the recorded operations again and waits for them (RuntimeError before the block ends)."""
@@ -86,27 +133,51 @@ class Recording:
     def timestamps(self) -> list[float]:
         """GPU times in ns of the last run: one before the first recorded Vulkan command and one after each.
         A dispatch is two commands, its barrier and itself, or one without a barrier of its own; an upload
-        or download on a staging device is a barrier and a copy per buffer (a download also a barrier
-        before the host reads); on unified memory an upload is none and a download one barrier. A
-        recording with dispatches ends with one more barrier on unified memory."""
+        or download is a barrier and a copy per buffer range (a download also a barrier
+        before the host reads), on every memory type; a device copy (Tensor.copy(), a view's packed copy) a
+        barrier and a copy per block range; the upload of a recorded call's NumPy operands is none on unified
+        memory and a barrier and a copy per buffer elsewhere. A recording with dispatches ends with one more
+        barrier on unified memory."""
         if not self._timestamps or self._seq is None:
             raise RuntimeError("timestamps need a finished recording made with record(timestamps=True)")
         period = self.device.info.timestamp_period_ns
         return [t * period for t in self._seq.get_timestamps()]
 
     # ---- internal ----
+    def _range_of(self, t: object, ids: set[int]) -> tuple[Buffer, int, int]:
+        rng = _range(t)
+        ids.add(id(rng[0]))
+        self._held.append(rng[0])
+        return rng
+
+    def _buffers(self) -> list[Buffer]:
+        """Every buffer the recorded steps use."""
+        out: list[Buffer] = []
+        for kind, what in self._steps:
+            if kind == "dispatch":
+                out += [b for b in what.buffers if b is not None]
+            elif kind == "copy":
+                out += what[0]
+            else:
+                out += [b for b, _, _ in what]
+        return out
+
     def _append(self, dispatches: list[Dispatch], uploads: list[Buffer], downloads: list[Buffer]) -> None:
         """Device._run inside the block: staged bytes go to the buffers' host copies now, to be uploaded at
         this point of every run."""
         for buf in uploads:
             if buf._pending is not None:
-                buf.host[:buf._pending.size] = buf._pending
+                buf._host_copy()[:buf._pending.size] = buf._pending
                 buf._pending = None
         if uploads:
-            self._steps.append(("upload", tuple(uploads)))
+            self._steps.append(("stage", tuple((b, 0, b.nbytes) for b in uploads)))
         self._steps.extend(("dispatch", d) for d in dispatches)
         if downloads:
-            self._steps.append(("download", tuple(downloads)))
+            self._steps.append(("download", tuple(self._range_of(b, self._downloaded) for b in downloads)))
+
+    def _append_copy(self, buffers: list[Buffer], ops: list[Any]) -> None:
+        """Device._copy inside the block: the copy ops (on ``buffers``) run at this point of every run."""
+        self._steps.append(("copy", (list(buffers), list(ops))))
 
     def _ops(self) -> list[Any]:
         dev = self.device
@@ -119,33 +190,39 @@ class Recording:
             if run:
                 ops += dev._dispatch_ops(run)
                 run = []
-            mirrored = [b for b in what if b._mirrored]     # the others' host copy is their mapped memory
-            mapped = [b for b in what if not b._mirrored]
-            if kind == "upload" and mirrored:
-                ops.append(kp.OpMemoryBarrier([t for b in mirrored for t in b._tensors], *BEFORE_COPY))
-                ops += [kp.OpCopyRegion(_mirror(b), block.tensor, pos, at, n)
-                        for b in mirrored for block, at, pos, n in b._pieces(0, b.nbytes)]
-            elif kind == "download":
-                if mapped:
-                    ops.append(kp.OpMemoryBarrier([t for b in mapped for t in b._tensors], *BEFORE_HOST_READ))
-                if mirrored:
-                    ops.append(kp.OpMemoryBarrier([t for b in mirrored for t in b._tensors], *BEFORE_COPY))
-                    ops += [kp.OpCopyRegion(block.tensor, _mirror(b), at, pos, n)
-                            for b in mirrored for block, at, pos, n in b._pieces(0, b.nbytes)]
-                    ops.append(kp.OpMemoryBarrier([_mirror(b) for b in mirrored], *BEFORE_HOST_READ))
+            if kind == "copy":
+                bufs, copies = what
+                ops.append(kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY))
+                ops += copies
+                continue
+            # a recorded call's NumPy operands ("stage") on unified memory: their mapped memory holds them
+            moved = [r for r in what if kind != "stage" or r[0]._mirrored]
+            if kind in ("upload", "stage") and moved:
+                ops.append(kp.OpMemoryBarrier([t for b, _, _ in moved for t in b._tensors], *BEFORE_COPY))
+                ops += [kp.OpCopyRegion(_mirror(b), block.tensor, start + pos, at, n)
+                        for b, start, size in moved for block, at, pos, n in b._pieces(start, size)]
+            elif kind == "download" and moved:
+                ops.append(kp.OpMemoryBarrier([t for b, _, _ in moved for t in b._tensors], *BEFORE_COPY))
+                ops += [kp.OpCopyRegion(block.tensor, _mirror(b), at, start + pos, n)
+                        for b, start, size in moved for block, at, pos, n in b._pieces(start, size)]
+                ops.append(kp.OpMemoryBarrier(list({id(m): m for m in (_mirror(b) for b, _, _ in moved)}.values()),
+                                              *BEFORE_HOST_READ))
         if dev.direct_memory:
             ops += dev._host_read_ops([what for kind, what in self._steps if kind == "dispatch"])
         return ops
 
 
 def _mirror(buf: Buffer) -> Any:
-    """The host-visible copy of a buffer on a staging device (made on first use of Buffer.host)."""
-    buf.host
+    """The kp buffer of a Buffer's mirror (made on first use: Buffer._mirror_array)."""
+    buf._mirror_array()
     return buf._mirror
 
 
-def _buffer_of(t: object) -> Buffer:
+def _range(t: object) -> tuple[Buffer, int, int]:
+    """(buffer, byte offset, bytes) of a Tensor (its range of its buffer) or of a Buffer (all of it)."""
     buf = getattr(t, "buffer", t)
     if not isinstance(buf, Buffer):
         raise TypeError(f"expected a dmlgpu.Tensor or Buffer, not {type(t).__name__}")
-    return buf
+    if buf is t:
+        return buf, 0, buf.nbytes
+    return buf, int(getattr(t, "offset", 0)), int(getattr(t, "nbytes"))

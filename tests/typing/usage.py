@@ -42,3 +42,10 @@ dev.compile(desc).execute(input=dev.buffer(table), indices=dev.buffer(nbytes=8),
 with dev.record() as rec:
     rec.upload(t)
 reveal_type(dmlgpu.onnx.prepare("model.onnx", dml_device=dev).run([ids]))   # R: tuple[Any, ...]
+reveal_type(dmlgpu.zeros(3, device=dev))                          # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.full((2, 2), 7, np.uint16)[1:])                # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.asarray(t, dtype=np.float16).reshape(-1))      # R: dmlgpu.tensor.Tensor
+reveal_type(t.tolist())                                           # R: Any
+with dev.record() as rec2:
+    rec2.download(t)
+reveal_type(rec2.host(t))                                         # R: numpy.ndarray

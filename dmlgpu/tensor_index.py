@@ -1,0 +1,221 @@
+"""Basic indexing of a dmlgpu.Tensor (``Tensor.__getitem__``): which keys give a view of the buffer at a byte
+offset, and the device-side gather that makes the others (it sits below functions.py, which imports the
+Tensor: it runs the gather's plan itself)."""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from .index_map import Layout, take_map
+from .plan import GatherPlan
+from .runtime import Buffer, as_bytes
+
+
+def getitem(self: Any, key: Any) -> Any:
+    """``self[key]`` for a Tensor ``self`` (Tensor.__getitem__'s contract)."""
+    entries, out_shape = _basic_key(key, self.shape)
+    itemsize = self.dtype.itemsize
+    strides = _strides(self.shape)
+    if math.prod(out_shape) == 0:
+        return self._view(out_shape, self.dtype, self.offset)
+    axes = [e for e in entries if e is not None]
+    k = next((i for i, e in enumerate(axes) if isinstance(e, slice) or isinstance(e, tuple)), len(axes))
+    start = sum(e * strides[i] for i, e in enumerate(axes[:k]))   # leading ints: element offset
+    rest = axes[k:]
+    contiguous = all(_whole(e, n) for e, n in zip(rest[1:], self.shape[k + 1:]))
+    if rest and contiguous:
+        first, n, step = rest[0]
+        if step == 1 or n <= 1:
+            return self._view(out_shape, self.dtype, self.offset + (start + first * strides[k]) * itemsize)
+    elif not rest:
+        return self._view(out_shape, self.dtype, self.offset + start * itemsize)
+    # computed on the device: rows of the trailing whole axes (no None among them), gathered by a
+    # host-built index array over the leading axes
+    suffix = 0
+    for e, n in zip(reversed(entries), range(len(entries))):
+        if e is None or not isinstance(e, tuple) or not _whole(e, self.shape[self.ndim - 1 - suffix]):
+            break
+        suffix += 1
+    lead_entries = entries[:len(entries) - suffix]
+    lead_shape = self.shape[:self.ndim - suffix]
+    lead_strides = _strides(lead_shape)
+    rank = sum(1 for e in lead_entries if not isinstance(e, int))
+    flat = np.zeros((1,) * rank, np.int64)
+    pos = axis = 0
+    for e in lead_entries:
+        if e is None:
+            pos += 1
+        elif isinstance(e, int):
+            flat = flat + e * lead_strides[axis]
+            axis += 1
+        else:
+            first, n, step = e
+            coord = first + step * np.arange(n, dtype=np.int64)
+            flat = flat + (coord * lead_strides[axis]).reshape((1,) * pos + (n,) + (1,) * (rank - pos - 1))
+            pos += 1
+            axis += 1
+    rows = math.prod(lead_shape)
+    idx = np.ascontiguousarray(flat, dtype=np.int32 if rows < 2**31 else np.int64)
+    return _gather_rows(self._packed(), (rows,) + self.shape[self.ndim - suffix:], idx).reshape(out_shape)
+
+def _gather_rows(self: Any, shape: tuple[int, ...], idx: np.ndarray) -> Any:
+    """A new Tensor of the rows of this packed tensor, seen as ``shape``, at the row numbers ``idx`` (in
+    range; int32 or int64): dmlgpu.gather(t.reshape(shape), idx) through its plan, queued (recorded in a
+    recording; this module sits below functions.py, which imports it)."""
+    dev = self.device
+    out_shape = idx.shape + shape[1:]
+    index_map = take_map(Layout.packed(shape), Layout.packed(idx.shape), Layout.packed(out_shape), 0,
+                         self.dtype.itemsize)
+    plan = GatherPlan(index_map, idx.dtype)
+    out_bytes = math.prod(out_shape) * self.dtype.itemsize
+    dev._check_sizes(self.buffer.nbytes, idx.nbytes, out_bytes)
+    recording = dev._recording() is not None
+    with dev._lock:
+        taken: list[Buffer] = []
+
+        def scratch(n: int) -> Buffer:
+            taken.append(dev._take(n))
+            return taken[-1]
+
+        idx_buf, out_buf = scratch(idx.nbytes), dev._take(out_bytes)
+        idx_buf._stage(as_bytes(idx))
+        dispatches, params = plan.dispatches(dev, input=self.buffer, indices=idx_buf, output=out_buf,
+                                             take=scratch)
+        dev._run(dispatches, uploads=params + [idx_buf], queue=True)
+        if not recording:            # free now: later queued work may reuse them (Device._run)
+            dev._give(*taken)
+    return type(self)._wrap(out_buf, out_shape, self.dtype)
+
+def _strides(shape: tuple[int, ...]) -> list[int]:
+    """Row-major strides in elements."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= n
+    return out[::-1]
+
+
+def _whole(e: Any, n: int) -> bool:
+    """A normalized slice entry (first, count, step) that selects all of an axis of size n in order."""
+    return isinstance(e, tuple) and e[0] == 0 and e[1] == n and (e[2] == 1 or n <= 1)
+
+
+def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[list[Any], tuple[int, ...]]:
+    """(entries, result shape) of a basic index: per input axis in key order an int (normalized) or a tuple
+    (first, count, step), and None where the key inserts an axis."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    for k in key:
+        if isinstance(k, (bool, np.bool_)) or not (k is None or k is Ellipsis or isinstance(k, slice)
+                                                   or hasattr(k, "__index__")) or isinstance(k, np.ndarray) or hasattr(k, "buffer"):
+            raise TypeError(f"Tensor[]: only integers, slices, None and ... are valid indices, not "
+                            f"{type(k).__name__}: for index arrays use dmlgpu.take(t, indices, axis) or "
+                            f"dmlgpu.gather / gather_nd")
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("Tensor[]: an index can only have a single ellipsis ('...')")
+    used = sum(k is not None and k is not Ellipsis for k in key)
+    if used > len(shape):
+        raise IndexError(f"Tensor[]: too many indices for tensor: tensor is {len(shape)}-dimensional, but {used} "
+                         f"were indexed")
+    if any(k is Ellipsis for k in key):
+        at = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:at] + (slice(None),) * (len(shape) - used) + key[at + 1:]
+    else:
+        key = key + (slice(None),) * (len(shape) - used)
+    entries: list[Any] = []
+    out: list[int] = []
+    axis = 0
+    for k in key:
+        if k is None:
+            entries.append(None)
+            out.append(1)
+            continue
+        n = shape[axis]
+        if isinstance(k, slice):
+            first, stop, step = k.indices(n)
+            count = len(range(first, stop, step))
+            entries.append((first if count else 0, count, step))
+            out.append(count)
+        else:
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"Tensor[]: index {i} is out of bounds for axis {axis} with size {n}")
+            entries.append(i % n)
+        axis += 1
+    return entries, tuple(out)
+
+
+
+def flat_position(shape: tuple[int, ...], args: tuple) -> int:
+    """The flat (row-major) position of Tensor.item(*args)'s element in a tensor of ``shape``: no argument
+    (one element), a flat index, or one index per dimension (or one tuple of them), as ndarray.item()."""
+    size = math.prod(shape)
+    if len(args) == 1 and isinstance(args[0], tuple):
+        args = args[0]
+    if not args:
+        if size != 1:
+            raise ValueError(f"Tensor.item: can only convert a tensor of size 1 to a Python scalar (it has "
+                             f"{size} elements): pass an index")
+        flat = 0
+    elif len(args) == 1:
+        flat = operator.index(args[0])
+        if not -size <= flat < size:
+            raise IndexError(f"Tensor.item: index {flat} is out of bounds for size {size}")
+        flat %= size
+    else:
+        if len(args) != len(shape):
+            raise IndexError(f"Tensor.item: {len(args)} indices for a {len(shape)}-dimensional tensor")
+        idx = []
+        for ax, (i, n) in enumerate(zip(args, shape)):
+            i = operator.index(i)
+            if not -n <= i < n:
+                raise IndexError(f"Tensor.item: index {i} is out of bounds for axis {ax} with size {n}")
+            idx.append(i % n)
+        flat = int(np.ravel_multi_index(idx, shape))
+    return flat
+
+
+def reshaped(size: int, shape: tuple, order: str) -> tuple[int, ...]:
+    """The dimensions of Tensor.reshape(*shape, order=order) for a tensor of ``size`` elements (one -1
+    inferred), as NumPy's reshape of a contiguous array."""
+    if order != "C":
+        raise ValueError(f"Tensor.reshape: order={order!r}: a Tensor is row-major; only order='C' is possible")
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) and hasattr(shape[0], "__len__"):
+        shape = tuple(shape[0])
+    try:
+        dims = [operator.index(s) for s in shape]
+    except TypeError:
+        raise TypeError(f"Tensor.reshape: the shape must be ints, not {shape!r}") from None
+    unknown = [i for i, d in enumerate(dims) if d == -1]
+    if len(unknown) > 1:
+        raise ValueError("Tensor.reshape: can only specify one unknown dimension (-1)")
+    if any(d < -1 for d in dims):
+        raise ValueError(f"Tensor.reshape: negative dimensions are not allowed: {tuple(dims)}")
+    known = math.prod(d for d in dims if d != -1)
+    if unknown:
+        if known == 0 or size % known:
+            raise ValueError(f"Tensor.reshape: cannot reshape a tensor of size {size} into shape "
+                             f"{tuple(dims)}")
+        dims[unknown[0]] = size // known
+    elif known != size:
+        raise ValueError(f"Tensor.reshape: cannot reshape a tensor of size {size} into shape {tuple(dims)}")
+    return tuple(dims)
+
+
+def viewed(shape: tuple[int, ...], old: np.dtype, new: np.dtype) -> tuple[int, ...]:
+    """The shape of Tensor.view(new) of a tensor of ``shape`` and dtype ``old``: NumPy's rule for a changed
+    item size (the last axis's bytes are divided into the new items)."""
+    if new.itemsize == old.itemsize:
+        return shape
+    if not shape:
+        raise ValueError("Tensor.view: changing the dtype of a 0-d tensor is only supported if the itemsize is "
+                         "unchanged (reshape it to 1-d first)")
+    last = shape[-1] * old.itemsize
+    if new.itemsize < old.itemsize and old.itemsize % new.itemsize or last % new.itemsize:
+        raise ValueError(f"Tensor.view: the last axis ({shape[-1]} items of {old.itemsize} bytes) "
+                         f"cannot be viewed as items of {new.itemsize} bytes ({new}): its bytes must be a "
+                         f"multiple of the new item size")
+    return shape[:-1] + (last // new.itemsize,)
