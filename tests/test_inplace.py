@@ -237,3 +237,36 @@ def test_put_along_axis_tensor_flat_and_errors(dev):
     with pytest.raises(TypeError, match=r"^put_along_axis: values is a Tensor of dtype float32"):
         dmlgpu.put_along_axis(t, np.array([[0]]), _t(dev, np.ones((1, 1), np.float32)), 1)
     same_bytes(t.numpy(), expected)
+
+
+def test_views_at_offsets_in_every_operator(dev):
+    """Tensor views at byte offsets (t[a:b], a reshape of one) as operands, as out= and as data in place:
+    the same bytes as NumPy on the same slices; in place on a view writes its base there and nowhere else."""
+    rng = np.random.default_rng(7)
+    base = rng.integers(-1000, 1000, (40, 6)).astype(np.int16)
+    t = _t(dev, base)
+    v, b = t[5:25], base[5:25]
+    assert v.offset == 5 * 6 * 2
+    rows = np.array([[0], [19], [3], [0]])
+    idx_view = _t(dev, np.array([9, 7, 1, 4]))[1:]                      # indices at an offset too
+    assert idx_view.offset == 8
+    same_bytes(dmlgpu.gather(v, idx_view).numpy(), b[[7, 1, 4]])
+    same_bytes(dmlgpu.gather_elements(v, _t(dev, np.zeros((2, 6), np.int64) + 3)).numpy(), b[[3, 3]])
+    same_bytes(dmlgpu.gather_nd(v, _t(dev, np.array([[2, 5], [19, 0]]))).numpy(), b[[2, 19], [5, 0]])
+    upd = rng.integers(0, 9, (4, 6)).astype(np.int16)
+    same_bytes(dmlgpu.scatter_nd(v, _t(dev, rows), _t(dev, upd)).numpy(), reference.scatter_nd(b, rows, upd))
+    same_bytes(t.numpy(), base)                                          # untouched
+    out = dmlgpu.zeros((10, 6), np.int16, device=dev)
+    assert dmlgpu.gather(v, idx_view, out=out[2:5]) is not None
+    expected_out = np.zeros((10, 6), np.int16)
+    expected_out[2:5] = b[[7, 1, 4]]
+    same_bytes(out.numpy(), expected_out)
+    for _ in range(2):                                                   # in place on the view, twice
+        assert dmlgpu.scatter_nd(v, _t(dev, rows), _t(dev, upd), out=v) is v
+    expected = base.copy()
+    expected[5:25] = reference.scatter_nd(b, rows, upd)
+    same_bytes(t.numpy(), expected)
+    flat = t.reshape(-1)[6:]                                             # a reshaped view at an offset
+    dmlgpu.put_along_axis(flat, _t(dev, np.array([0, 1])), _t(dev, np.array([-5, -6], np.int16)), 0)
+    expected.reshape(-1)[6:8] = [-5, -6]
+    same_bytes(t.numpy(), expected)
