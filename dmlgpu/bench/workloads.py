@@ -222,7 +222,7 @@ def _gather_nd_batch(target, rng):
                 aux={"batch": np.arange(batch, dtype=INDEX_DTYPE)[:, None], "rows": idx[..., 0].copy()})
 
 
-def _scatter_nd_rows(target, rng, index_dtype=INDEX_DTYPE):
+def _scatter_nd_rows(target, rng, index_dtype=INDEX_DTYPE, unique: bool = False):
     """SCATTER_ND of V/2 rows (256 bytes: 64 float32) into a [V, 64] table at distinct random rows."""
     width, index_dtype = 64, np.dtype(index_dtype)
     row = width * 4
@@ -245,11 +245,11 @@ def _scatter_nd_rows(target, rng, index_dtype=INDEX_DTYPE):
 
     return Case(_describe(data=data, indices=idx, updates=upd), {"data": data, "indices": idx, "updates": upd},
                 2 * data.nbytes + upd.nbytes + idx.nbytes, data.nbytes,
-                dmlgpu=lambda t: dmlgpu.scatter_nd(t["data"], t["indices"], t["updates"]),
+                dmlgpu=lambda t: dmlgpu.scatter_nd(t["data"], t["indices"], t["updates"], unique_indices=unique),
                 numpy=numpy_call, torch=calls, aux=aux, scatter=True)
 
 
-def _scatter_elements(target, rng, index_dtype=INDEX_DTYPE):
+def _scatter_elements(target, rng, index_dtype=INDEX_DTYPE, unique: bool = False):
     """SCATTER_ELEMENTS along axis 1 of [R, 256] float32: 64 updates per row at distinct random columns."""
     cols, per_row, index_dtype = 256, 64, np.dtype(index_dtype)
     rows = _count(target, 2 * cols * 4 + per_row * (4 + index_dtype.itemsize))
@@ -271,7 +271,8 @@ def _scatter_elements(target, rng, index_dtype=INDEX_DTYPE):
 
     return Case(_describe(data=data, indices=idx, updates=upd), {"data": data, "indices": idx, "updates": upd},
                 2 * data.nbytes + upd.nbytes + idx.nbytes, data.nbytes,
-                dmlgpu=lambda t: dmlgpu.scatter_elements(t["data"], t["indices"], t["updates"], axis=1),
+                dmlgpu=lambda t: dmlgpu.scatter_elements(t["data"], t["indices"], t["updates"], axis=1,
+                                                         unique_indices=unique),
                 numpy=numpy_call, torch=calls, aux=aux, scatter=True)
 
 
@@ -312,6 +313,12 @@ def _catalogue() -> list[Workload]:
                  lambda target, rng: _scatter_nd_rows(target, rng, np.int32)),
         Workload("scatter_elements-i32", "scatter", "SCATTER_ELEMENTS", "scatter_elements with int32 indices",
                  lambda target, rng: _scatter_elements(target, rng, np.int32)),
+        # the same distinct targets, promised (unique_indices=True: one write pass, no claims)
+        Workload("scatter_nd-rows-unique", "scatter", "SCATTER_ND", "scatter_nd-rows with unique_indices=True",
+                 lambda target, rng: _scatter_nd_rows(target, rng, unique=True)),
+        Workload("scatter_elements-unique", "scatter", "SCATTER_ELEMENTS",
+                 "scatter_elements with unique_indices=True",
+                 lambda target, rng: _scatter_elements(target, rng, unique=True)),
     ]
     return out
 
