@@ -27,6 +27,8 @@ KERNELS = ("gather", "scatter_claim", "scatter_write")
 LINE_CLAIM_WORDS = 4096       # shared claim words of scatter_lines.comp (16 KiB: Vulkan's minimum maximum)
 REDUCE_OPS = ("add", "mul", "min", "max")    # arith.glsl's OP codes 0..3
 REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64")
+# ml_dtypes' float types (arith.glsl's ELEM_KIND 3, 4, 5), by kind name; their bits: 16, 8, 8
+NARROW_FLOATS = {"bf": (3, 16), "f8e4m3fn": (4, 8), "f8e5m2": (5, 8)}
 
 # One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
 # counts), radix_scan, radix_scatter.
@@ -97,9 +99,12 @@ def lines_variant(unit: int, index_bytes: int) -> str:
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
-    """File stem of the scatter reduction kernel for an element type (kind "u", "i" or "f"; 8-64 bits) and an
-    operation (shaders/scatter_reduce.comp). Integer add and mul share the unsigned variant."""
-    assert f"{kind}{bits}" in REDUCE_TYPES and op in REDUCE_OPS
+    """File stem of the scatter reduction kernel for an element type (kind "u", "i" or "f"; 8-64 bits; or a
+    NARROW_FLOATS kind with its bits: "bf" 16, "f8e4m3fn" 8, "f8e5m2" 8) and an operation
+    (shaders/scatter_reduce.comp). Integer add and mul share the unsigned variant."""
+    assert (f"{kind}{bits}" in REDUCE_TYPES or NARROW_FLOATS.get(kind, (0, 0))[1] == bits) and op in REDUCE_OPS
+    if kind in NARROW_FLOATS:
+        return f"scatter_reduce_{kind if kind != 'bf' else 'bf16'}_{op}"
     if kind == "i" and op in ("add", "mul"):
         kind = "u"
     return f"scatter_reduce_{kind}{bits}_{op}"
@@ -130,7 +135,7 @@ def _has_blocks(name: str) -> bool:
 
 def _has_partials(name: str) -> bool:
     """Associative reductions (min/max, integer add/mul) fold long runs by levels of partials."""
-    return name.endswith(("_min", "_max")) or not name.startswith("scatter_reduce_f")
+    return name.endswith(("_min", "_max")) or not name.startswith(("scatter_reduce_f", "scatter_reduce_bf"))
 
 
 def _has_values(name: str) -> bool:
@@ -245,13 +250,14 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                         add(variant("gather", unit, index_bytes, vec, k, **{mode: True}), "gather.comp", UNIT=unit,
                             IDX64=index_bytes // 8, VEC=vec, **({"TUPLE_K": k} if k else {}), **{mode.upper(): 1})
     # scatter reductions (reduction.py), by element type (ELEM_KIND 0 unsigned, 1 signed, 2 float) and OP
-    for type_ in REDUCE_TYPES:
-        kind, bits = type_[0], int(type_[1:])
+    types = [(t[0], int(t[1:]), "uif".index(t[0])) for t in REDUCE_TYPES]
+    types += [(kind, bits, code) for kind, (code, bits) in NARROW_FLOATS.items()]
+    for kind, bits, elem_kind in types:
         for op_code, op in enumerate(REDUCE_OPS):
             name = reduce_variant(kind, bits, op)
             if name in table:     # signed add and mul are the unsigned ones
                 continue
-            defines = dict(ELEM_KIND="uif".index(kind), ELEM_BYTES=bits // 8, OP=op_code)
+            defines = dict(ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8, OP=op_code)
             add(name, "scatter_reduce.comp", **defines)
             if _has_values(name):
                 add(fold_variant(name, False, True), "scatter_reduce.comp", **defines, VALUES=1)

@@ -11,6 +11,11 @@ sequential loop). Arithmetic (shaders/arith.glsl):
   float32 and back; float64 is computed in software (shaders/softfloat64.glsl), subnormals included;
   float32 uses the device's own add and multiply, which on some GPUs flush subnormal inputs and results
   to zero (the one device-dependent case);
+* ml_dtypes' bfloat16, float8_e4m3fn and float8_e5m2 (recognised by dtype name; ml_dtypes is not imported):
+  the bits ml_dtypes gives (its float32 operation, then one rounding to nearest even: the exact result
+  rounded once), subnormals included on every device (bfloat16 operations with a subnormal operand or
+  result are computed in software), overflow to infinity (float8_e4m3fn, which has none: NaN); NaN results
+  are the type's quiet NaN with ml_dtypes' sign (shaders/arith.glsl says which);
 * min/max: a NaN propagates (like numpy.minimum/maximum; the accumulated value's NaN when both are),
   and -0 counts as less than +0 (IEEE 754-2019 minimum/maximum; NumPy's choice between equal zeros
   depends on the dtype);
@@ -145,6 +150,8 @@ PARTIALS = True       # fold associative reductions by levels of partials (False
 NO_KEY = 0xFFFFFFFF   # scatter_reduce.comp's "no element" key: keys stay below it
 EXTRA_WORDS = P_ADDR - P_END   # the kernels' own words; ADDR variants' block lists follow them
 _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
+# ml_dtypes' float types by dtype name (recognised without importing ml_dtypes) -> kernels.NARROW_FLOATS kind
+NARROW_FLOATS = {"bfloat16": ("bf", 2), "float8_e4m3fn": ("f8e4m3fn", 1), "float8_e5m2": ("f8e5m2", 1)}
 
 
 def check_reduction(reduction) -> str:
@@ -157,13 +164,16 @@ def check_reduction(reduction) -> str:
 def kernel_for(dtype, reduction: str) -> str:
     """The kernel variant of a reduction on elements of ``dtype``; TypeError for dtypes without arithmetic."""
     dtype = np.dtype(dtype)
+    narrow = NARROW_FLOATS.get(dtype.name)
+    if narrow is not None and narrow[1] == dtype.itemsize:
+        return kernels.reduce_variant(narrow[0], dtype.itemsize * 8, reduction)
     if dtype.kind == "b":
         return kernels.reduce_variant("u", 8, _BOOL_OPS[reduction])
     if (dtype.kind in "iu" and dtype.itemsize in (1, 2, 4, 8)) or (dtype.kind == "f" and dtype.itemsize in (2, 4, 8)):
         return kernels.reduce_variant(dtype.kind, dtype.itemsize * 8, reduction)
     raise TypeError(f"reduction {reduction!r} is not supported for dtype {dtype}: reductions take bool, "
-                    f"int8..int64, uint8..uint64, float16, float32 and float64 (only reduction='none' moves "
-                    f"any dtype)")
+                    f"int8..int64, uint8..uint64, float16, float32, float64 and ml_dtypes' bfloat16, "
+                    f"float8_e4m3fn and float8_e5m2 (only reduction='none' moves any dtype)")
 
 
 def check(reduction, dtype) -> str:

@@ -74,8 +74,8 @@ REDUCTIONS = ("add", "mul", "min", "max")
 def combine(reduction, acc, x):
     """One step of a scatter reduction, ``acc op x`` ("none": x), on arrays (or 0-d arrays) of one dtype, as dmlgpu
     defines it: integers wrap; floats round to nearest even (NumPy's own add and multiply; float16 through
-    float32, as NumPy does); min/max propagate NaN (acc's when both are NaN) and take -0 < +0; bool:
-    add/max are or, mul/min are and."""
+    float32, as NumPy does; ml_dtypes' bfloat16 and float8 types: ml_dtypes' own arithmetic); min/max
+    propagate NaN (acc's when both are NaN) and take -0 < +0; bool: add/max are or, mul/min are and."""
     acc, x = np.asarray(acc), np.asarray(x)
     if reduction == "none":
         return x
@@ -90,10 +90,11 @@ def combine(reduction, acc, x):
         return np.minimum(acc, x) if reduction == "min" else np.maximum(acc, x)
     # floats: NaN first, then the order with -0 < +0
     a_neg, x_neg = np.signbit(acc), np.signbit(x)
-    if reduction == "min":
-        take_x = (x < acc) | ((x == acc) & x_neg & ~a_neg)
-    else:
-        take_x = (x > acc) | ((x == acc) & a_neg & ~x_neg)
-    out = np.where(take_x, x, acc)
-    out = np.where(np.isnan(x), x, out)
-    return np.asarray(np.where(np.isnan(acc), acc, out), dtype=acc.dtype)
+    with np.errstate(invalid="ignore"):
+        if reduction == "min":
+            take_x = (x < acc) | ((x == acc) & x_neg & ~a_neg)
+        else:
+            take_x = (x > acc) | ((x == acc) & a_neg & ~x_neg)
+        out = np.where(take_x, x, acc)
+        out = np.where(np.isnan(x), x, out)
+        return np.asarray(np.where(np.isnan(acc), acc, out), dtype=acc.dtype)

@@ -1,18 +1,21 @@
 """Scatter reductions (reduction="add" | "mul" | "min" | "max"): the ONNX examples, properties against the
 sequential NumPy references (dmlgpu.reference.scatter_nd / scatter_elements with a reduction), heavy
-duplicates, bit-exact float16/float32/float64 arithmetic against NumPy, integer wrapping, layer 1, Tensors.
+duplicates, bit-exact float16/float32/float64 arithmetic against NumPy and bfloat16/float8 arithmetic against
+ml_dtypes, integer wrapping, layer 1, Tensors.
 
 Results are compared bit for bit; a NaN matches any NaN only where NaN payloads are a platform's choice."""
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 import dmlgpu
-from dmlgpu import DataType, DescError, TensorDesc, reference
+from dmlgpu import DataType, DescError, TensorDesc, kernels, reference
 
 REDUCTIONS = ("add", "mul", "min", "max")
+NARROW_DTYPES = [np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)]
 ARITH_DTYPES = [np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
-                                      np.uint64, np.float16, np.float32, np.float64, np.bool_)]
+                                      np.uint64, np.float16, np.float32, np.float64, np.bool_)] + NARROW_DTYPES
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -23,7 +26,7 @@ def same(out, expected, loose_nan=True):
     if out.dtype.kind == "b":
         return np.array_equal(out.view(np.uint8), expected.view(np.uint8))
     bits = out.view(UINT[out.dtype.itemsize]) == expected.view(UINT[out.dtype.itemsize])
-    if loose_nan and out.dtype.kind == "f":
+    if loose_nan and (out.dtype.kind == "f" or out.dtype in NARROW_DTYPES):
         bits |= np.isnan(out) & np.isnan(expected)
     return bool(bits.all())
 
@@ -187,7 +190,8 @@ def test_every_dtype_and_reduction(device, dtype, reduction):
                 reference.scatter_elements(data, idx, upd, 1, reduction), loose_nan=False)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16], ids=str)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16] + NARROW_DTYPES,
+                         ids=str)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_heavy_duplicates(device, dtype, reduction):
     """10,000 updates onto 10 targets: the order of combination is row-major, on every run."""
@@ -308,7 +312,8 @@ def test_float32_normal_values(device, reduction):
     assert same(out, expected)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16, ml_dtypes.float8_e5m2],
+                         ids=str)
 def test_min_max_nan_and_signed_zero(device, dtype):
     dtype = np.dtype(dtype)
     nan = np.array(np.nan, dtype)
@@ -323,6 +328,102 @@ def test_min_max_nan_and_signed_zero(device, dtype):
     assert same(mn, reference.scatter_elements(data, idx, upd, 0, "min"), loose_nan=False)
     assert same(mx, reference.scatter_elements(data, idx, upd, 0, "max"), loose_nan=False)
     del nan
+
+
+# ---- bfloat16 and float8 (ml_dtypes), bit for bit against ml_dtypes' own arithmetic ----
+
+def _bits(dtype, values):
+    return np.asarray(values, UINT[np.dtype(dtype).itemsize]).view(dtype)
+
+
+def _ml_dtypes_op(reduction, x, y):
+    """ml_dtypes' elementwise result (its ufuncs: float32 arithmetic, one rounding) or dmlgpu's min/max."""
+    with np.errstate(all="ignore"):
+        if reduction == "add":
+            return np.asarray(x + y, x.dtype)
+        if reduction == "mul":
+            return np.asarray(x * y, x.dtype)
+    return reference.combine(reduction, x, y)
+
+
+@pytest.mark.parametrize("dtype", NARROW_DTYPES[1:], ids=str)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_float8_every_pair(device, dtype, reduction):
+    """All 65,536 pairs of float8 values (NaNs, infinities, zeros, subnormals, overflow) against ml_dtypes."""
+    a = np.repeat(np.arange(256), 256).astype(np.uint8)
+    b = np.tile(np.arange(256), 256).astype(np.uint8)
+    x, y = a.view(dtype), b.view(dtype)
+    out = dmlgpu.scatter_elements(x, np.arange(x.size), y, device=device, reduction=reduction)
+    assert same(out, _ml_dtypes_op(reduction, x, y), loose_nan=False)
+
+
+def _bfloat16_pairs(rng, n):
+    """bfloat16 operand bits: random ones, subnormals and zeros, near-cancellation, products near the
+    subnormal range and near overflow, every kind of NaN and infinity against every kind of value."""
+    a = rng.integers(0, 2**16, size=n, dtype=np.uint16)
+    b = rng.integers(0, 2**16, size=n, dtype=np.uint16)
+    q = n // 6
+    a[:q] &= np.uint16(0x80FF)                                        # subnormals, zeros, tiny normals
+    b[:q // 2] &= np.uint16(0x80FF)
+    b[q:2 * q] = (a[q:2 * q] ^ np.uint16(0x8000)) + rng.integers(-3, 4, size=q).astype(np.uint16)
+    ea = rng.integers(1, 255, size=q)                                 # exponents summing near -126 .. -140
+    eb = np.clip(127 - 126 - ea + 127 + rng.integers(-16, 4, size=q), 1, 254)
+    a[2 * q:3 * q] = (ea << 7) | rng.integers(0, 128, size=q) | (rng.integers(0, 2, size=q) << 15)
+    b[2 * q:3 * q] = (eb << 7) | rng.integers(0, 128, size=q) | (rng.integers(0, 2, size=q) << 15)
+    a[3 * q:4 * q] = (rng.integers(250, 255, size=q) << 7) | rng.integers(0, 128, size=q)   # near overflow
+    b[3 * q:4 * q] = (rng.integers(125, 131, size=q) << 7) | rng.integers(0, 128, size=q) | \
+        (rng.integers(0, 2, size=q) << 15)
+    special = np.array([0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x3F80, 0xBF80, 0x7F7F, 0xFF7F, 0x7F80,
+                        0xFF80, 0x7F81, 0xFF81, 0x7FC0, 0xFFC0, 0x7FFF, 0xFFFF, 0x7FA5, 0xFFA5], np.uint16)
+    sa, sb = np.repeat(special, special.size), np.tile(special, special.size)
+    return np.concatenate([a, sa]), np.concatenate([b, sb])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_bfloat16_bit_exact(device, reduction):
+    """bfloat16 against ml_dtypes, NaN signs included; subnormal operands and results are computed without
+    the device's float32 (which may flush them)."""
+    a, b = _bfloat16_pairs(np.random.default_rng(21), 120_000)
+    x, y = a.view(ml_dtypes.bfloat16), b.view(ml_dtypes.bfloat16)
+    out = dmlgpu.scatter_elements(x, np.arange(x.size), y, device=device, reduction=reduction)
+    assert same(out, _ml_dtypes_op(reduction, x, y), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", NARROW_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("targets", [1, 3, 15, 17, 255, 257])
+def test_narrow_floats_sequential_runs(device, dtype, reduction, targets):
+    """Runs of updates onto 1 and 2^k +- 1 targets (across the fold's chunks and the sort's passes) with
+    NaNs, signed zeros, infinities and subnormals among them: the sequential ml_dtypes reference, step by
+    step (np.asarray(a + b, dtype) in row-major order)."""
+    rng = np.random.default_rng(targets * 7 + REDUCTIONS.index(reduction))
+    n = 700
+    bits = rng.integers(0, 2 ** (8 * dtype.itemsize), size=n + targets)
+    if reduction in ("add", "mul"):          # mostly finite values near 1 so that runs stay interesting
+        ones = np.asarray(rng.uniform(0.5, 2, size=n + targets) * rng.choice([-1, 1], size=n + targets), dtype)
+        keep = rng.random(n + targets) < 0.9
+        bits = np.where(keep, ones.view(UINT[dtype.itemsize]), bits)
+    vals = _bits(dtype, bits.astype(UINT[dtype.itemsize]))
+    data, upd = vals[:targets].copy(), vals[targets:]
+    idx = rng.integers(0, targets, size=(n, 1))
+    out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction)
+    expected = data.copy()
+    with np.errstate(all="ignore"):
+        for t, u in zip(idx[:, 0], upd):
+            expected[t] = _ml_dtypes_op(reduction, expected[t:t + 1], u.reshape(1))[0]
+    assert same(out, expected, loose_nan=False)
+    assert same(reference.scatter_nd(data, idx, upd, reduction), expected, loose_nan=False)
+
+
+def test_narrow_float_kernels_named_in_the_table():
+    for kind, (_, bits) in kernels.NARROW_FLOATS.items():
+        for op in kernels.REDUCE_OPS:
+            name = kernels.reduce_variant(kind, bits, op)
+            names = [name, kernels.fold_variant(name, False, True)]
+            if op in ("min", "max"):
+                names += list(kernels.partials_variants(name, True))
+            assert set(names) <= set(kernels.VARIANTS), names
+        assert not kernels._has_partials(kernels.reduce_variant(kind, bits, "add"))
 
 
 def test_integer_wrapping(device):
