@@ -36,7 +36,8 @@ from .runtime import as_bytes
 from .tensor import Tensor, empty, tensor
 
 Mode = Literal["clamp", "raise"]
-Reduction = Literal["none", "add", "mul", "min", "max"]
+Reduction = Literal["none", "add", "mul", "min", "max", "mean"]
+Order = Literal["sequential", "tree"]
 DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: the default (device.as_device)
 ArrayInput = ArrayLike                    # an ndarray, what NumPy can view (interop.host_array), lists, scalars
 IndexLike = Union[Tensor, ArrayInput]
@@ -68,12 +69,27 @@ _DOC_PARTS = {
     dmlgpu.DeviceError
         A Tensor of another device, or tensors larger than the device can hold.""",
     "reduction": """\
-    reduction : {"none", "add", "mul", "min", "max"}
+    reduction : {"none", "add", "mul", "min", "max", "mean"}
         "none": the last update for a target (row-major order of the updates) wins. The others (ONNX
         opsets 16/18) combine every update into its target in that order, bit-reproducibly: integers wrap,
         floats round to nearest even, min/max propagate NaN, bool's add/max are or and mul/min are and.
-        float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16 and float64
-        never do); other dtypes raise TypeError (details: dmlgpu/reduction.py).""",
+        "mean" (float dtypes; PyTorch's scatter_reduce): the "add" sum divided once, rounded to nearest
+        even in the dtype, by the target's count of updates (+ 1 for its own value with include_self); a NaN,
+        infinite or zero sum stays as it is; integer and bool data raise TypeError.
+        float32 uses the device's arithmetic, which may flush subnormals on some GPUs (float16, float64 and
+        ml_dtypes' bfloat16, float8_e4m3fn and float8_e5m2, bit-exact as ml_dtypes computes them, never
+        do); other dtypes raise TypeError (details: dmlgpu/reduction.py).
+    include_self : bool
+        True (the default; ONNX's rule): a target's own value takes part in its reduction. False
+        (PyTorch's scatter_reduce): a target with updates reduces its updates alone; a target without
+        keeps its value. No effect with reduction="none"; TypeError for a non-bool.
+    order : {"sequential", "tree"}
+        How a target's updates combine: "sequential" (the default) one by one in row-major order; "tree"
+        (float add, mul and mean) in a fixed pairwise tree over them in row-major order, shaped by their
+        count L alone: T(u) = u, T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}), T(u_H..u_{L-1})) with H the
+        largest power of two below L, then combined into the target's value (include_self). Its rounding
+        errors grow as log L instead of L. Other reductions: the same bits either way. ValueError for
+        another value; DeviceError for operands held in several blocks.""",
 }
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -604,19 +620,24 @@ def _updates(updates, data, op: str):
 
 @overload
 def scatter_nd(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+               mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
+               order: Order = "sequential") -> Tensor: ...
 @overload
 def scatter_nd(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+               mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
+               order: Order = "sequential") -> Tensor: ...
 @overload
 def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: Tensor, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+               mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
+               order: Order = "sequential") -> Tensor: ...
 @overload
 def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none") -> np.ndarray: ...
+               mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
+               order: Order = "sequential") -> np.ndarray: ...
 @_documented
 def scatter_nd(data: Any, indices: Any, updates: Any, *,
-               device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Any:
+               device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none",
+               include_self: bool = True, order: Order = "sequential") -> Any:
     """A copy of ``data`` with slices replaced at index tuples: ONNX ScatterND,
     ``out[*indices[i.., :]] = updates[i..]``. ``data`` itself is never modified.
 
@@ -649,14 +670,15 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
     array([ 0, 12,  0,  6], dtype=int32)
     """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor:
-        out = _calls.templated("scatter_nd", (data, indices, updates), (mode, reduction))
+        out = _calls.templated("scatter_nd", (data, indices, updates),
+                               (mode, reduction, _reduction.self_key(include_self), order))
         if out is not None:
             return out
     data, idx, values, dev, mode = _operands("scatter_nd", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_nd")
 
     def build() -> _Call:
-        red = _reduction.check(reduction, data.dtype)
+        red = _reduction.check(reduction, data.dtype, include_self, order)
         dims = _check_nd("scatter_nd", data, idx, 0)
         upd_shape = nd_shape(data.shape, idx.shape, 0)
         if upd.shape != upd_shape:
@@ -667,32 +689,39 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
             return _Call(None, data.shape, check, copy=True)
         layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(upd_shape)
         if red != "none":
-            plan: Plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data))
+            plan: Plan = _reduction.ReducePlan.nd(red, data.dtype, idx.dtype, *layouts, _self_copy(data),
+                                                  include_self=bool(include_self), order=order)
         else:
             plan = make_plan(ScatterPlan, nd_map(*layouts, 0, data.dtype.itemsize), idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
-    call = _planned(dev, "scatter_nd", (data, idx, upd), (mode, reduction), build)
+    call = _planned(dev, "scatter_nd", (data, idx, upd), (mode, reduction, _reduction.self_key(include_self), order),
+                    build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 
 @overload
 def scatter_elements(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none",
+                     include_self: bool = True, order: Order = "sequential") -> Tensor: ...
 @overload
 def scatter_elements(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none",
+                     include_self: bool = True, order: Order = "sequential") -> Tensor: ...
 @overload
 def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: Tensor, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none") -> Tensor: ...
+                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none",
+                     include_self: bool = True, order: Order = "sequential") -> Tensor: ...
 @overload
 def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, axis: int = 0, *,
                      device: DeviceLike = None, mode: Mode = "clamp",
-                     reduction: Reduction = "none") -> np.ndarray: ...
+                     reduction: Reduction = "none", include_self: bool = True,
+                     order: Order = "sequential") -> np.ndarray: ...
 @_documented
 def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
                      device: DeviceLike = None, mode: Mode = "clamp",
-                     reduction: Reduction = "none") -> Any:
+                     reduction: Reduction = "none", include_self: bool = True,
+                     order: Order = "sequential") -> Any:
     """A copy of ``data`` with one element replaced per index, along ``axis``: ONNX ScatterElements,
     ``out[.., indices[i, j, ..], ..] = updates[i, j, ..]`` (the index in position ``axis``). ``data``
     itself is never modified.
@@ -726,17 +755,23 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
     >>> dmlgpu.scatter_elements(cache, [[3], [0]], np.array([[1.5], [2.5]], np.float32), axis=1)
     array([[0. , 0. , 0. , 1.5],
            [2.5, 0. , 0. , 0. ]], dtype=float32)
+    >>> ones, upd = np.ones(3, np.float32), np.array([2, 4, 8], np.float32)
+    >>> dmlgpu.scatter_elements(ones, [0, 0, 2], upd, reduction="mean")      # (1 + 2 + 4) / 3, (1 + 8) / 2
+    array([2.3333333, 1.       , 4.5      ], dtype=float32)
+    >>> dmlgpu.scatter_elements(ones, [0, 0, 2], upd, reduction="max", include_self=False)
+    array([4., 1., 8.], dtype=float32)
     """
     if device is None and type(data) is Tensor and type(indices) is Tensor and type(updates) is Tensor and \
             type(axis) is int:
-        out = _calls.templated("scatter_elements", (data, indices, updates), (axis, mode, reduction))
+        out = _calls.templated("scatter_elements", (data, indices, updates),
+                               (axis, mode, reduction, _reduction.self_key(include_self), order))
         if out is not None:
             return out
     data, idx, values, dev, mode = _operands("scatter_elements", data, indices, device, mode, updates)
     upd = _updates(updates, data, "scatter_elements")
 
     def build() -> _Call:
-        red = _reduction.check(reduction, data.dtype)
+        red = _reduction.check(reduction, data.dtype, include_self, order)
         a = _axis(axis, data.ndim)
         _check_elements_shapes("scatter_elements", data, idx, a, upd)
         dim = data.shape[a]
@@ -745,12 +780,14 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
             return _Call(None, data.shape, check, copy=True)
         layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(idx.shape)
         if red != "none":
-            plan: Plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data))
+            plan: Plan = _reduction.ReducePlan.elements(red, data.dtype, idx.dtype, *layouts, a, _self_copy(data),
+                                                        include_self=bool(include_self), order=order)
         else:
             plan = make_plan(scatter_elements_plan, *layouts, a, data.dtype.itemsize, idx.dtype, _self_copy(data))
         return _Call(plan, data.shape, check)
 
-    call = _planned(dev, "scatter_elements", (data, idx, upd), (axis, mode, reduction), build)
+    call = _planned(dev, "scatter_elements", (data, idx, upd),
+                    (axis, mode, reduction, _reduction.self_key(include_self), order), build)
     return _execute(dev, call, data, idx, values, upd, native=reduction == "none")
 
 

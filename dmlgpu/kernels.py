@@ -155,6 +155,20 @@ def fold_variant(name: str, blocks: bool, values: bool) -> str:
     return name
 
 
+def has_tree(name: str) -> bool:
+    """Float add and mul (order matters) have the variants of order="tree" (shaders/scatter_tree.comp)."""
+    return name.startswith(("scatter_reduce_f", "scatter_reduce_bf")) and name.endswith(("_add", "_mul"))
+
+
+def tree_variants(name: str, values: bool, few: bool = False) -> tuple[str, str, str]:
+    """The variants of a float add or mul scatter reduction kernel (reduce_variant) for order="tree"
+    (shaders/scatter_tree.comp): (the init, reading the update values that the sort carried if ``values``,
+    with the sorted rows after the keys in one buffer if ``few``; one pass of the tree; the final write)."""
+    assert has_tree(name) and (_has_values(name) or not values)
+    init = name + "_tree_init" + ("_values" if values else "") + ("_few" if few else "")
+    return init, name + "_tree_pass", name + "_tree_final"
+
+
 def partials_variants(name: str, values: bool) -> tuple[str, str]:
     """The variants of an associative scatter reduction kernel (reduce_variant: min/max, integer add/mul) that
     fold long runs by levels of partials (scatter_reduce.comp's PARTIALS): (level 0, over the sorted rows,
@@ -264,6 +278,14 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             if _has_blocks(name):
                 add(fold_variant(name, True, False), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1)
                 add(fold_variant(name, True, True), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1, VALUES=1)
+            if has_tree(name):
+                for carried in (False, True) if _has_values(name) else (False,):
+                    for few in (False, True):
+                        add(tree_variants(name, carried, few)[0], "scatter_tree.comp", **defines, TREE=1,
+                            **({"VALUES": 1} if carried else {}), **({"FEW": 1} if few else {}))
+                _, pass_, final = tree_variants(name, False)
+                add(pass_, "scatter_tree.comp", **defines, TREE=2)
+                add(final, "scatter_tree.comp", **defines, TREE=3)
             if _has_partials(name):
                 level0, up = partials_variants(name, False)
                 add(level0, "scatter_reduce.comp", **defines, PARTIALS=1)

@@ -113,6 +113,14 @@ gives the same bits as the sequential reference. The atomics cost per element an
 lavapipe (dmlgpu/bench/reductions.py) the atomics take a fifth of the sort's time for single elements, as long
 at 8 elements per row, and three times as long at 64.
 
+order="tree" (layer 2; float add, mul and mean): a target's L updates u_0..u_{L-1} (row-major order) combine
+in a pairwise tree shaped by L alone: T(u_0) = u_0, T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}), T(u_H..u_{L-1}))
+with H the largest power of two below L (reference.tree), then combine(output's value, T) with include_self.
+shaders/scatter_tree.comp replaces the fold: the sorted updates are copied into a scratch array, ceil(log2 n)
+passes of strides 1, 2, 4, ... combine, at each run position p that is a multiple of 2 stride, the element
+p + stride of its run into p (run heads by binary search in the sorted keys), and a last pass writes each
+run head's value into its target. Operands held in several blocks: DeviceError (not supported).
+
 Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
 plus one per block of 4096 counts), and the levels' (above), taken from the device's scratch (Device._take) and given back by the
 caller after the run.
@@ -134,11 +142,16 @@ from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_map, n
 from .plan import CopyPlan, Plan, needs_wide, wide_params
 from .runtime import Buffer, Device, Dispatch
 
-REDUCTIONS = ("none", "add", "mul", "min", "max")
+REDUCTIONS = ("none", "add", "mul", "min", "max")   # layer 1: the descriptors' Reduction member (operators.py)
+LAYER2_REDUCTIONS = REDUCTIONS + ("mean",)          # scatter_nd / scatter_elements' reduction=
+ORDERS = ("sequential", "tree")                     # their order=
+FLOAT_KINDS = "f"     # with NARROW_FLOATS: the dtypes "mean" takes
 
 # Parameter words after an index map's, named as in the shaders (tests/test_kernels.py checks them):
 P_KEY_SHIFT = P_END                                              # reduce_keys.comp
-P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK, P_PIECE, P_PASS = range(P_END, P_END + 6)  # scatter_reduce.comp
+P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK, P_PIECE, P_PASS, P_MODE = range(P_END, P_END + 7)  # scatter_reduce.comp
+MODE_EXCLUDE_SELF = 1  # P_MODE's bits: include_self=False ...
+MODE_MEAN = 2          # ... and reduction "mean" (float add, then mean_of in arith.glsl)
 R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS = range(5)          # the radix sort's passes (radix.glsl)
 CPU_PIECE = 60000     # CPU devices: rows of a run one pass of the sequential fold folds (llvmpipe's loop
                       # limit; at least FOLD_CHUNK: only the last run headed in a chunk can be longer)
@@ -155,15 +168,53 @@ NARROW_FLOATS = {"bfloat16": ("bf", 2), "float8_e4m3fn": ("f8e4m3fn", 1), "float
 
 
 def check_reduction(reduction) -> str:
-    """``reduction`` if it is one of REDUCTIONS, else ValueError."""
-    if not isinstance(reduction, str) or reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {', '.join(map(repr, REDUCTIONS))}, not {reduction!r}")
+    """``reduction`` if it is one of LAYER2_REDUCTIONS, else ValueError."""
+    if not isinstance(reduction, str) or reduction not in LAYER2_REDUCTIONS:
+        raise ValueError(f"reduction must be one of {', '.join(map(repr, LAYER2_REDUCTIONS))}, not {reduction!r}")
     return reduction
 
 
-def kernel_for(dtype, reduction: str) -> str:
-    """The kernel variant of a reduction on elements of ``dtype``; TypeError for dtypes without arithmetic."""
+def check_order(order) -> str:
+    """``order`` if it is one of ORDERS, else ValueError."""
+    if not isinstance(order, str) or order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(map(repr, ORDERS))}, not {order!r}")
+    return order
+
+
+def check_include_self(include_self) -> bool:
+    """``include_self`` as a bool if it is one (Python's or NumPy's), else TypeError."""
+    if not isinstance(include_self, (bool, np.bool_)):
+        raise TypeError(f"include_self must be True or False, not {include_self!r}")
+    return bool(include_self)
+
+
+def self_key(include_self):
+    """``include_self`` as the planned-call signature takes it (exact strings: "include_self" or
+    "exclude_self" for a bool; anything else as it is, which keeps the call out of the caches, so that its
+    checks raise)."""
+    if isinstance(include_self, (bool, np.bool_)):
+        return "include_self" if include_self else "exclude_self"
+    return include_self
+
+
+def is_float(dtype) -> bool:
+    """Whether ``dtype`` is one of the float dtypes reductions take (float16/32/64, ml_dtypes' NARROW_FLOATS)."""
     dtype = np.dtype(dtype)
+    narrow = NARROW_FLOATS.get(dtype.name)
+    return (narrow is not None and narrow[1] == dtype.itemsize) or (dtype.kind in FLOAT_KINDS and
+                                                                  dtype.itemsize in (2, 4, 8))
+
+
+def kernel_for(dtype, reduction: str) -> str:
+    """The kernel variant of a reduction on elements of ``dtype`` ("mean": float add's); TypeError for dtypes
+    without arithmetic, and for "mean" on other than float dtypes."""
+    dtype = np.dtype(dtype)
+    if reduction == "mean":
+        if not is_float(dtype):
+            raise TypeError(f"reduction 'mean' is not supported for dtype {dtype}: it takes float16, float32, "
+                            f"float64 and ml_dtypes' bfloat16, float8_e4m3fn and float8_e5m2 (for integers, "
+                            f"reduce with 'add' and divide by the counts as your rounding needs)")
+        reduction = "add"
     narrow = NARROW_FLOATS.get(dtype.name)
     if narrow is not None and narrow[1] == dtype.itemsize:
         return kernels.reduce_variant(narrow[0], dtype.itemsize * 8, reduction)
@@ -176,9 +227,12 @@ def kernel_for(dtype, reduction: str) -> str:
                     f"float8_e4m3fn and float8_e5m2 (only reduction='none' moves any dtype)")
 
 
-def check(reduction, dtype) -> str:
-    """Validates ``reduction`` (ValueError) and, unless it is "none", that ``dtype`` supports it (TypeError)."""
+def check(reduction, dtype, include_self=True, order="sequential") -> str:
+    """Validates ``reduction`` (ValueError), ``include_self`` (TypeError: not a bool), ``order`` (ValueError)
+    and, unless the reduction is "none", that ``dtype`` supports it (TypeError)."""
     reduction = check_reduction(reduction)
+    check_include_self(include_self)
+    check_order(order)
     if reduction != "none":
         kernel_for(dtype, reduction)
     return reduction
@@ -198,11 +252,13 @@ class ReducePlan(Plan):
     output_from_input = True
 
     def __init__(self, reduction: str, dtype, index_dtype, scatter_map: IndexMap, rows: int,
-                 copy: IndexMap | None = None):
-        assert reduction in REDUCTIONS[1:]
+                 copy: IndexMap | None = None, *, include_self: bool = True, order: str = "sequential"):
+        assert reduction in LAYER2_REDUCTIONS[1:]
         dtype, index_dtype = np.dtype(dtype), np.dtype(index_dtype)
-        self.reduction = reduction
+        self.reduction, self.include_self = reduction, include_self
         self.kernel = kernel_for(dtype, reduction)
+        self.tree = order == "tree" and kernels.has_tree(self.kernel)   # other reductions: any order, same bits
+        mode = (0 if include_self else MODE_EXCLUDE_SELF) | (MODE_MEAN if reduction == "mean" else 0)
         signed, index_bytes = index_dtype.kind == "i", index_dtype.itemsize
         self.signed = signed
         self.copy = CopyPlan(copy) if copy is not None else None
@@ -215,7 +271,7 @@ class ReducePlan(Plan):
         self.rows, self.slice_count = row_map.count, slice_map.count
         self.atomic = (kernels.atomic_variant(dtype.kind, reduction, index_bytes)
                        if dtype.kind in "iu" and dtype.itemsize == 4 and self.slice_count < ATOMIC_MAX_SLICE
-                       else None)
+                       and include_self else None)
         self.atomic_wide: Any = self.atomic and kernels.atomic_variant(dtype.kind, reduction, index_bytes, True)
         if self.full_words is None and self.atomic is None:
             raise DeviceError("this scatter reduction addresses 2^32 or more elements: only the order-free 32-bit "
@@ -240,9 +296,20 @@ class ReducePlan(Plan):
         self.fold_words = np.zeros(P_END + EXTRA_WORDS, dtype=np.uint32)
         self.fold_words[:P_END] = slice_map.params(False)
         self.fold_words[P_TOTAL] = -(-self.rows // FOLD_CHUNK) * self.slice_count   # (chunk, slice position)
-        self.fold_words[[P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK]] = self.slice_count, shift, self.rows, FOLD_CHUNK
+        self.fold_words[[P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK, P_MODE]] = (self.slice_count, shift, self.rows,
+                                                                             FOLD_CHUNK, mode)
         # associative reductions (min/max, integer and bool add/mul): levels of partials above the rows, each
         # with PARTIAL_CHUNK elements per invocation, up to the level that has a single chunk
+        # order="tree": the pairwise tree's passes (scatter_tree.comp), one iteration per (sorted row, position)
+        self.tree_words = self.fold_words.copy()
+        self.tree_words[P_TOTAL] = self.rows * self.slice_count
+        self.tree_passes = []
+        stride = 1
+        while stride < self.rows:
+            words = self.tree_words.copy()
+            words[P_PASS] = stride
+            self.tree_passes.append(words)
+            stride *= 2
         associative = reduction in ("min", "max") or dtype.kind in "iub"
         if associative and (last >> shift) < NO_KEY:
             count = -(-self.rows // FOLD_CHUNK)
@@ -272,17 +339,20 @@ class ReducePlan(Plan):
         return sort
 
     @classmethod
-    def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None) -> "ReducePlan":
+    def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None, *,
+           include_self: bool = True, order: str = "sequential") -> "ReducePlan":
         """SCATTER_ND: out (the data/output layout), idx, upd: meaningful layouts as nd_map takes them."""
         scatter_map = nd_map(out, idx, upd, 0, np.dtype(dtype).itemsize)
-        return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape) - 1, copy)
+        return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape) - 1, copy, include_self=include_self,
+                   order=order)
 
     @classmethod
     def elements(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, axis: int,
-                 copy=None) -> "ReducePlan":
+                 copy=None, *, include_self: bool = True, order: str = "sequential") -> "ReducePlan":
         """SCATTER_ELEMENTS along ``axis``: every update is one row of one element."""
         scatter_map = elements_map(out, idx, upd, axis, np.dtype(dtype).itemsize)
-        return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape), copy)
+        return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape), copy, include_self=include_self,
+                   order=order)
 
     def piece_words(self, pieces: int) -> list:
         """The sequential fold's parameter words for each of ``pieces`` passes (one pass: unbounded runs)."""
@@ -304,6 +374,9 @@ class ReducePlan(Plan):
         (``slots``: addressing.glsl's order)."""
         out, uploads = [], []
         addr = self.atomic is None and needs_wide(device, self.full_map, input, indices, output, updates)
+        if addr and self.tree:
+            raise DeviceError("order='tree' is not supported on operands held in several blocks; use "
+                              "order='sequential' or split the scatter into smaller ones")
 
         def params(words, slots=None):
             if addr and slots is not None:
@@ -329,7 +402,8 @@ class ReducePlan(Plan):
                                   f"maxPerStageDescriptorStorageBuffers ({bindable}); split it into smaller ones")
             key_bytes = 4 * self.rows * (2 if few else 1)
             device._check_sizes(key_bytes, hist_bytes if pass_words else 0)
-            scratch = max(key_bytes, hist_bytes if pass_words else 0,   # bound whole: one block each
+            tree_bytes = 4 * self.part_words * self.rows * self.slice_count if self.tree else 0
+            scratch = max(key_bytes, hist_bytes if pass_words else 0, tree_bytes,   # bound whole: one block each
                           4 * self.slice_count * self.part_words * int(self.level_words[0][P_ROWS])
                           if partials else 0)
             if scratch > device._whole_max:
@@ -379,6 +453,14 @@ class ReducePlan(Plan):
                         if few else
                         Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
                 keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
+        if self.tree:          # the tree's elements, its passes, then the runs' heads write
+            init, step, final = kernels.tree_variants(self.kernel, self.values, few)
+            tree = take(tree_bytes)
+            total = self.rows * self.slice_count
+            out.append(Dispatch(init, (params(self.tree_words), keys, tree, updates) + (() if few else (rows,)), total))
+            out += [Dispatch(step, (params(words), keys, tree), total) for words in self.tree_passes]
+            out.append(Dispatch(final, (params(self.tree_words), keys, output, tree), total))
+            return out, uploads
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
         if not partials:
             fold = kernels.fold_variant(self.kernel, blocks, self.values)

@@ -22,6 +22,8 @@
 // (bfloat16 0x7FC0, e4m3fn 0x7F, e5m2 0x7E) with a sign as ml_dtypes gives it on x86: x's sign if x is a NaN,
 // else acc's; but float8 add: acc's sign if acc is a NaN, else positive. An invalid operation (inf - inf,
 // 0 * inf) gives the negative quiet NaN.
+// mean_of(s, n) (float add variants: reduction "mean"): s / n rounded once to nearest even, in integer
+// arithmetic (no device division, which Vulkan does not round correctly).
 #include "softfloat64.glsl"
 
 #if ELEM_BYTES == 8
@@ -302,3 +304,50 @@ ELEM_T combine(ELEM_T acc, ELEM_T x) {
 #endif
 #endif
 }
+
+#if OP == OP_ADD && ELEM_KIND >= 2
+// Reduction "mean": s / n (n >= 1 updates, counted as dmlgpu/reduction.py says) rounded once to nearest even,
+// by long division in integers (the same bits on every device, subnormals included). A NaN, an infinity,
+// a zero, and n == 1 give s itself.
+ELEM_T mean_of(ELEM_T s, uint n) {
+    if (n <= 1u || is_nan(s)) return s;
+#if ELEM_BYTES == 8
+    uint sign = s.y >> 31;
+    int ef = f64_exp(s);
+    uvec2 sig = f64_frac(s);
+    if (ef == 0x7FF || (ef == 0 && !u64_nz(sig))) return s;
+    if (ef != 0) sig.y |= 0x00100000u;
+    int e = max(ef, 1) - 1023 - 52;                  // |s| = sig * 2^e
+#else
+    uint sign = s >> (FMT_EB + FMT_MB);
+    uint ef = (s >> FMT_MB) & FMT_EMASK, m = s & FMT_MMASK;
+    if ((FMT_FN == 0 && ef == FMT_EMASK) || (ef == 0u && m == 0u)) return s;
+    uvec2 sig = uvec2(ef == 0u ? m : m | (1u << FMT_MB), 0u);
+    int e = int(max(ef, 1u)) - FMT_BIAS - int(FMT_MB);
+#endif
+    uint lz = u64_clz(sig);
+    uvec2 d = u64_shl(sig, lz);                      // |s| = d * 2^(e - lz), d's leading bit 63
+    e -= int(lz);
+    // quotient bits, most significant first, of d followed by zeros, until the quotient has 64 bits
+    uvec2 q = uvec2(0u);
+    uint r = 0u;
+    int t = 0;
+    for (; t < 128 && q.y < 0x80000000u; ++t) {
+        uint bit = t < 64 ? u64_shr(d, uint(63 - t)).x & 1u : 0u;
+        bool carry = r >= 0x80000000u;               // 2r + bit >= 2^32 > n
+        r = (r << 1) | bit;
+        bool one = carry || r >= n;
+        if (one) r -= n;
+        q = uvec2((q.x << 1) | (one ? 1u : 0u), (q.y << 1) | (q.x >> 31));
+    }
+    // |s| / n = (q + r / n) * 2^(e + 64 - t) = 1.(q's other bits) * 2^x
+    int x = e + 127 - t;
+#if ELEM_BYTES == 8
+    uvec2 z = u64_shr_jam(q, 1u);
+    if (r != 0u) z.x |= 1u;
+    return f64_round_pack(sign, x + 1023 - 1, z);
+#else
+    return fmt_round(sign, x + FMT_BIAS, (q.y << 1) | (q.x >> 31), (q.x << 1) != 0u || r != 0u);
+#endif
+}
+#endif

@@ -68,9 +68,11 @@ def test_templated_calls_agree_with_planned_calls(dev, case):
 def _args(op, kwargs):
     mode = kwargs.get("mode", "clamp")
     red = kwargs.get("reduction", "none")
+    self_ = "include_self" if kwargs.get("include_self", True) else "exclude_self"
+    order = kwargs.get("order", "sequential")
     return {"gather": (kwargs.get("axis", 0), mode), "gather_elements": (kwargs.get("axis", 0), mode),
-            "gather_nd": (kwargs.get("batch_dims", 0), mode), "scatter_nd": (mode, red),
-            "scatter_elements": (kwargs.get("axis", 0), mode, red)}[op]
+            "gather_nd": (kwargs.get("batch_dims", 0), mode), "scatter_nd": (mode, red, self_, order),
+            "scatter_elements": (kwargs.get("axis", 0), mode, red, self_, order)}[op]
 
 
 def test_a_hit_plans_nothing(dev, monkeypatch):

@@ -4,6 +4,8 @@ duplicates, bit-exact float16/float32/float64 arithmetic against NumPy and bfloa
 ml_dtypes, integer wrapping, layer 1, Tensors.
 
 Results are compared bit for bit; a NaN matches any NaN only where NaN payloads are a platform's choice."""
+import zlib
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -426,6 +428,17 @@ def test_narrow_float_kernels_named_in_the_table():
         assert not kernels._has_partials(kernels.reduce_variant(kind, bits, "add"))
 
 
+def test_tree_kernels_named_in_the_table():
+    names = [kernels.reduce_variant(t[0], int(t[1:]), op) for t in ("f16", "f32", "f64") for op in ("add", "mul")]
+    names += [kernels.reduce_variant(kind, bits, op) for kind, (_, bits) in kernels.NARROW_FLOATS.items()
+              for op in ("add", "mul")]
+    for name in names:
+        for values in (False, True) if not name.startswith("scatter_reduce_f64") else (False,):
+            for few in (False, True):
+                assert set(kernels.tree_variants(name, values, few)) <= set(kernels.VARIANTS), name
+    assert not any(kernels.has_tree(kernels.reduce_variant("f", 32, op)) for op in ("min", "max"))
+
+
 def test_integer_wrapping(device):
     cases = [
         (np.int8, "add", [127], [1], [-128]),
@@ -504,6 +517,192 @@ def test_unsupported_dtypes(device, dtype):
         dmlgpu.scatter_elements(data, [0], np.zeros(1, dtype), device=device, reduction="none")
 
 
+# ---- include_self=False and reduction="mean" (PyTorch's scatter_reduce) ----
+
+FLOAT_DTYPES = [np.dtype(t) for t in (np.float16, np.float32, np.float64)] + NARROW_DTYPES
+
+
+def test_include_self_and_mean_by_hand(device):
+    data = np.array([10, 20, 30, 40], np.float32)
+    idx = np.array([0, 0, 2, 0])
+    upd = np.array([1, 2, 3, 6], np.float32)
+    cases = {("add", False): [9, 20, 3, 40], ("max", False): [6, 20, 3, 40], ("min", True): [1, 20, 3, 40],
+             ("mean", True): [19 / 4, 20, 33 / 2, 40], ("mean", False): [3, 20, 3, 40],
+             ("mul", False): [12, 20, 3, 40]}
+    for (reduction, include_self), expected in cases.items():
+        out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=include_self)
+        assert same(out, np.array(expected, np.float32)), (reduction, include_self)
+    out = dmlgpu.scatter_nd(data, [[1], [1]], np.array([5, 6], np.float32), device=device, reduction="none",
+                            include_self=False)
+    assert out.tolist() == [10, 6, 30, 40]
+
+
+@pytest.mark.parametrize("dtype", ARITH_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", REDUCTIONS + ("mean",))
+def test_include_self_false_every_dtype(device, dtype, reduction):
+    """Rows of a 3-D tensor and elements along a middle axis, duplicates, targets without updates (which
+    keep their values): include_self=False against the sequential reference, and "mean" both ways."""
+    if reduction == "mean" and dtype not in FLOAT_DTYPES:
+        pytest.skip("mean takes float dtypes (tested in test_mean_rejects_integers)")
+    rng = np.random.default_rng(zlib.crc32(f"{dtype} {reduction}".encode()))
+    data = values(rng, (6, 3, 5), dtype, reduction)
+    for include_self in ([False, True] if reduction == "mean" else [False]):
+        idx = rng.integers(-6, 4, size=(4, 5, 1))
+        upd = values(rng, (4, 5, 3, 5), dtype, reduction)
+        out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction, include_self=include_self)
+        assert same(out, reference.scatter_nd(data, idx, upd, reduction, include_self), loose_nan=False)
+        idx = rng.integers(-3, 2, size=(6, 7, 5))
+        upd = values(rng, (6, 7, 5), dtype, reduction)
+        out = dmlgpu.scatter_elements(data, idx, upd, axis=1, device=device, reduction=reduction,
+                                      include_self=include_self)
+        assert same(out, reference.scatter_elements(data, idx, upd, 1, reduction, include_self), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32], ids=str)
+@pytest.mark.parametrize("reduction", ["add", "min", "max"])
+def test_include_self_false_skips_the_atomics(device, dtype, reduction):
+    """32-bit integer add/min/max take the atomics with include_self (order-free), the sort without."""
+    rng = np.random.default_rng(5)
+    data = values(rng, (50,), np.dtype(dtype), reduction)
+    idx = rng.integers(0, 40, size=3000)
+    upd = values(rng, (3000,), np.dtype(dtype), reduction)
+    for include_self in (True, False):
+        out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=include_self)
+        assert same(out, reference.scatter_elements(data, idx, upd, 0, reduction, include_self))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("targets", [1, 3, 17, 257])
+def test_mean_bit_exact(device, dtype, include_self, targets):
+    """The sum in row-major order, then one division by the count rounded to nearest even (reference.mean_of:
+    exact), over runs across chunks and sort passes; special sums (NaN, infinities, zeros, subnormals)."""
+    rng = np.random.default_rng(zlib.crc32(f"{dtype} {include_self} {targets}".encode()))
+    n = 600
+    data = values(rng, (targets,), dtype, "mean")
+    upd = values(rng, (n,), dtype, "mean")
+    tiny = np.finfo(np.float32).tiny if dtype in (np.float32, np.float64) else 0
+    if tiny:                                              # sums in the subnormal range
+        upd[:n // 4] = (rng.integers(-50, 50, size=n // 4) * tiny / 64).astype(dtype)
+    upd[rng.integers(0, n, size=3)] = np.asarray([np.inf, -np.inf, np.nan], dtype)
+    idx = rng.integers(0, targets, size=n)
+    idx[:n // 4] = idx[0]
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="mean", include_self=include_self)
+    assert same(out, reference.scatter_elements(data, idx, upd, 0, "mean", include_self), loose_nan=False)
+
+
+def test_mean_rounds_once(device):
+    """1/3 and 2/3 of exact sums, ties to even, subnormal quotients: one rounding of the exact quotient."""
+    data = np.array([0, 0, 0, 0, 0], np.float64)
+    tiny = np.float64(5e-324)
+    idx = np.array([0, 1, 1, 2, 2, 3, 4, 4, 4, 4])
+    upd = np.array([1, 1, 1, 2**53, 3, 3 * tiny, 1, 1, 1, 2**-1074 * 3], np.float64)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="mean", include_self=False)
+    assert same(out, reference.scatter_elements(data, idx, upd, 0, "mean", False), loose_nan=False)
+    assert out[1] == 1.0 and out[3] == 3 * tiny and out[0] == 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_, np.int64], ids=str)
+def test_mean_rejects_integers(device, dtype):
+    data = np.zeros(3, dtype)
+    with pytest.raises(TypeError, match="^scatter_nd: reduction 'mean' is not supported for dtype"):
+        dmlgpu.scatter_nd(data, [[0]], np.zeros(1, dtype), device=device, reduction="mean")
+    with pytest.raises(TypeError, match="^scatter_elements: reduction 'mean' is not supported for dtype"):
+        dmlgpu.scatter_elements(data, [0], np.zeros(1, dtype), device=device, reduction="mean")
+
+
+@pytest.mark.parametrize("include_self", ["no", 1, 0, None, np.array([True])], ids=str)
+def test_bad_include_self(device, include_self):
+    data = np.zeros(3, np.float32)
+    for _ in range(2):     # a cached call of the same signature checks again
+        dmlgpu.scatter_nd(data, [[0]], np.ones(1, np.float32), device=device, reduction="add", include_self=True)
+        with pytest.raises(TypeError, match="^scatter_nd: include_self must be True or False"):
+            dmlgpu.scatter_nd(data, [[0]], np.ones(1, np.float32), device=device, reduction="add",
+                              include_self=include_self)
+        with pytest.raises(TypeError, match="^scatter_elements: include_self must be True or False"):
+            dmlgpu.scatter_elements(data, [0], np.ones(1, np.float32), device=device, reduction="add",
+                                    include_self=include_self)
+
+
+def test_include_self_keys_the_cached_plans_and_templates(device):
+    """Calls that differ only in include_self or mean get their own plans and call templates."""
+    data = dmlgpu.tensor(np.array([1, 1], np.float32), device=device)
+    idx = dmlgpu.tensor(np.array([0, 0, 1]), device=device)
+    idx_nd = dmlgpu.tensor(np.array([[0], [0], [1]]), device=device)
+    upd = dmlgpu.tensor(np.array([2, 4, 8], np.float32), device=device)
+    for _ in range(3):      # planned, then through the call templates
+        for reduction, include_self, expected in (("add", True, [7, 9]), ("add", False, [6, 8]),
+                                                  ("mean", True, [7 / 3, 4.5]), ("mean", False, [3, 8])):
+            want = np.array(expected, np.float32)
+            got = dmlgpu.scatter_elements(data, idx, upd, reduction=reduction, include_self=include_self)
+            assert same(got.numpy(), want), (reduction, include_self)
+            got = dmlgpu.scatter_nd(data, idx_nd, upd, reduction=reduction, include_self=include_self)
+            assert same(got.numpy(), want), (reduction, include_self)
+
+
+# ---- order="tree" ----
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", ["add", "mul", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_tree_order_bit_exact(device, dtype, reduction, include_self):
+    """Runs of every length from 1 to 40 and some longer ones (powers of two and their neighbours), their
+    rows interleaved in row-major order, targets without updates: the pairwise tree of reference.tree, for
+    elements (scatter_elements) and rows of 3 (scatter_nd)."""
+    rng = np.random.default_rng(zlib.crc32(f"tree {dtype} {reduction} {include_self}".encode()))
+    lengths = list(range(1, 41)) + [63, 64, 65, 127, 128, 130, 257]
+    idx = np.repeat(np.arange(len(lengths)), lengths)
+    rng.shuffle(idx)
+    m = len(lengths) + 3
+    data = values(rng, (m,), dtype, reduction)
+    upd = values(rng, (idx.size,), dtype, reduction)
+    upd[rng.integers(0, idx.size, size=4)] = np.asarray([np.inf, -np.inf, np.nan, -0.0], dtype)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=include_self,
+                                  order="tree")
+    expected = reference.scatter_elements(data, idx, upd, 0, reduction, include_self, "tree")
+    assert same(out, expected, loose_nan=False)
+    table = values(rng, (m, 3), dtype, reduction)
+    rows = values(rng, (idx.size, 3), dtype, reduction)
+    out = dmlgpu.scatter_nd(table, idx[:, None], rows, device=device, reduction=reduction, include_self=include_self,
+                            order="tree")
+    assert same(out, reference.scatter_nd(table, idx[:, None], rows, reduction, include_self, "tree"), loose_nan=False)
+
+
+def test_tree_order_by_hand(device):
+    """float32 sums of [1e8, 1, -1e8, 1] onto 0: one by one 1e8 + 1 rounds to 1e8, so ((1e8 + 1) - 1e8) + 1 = 1;
+    the tree gives (1e8 + 1) + (-1e8 + 1) = 1e8 - 1e8 = 0. Five updates: ((u0 + u1) + (u2 + u3)) + u4."""
+    upd = np.array([1e8, 1, -1e8, 1], np.float32)
+    zero = np.zeros(1, np.float32)
+    seq = dmlgpu.scatter_elements(zero, [0, 0, 0, 0], upd, device=device, reduction="add")
+    tree = dmlgpu.scatter_elements(zero, [0, 0, 0, 0], upd, device=device, reduction="add", order="tree")
+    assert seq.tolist() == [1.0] and tree.tolist() == [0.0]
+    five = np.array([3, 5, 7, 11, 13], np.float32)
+    got = dmlgpu.scatter_elements(np.ones(1, np.float32), [0] * 5, five, device=device, reduction="mul",
+                                  order="tree", include_self=False)
+    assert got.tolist() == [3 * 5 * 7 * 11 * 13]
+    assert reference.tree("add", [np.float32(x) for x in five]) == 39
+
+
+@pytest.mark.parametrize("dtype, reduction", [(np.int32, "add"), (np.float32, "min"), (np.int64, "mul"),
+                                              (np.bool_, "max")], ids=str)
+def test_tree_order_of_order_free_reductions(device, dtype, reduction):
+    """Integer add/mul and min/max give the same bits in any grouping: order="tree" is the sequential result."""
+    rng = np.random.default_rng(9)
+    data = values(rng, (7,), np.dtype(dtype), reduction)
+    idx = rng.integers(0, 5, size=300)
+    upd = values(rng, (300,), np.dtype(dtype), reduction)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, order="tree")
+    assert same(out, reference.scatter_elements(data, idx, upd, 0, reduction), loose_nan=False)
+
+
+@pytest.mark.parametrize("order", ["Tree", "pairwise", None, 1])
+def test_bad_order(device, order):
+    with pytest.raises(ValueError, match="^scatter_nd: order must be one of 'sequential', 'tree'"):
+        dmlgpu.scatter_nd(np.zeros(3), [[0]], np.zeros(1), device=device, reduction="add", order=order)
+    with pytest.raises(ValueError, match="^scatter_elements: order must be one of 'sequential', 'tree'"):
+        dmlgpu.scatter_elements(np.zeros(3), [0], np.zeros(1), device=device, reduction="add", order=order)
+
+
 @pytest.mark.parametrize("reduction", ["sum", "ADD", None, 1])
 def test_bad_reduction(device, reduction):
     with pytest.raises(ValueError, match="reduction must be one of"):
@@ -580,7 +779,7 @@ def test_layer1_scatter_elements_strided_output(device):
     assert (raw[mask] == 0x7777).all()
 
 
-@pytest.mark.parametrize("reduction", ["sum", None, "Add"])
+@pytest.mark.parametrize("reduction", ["sum", None, "Add", "mean"])
 def test_layer1_bad_reduction(device, reduction):
     f, u = DataType.FLOAT32, DataType.UINT32
     nd = dmlgpu.ScatterNDDesc(TensorDesc(f, [1, 8]), TensorDesc(u, [5, 1]), TensorDesc(f, [1, 5]),
