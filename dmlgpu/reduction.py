@@ -1,10 +1,18 @@
-"""Scatter reductions: SCATTER_ND and SCATTER_ELEMENTS with ``reduction`` "add", "mul", "min" or "max".
+"""Scatter reductions: SCATTER_ND and SCATTER_ELEMENTS with a ``reduction``.
 
-Semantics are ONNX's (ScatterND opset 18, ScatterElements opset 18): the output starts as a copy of the
-data, and each update is combined into its target with the data's value taking part, duplicates included.
-dmlgpu makes the result deterministic on every device, bit for bit: the updates of one target combine
-in a fixed order, the row-major order of the updates (that of ``reference.scatter_nd`` with a reduction, a plain
-sequential loop). Arithmetic (shaders/arith.glsl):
+Contract. Layer 1 (the descriptors' Reduction member: REDUCTIONS) has ONNX's semantics (ScatterND and
+ScatterElements, opset 18): "add", "mul", "min", "max"; the output starts as a copy of the data and each update
+is combined into its target with the data's value taking part, duplicates included. Layer 2 (scatter_nd,
+scatter_elements: LAYER2_REDUCTIONS) adds PyTorch's scatter_reduce options: ``include_self=False`` (a target
+with updates starts from its first update instead of its own value; a target without keeps its value) and
+"mean" (float dtypes: the "add" sum, then one division by the target's count of updates, + 1 for its own value
+with include_self). Order: the updates of one target combine in the row-major order of the updates, after the
+output's value (include_self): the sequential left fold of ``reference.scatter_nd`` / ``scatter_elements``.
+With ``order="tree"`` (layer 2) float add, mul and mean combine a target's L updates u_0..u_{L-1} (row-major
+order) in a pairwise tree shaped by L alone: T(u_0) = u_0, T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}),
+T(u_H..u_{L-1})) with H the largest power of two below L (``reference.tree``), then combine(output's value, T)
+with include_self (T alone without); other reductions give the same bits in any order and ignore it. The
+result is the same bits on every device and every run. Arithmetic (shaders/arith.glsl):
 
 * integers (int8..int64, uint8..uint64) wrap like NumPy's fixed-width arithmetic;
 * float16, float32, float64: IEEE round to nearest even. float16 goes through an exact conversion to
@@ -19,116 +27,48 @@ sequential loop). Arithmetic (shaders/arith.glsl):
 * min/max: a NaN propagates (like numpy.minimum/maximum; the accumulated value's NaN when both are),
   and -0 counts as less than +0 (IEEE 754-2019 minimum/maximum; NumPy's choice between equal zeros
   depends on the dtype);
-* NaN results: a NaN operand comes back quieted; an invalid operation (inf - inf, 0 * inf) gives the
-  x86 default NaN (negative, quiet);
-* bool: "add" and "max" are logical or, "mul" and "min" logical and (NumPy's bool arithmetic).
-  Complex and other dtypes raise TypeError.
+* NaN results (float16/32/64): a NaN operand comes back quieted; an invalid operation (inf - inf, 0 * inf)
+  gives the x86 default NaN (negative, quiet);
+* bool: "add" and "max" are logical or, "mul" and "min" logical and (NumPy's bool arithmetic);
+* "mean": the sum divided by the count rounded once to nearest even in the dtype (an exact long division
+  in integers: arith.glsl's mean_of; reference.mean_of); a NaN, infinite or zero sum and a count of 1 give
+  the sum itself. Integer and bool data raise TypeError (no rounding rule would fit every use: reduce with
+  "add" and divide). Complex and other dtypes raise TypeError for every reduction.
 
-Design (everything on the GPU; the host does O(1) work per call: it reads no index and sorts nothing).
-The scatter's index map (that of the plain scatter: updates = dense side, output = data side) splits into
-the update *rows* (scatter_elements: every element; scatter_nd: each index tuple's slice) and the *slice*
-(a row's elements). n rows, m elements per row:
+Plan (everything on the GPU; the host does O(1) work per call: it reads no index and sorts nothing). The
+update *rows* (scatter_elements: every element; scatter_nd: each index tuple's slice) of n rows of m elements:
 
-1. keys (shaders/reduce_keys.comp, n iterations): row r's target offset in the output, through
-   index_map.glsl (indices read, negative ones wrapped, then clamped, exactly as every other kernel
-   does), shifted right by the low bits that every target offset has at zero, is its *key*; its updates
-   offset is its *value* (rows of one element of at most 4 bytes: the update itself, so that the sort
-   carries the updates and the fold reads them in order). Keys of distinct targets differ; keys of one
-   target are equal.
-2. a stable LSD radix sort of the (key, value) pairs by key (shaders/radix.glsl), 8 bits per pass, over
-   only the bits the largest key has (none for a single target, one pass up to 256 targets, three up to
-   2^24). Each pass is reduce-then-scan: per-tile digit counts (digit-major: count[digit][tile]); their
-   exclusive prefix sum in that order, by blocks (each block's sum, then each block scanned from the sum of
-   the blocks before it), which gives each (digit, tile) its place in the output: all pairs of smaller
-   digits and those of its digit in earlier tiles come before; then each tile moves its pairs, in order,
-   to that place + the pair's rank among those of its digit earlier in the tile (a bit mask per digit in
-   shared memory and population counts). No workgroup waits for another (no forward-progress
-   assumption); consecutive passes are ordered by the runtime's compute-to-compute barriers. Stability
-   makes each target's rows a run in row-major order, so the order is the same on every device and every
-   run, whatever the scheduling.
-3. fold (shaders/scatter_reduce.comp, n / 16 * m iterations: chunk of 16 sorted rows, slice position):
-   run boundaries are where a sorted key differs from its predecessor's. An invocation folds every run
-   whose head (first row) lies in its chunk, the last one to its end even past the chunk: it reads the
-   output once, combines the run's updates in order, and writes once. Each run is folded by exactly one
-   invocation, and each invocation goes through about 16 rows whatever the run lengths (a single target
-   of n rows is one invocation's sequential loop: inherently sequential). No value atomics, no races
-   between runs (1- and 2-byte outputs use the race-free sub-word stores of units.glsl). This is how float
-   add and mul fold (their order is part of the result); associative reductions fold by levels (below).
-   float32 add and
-   mul have a variant for GPUs that folds long runs by blocks of 16 (loads together, then the device's
-   adds in a row; the same bits: see scatter_reduce.comp), chosen on every device type but CPU, where it
-   measures 2x slower on lavapipe (FOLD_BLOCKS overrides the choice).
+1. keys (shaders/reduce_keys.comp): each row's target offset (index_map.glsl: indices wrapped, then clamped,
+   as every kernel does) without the low bits that every target offset has at zero, and its updates offset
+   (rows of one element of at most 4 bytes: the update itself, which the sort then carries).
+2. a stable LSD radix sort of the (key, row) pairs by key (shaders/radix*.comp), over only the bits the
+   largest key has: each target's rows become a run in row-major order, whatever the scheduling.
+3. fold (shaders/scatter_reduce.comp, chunks of FOLD_CHUNK sorted rows per invocation): each run is folded by
+   exactly one invocation in order, from the output's value (or its first row without include_self),
+   and written once (no value atomics; 1- and 2-byte outputs use units.glsl's race-free sub-word stores).
+   Float add and mul (their order is part of the result) fold so; float32 add and mul have a variant that
+   folds long runs by blocks on GPUs (FOLD_BLOCKS: the same bits). CPU devices fold in passes of
+   CPU_PIECE rows of a run (llvmpipe ends an invocation's loops after 65535 iterations in all).
+   Associative reductions (min and max of every dtype, integer and bool add and mul) fold long runs by
+   levels of partials instead (PARTIALS): level 0 folds the rows of each chunk, each level above folds
+   PARTIAL_CHUNK elements of the one below, until one level has a single chunk; every row is combined once,
+   in order, grouped into consecutive partials, which gives the sequential fold's bits because combine is
+   associative there (integers modulo 2^bits; min/max return the first NaN of the sequence, else the
+   least/greatest value of a total order).
+4. Order-free reductions: 32-bit integer add (wrapping), min and max with include_self, on rows of fewer
+   than ATOMIC_MAX_SLICE elements, skip the grouping: shaders/scatter_atomic.comp combines each update into
+   its target with one atomic (every order gives the same bits).
+5. order="tree" (float add, mul, mean; shaders/scatter_tree.comp) replaces step 3: the sorted updates are
+   copied into a scratch array (one element per sorted row and slice position), ceil(log2 n) passes of
+   strides 1, 2, 4, ... combine, at each run position p that is a multiple of 2 stride, the element p + stride
+   of its run into p (each run's head found by binary search in the sorted keys), and a last pass writes
+   each run head's value into its target. Operands held in several blocks: DeviceError (not supported).
 
-Associative reductions (min and max of every dtype, bool included; integer add and mul, wrapping) fold long
-runs by levels of partials instead (scatter_reduce.comp's PARTIALS variants), so that no invocation goes
-through more than about 16 rows or elements, whatever the run lengths: a single target of 16M rows takes
-the rows' pass and five more, each a loop of at most 16 steps per invocation.
-* level 0 (the rows, chunks of FOLD_CHUNK): runs headed and ending in the chunk are folded and written as
-  above. The run that comes into the chunk from an earlier one is folded over its rows in the chunk, without
-  the output's value, into *element* c of level 1 (a value per slice position, and the run's key; chunks
-  whose first row is a head have no element: key NO_KEY). The last run headed in the chunk, if it goes on
-  past the chunk, leaves its accumulator (the output's value combined with its rows in the chunk) as the
-  chunk's *head* instead of writing.
-* level L >= 1 (the elements of level L - 1's chunks, chunks of PARTIAL_CHUNK): the same over the elements,
-  NO_KEY elements belonging to no run; a run headed at element e starts from the head that chunk e - 1 of
-  level L - 1 left (the run is headed there and goes on past it), instead of the output's value. Levels go
-  on until one has a single chunk, where nothing goes on past its end. Each level is one dispatch; they are
-  ordered by the runtime's compute-to-compute barriers (no workgroup waits for another).
-So a target's value is combine(...combine(combine(output, rows of its head chunk), element), ..., element):
-the output's value first, then every row once, in order, grouped into consecutive partials and those into
-consecutive groups. It equals the sequential left fold because combine is associative on these operations
-(any bracketing of the same sequence, kept in order, gives the same bits):
-* integers: addition and multiplication modulo 2^bits are associative; min and max of a total order (signed
-  or unsigned) too; bool is uint8 max (or) and min (and).
-* floats, min/max (arith.glsl): combine(a, x) = a if a is a NaN, else x if x is a NaN (its bits unchanged),
-  else the smaller (larger) of a and x in the order of order_key(), a total order on the bits that are no
-  NaN, -0 < +0 included. Write f for it. If a is a NaN, f(f(a, b), c) = f(a, c) = a = f(a, f(b, c)). If only
-  b of a, b is, f(f(a, b), c) = f(b, c) = b and f(a, f(b, c)) = f(a, b) = b. If a and b are not NaNs but c
-  is, both give c (f(min(a, b), c) = c; f(a, f(b, c)) = f(a, c) = c). With no NaN, min (max) of a total order
-  is associative. So the fold's result is the first NaN of the sequence (the output's value first), its bits
-  unchanged, else the least (greatest) value: the same for every grouping that keeps the order, which the
-  levels do (a quieting "x | quiet bit" would do as well, since quieting twice is quieting once).
-Float add and mul are not associative and keep the sequential fold. The keys must stay below NO_KEY
-(2^32 - 1), or the plan keeps the sequential fold. Scratch for the levels, from the caller's take: two
-sets (keys, elements, heads) of ceil(n / 16) and ceil(n / 256) entries (elements and heads: one per slice
-position, 8 bytes for 8-byte dtypes, else 4), written by alternate levels. On lavapipe (2 threads; 1M
-updates onto 64K targets, the fold's dispatches alone) the levels take 1.3x the sequential fold's time for
-uniform float32 targets (8.5 -> 11 ms) and 1.0-1.06x for int64, 1.3-1.8x for a single target (4-5 -> 5-8.5
-ms: 4 more passes, no parallelism to gain on 2 threads), 0.5-0.7x for Zipf-skewed int64 (50-75 -> 31-41 ms);
-a whole call (150-210 ms, the sort most of it) measures the same within noise. They also keep every loop
-short there, where a run of more than 65535 rows folded by one invocation comes out wrong.
-
-CPU devices (lavapipe): llvmpipe ends a shader invocation's loops after 65535 iterations in all (one counter
-shared by every loop of the invocation, LP_MAX_TGSI_LOOP_ITERATIONS), so a run that float add or mul fold
-sequentially in one invocation would stop short past that (the host-grouped fold before issue 11 did). There
-the sequential fold runs in ceil(n / CPU_PIECE) passes: pass 0 folds each run's first CPU_PIECE rows and
-writes the accumulator to the output; pass k goes on from the output's value with the run's rows
-[head + k CPU_PIECE, head + (k + 1) CPU_PIECE) (the accumulator is of the element type: the same bits as one
-loop). GPUs fold in one pass.
-
-Order-free reductions: 32-bit integer add (wrapping), min and max (signed and unsigned) with rows of fewer
-than 8 elements skip the grouping: shaders/scatter_atomic.comp combines each update into its target with
-one atomicAdd/Min/Max. Wrapping addition, min and max are associative and commutative, so every order
-gives the same bits as the sequential reference. The atomics cost per element and the sort per row: on
-lavapipe (dmlgpu/bench/reductions.py) the atomics take a fifth of the sort's time for single elements, as long
-at 8 elements per row, and three times as long at 64.
-
-order="tree" (layer 2; float add, mul and mean): a target's L updates u_0..u_{L-1} (row-major order) combine
-in a pairwise tree shaped by L alone: T(u_0) = u_0, T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}), T(u_H..u_{L-1}))
-with H the largest power of two below L (reference.tree), then combine(output's value, T) with include_self.
-shaders/scatter_tree.comp replaces the fold: the sorted updates are copied into a scratch array, ceil(log2 n)
-passes of strides 1, 2, 4, ... combine, at each run position p that is a multiple of 2 stride, the element
-p + stride of its run into p (run heads by binary search in the sorted keys), and a last pass writes each
-run head's value into its target. Operands held in several blocks: DeviceError (not supported).
-
-Scratch: two key and two value arrays of n words, and the tile counts (256 words per tile of 4096 pairs,
-plus one per block of 4096 counts), and the levels' (above), taken from the device's scratch (Device._take) and given back by the
-caller after the run.
-Operands held in several blocks (tensors past one binding): the key and fold kernels' ADDR variants reach
-them through their blocks' device addresses (shaders/addressing.glsl), the order-free ones the atomics' WIDE
-variants. Limits (DeviceError before any GPU work): n * m < 2^32 - 1 and offsets below 2^32 (past that,
-the order-free reductions only), 4 n bytes within one block (Device.max_block: maxStorageBufferRange and the
-allocation limits).
+Scratch comes from the device (Device._take) and goes back after the run: two key and two row arrays of n
+words, the sort's tile counts, and the levels' partials. Operands held in several blocks take the key and fold
+kernels' ADDR variants (the atomics: WIDE). Limits (DeviceError before any GPU work): n * m < 2^32 - 1 and
+offsets below 2^32 (past that, the order-free reductions only), 4 n bytes within one block. The design notes,
+measurements and history: bench/RESULTS.md, "Reduction design notes (moved from reduction.py)".
 """
 from __future__ import annotations
 
