@@ -222,6 +222,6 @@ def check_reduction(value: object) -> str:
     """dmlgpu's Reduction member of the scatter descriptors: reduction.check_reduction's rule, as a DescError
     naming the member."""
     try:
-        return reduction.check_reduction(value)
+        return reduction.check_reduction(value, reduction.REDUCTIONS)
     except ValueError as e:
         raise DescError("Reduction " + str(e).removeprefix("reduction ")) from None

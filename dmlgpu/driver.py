@@ -37,7 +37,10 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import calls, functions, ops
+from . import calls, ops
+from .arguments import _index_check, _operands, _updates
+from .calls import out_key
+from .execution import _Call, _execute, _planned, check_out
 from .tensor import Tensor
 
 
@@ -59,7 +62,8 @@ Rule = Callable[..., Signature]
 
 
 def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args: tuple = (), *,
-         device: Any = None, mode: str = "clamp") -> Any:
+         device: Any = None, mode: str = "clamp", out: Any = None, key: tuple | None = None,
+         native: bool = True) -> Any:
     """Runs operator ``op`` (a name of ops.PLANS) on these operands (module docstring).
 
     Parameters
@@ -73,38 +77,49 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     data, indices, updates : array_like or Tensor
         A gather's ``updates`` is None.
     args : tuple
-        The operator's other arguments (axis, ...): part of the call's signature when they are exact ints and
-        strings.
-    device, mode
-        As the layer-2 functions take them (dmlgpu.gather).
+        The operator's other arguments (axis, ...), passed to ``rule``.
+    device, mode, out
+        As the layer-2 functions take them (dmlgpu.gather, dmlgpu.scatter_nd): ``out`` a Tensor or NumPy
+        array of the result's shape and dtype, which may be a scatter's ``data`` (in place).
+    key : tuple or None
+        The arguments' part of the call's signature (exact ints and strings; default ``(*args, mode)``): the
+        planned call and the call template are kept under it (and ``out``'s kind: execution.out_key).
+    native : bool
+        False for scatter reductions: their arithmetic needs native byte order (execution._run_native).
 
     Returns
     -------
     np.ndarray or Tensor
+        ``out`` when given.
 
     Raises
     ------
     TypeError, ValueError, IndexError, dmlgpu.DeviceError
         As the layer-2 functions, with messages that start with ``op``.
     """
+    if key is None:
+        key = (*args, mode)
     operands = (data, indices) if updates is None else (data, indices, updates)
-    if device is None and all(type(o) is Tensor for o in operands) and \
-            all(type(a) is int or type(a) is str for a in args):
-        out = calls.templated(op, operands, (*args, mode))
-        if out is not None:
-            return out
-    data, idx, values, dev, mode = functions._operands(op, data, indices, device, mode, updates)
-    upd = None if updates is None else functions._updates(updates, data, op)
+    if device is None and all(type(o) is Tensor for o in operands) and (out is None or type(out) is Tensor) and \
+            all(type(a) is int or type(a) is str for a in key):
+        res = calls.templated(op, operands, key, out)
+        if res is not None:
+            return res
+    data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates)
+    upd = None if updates is None else _updates(updates, data, op)
     arrays = (data, idx) if upd is None else (data, idx, upd)
 
-    def build() -> functions._Call:
+    def build() -> _Call:
         sig = rule(data, idx, upd, *args)
         dims = np.asarray(sig.dims)
         count = upd.size if upd is not None else math.prod(sig.out_shape)
-        check = functions._index_check(op, count, dims, mode, lambda pos: dims if dims.ndim == 0 else dims[pos[-1]])
+        check = _index_check(op, count, dims, mode, lambda pos: dims if dims.ndim == 0 else dims[pos[-1]])
         if sig.plan_args is None:
-            return functions._Call(None, sig.out_shape, check, copy=upd is not None)
-        return functions._Call(ops.PLANS[op](*sig.plan_args), sig.out_shape, check)
+            return _Call(None, sig.out_shape, check, copy=upd is not None)
+        return _Call(ops.PLANS[op](*sig.plan_args), sig.out_shape, check)
 
-    planned = functions._planned(dev, op, arrays, (*args, mode), build)
-    return functions._execute(dev, planned, data, idx, values, upd)
+    if out is not None:
+        check_out(op, out, data, arrays[1:], dev)
+        key += out_key(out, data)
+    return _execute(dev, _planned(dev, op, arrays, key, build), data, idx, values, upd, native=native, out=out,
+                    op=op)

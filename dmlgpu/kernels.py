@@ -27,6 +27,8 @@ KERNELS = ("gather", "scatter_claim", "scatter_write")
 LINE_CLAIM_WORDS = 4096       # shared claim words of scatter_lines.comp (16 KiB: Vulkan's minimum maximum)
 REDUCE_OPS = ("add", "mul", "min", "max")    # arith.glsl's OP codes 0..3
 REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64")
+# ml_dtypes' float types (arith.glsl's ELEM_KIND 3, 4, 5), by kind name; their bits: 16, 8, 8
+NARROW_FLOATS = {"bf": (3, 16), "f8e4m3fn": (4, 8), "f8e5m2": (5, 8)}
 
 # One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
 # counts), radix_scan, radix_scatter.
@@ -104,9 +106,12 @@ def lines_variant(unit: int, index_bytes: int) -> str:
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
-    """File stem of the scatter reduction kernel for an element type (kind "u", "i" or "f"; 8-64 bits) and an
-    operation (shaders/scatter_reduce.comp). Integer add and mul share the unsigned variant."""
-    assert f"{kind}{bits}" in REDUCE_TYPES and op in REDUCE_OPS
+    """File stem of the scatter reduction kernel for an element type (kind "u", "i" or "f"; 8-64 bits; or a
+    NARROW_FLOATS kind with its bits: "bf" 16, "f8e4m3fn" 8, "f8e5m2" 8) and an operation
+    (shaders/scatter_reduce.comp). Integer add and mul share the unsigned variant."""
+    assert (f"{kind}{bits}" in REDUCE_TYPES or NARROW_FLOATS.get(kind, (0, 0))[1] == bits) and op in REDUCE_OPS
+    if kind in NARROW_FLOATS:
+        return f"scatter_reduce_{kind if kind != 'bf' else 'bf16'}_{op}"
     if kind == "i" and op in ("add", "mul"):
         kind = "u"
     return f"scatter_reduce_{kind}{bits}_{op}"
@@ -137,7 +142,7 @@ def _has_blocks(name: str) -> bool:
 
 def _has_partials(name: str) -> bool:
     """Associative reductions (min/max, integer add/mul) fold long runs by levels of partials."""
-    return name.endswith(("_min", "_max")) or not name.startswith("scatter_reduce_f")
+    return name.endswith(("_min", "_max")) or not name.startswith(("scatter_reduce_f", "scatter_reduce_bf"))
 
 
 def _has_values(name: str) -> bool:
@@ -155,6 +160,20 @@ def fold_variant(name: str, blocks: bool, values: bool) -> str:
         assert _has_values(name)
         name += "_values"
     return name
+
+
+def has_tree(name: str) -> bool:
+    """Float add and mul (order matters) have the variants of order="tree" (shaders/scatter_tree.comp)."""
+    return name.startswith(("scatter_reduce_f", "scatter_reduce_bf")) and name.endswith(("_add", "_mul"))
+
+
+def tree_variants(name: str, values: bool, few: bool = False) -> tuple[str, str, str]:
+    """The variants of a float add or mul scatter reduction kernel (reduce_variant) for order="tree"
+    (shaders/scatter_tree.comp): (the init, reading the update values that the sort carried if ``values``,
+    with the sorted rows after the keys in one buffer if ``few``; one pass of the tree; the final write)."""
+    assert has_tree(name) and (_has_values(name) or not values)
+    init = name + "_tree_init" + ("_values" if values else "") + ("_few" if few else "")
+    return init, name + "_tree_pass", name + "_tree_final"
 
 
 def partials_variants(name: str, values: bool) -> tuple[str, str]:
@@ -253,19 +272,28 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                         add(variant("gather", unit, index_bytes, vec, k, **{mode: True}), "gather.comp", UNIT=unit,
                             IDX64=index_bytes // 8, VEC=vec, **({"TUPLE_K": k} if k else {}), **{mode.upper(): 1})
     # scatter reductions (reduction.py), by element type (ELEM_KIND 0 unsigned, 1 signed, 2 float) and OP
-    for type_ in REDUCE_TYPES:
-        kind, bits = type_[0], int(type_[1:])
+    types = [(t[0], int(t[1:]), "uif".index(t[0])) for t in REDUCE_TYPES]
+    types += [(kind, bits, code) for kind, (code, bits) in NARROW_FLOATS.items()]
+    for kind, bits, elem_kind in types:
         for op_code, op in enumerate(REDUCE_OPS):
             name = reduce_variant(kind, bits, op)
             if name in table:     # signed add and mul are the unsigned ones
                 continue
-            defines = dict(ELEM_KIND="uif".index(kind), ELEM_BYTES=bits // 8, OP=op_code)
+            defines = dict(ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8, OP=op_code)
             add(name, "scatter_reduce.comp", **defines)
             if _has_values(name):
                 add(fold_variant(name, False, True), "scatter_reduce.comp", **defines, VALUES=1)
             if _has_blocks(name):
                 add(fold_variant(name, True, False), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1)
                 add(fold_variant(name, True, True), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1, VALUES=1)
+            if has_tree(name):
+                for carried in (False, True) if _has_values(name) else (False,):
+                    for few in (False, True):
+                        add(tree_variants(name, carried, few)[0], "scatter_tree.comp", **defines, TREE=1,
+                            **({"VALUES": 1} if carried else {}), **({"FEW": 1} if few else {}))
+                _, pass_, final = tree_variants(name, False)
+                add(pass_, "scatter_tree.comp", **defines, TREE=2)
+                add(final, "scatter_tree.comp", **defines, TREE=3)
             if _has_partials(name):
                 level0, up = partials_variants(name, False)
                 add(level0, "scatter_reduce.comp", **defines, PARTIALS=1)

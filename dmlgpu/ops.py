@@ -64,23 +64,27 @@ def gather_nd(data: Layout, indices: Layout, out: Layout, batch_dims: int, dtype
 
 
 def scatter_nd(out: Layout, indices: Layout, updates: Layout, dtype: DTypeLike, index_dtype: DTypeLike,
-               reduction: str, copy: IndexMap, unique: bool = False) -> Plan:
+               reduction: str, copy: IndexMap, unique: bool = False, include_self: bool = True,
+               order: str = "row-major") -> Plan:
     """SCATTER_ND into ``out`` (the input's and output's meaningful layout) with ``reduction`` ("none": the
-    last update wins; else reduction.ReducePlan), after ``copy`` (input_copy(); skipped in place). ``unique``:
-    the updates promise distinct targets (one pass, no claims: plan.ScatterPlan's)."""
+    last update wins; else reduction.ReducePlan, with ``include_self`` and ``order``), after ``copy``
+    (input_copy(); skipped in place). ``unique``: the updates promise distinct targets (reduction "none": one
+    pass, no claims, plan.ScatterPlan's)."""
     if reduction != "none":
-        return ReducePlan.nd(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, copy)
+        return ReducePlan.nd(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, copy,
+                             include_self=include_self, order=order)
     return make_plan(ScatterPlan, nd_map(out, indices, updates, 0, _elem(dtype)), np.dtype(index_dtype), copy,
                      unique)
 
 
 def scatter_elements(out: Layout, indices: Layout, updates: Layout, axis: int, dtype: DTypeLike,
-                     index_dtype: DTypeLike, reduction: str, copy: IndexMap, unique: bool = False) -> Plan:
+                     index_dtype: DTypeLike, reduction: str, copy: IndexMap, unique: bool = False,
+                     include_self: bool = True, order: str = "row-major") -> Plan:
     """SCATTER_ELEMENTS along ``axis`` into ``out``, as scatter_nd (plan.scatter_elements_plan picks the
     one-pass lines plan where it fits)."""
     if reduction != "none":
         return ReducePlan.elements(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, axis,
-                                   copy)
+                                   copy, include_self=include_self, order=order)
     return make_plan(scatter_elements_plan, out, indices, updates, axis, _elem(dtype), np.dtype(index_dtype), copy,
                      unique)
 

@@ -3,6 +3,8 @@ against. They are written for clarity, not speed: scatters loop over the updates
 the last update of a duplicated target wins, as dmlgpu guarantees."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from .index_map import resolve
@@ -42,28 +44,99 @@ def gather_nd(data, indices, batch_dims=0):
     return np.stack(rows).reshape(out_shape)
 
 
-def scatter_nd(data, indices, updates, reduction="none"):
+def scatter_nd(data, indices, updates, reduction="none", include_self=True, order="row-major"):
     """ONNX ScatterND: a sequential loop over the update rows in row-major order (the last one of a
-    duplicated target wins, or, with a reduction, each one combines into it)."""
+    duplicated target wins, or, with a reduction, each one combines into it; see _Reducer for "mean",
+    ``include_self`` and ``order``)."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     out = data.copy()
     k = indices.shape[-1]
     rows = updates.reshape((int(np.prod(indices.shape[:-1])),) + data.shape[k:])
+    reducer = _Reducer(reduction, include_self, order)
     for (_, t), row in zip(_nd_targets(data.shape, indices, 0), rows):
-        out[t] = combine(reduction, out[t], row)
-    return out
+        out[t] = reducer.step(t, out[t], row)
+    return reducer.finish(out)
 
 
-def scatter_elements(data, indices, updates, axis=0, reduction="none"):
-    """ONNX ScatterElements: a sequential loop over the updates in row-major order."""
+def scatter_elements(data, indices, updates, axis=0, reduction="none", include_self=True, order="row-major"):
+    """ONNX ScatterElements: a sequential loop over the updates in row-major order (see _Reducer for "mean",
+    ``include_self`` and ``order``)."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     axis %= data.ndim
     out = data.copy()
     resolved = resolve(indices, data.shape[axis])
+    reducer = _Reducer(reduction, include_self, order)
     for pos in np.ndindex(*indices.shape):
         target = pos[:axis] + (int(resolved[pos]),) + pos[axis + 1:]
-        out[target] = combine(reduction, out[target], updates[pos])
-    return out
+        out[target] = reducer.step(target, out[target], updates[pos])
+    return reducer.finish(out)
+
+
+class _Reducer:
+    """One scatter's steps, target by target: ``include_self=False`` starts a target from its first update
+    (not its own value); "mean" sums as "add" does, then divides each updated target's sum once by its count
+    (its updates, + 1 with include_self): mean_of. ``order="tree"``: a target's updates combine in the
+    pairwise tree of tree() instead of one by one, then into the target's own value (include_self)."""
+
+    def __init__(self, reduction, include_self, order="row-major"):
+        self.op = "add" if reduction == "mean" else reduction
+        self.mean, self.include_self, self.counts = reduction == "mean", bool(include_self), {}
+        self.tree: dict | None = {} if order == "tree" else None
+
+    def step(self, target, acc, x):
+        if self.op == "none":
+            return x
+        first = target not in self.counts
+        self.counts[target] = self.counts.get(target, 0) + 1
+        if self.tree is not None:
+            self.tree.setdefault(target, []).append(np.array(x, copy=True))
+            return acc
+        if first and not self.include_self:
+            return np.array(x, copy=True)
+        return combine(self.op, acc, x)
+
+    def finish(self, out):
+        for target, xs in (self.tree or {}).items():
+            t = tree(self.op, xs)
+            out[target] = combine(self.op, out[target], t) if self.include_self else t
+        if self.mean:
+            for target, n in self.counts.items():
+                out[target] = mean_of(out[target], n + self.include_self)
+        return out
+
+
+def tree(reduction, xs):
+    """The pairwise tree of order="tree" over the updates ``xs`` of one target (row-major order): one update is
+    itself; L > 1 updates give combine(tree(xs[:H]), tree(xs[H:])), H the largest power of two below L."""
+    if len(xs) == 1:
+        return xs[0]
+    h = 1 << ((len(xs) - 1).bit_length() - 1)
+    return combine(reduction, tree(reduction, xs[:h]), tree(reduction, xs[h:]))
+
+
+def mean_of(s, n):
+    """``s / n`` (an array of a float dtype, an int n >= 1) rounded once to nearest even in s's dtype, exactly
+    (Fraction arithmetic); a NaN, infinite or zero element, and n == 1, give the element itself."""
+    s = np.array(s, copy=True)
+    flat = s.reshape(-1)
+    uint = np.dtype(f"u{s.dtype.itemsize}")
+    for i, v in enumerate(flat):
+        with np.errstate(invalid="ignore"):
+            if n == 1 or not np.isfinite(v) or v == 0:
+                continue
+        q = Fraction(float(v)) / n
+        c = np.asarray(float(q), s.dtype).view(uint)    # near q; the nearest is it or a neighbour
+        best = None
+        for bits in (c - 1, c, c + 1):
+            cand = np.asarray(bits, uint).view(s.dtype)
+            if not np.isfinite(cand):
+                continue
+            key = (abs(Fraction(float(cand)) - q), int(bits) & 1)   # nearest, then even
+            if best is None or key < best[0]:
+                best = (key, cand)
+        assert best is not None
+        flat[i] = best[1]
+    return s
 
 
 # ---- Scatter reductions (ONNX ScatterND / ScatterElements with reduction, opsets 16/18) ----
@@ -74,8 +147,8 @@ REDUCTIONS = ("add", "mul", "min", "max")
 def combine(reduction, acc, x):
     """One step of a scatter reduction, ``acc op x`` ("none": x), on arrays (or 0-d arrays) of one dtype, as dmlgpu
     defines it: integers wrap; floats round to nearest even (NumPy's own add and multiply; float16 through
-    float32, as NumPy does); min/max propagate NaN (acc's when both are NaN) and take -0 < +0; bool:
-    add/max are or, mul/min are and."""
+    float32, as NumPy does; ml_dtypes' bfloat16 and float8 types: ml_dtypes' own arithmetic); min/max
+    propagate NaN (acc's when both are NaN) and take -0 < +0; bool: add/max are or, mul/min are and."""
     acc, x = np.asarray(acc), np.asarray(x)
     if reduction == "none":
         return x
@@ -90,10 +163,11 @@ def combine(reduction, acc, x):
         return np.minimum(acc, x) if reduction == "min" else np.maximum(acc, x)
     # floats: NaN first, then the order with -0 < +0
     a_neg, x_neg = np.signbit(acc), np.signbit(x)
-    if reduction == "min":
-        take_x = (x < acc) | ((x == acc) & x_neg & ~a_neg)
-    else:
-        take_x = (x > acc) | ((x == acc) & a_neg & ~x_neg)
-    out = np.where(take_x, x, acc)
-    out = np.where(np.isnan(x), x, out)
-    return np.asarray(np.where(np.isnan(acc), acc, out), dtype=acc.dtype)
+    with np.errstate(invalid="ignore"):
+        if reduction == "min":
+            take_x = (x < acc) | ((x == acc) & x_neg & ~a_neg)
+        else:
+            take_x = (x > acc) | ((x == acc) & a_neg & ~x_neg)
+        out = np.where(take_x, x, acc)
+        out = np.where(np.isnan(x), x, out)
+        return np.asarray(np.where(np.isnan(acc), acc, out), dtype=acc.dtype)

@@ -27,6 +27,9 @@
 // So the run of a target is combined in order: output's value, its rows in its head chunk, then the
 // partials of the next chunks, each the fold of consecutive rows in order, grouped the same way level by
 // level; each element and each accumulator is written by one invocation and read by the next level's.
+// P[P_MODE] (every variant): MODE_EXCLUDE_SELF (include_self=False) starts each run from its first row
+// instead of the output's value; MODE_MEAN (float add: reduction "mean") writes mean_of(the run's sum, its
+// rows + 1, or its rows with MODE_EXCLUDE_SELF) (arith.glsl). Targets without rows keep their value.
 #define UNIT ELEM_BYTES
 #define IDX64 0
 #include "units.glsl"
@@ -103,6 +106,30 @@ const uint P_ROWS = P_END + 2u;       // number of sorted rows
 const uint P_CHUNK = P_END + 3u;      // sorted rows per chunk
 const uint P_PIECE = P_END + 4u;      // 0, or (CPU devices, sequential fold) rows of a run one pass folds ...
 const uint P_PASS = P_END + 5u;       // ... and which piece of its runs this pass folds (see process())
+const uint P_MODE = P_END + 6u;       // MODE_ bits:
+const uint MODE_EXCLUDE_SELF = 1u;    // include_self=False: a run starts from its first update, not the output
+const uint MODE_MEAN = 2u;            // reduction "mean" (float add variants): a run writes mean_of(sum, count)
+
+// The output's element at ``target``: for 1- and 2-byte elements an atomic read of its word, whose other
+// bits threads of neighbouring targets update concurrently.
+ELEM_T load_target(uint target) {
+#if UNIT < 4
+    uint b = target * UNIT;
+    return (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
+#else
+    return UNIT_AT(DATA, target);
+#endif
+}
+
+// What a run that has ended writes: its accumulator, or with MODE_MEAN the accumulator divided by ``count``
+// (its rows, plus one for the output's value unless MODE_EXCLUDE_SELF).
+ELEM_T finish(ELEM_T acc, uint count) {
+#if OP == OP_ADD && ELEM_KIND >= 2
+    if ((P[P_MODE] & MODE_MEAN) != 0u)
+        return mean_of(acc, count);
+#endif
+    return acc;
+}
 #if defined(PARTIALS) && PARTIALS
 void process(uint i) {
     uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK];
@@ -131,16 +158,15 @@ void process(uint i) {
         uint target = (key << P[P_FOLD_SHIFT]) + o.data;
 #if PARTIALS == 2
         ELEM_T acc = HEADS_IN[(j - 1u) * slice + s];
-#elif UNIT < 4
-        uint b = target * UNIT;       // an atomic read, as below
-        ELEM_T acc = (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
 #else
-        ELEM_T acc = UNIT_AT(DATA, target);
+        ELEM_T acc;
+        if ((P[P_MODE] & MODE_EXCLUDE_SELF) != 0u)
+            acc = update(j++, o.dense);
+        else
+            acc = load_target(target);
 #endif
-        do {
+        for (; j < end && IDX[j] == key; ++j)
             acc = combine(acc, update(j, o.dense));
-            ++j;
-        } while (j < end && IDX[j] == key);
         if (j == end && end < rows && IDX[end] == key)
             HEADS[i] = acc;           // goes on past the chunk: the next level finishes it
         else
@@ -148,80 +174,60 @@ void process(uint i) {
     }
 }
 #else
-// Pieces (P[P_PIECE] != 0: CPU devices, whose compiler, llvmpipe, ends an invocation's loops after 65535
-// iterations in all): pass 0 folds each run's first P[P_PIECE] rows and writes the accumulator to the output;
-// pass k >= 1 (a dispatch of its own, after a barrier) goes on from the output's value with the run's rows
-// [head + k P[P_PIECE], head + (k + 1) P[P_PIECE]). The accumulator passes through the output unchanged (it is
-// of the element type), so the bits are those of one sequential loop.
-void continue_run(uint i, uint slice, uint rows, uint chunk, uint piece) {
-    uint c = i / slice;
-    Offsets o = map_offsets(i - c * slice);
-    uint first = c * chunk, end = min(rows, first + chunk), head = end;
-    for (uint j = first; j < end; ++j)        // the last run headed in this chunk
-        if (j == 0u || IDX[j] != IDX[j - 1u])
-            head = j;
-    if (head == end)
-        return;
-    uint key = IDX[head], j = head + P[P_PASS] * piece;
-    if (j >= rows || IDX[j] != key)
-        return;                               // the run ended in an earlier piece
-    uint target = (key << P[P_FOLD_SHIFT]) + o.data;
-#if UNIT < 4
-    uint b = target * UNIT;
-    ELEM_T acc = (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
-#else
-    ELEM_T acc = UNIT_AT(DATA, target);
+// The runs headed in chunk c = i / slice (the first pass, P[P_PASS] == 0), each folded from its head: the
+// output's value (or with MODE_EXCLUDE_SELF its first row), then its rows in order: to its end, or with
+// pieces (P[P_PIECE] != 0: CPU devices, whose compiler, llvmpipe, ends an invocation's loops after 65535
+// iterations in all) its first P[P_PIECE] rows. Pass k >= 1 (a dispatch of its own, after a barrier) goes on
+// with the one run headed last in the chunk from the output's value, over its rows [head + k P[P_PIECE],
+// head + (k + 1) P[P_PIECE]). The accumulator passes through the output unchanged (it is of the element
+// type), so the bits are those of one sequential loop; the pass that reaches a run's end writes finish().
+uint fold_run(uint j, uint head, uint stop, uint target, uint dense, ELEM_T acc) {
+    uint rows = P[P_ROWS], key = IDX[head];
+#ifdef FAST_BLOCK
+    while (j + FAST_BLOCK <= stop && IDX[j + FAST_BLOCK - 1u] == key) {   // sorted: the block is in the run
+        acc = fold_block(acc, j, dense);
+        j += FAST_BLOCK;
+    }
 #endif
-    uint stop = min(rows, j + piece);
-    do {
-        acc = combine(acc, update(j, o.dense));
-        ++j;
-    } while (j < stop && IDX[j] == key);
-    STORE_UNIT(DATA, target, acc);
+    for (; j < stop && IDX[j] == key; ++j)
+        acc = combine(acc, update(j, dense));
+    bool ended = j == rows || IDX[j] != key;
+    uint count = j - head + ((P[P_MODE] & MODE_EXCLUDE_SELF) != 0u ? 0u : 1u);
+    STORE_UNIT(DATA, target, ended ? finish(acc, count) : acc);
+    return j;
 }
 
 void process(uint i) {
     uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK], piece = P[P_PIECE];
-    if (P[P_PASS] != 0u) {
-        continue_run(i, slice, rows, chunk, piece);
-        return;
-    }
     uint c = i / slice;
     Offsets o = map_offsets(i - c * slice);
     uint j = c * chunk, end = min(rows, j + chunk);
+    if (P[P_PASS] != 0u) {            // pieces: the last run headed in this chunk, from its piece P[P_PASS]
+        uint head = end;
+        for (; j < end; ++j)
+            if (j == 0u || IDX[j] != IDX[j - 1u])
+                head = j;
+        j = head + P[P_PASS] * piece;
+        if (head == end || j >= rows || IDX[j] != IDX[head])
+            return;                   // no run headed here, or it ended in an earlier piece
+        uint target = (IDX[head] << P[P_FOLD_SHIFT]) + o.data;
+        fold_run(j, head, min(rows, j + piece), target, o.dense, load_target(target));
+        return;
+    }
     if (j != 0u) {                    // the rest of a run whose head lies in an earlier chunk
         uint before = IDX[j - 1u];
         while (j < end && IDX[j] == before)
             ++j;
     }
     while (j < end) {
-        uint key = IDX[j];
-        uint target = (key << P[P_FOLD_SHIFT]) + o.data;
-#if UNIT < 4
-        // An atomic read: threads of neighbouring targets update the other bits of this word concurrently.
-        uint b = target * UNIT;
-        ELEM_T acc = (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
-#else
-        ELEM_T acc = UNIT_AT(DATA, target);
-#endif
-#ifdef FAST_BLOCK
-        while (j + FAST_BLOCK <= rows && IDX[j + FAST_BLOCK - 1u] == key) {   // sorted: the block is in the run
-            acc = fold_block(acc, j, o.dense);
-            j += FAST_BLOCK;
-        }
-        while (j < rows && IDX[j] == key) {
-#else
-        uint stop = piece == 0u ? rows : min(rows, j + piece);
-        do {
-#endif
-            acc = combine(acc, update(j, o.dense));
-            ++j;
-#ifdef FAST_BLOCK
-        }
-#else
-        } while (j < stop && IDX[j] == key);
-#endif
-        STORE_UNIT(DATA, target, acc);
+        uint head = j, target = (IDX[j] << P[P_FOLD_SHIFT]) + o.data;
+        ELEM_T acc;
+        if ((P[P_MODE] & MODE_EXCLUDE_SELF) != 0u)
+            acc = update(j++, o.dense);
+        else
+            acc = load_target(target);
+        uint stop = piece == 0u ? rows : min(rows, head + piece);
+        j = fold_run(j, head, stop, target, o.dense, acc);   // the run's end (or its piece's, past the chunk)
     }
 }
 #endif

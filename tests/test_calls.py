@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import calls, functions, reference
+from dmlgpu import calls, driver, functions, reference
 
 
 @pytest.fixture(scope="module", params=["direct", "staged"])
@@ -68,9 +68,11 @@ def test_templated_calls_agree_with_planned_calls(dev, case):
 def _args(op, kwargs):
     mode = kwargs.get("mode", "clamp")
     red = kwargs.get("reduction", "none")
+    self_ = "include_self" if kwargs.get("include_self", True) else "exclude_self"
+    order = kwargs.get("order", "row-major")
     return {"gather": (kwargs.get("axis", 0), mode), "gather_elements": (kwargs.get("axis", 0), mode),
-            "gather_nd": (kwargs.get("batch_dims", 0), mode), "scatter_nd": (mode, red),
-            "scatter_elements": (kwargs.get("axis", 0), mode, red)}[op]
+            "gather_nd": (kwargs.get("batch_dims", 0), mode), "scatter_nd": (mode, red, self_, order),
+            "scatter_elements": (kwargs.get("axis", 0), mode, red, self_, order)}[op]
 
 
 def test_a_hit_plans_nothing(dev, monkeypatch):
@@ -79,7 +81,7 @@ def test_a_hit_plans_nothing(dev, monkeypatch):
     for _ in range(2):
         dmlgpu.gather(table, idx)
     calls_made = []
-    monkeypatch.setattr(functions, "_planned", lambda *a, **k: calls_made.append(a) or pytest.fail("planned"))
+    monkeypatch.setattr(driver, "_planned", lambda *a, **k: calls_made.append(a) or pytest.fail("planned"))
     out = dmlgpu.gather(table, idx)
     assert not calls_made
     np.testing.assert_array_equal(out.numpy(), np.arange(40, dtype=np.float32).reshape(10, 4)[[3, 1, 9]])

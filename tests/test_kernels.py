@@ -36,7 +36,10 @@ def test_index_map_words_match_the_glsl():
 
 @pytest.mark.parametrize("shader, module, names", [
     ("reduce_keys.comp", reduction, ["P_KEY_SHIFT"]),
-    ("scatter_reduce.comp", reduction, ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_CHUNK", "P_PIECE", "P_PASS", "NO_KEY"]),
+    ("scatter_reduce.comp", reduction, ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_CHUNK", "P_PIECE", "P_PASS", "P_MODE",
+                                        "NO_KEY", "MODE_EXCLUDE_SELF", "MODE_MEAN"]),
+    ("scatter_tree.comp", reduction, ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_PASS", "P_MODE", "MODE_EXCLUDE_SELF",
+                                      "MODE_MEAN"]),
     ("radix.glsl", reduction, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_BLOCKS"]),
     ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
     ("scatter_write.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),

@@ -1,18 +1,23 @@
 """Scatter reductions (reduction="add" | "mul" | "min" | "max"): the ONNX examples, properties against the
 sequential NumPy references (dmlgpu.reference.scatter_nd / scatter_elements with a reduction), heavy
-duplicates, bit-exact float16/float32/float64 arithmetic against NumPy, integer wrapping, layer 1, Tensors.
+duplicates, bit-exact float16/float32/float64 arithmetic against NumPy and bfloat16/float8 arithmetic against
+ml_dtypes, integer wrapping, layer 1, Tensors.
 
 Results are compared bit for bit; a NaN matches any NaN only where NaN payloads are a platform's choice."""
+import zlib
+
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 import dmlgpu
-from dmlgpu import DataType, DescError, TensorDesc, reference
+from dmlgpu import DataType, DescError, TensorDesc, kernels, reference
 
 REDUCTIONS = ("add", "mul", "min", "max")
+NARROW_DTYPES = [np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)]
 ARITH_DTYPES = [np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
-                                      np.uint64, np.float16, np.float32, np.float64, np.bool_)]
+                                      np.uint64, np.float16, np.float32, np.float64, np.bool_)] + NARROW_DTYPES
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -23,7 +28,7 @@ def same(out, expected, loose_nan=True):
     if out.dtype.kind == "b":
         return np.array_equal(out.view(np.uint8), expected.view(np.uint8))
     bits = out.view(UINT[out.dtype.itemsize]) == expected.view(UINT[out.dtype.itemsize])
-    if loose_nan and out.dtype.kind == "f":
+    if loose_nan and (out.dtype.kind == "f" or out.dtype in NARROW_DTYPES):
         bits |= np.isnan(out) & np.isnan(expected)
     return bool(bits.all())
 
@@ -187,7 +192,8 @@ def test_every_dtype_and_reduction(device, dtype, reduction):
                 reference.scatter_elements(data, idx, upd, 1, reduction), loose_nan=False)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16], ids=str)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16] + NARROW_DTYPES,
+                         ids=str)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_heavy_duplicates(device, dtype, reduction):
     """10,000 updates onto 10 targets: the order of combination is row-major, on every run."""
@@ -308,7 +314,8 @@ def test_float32_normal_values(device, reduction):
     assert same(out, expected)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16, ml_dtypes.float8_e5m2],
+                         ids=str)
 def test_min_max_nan_and_signed_zero(device, dtype):
     dtype = np.dtype(dtype)
     nan = np.array(np.nan, dtype)
@@ -323,6 +330,113 @@ def test_min_max_nan_and_signed_zero(device, dtype):
     assert same(mn, reference.scatter_elements(data, idx, upd, 0, "min"), loose_nan=False)
     assert same(mx, reference.scatter_elements(data, idx, upd, 0, "max"), loose_nan=False)
     del nan
+
+
+# ---- bfloat16 and float8 (ml_dtypes), bit for bit against ml_dtypes' own arithmetic ----
+
+def _bits(dtype, values):
+    return np.asarray(values, UINT[np.dtype(dtype).itemsize]).view(dtype)
+
+
+def _ml_dtypes_op(reduction, x, y):
+    """ml_dtypes' elementwise result (its ufuncs: float32 arithmetic, one rounding) or dmlgpu's min/max."""
+    with np.errstate(all="ignore"):
+        if reduction == "add":
+            return np.asarray(x + y, x.dtype)
+        if reduction == "mul":
+            return np.asarray(x * y, x.dtype)
+    return reference.combine(reduction, x, y)
+
+
+@pytest.mark.parametrize("dtype", NARROW_DTYPES[1:], ids=str)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_float8_every_pair(device, dtype, reduction):
+    """All 65,536 pairs of float8 values (NaNs, infinities, zeros, subnormals, overflow) against ml_dtypes."""
+    a = np.repeat(np.arange(256), 256).astype(np.uint8)
+    b = np.tile(np.arange(256), 256).astype(np.uint8)
+    x, y = a.view(dtype), b.view(dtype)
+    out = dmlgpu.scatter_elements(x, np.arange(x.size), y, device=device, reduction=reduction)
+    assert same(out, _ml_dtypes_op(reduction, x, y), loose_nan=False)
+
+
+def _bfloat16_pairs(rng, n):
+    """bfloat16 operand bits: random ones, subnormals and zeros, near-cancellation, products near the
+    subnormal range and near overflow, every kind of NaN and infinity against every kind of value."""
+    a = rng.integers(0, 2**16, size=n, dtype=np.uint16)
+    b = rng.integers(0, 2**16, size=n, dtype=np.uint16)
+    q = n // 6
+    a[:q] &= np.uint16(0x80FF)                                        # subnormals, zeros, tiny normals
+    b[:q // 2] &= np.uint16(0x80FF)
+    b[q:2 * q] = (a[q:2 * q] ^ np.uint16(0x8000)) + rng.integers(-3, 4, size=q).astype(np.uint16)
+    ea = rng.integers(1, 255, size=q)                                 # exponents summing near -126 .. -140
+    eb = np.clip(127 - 126 - ea + 127 + rng.integers(-16, 4, size=q), 1, 254)
+    a[2 * q:3 * q] = (ea << 7) | rng.integers(0, 128, size=q) | (rng.integers(0, 2, size=q) << 15)
+    b[2 * q:3 * q] = (eb << 7) | rng.integers(0, 128, size=q) | (rng.integers(0, 2, size=q) << 15)
+    a[3 * q:4 * q] = (rng.integers(250, 255, size=q) << 7) | rng.integers(0, 128, size=q)   # near overflow
+    b[3 * q:4 * q] = (rng.integers(125, 131, size=q) << 7) | rng.integers(0, 128, size=q) | \
+        (rng.integers(0, 2, size=q) << 15)
+    special = np.array([0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x3F80, 0xBF80, 0x7F7F, 0xFF7F, 0x7F80,
+                        0xFF80, 0x7F81, 0xFF81, 0x7FC0, 0xFFC0, 0x7FFF, 0xFFFF, 0x7FA5, 0xFFA5], np.uint16)
+    sa, sb = np.repeat(special, special.size), np.tile(special, special.size)
+    return np.concatenate([a, sa]), np.concatenate([b, sb])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_bfloat16_bit_exact(device, reduction):
+    """bfloat16 against ml_dtypes, NaN signs included; subnormal operands and results are computed without
+    the device's float32 (which may flush them)."""
+    a, b = _bfloat16_pairs(np.random.default_rng(21), 120_000)
+    x, y = a.view(ml_dtypes.bfloat16), b.view(ml_dtypes.bfloat16)
+    out = dmlgpu.scatter_elements(x, np.arange(x.size), y, device=device, reduction=reduction)
+    assert same(out, _ml_dtypes_op(reduction, x, y), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", NARROW_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("targets", [1, 3, 15, 17, 255, 257])
+def test_narrow_floats_sequential_runs(device, dtype, reduction, targets):
+    """Runs of updates onto 1 and 2^k +- 1 targets (across the fold's chunks and the sort's passes) with
+    NaNs, signed zeros, infinities and subnormals among them: the sequential ml_dtypes reference, step by
+    step (np.asarray(a + b, dtype) in row-major order)."""
+    rng = np.random.default_rng(targets * 7 + REDUCTIONS.index(reduction))
+    n = 700
+    bits = rng.integers(0, 2 ** (8 * dtype.itemsize), size=n + targets)
+    if reduction in ("add", "mul"):          # mostly finite values near 1 so that runs stay interesting
+        ones = np.asarray(rng.uniform(0.5, 2, size=n + targets) * rng.choice([-1, 1], size=n + targets), dtype)
+        keep = rng.random(n + targets) < 0.9
+        bits = np.where(keep, ones.view(UINT[dtype.itemsize]), bits)
+    vals = _bits(dtype, bits.astype(UINT[dtype.itemsize]))
+    data, upd = vals[:targets].copy(), vals[targets:]
+    idx = rng.integers(0, targets, size=(n, 1))
+    out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction)
+    expected = data.copy()
+    with np.errstate(all="ignore"):
+        for t, u in zip(idx[:, 0], upd):
+            expected[t] = _ml_dtypes_op(reduction, expected[t:t + 1], u.reshape(1))[0]
+    assert same(out, expected, loose_nan=False)
+    assert same(reference.scatter_nd(data, idx, upd, reduction), expected, loose_nan=False)
+
+
+def test_narrow_float_kernels_named_in_the_table():
+    for kind, (_, bits) in kernels.NARROW_FLOATS.items():
+        for op in kernels.REDUCE_OPS:
+            name = kernels.reduce_variant(kind, bits, op)
+            names = [name, kernels.fold_variant(name, False, True)]
+            if op in ("min", "max"):
+                names += list(kernels.partials_variants(name, True))
+            assert set(names) <= set(kernels.VARIANTS), names
+        assert not kernels._has_partials(kernels.reduce_variant(kind, bits, "add"))
+
+
+def test_tree_kernels_named_in_the_table():
+    names = [kernels.reduce_variant(t[0], int(t[1:]), op) for t in ("f16", "f32", "f64") for op in ("add", "mul")]
+    names += [kernels.reduce_variant(kind, bits, op) for kind, (_, bits) in kernels.NARROW_FLOATS.items()
+              for op in ("add", "mul")]
+    for name in names:
+        for values in (False, True) if not name.startswith("scatter_reduce_f64") else (False,):
+            for few in (False, True):
+                assert set(kernels.tree_variants(name, values, few)) <= set(kernels.VARIANTS), name
+    assert not any(kernels.has_tree(kernels.reduce_variant("f", 32, op)) for op in ("min", "max"))
 
 
 def test_integer_wrapping(device):
@@ -403,6 +517,192 @@ def test_unsupported_dtypes(device, dtype):
         dmlgpu.scatter_elements(data, [0], np.zeros(1, dtype), device=device, reduction="none")
 
 
+# ---- include_self=False and reduction="mean" (PyTorch's scatter_reduce) ----
+
+FLOAT_DTYPES = [np.dtype(t) for t in (np.float16, np.float32, np.float64)] + NARROW_DTYPES
+
+
+def test_include_self_and_mean_by_hand(device):
+    data = np.array([10, 20, 30, 40], np.float32)
+    idx = np.array([0, 0, 2, 0])
+    upd = np.array([1, 2, 3, 6], np.float32)
+    cases = {("add", False): [9, 20, 3, 40], ("max", False): [6, 20, 3, 40], ("min", True): [1, 20, 3, 40],
+             ("mean", True): [19 / 4, 20, 33 / 2, 40], ("mean", False): [3, 20, 3, 40],
+             ("mul", False): [12, 20, 3, 40]}
+    for (reduction, include_self), expected in cases.items():
+        out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=include_self)
+        assert same(out, np.array(expected, np.float32)), (reduction, include_self)
+    out = dmlgpu.scatter_nd(data, [[1], [1]], np.array([5, 6], np.float32), device=device, reduction="none",
+                            include_self=False)
+    assert out.tolist() == [10, 6, 30, 40]
+
+
+@pytest.mark.parametrize("dtype", ARITH_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", REDUCTIONS + ("mean",))
+def test_include_self_false_every_dtype(device, dtype, reduction):
+    """Rows of a 3-D tensor and elements along a middle axis, duplicates, targets without updates (which
+    keep their values): include_self=False against the sequential reference, and "mean" both ways."""
+    if reduction == "mean" and dtype not in FLOAT_DTYPES:
+        pytest.skip("mean takes float dtypes (tested in test_mean_rejects_integers)")
+    rng = np.random.default_rng(zlib.crc32(f"{dtype} {reduction}".encode()))
+    data = values(rng, (6, 3, 5), dtype, reduction)
+    for include_self in ([False, True] if reduction == "mean" else [False]):
+        idx = rng.integers(-6, 4, size=(4, 5, 1))
+        upd = values(rng, (4, 5, 3, 5), dtype, reduction)
+        out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction, include_self=include_self)
+        assert same(out, reference.scatter_nd(data, idx, upd, reduction, include_self), loose_nan=False)
+        idx = rng.integers(-3, 2, size=(6, 7, 5))
+        upd = values(rng, (6, 7, 5), dtype, reduction)
+        out = dmlgpu.scatter_elements(data, idx, upd, axis=1, device=device, reduction=reduction,
+                                      include_self=include_self)
+        assert same(out, reference.scatter_elements(data, idx, upd, 1, reduction, include_self), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32], ids=str)
+@pytest.mark.parametrize("reduction", ["add", "min", "max"])
+def test_include_self_false_skips_the_atomics(device, dtype, reduction):
+    """32-bit integer add/min/max take the atomics with include_self (order-free), the sort without."""
+    rng = np.random.default_rng(5)
+    data = values(rng, (50,), np.dtype(dtype), reduction)
+    idx = rng.integers(0, 40, size=3000)
+    upd = values(rng, (3000,), np.dtype(dtype), reduction)
+    for include_self in (True, False):
+        out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=include_self)
+        assert same(out, reference.scatter_elements(data, idx, upd, 0, reduction, include_self))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("targets", [1, 3, 17, 257])
+def test_mean_bit_exact(device, dtype, include_self, targets):
+    """The sum in row-major order, then one division by the count rounded to nearest even (reference.mean_of:
+    exact), over runs across chunks and sort passes; special sums (NaN, infinities, zeros, subnormals)."""
+    rng = np.random.default_rng(zlib.crc32(f"{dtype} {include_self} {targets}".encode()))
+    n = 600
+    data = values(rng, (targets,), dtype, "mean")
+    upd = values(rng, (n,), dtype, "mean")
+    tiny = np.finfo(np.float32).tiny if dtype in (np.float32, np.float64) else 0
+    if tiny:                                              # sums in the subnormal range
+        upd[:n // 4] = (rng.integers(-50, 50, size=n // 4) * tiny / 64).astype(dtype)
+    upd[rng.integers(0, n, size=3)] = np.asarray([np.inf, -np.inf, np.nan], dtype)
+    idx = rng.integers(0, targets, size=n)
+    idx[:n // 4] = idx[0]
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="mean", include_self=include_self)
+    assert same(out, reference.scatter_elements(data, idx, upd, 0, "mean", include_self), loose_nan=False)
+
+
+def test_mean_rounds_once(device):
+    """1/3 and 2/3 of exact sums, ties to even, subnormal quotients: one rounding of the exact quotient."""
+    data = np.array([0, 0, 0, 0, 0], np.float64)
+    tiny = np.float64(5e-324)
+    idx = np.array([0, 1, 1, 2, 2, 3, 4, 4, 4, 4])
+    upd = np.array([1, 1, 1, 2**53, 3, 3 * tiny, 1, 1, 1, 2**-1074 * 3], np.float64)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="mean", include_self=False)
+    assert same(out, reference.scatter_elements(data, idx, upd, 0, "mean", False), loose_nan=False)
+    assert out[1] == 1.0 and out[3] == 3 * tiny and out[0] == 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_, np.int64], ids=str)
+def test_mean_rejects_integers(device, dtype):
+    data = np.zeros(3, dtype)
+    with pytest.raises(TypeError, match="^scatter_nd: reduction 'mean' is not supported for dtype"):
+        dmlgpu.scatter_nd(data, [[0]], np.zeros(1, dtype), device=device, reduction="mean")
+    with pytest.raises(TypeError, match="^scatter_elements: reduction 'mean' is not supported for dtype"):
+        dmlgpu.scatter_elements(data, [0], np.zeros(1, dtype), device=device, reduction="mean")
+
+
+@pytest.mark.parametrize("include_self", ["no", 1, 0, None, np.array([True])], ids=str)
+def test_bad_include_self(device, include_self):
+    data = np.zeros(3, np.float32)
+    for _ in range(2):     # a cached call of the same signature checks again
+        dmlgpu.scatter_nd(data, [[0]], np.ones(1, np.float32), device=device, reduction="add", include_self=True)
+        with pytest.raises(TypeError, match="^scatter_nd: include_self must be True or False"):
+            dmlgpu.scatter_nd(data, [[0]], np.ones(1, np.float32), device=device, reduction="add",
+                              include_self=include_self)
+        with pytest.raises(TypeError, match="^scatter_elements: include_self must be True or False"):
+            dmlgpu.scatter_elements(data, [0], np.ones(1, np.float32), device=device, reduction="add",
+                                    include_self=include_self)
+
+
+def test_include_self_keys_the_cached_plans_and_templates(device):
+    """Calls that differ only in include_self or mean get their own plans and call templates."""
+    data = dmlgpu.tensor(np.array([1, 1], np.float32), device=device)
+    idx = dmlgpu.tensor(np.array([0, 0, 1]), device=device)
+    idx_nd = dmlgpu.tensor(np.array([[0], [0], [1]]), device=device)
+    upd = dmlgpu.tensor(np.array([2, 4, 8], np.float32), device=device)
+    for _ in range(3):      # planned, then through the call templates
+        for reduction, include_self, expected in (("add", True, [7, 9]), ("add", False, [6, 8]),
+                                                  ("mean", True, [7 / 3, 4.5]), ("mean", False, [3, 8])):
+            want = np.array(expected, np.float32)
+            got = dmlgpu.scatter_elements(data, idx, upd, reduction=reduction, include_self=include_self)
+            assert same(got.numpy(), want), (reduction, include_self)
+            got = dmlgpu.scatter_nd(data, idx_nd, upd, reduction=reduction, include_self=include_self)
+            assert same(got.numpy(), want), (reduction, include_self)
+
+
+# ---- order="tree" ----
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", ["add", "mul", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_tree_order_bit_exact(device, dtype, reduction, include_self):
+    """Runs of every length from 1 to 40 and some longer ones (powers of two and their neighbours), their
+    rows interleaved in row-major order, targets without updates: the pairwise tree of reference.tree, for
+    elements (scatter_elements) and rows of 3 (scatter_nd)."""
+    rng = np.random.default_rng(zlib.crc32(f"tree {dtype} {reduction} {include_self}".encode()))
+    lengths = list(range(1, 41)) + [63, 64, 65, 127, 128, 130, 257]
+    idx = np.repeat(np.arange(len(lengths)), lengths)
+    rng.shuffle(idx)
+    m = len(lengths) + 3
+    data = values(rng, (m,), dtype, reduction)
+    upd = values(rng, (idx.size,), dtype, reduction)
+    upd[rng.integers(0, idx.size, size=4)] = np.asarray([np.inf, -np.inf, np.nan, -0.0], dtype)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=include_self,
+                                  order="tree")
+    expected = reference.scatter_elements(data, idx, upd, 0, reduction, include_self, "tree")
+    assert same(out, expected, loose_nan=False)
+    table = values(rng, (m, 3), dtype, reduction)
+    rows = values(rng, (idx.size, 3), dtype, reduction)
+    out = dmlgpu.scatter_nd(table, idx[:, None], rows, device=device, reduction=reduction, include_self=include_self,
+                            order="tree")
+    assert same(out, reference.scatter_nd(table, idx[:, None], rows, reduction, include_self, "tree"), loose_nan=False)
+
+
+def test_tree_order_by_hand(device):
+    """float32 sums of [1e8, 1, -1e8, 1] onto 0: one by one 1e8 + 1 rounds to 1e8, so ((1e8 + 1) - 1e8) + 1 = 1;
+    the tree gives (1e8 + 1) + (-1e8 + 1) = 1e8 - 1e8 = 0. Five updates: ((u0 + u1) + (u2 + u3)) + u4."""
+    upd = np.array([1e8, 1, -1e8, 1], np.float32)
+    zero = np.zeros(1, np.float32)
+    seq = dmlgpu.scatter_elements(zero, [0, 0, 0, 0], upd, device=device, reduction="add")
+    tree = dmlgpu.scatter_elements(zero, [0, 0, 0, 0], upd, device=device, reduction="add", order="tree")
+    assert seq.tolist() == [1.0] and tree.tolist() == [0.0]
+    five = np.array([3, 5, 7, 11, 13], np.float32)
+    got = dmlgpu.scatter_elements(np.ones(1, np.float32), [0] * 5, five, device=device, reduction="mul",
+                                  order="tree", include_self=False)
+    assert got.tolist() == [3 * 5 * 7 * 11 * 13]
+    assert reference.tree("add", [np.float32(x) for x in five]) == 39
+
+
+@pytest.mark.parametrize("dtype, reduction", [(np.int32, "add"), (np.float32, "min"), (np.int64, "mul"),
+                                              (np.bool_, "max")], ids=str)
+def test_tree_order_of_order_free_reductions(device, dtype, reduction):
+    """Integer add/mul and min/max give the same bits in any grouping: order="tree" is the sequential result."""
+    rng = np.random.default_rng(9)
+    data = values(rng, (7,), np.dtype(dtype), reduction)
+    idx = rng.integers(0, 5, size=300)
+    upd = values(rng, (300,), np.dtype(dtype), reduction)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, order="tree")
+    assert same(out, reference.scatter_elements(data, idx, upd, 0, reduction), loose_nan=False)
+
+
+@pytest.mark.parametrize("order", ["Tree", "pairwise", None, 1])
+def test_bad_order(device, order):
+    with pytest.raises(ValueError, match="^scatter_nd: order must be one of 'row-major', 'tree'"):
+        dmlgpu.scatter_nd(np.zeros(3), [[0]], np.zeros(1), device=device, reduction="add", order=order)
+    with pytest.raises(ValueError, match="^scatter_elements: order must be one of 'row-major', 'tree'"):
+        dmlgpu.scatter_elements(np.zeros(3), [0], np.zeros(1), device=device, reduction="add", order=order)
+
+
 @pytest.mark.parametrize("reduction", ["sum", "ADD", None, 1])
 def test_bad_reduction(device, reduction):
     with pytest.raises(ValueError, match="reduction must be one of"):
@@ -479,7 +779,7 @@ def test_layer1_scatter_elements_strided_output(device):
     assert (raw[mask] == 0x7777).all()
 
 
-@pytest.mark.parametrize("reduction", ["sum", None, "Add"])
+@pytest.mark.parametrize("reduction", ["sum", None, "Add", "mean"])
 def test_layer1_bad_reduction(device, reduction):
     f, u = DataType.FLOAT32, DataType.UINT32
     nd = dmlgpu.ScatterNDDesc(TensorDesc(f, [1, 8]), TensorDesc(u, [5, 1]), TensorDesc(f, [1, 5]),

@@ -4,6 +4,7 @@ distributions, every dtype (sort and atomics paths), row slices, and no host rou
 and 2 (the indices are never downloaded). Results are compared bit for bit with a sequential reference."""
 import zlib
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -17,9 +18,12 @@ from test_reductions import ARITH_DTYPES, REDUCTIONS, same, values
 TILE = kernels.FULL_GEOMETRY.radix_tile
 
 
-def sequential(data, targets, updates, reduction):
+def sequential(data, targets, updates, reduction, include_self=True):
     """The sequential reference on a flat data array, vectorised over the k-th update of every target
-    (k = 0, 1, ...), which keeps each target's row-major order: fast for long inputs of short runs."""
+    (k = 0, 1, ...), which keeps each target's row-major order: fast for long inputs of short runs.
+    ``include_self`` and "mean" as reference.scatter_elements takes them."""
+    mean = reduction == "mean"
+    reduction = "add" if mean else reduction
     out = data.copy()
     order = np.argsort(targets, kind="stable")
     t_sorted = targets[order]
@@ -29,13 +33,18 @@ def sequential(data, targets, updates, reduction):
     for k in range(int(rank.max(initial=-1)) + 1):
         pick = order[rank == k]
         t = targets[pick]
-        out[t] = reference.combine(reduction, out[t], updates[pick])
+        out[t] = updates[pick] if k == 0 and not include_self else reference.combine(reduction, out[t], updates[pick])
+    if mean:
+        counts = np.bincount(targets, minlength=data.size)
+        for t in np.flatnonzero(counts):
+            out[t] = reference.mean_of(out[t], int(counts[t]) + include_self)
     return out
 
 
-def plan_for(n, m, dtype=np.float32, reduction="add"):
+def plan_for(n, m, dtype=np.float32, reduction="add", include_self=True):
     lay = Layout.packed
-    return ReducePlan.elements(reduction, dtype, np.int64, lay((m,)), lay((n,)), lay((n,)), 0)
+    return ReducePlan.elements(reduction, dtype, np.int64, lay((m,)), lay((n,)), lay((n,)), 0,
+                               include_self=include_self)
 
 
 @pytest.mark.parametrize("m, passes", [(1, 0), (2, 1), (255, 1), (256, 1), (257, 2), (65535, 2), (65537, 3),
@@ -237,10 +246,12 @@ def test_layer2_tensor_indices_never_downloaded(device, monkeypatch, op):
 
 
 @pytest.mark.parametrize("blocks", [False, True])
-@pytest.mark.parametrize("reduction", ["add", "mul"])
-def test_fold_variants(device, monkeypatch, blocks, reduction):
+@pytest.mark.parametrize("reduction, include_self", [("add", True), ("mul", True), ("add", False), ("mul", False),
+                                                     ("mean", True), ("mean", False)])
+def test_fold_variants(device, monkeypatch, blocks, reduction, include_self):
     """float32 add and mul fold long runs plainly or by blocks (the GPU variant, forced here): the same bits,
-    infinities, invalid operations (inf - inf, 0 * inf), NaN operands and signed zeros included."""
+    infinities, invalid operations (inf - inf, 0 * inf), NaN operands and signed zeros included; with
+    include_self=False and "mean" too."""
     monkeypatch.setattr(dmlgpu.reduction, "FOLD_BLOCKS", blocks)
     rng = np.random.default_rng(31)
     m, n = 7, 6000
@@ -253,12 +264,12 @@ def test_fold_variants(device, monkeypatch, blocks, reduction):
     upd[rng.integers(40, n, size=30)] = rng.choice(specials, size=30)
     upd[rng.integers(40, n, size=3)] = np.array([0x7FC01234], dtype=np.uint32).view(np.float32)[0]
     idx[idx == 2] = 1                                  # target 2 keeps its data
-    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
-    assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=include_self)
+    assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)
     rows = np.stack([upd, upd[::-1], -upd], axis=1)    # rows of 3: the updates are gathered, not carried
     table = np.stack([data, data, data], axis=1)
-    out = dmlgpu.scatter_nd(table, idx[:, None], rows, device=device, reduction=reduction)
-    assert same(out, reference.scatter_nd(table, idx[:, None], rows, reduction), loose_nan=False)
+    out = dmlgpu.scatter_nd(table, idx[:, None], rows, device=device, reduction=reduction, include_self=include_self)
+    assert same(out, reference.scatter_nd(table, idx[:, None], rows, reduction, include_self), loose_nan=False)
 
 
 @pytest.mark.parametrize("n, m", [(1, 1), (TILE + 1, 300), (3 * TILE + 5, 70_000)])
@@ -363,6 +374,27 @@ def test_partials_bit_exact(device, monkeypatch, chunks, dtype, reduction):
             assert same(out, sequential(data, idx, upd, reduction), loose_nan=False), (name, n)
 
 
+@pytest.mark.parametrize("chunks", [(2, 2), (3, 5)], ids=str)
+@pytest.mark.parametrize("dtype, reduction", [(np.dtype(np.float32), "min"), (np.dtype(np.float64), "max"),
+                                              (np.dtype(np.int8), "mul"), (np.dtype(np.int32), "add"),
+                                              (np.dtype(np.uint64), "add"), (np.dtype(np.bool_), "min")], ids=str)
+def test_partials_exclude_self(device, monkeypatch, chunks, dtype, reduction):
+    """include_self=False on the levels of partials: each run starts from its first row (level 0), runs
+    across many chunks and levels, targets without updates keep their values."""
+    monkeypatch.setattr(dmlgpu.reduction, "FOLD_CHUNK", chunks[0])
+    monkeypatch.setattr(dmlgpu.reduction, "PARTIALS", True)
+    monkeypatch.setattr(dmlgpu.reduction, "PARTIAL_CHUNK", chunks[1])
+    rng = np.random.default_rng(zlib.crc32(f"{chunks} {dtype} {reduction} exclude".encode()))
+    m, n = 37, 1531
+    for name, idx in partial_cases(rng, n, m):
+        plan = plan_for(n, m, dtype, reduction, include_self=False)
+        assert plan.level_words and not plan.atomic
+        data = special_values(rng, (m,), dtype, reduction)
+        upd = special_values(rng, (n,), dtype, reduction)
+        out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=False)
+        assert same(out, sequential(data, idx, upd, reduction, False), loose_nan=False), name
+
+
 @pytest.mark.parametrize("dtype, reduction", [(np.dtype(np.float32), "min"), (np.dtype(np.float16), "max"),
                                               (np.dtype(np.float64), "max"), (np.dtype(np.int8), "mul"),
                                               (np.dtype(np.int32), "add"), (np.dtype(np.uint64), "mul")], ids=str)
@@ -394,11 +426,13 @@ def test_partials_default_chunks_long_run(device, dtype, reduction):
     assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-@pytest.mark.parametrize("reduction", ["add", "mul"])
-def test_sequential_fold_in_pieces(device, monkeypatch, dtype, reduction):
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("reduction, include_self", [("add", True), ("mul", True), ("mean", True), ("add", False),
+                                                     ("mean", False)])
+def test_sequential_fold_in_pieces(device, monkeypatch, dtype, reduction, include_self):
     """CPU devices fold float add/mul runs in pieces of CPU_PIECE rows, one pass each (llvmpipe ends a shader's
-    loops after 65535 iterations): runs crossing many pieces, in slices of several elements, bit-exact."""
+    loops after 65535 iterations): runs crossing many pieces, in slices of several elements, bit-exact; the
+    pass that ends a run divides it ("mean")."""
     from dmlgpu import reduction as red
     if device.info.type != "CPU":
         pytest.skip("pieces are a CPU device's")
@@ -409,19 +443,39 @@ def test_sequential_fold_in_pieces(device, monkeypatch, dtype, reduction):
     idx = np.where(rng.random(n) < 0.6, 2, rng.integers(0, 6, n)).astype(np.int64)   # one long run, short ones
     data = values(rng, (6, 3), dtype, reduction)
     upd = values(rng, (n, 3), dtype, reduction)
-    got = dmlgpu.scatter_nd(data, idx[:, None], upd, reduction=reduction, device=device)
-    assert same(got, reference.scatter_nd(data, idx[:, None], upd, reduction=reduction), loose_nan=False)
+    got = dmlgpu.scatter_nd(data, idx[:, None], upd, reduction=reduction, device=device, include_self=include_self)
+    assert same(got, reference.scatter_nd(data, idx[:, None], upd, reduction, include_self), loose_nan=False)
     flat_data, flat_upd = data[:, 0].copy(), upd[:, 0].copy()
-    got = dmlgpu.scatter_elements(flat_data, idx, flat_upd, reduction=reduction, device=device)
-    assert same(got, sequential(flat_data, idx, flat_upd, reduction), loose_nan=False)
+    got = dmlgpu.scatter_elements(flat_data, idx, flat_upd, reduction=reduction, device=device,
+                                  include_self=include_self)
+    assert same(got, sequential(flat_data, idx, flat_upd, reduction, include_self), loose_nan=False)
 
 
-def test_one_target_past_the_cpu_loop_limit(device):
-    """More than 65535 float32 additions onto one target (llvmpipe's loop limit) come out bit-exact."""
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16], ids=str)
+def test_tree_order_long_runs(device, dtype):
+    """order="tree" over a run of 70,000 rows (17 passes; past llvmpipe's loop limit for one invocation) among
+    short runs, and the same shapes on a tensor of 2 slice positions."""
+    rng = np.random.default_rng(43)
+    dtype = np.dtype(dtype)
+    n, m = 70_000, 50
+    idx = np.where(rng.random(n) < 0.99, 7, rng.integers(0, m, size=n))
+    data = values(rng, (m,), dtype, "add")
+    upd = values(rng, (n,), dtype, "add")
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="add", order="tree")
+    assert same(out, reference.scatter_elements(data, idx, upd, 0, "add", True, "tree"), loose_nan=False)
+    plan = plan_for(n, m, dtype, "add")
+    assert not plan.tree and ReducePlan.elements("add", dtype, np.int64, Layout.packed((m,)), Layout.packed((n,)),
+                                                 Layout.packed((n,)), 0, order="tree").tree
+
+
+@pytest.mark.parametrize("reduction, include_self", [("add", True), ("mean", True), ("mean", False)])
+def test_one_target_past_the_cpu_loop_limit(device, reduction, include_self):
+    """More than 65535 float32 additions onto one target (llvmpipe's loop limit) come out bit-exact (and
+    their mean: the count of the whole run)."""
     rng = np.random.default_rng(4)
     n = 140_000
     idx = np.where(rng.random(n) < 0.9, 1, 0).astype(np.int64)
     data = values(rng, (2,), np.dtype(np.float32), "add")
     upd = values(rng, (n,), np.dtype(np.float32), "add")
-    out = dmlgpu.scatter_elements(data, idx, upd, reduction="add", device=device)
-    assert same(out, sequential(data, idx, upd, "add"), loose_nan=False)
+    out = dmlgpu.scatter_elements(data, idx, upd, reduction=reduction, device=device, include_self=include_self)
+    assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)

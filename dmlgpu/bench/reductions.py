@@ -12,6 +12,8 @@ waiting for the GPU (a call with 30 ms of GPU time showed 0.2 ms).
 Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
                                          [--dist uniform,zipf,one] [--repeat 5]
 --width W > 1 scatters rows: scatter_nd of (updates) rows of W elements onto a [targets, W] table.
+--dtype takes NumPy's names and ml_dtypes' (bfloat16, float8_e4m3fn, float8_e5m2: no torch peer for those).
+"mean" runs on float dtypes only; "add (no self)" is include_self=False.
 Distributions of the targets: uniform; zipf (Zipf-like, exponent 1.1: a few targets take most updates);
 one (every update onto target 0).
 """
@@ -25,8 +27,17 @@ import numpy as np
 
 import dmlgpu
 
-REDUCTIONS = ("none", "add", "mul", "min", "max")
-TORCH_REDUCE = {"add": "sum", "mul": "prod", "min": "amin", "max": "amax"}
+REDUCTIONS = ("none", "add", "mul", "min", "max", "mean", "add (no self)")
+TORCH_REDUCE = {"add": "sum", "mul": "prod", "min": "amin", "max": "amax", "mean": "mean", "add (no self)": "sum"}
+
+
+def parse_dtype(name: str) -> np.dtype:
+    """A NumPy dtype by name, or one of ml_dtypes' (imported only then)."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, name))
 
 
 def count(text: str) -> int:
@@ -72,7 +83,7 @@ def targets(rng, dist: str, n: int, m: int) -> np.ndarray:
 
 
 def values(rng, dtype: np.dtype, shape) -> np.ndarray:
-    if dtype.kind == "f":    # factors near 1: long products stay finite
+    if dmlgpu.reduction.is_float(dtype):    # factors near 1: long products stay finite
         return rng.uniform(0.999, 1.001, size=shape).astype(dtype)
     if dtype.kind == "b":
         return rng.integers(0, 2, size=shape).astype(bool)
@@ -102,10 +113,10 @@ def torch_times(peer, reduction, data, idx, upd, width, repeat) -> dict:
             else:
                 ii = i.view(-1, 1).expand(-1, width) if width > 1 else i
                 fns = {"scatter_reduce": lambda: d.scatter_reduce(0, ii, u, TORCH_REDUCE[reduction],
-                                                                   include_self=True)}
+                                                                   include_self=reduction != "add (no self)")}
                 if reduction == "add":
                     fns["index_add_"] = lambda: d.clone().index_add_(0, i, u)
-                else:
+                elif reduction != "add (no self)":
                     fns["index_reduce_"] = lambda: d.clone().index_reduce_(0, i, u, TORCH_REDUCE[reduction])
             for name, fn in fns.items():
                 try:
@@ -134,8 +145,8 @@ def main(argv=None) -> int:
           f"{args.repeat} calls" + ("" if peer else " (no torch with CUDA: no peer)"))
     print("wall: call + synchronize, median; GPU: Vulkan timestamps of the recorded call, first to last (one after "
           "every command, their cost included); torch: call + torch.cuda.synchronize(), median")
-    print(f"{'dtype':8} {'dist':8} {'reduction':9} {'wall':>10} {'GPU':>10} {'vs none':>8}  torch (wall)")
-    for dtype in map(np.dtype, args.dtype.split(",")):
+    print(f"{'dtype':8} {'dist':8} {'reduction':13} {'wall':>10} {'GPU':>10} {'vs none':>8}  torch (wall)")
+    for dtype in map(parse_dtype, args.dtype.split(",")):
         for dist in args.dist.split(","):
             shape = (m, w) if w > 1 else (m,)
             data = values(rng, dtype, shape)
@@ -146,18 +157,20 @@ def main(argv=None) -> int:
             fn = dmlgpu.scatter_nd if w > 1 else dmlgpu.scatter_elements
             base = None
             for reduction in REDUCTIONS:
-                call = lambda: fn(t_data, t_idx, t_upd, reduction=reduction)   # noqa: E731
+                red, include_self = reduction.split()[0], "no self" not in reduction
+                call = lambda: fn(t_data, t_idx, t_upd, reduction=red, include_self=include_self)   # noqa: E731
                 try:
                     t = median_time(call, args.repeat, dev.synchronize)     # the call, then wait for it
                 except TypeError:           # no arithmetic for this dtype
                     continue
                 g = gpu_time(dev, call, args.repeat)
                 base = base or g
-                peers = torch_times(peer, reduction, data, idx, upd, w, args.repeat) if peer else {}
+                peers = (torch_times(peer, reduction, data, idx, upd, w, args.repeat)
+                         if peer and dtype.isbuiltin == 1 else {})
                 if reduction == "add":      # the host's sequential reference point (np.add.at)
                     peers["np.add.at (host)"] = median_time(lambda: np.add.at(data.copy(), idx, upd), args.repeat) * 1e3
                 shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else f"{k}: {v}"
                                   for k, v in peers.items())
-                print(f"{str(dtype):8} {dist:8} {reduction:9} {t * 1e3:7.2f} ms {g * 1e3:7.2f} ms {g / base:7.2f}x  "
+                print(f"{str(dtype):8} {dist:8} {reduction:13} {t * 1e3:7.2f} ms {g * 1e3:7.2f} ms {g / base:7.2f}x  "
                       f"{shown}", flush=True)
     return 0
