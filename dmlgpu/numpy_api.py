@@ -23,14 +23,11 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import calls as _calls
-from .arguments import _device, _index_check
-from .calls import IN_PLACE
-from .execution import _Call, _execute, _planned, _self_copy
+from . import driver
+from .execution import _self_copy
 from .functions import (DeviceLike, IndexLike, _axis, _data, _host_array, _index_array, gather, gather_elements, named,
                         scatter_elements)
-from .index_map import Layout, as_index_array, check_in_range, elements_map
-from .plan import ScatterPlan, make_plan, scatter_elements_plan
+from .index_map import Layout, as_index_array, check_in_range
 from .device import Device
 from .tensor import Tensor
 
@@ -346,10 +343,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
     the indices, the values and ``arr`` by strides (nothing is materialised, nothing of ``arr`` copied).
     NumPy indices are checked on the host first (IndexError); a Tensor's are not read back: out of range,
     they clamp (layer 2's mode="clamp")."""
-    dev = _device("put_along_axis", device, arr, indices, values)
     data, axis, idx = _along_axis(arr, indices, axis)
-    if isinstance(idx, Tensor) and idx.offset:
-        idx = idx._packed()
     shape = _broadcast_along(data.shape, idx.shape, axis)
     n = data.shape[axis]
     if not isinstance(idx, Tensor):
@@ -364,21 +358,14 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
     np.broadcast_shapes(vals.shape, shape)           # ValueError where values do not broadcast
     if math.prod(shape) == 0 or vals.size == 0:
         return
-    args = (axis,) + IN_PLACE
 
-    def build() -> _Call:
-        check = _index_check("put_along_axis", math.prod(shape), n, "clamp", lambda pos: n)
-        layouts = (Layout(data.shape, _broadcast_strides(shape, data.shape)),
+    def rule(data: Any, idx: Any, vals: Any, axis: int) -> driver.Signature:
+        """scatter_elements through layouts that broadcast: where arr is broadcast (a stride 0), several
+        updates land on one element, so the plan is claim-and-write (ops.scatter_elements picks it)."""
+        arr_shape = tuple(n if d == axis else size for d, size in enumerate(shape))   # (disjoint() sees repeats)
+        layouts = (Layout(arr_shape, _broadcast_strides(shape, data.shape)),
                    Layout(shape, _broadcast_strides(shape, idx.shape)), Layout(shape, _broadcast_strides(shape, vals.shape)))
-        self_copy = _self_copy(data)
-        if 0 in layouts[0].strides:      # arr broadcast: several updates per element, claim-and-write
-            plan: Any = make_plan(ScatterPlan, elements_map(*layouts, axis, data.dtype.itemsize), idx.dtype, self_copy)
-        else:
-            plan = make_plan(scatter_elements_plan, *layouts, axis, data.dtype.itemsize, idx.dtype, self_copy)
-        return _Call(plan, data.shape, check)
+        return driver.Signature(data.shape, n, (*layouts, axis, data.dtype, idx.dtype, "none", _self_copy(data)))
 
-    if type(idx) is Tensor and type(vals) is Tensor and type(data) is Tensor and \
-            _calls.templated("put_along_axis", (data, idx, vals), args, data) is not None:
-        return
-    call = _planned(dev, "put_along_axis", (data, idx, vals), args, build)
-    _execute(dev, call, data, idx, None, vals, out=data, op="put_along_axis")
+    driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device, out=data,
+                key=(axis, "clamp", "put_along_axis"))
