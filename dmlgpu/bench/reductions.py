@@ -13,7 +13,8 @@ Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width
                                          [--dist uniform,zipf,one] [--repeat 5]
 --width W > 1 scatters rows: scatter_nd of (updates) rows of W elements onto a [targets, W] table.
 --dtype takes NumPy's names and ml_dtypes' (bfloat16, float8_e4m3fn, float8_e5m2: no torch peer for those).
-"mean" runs on float dtypes only; "add (no self)" is include_self=False.
+"mean" runs on float dtypes only; "add (no self)" is include_self=False; "add (tree)" is order="tree" (float
+dtypes; its torch peers are add's).
 Distributions of the targets: uniform; zipf (Zipf-like, exponent 1.1: a few targets take most updates);
 one (every update onto target 0).
 """
@@ -27,7 +28,7 @@ import numpy as np
 
 import dmlgpu
 
-REDUCTIONS = ("none", "add", "mul", "min", "max", "mean", "add (no self)")
+REDUCTIONS = ("none", "add", "mul", "min", "max", "mean", "add (no self)", "add (tree)")
 TORCH_REDUCE = {"add": "sum", "mul": "prod", "min": "amin", "max": "amax", "mean": "mean", "add (no self)": "sum"}
 
 
@@ -158,7 +159,11 @@ def main(argv=None) -> int:
             base = None
             for reduction in REDUCTIONS:
                 red, include_self = reduction.split()[0], "no self" not in reduction
-                call = lambda: fn(t_data, t_idx, t_upd, reduction=red, include_self=include_self)   # noqa: E731
+                order = "tree" if "tree" in reduction else "row-major"
+                if order == "tree" and not dmlgpu.reduction.is_float(dtype):
+                    continue
+                call = lambda: fn(t_data, t_idx, t_upd, reduction=red, include_self=include_self,  # noqa: E731
+                                  order=order)
                 try:
                     t = median_time(call, args.repeat, dev.synchronize)     # the call, then wait for it
                 except TypeError:           # no arithmetic for this dtype
@@ -166,7 +171,7 @@ def main(argv=None) -> int:
                 g = gpu_time(dev, call, args.repeat)
                 base = base or g
                 peers = (torch_times(peer, reduction, data, idx, upd, w, args.repeat)
-                         if peer and dtype.isbuiltin == 1 else {})
+                         if peer and dtype.isbuiltin == 1 and order == "row-major" else {})
                 if reduction == "add":      # the host's sequential reference point (np.add.at)
                     peers["np.add.at (host)"] = median_time(lambda: np.add.at(data.copy(), idx, upd), args.repeat) * 1e3
                 shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else f"{k}: {v}"
