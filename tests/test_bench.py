@@ -77,7 +77,7 @@ def test_sizes_and_selection():
     assert [w.name for w in select(["embedding-i8"])] == int8 and len(int8) == 5
     assert [w.name for w in select(["embedding-i8-d1"])] == ["embedding-i8-d1", "embedding-i8-d1-i32"]
     assert [w.name for w in select(["embedding-i8-d16"])] == ["embedding-i8-d16"]
-    assert len(select(["scatter*"])) == 4
+    assert len(select(["scatter*"])) == 6      # rows and elements: int64, int32 indices, unique_indices
     with pytest.raises(ValueError):
         select(["nope"])
 
