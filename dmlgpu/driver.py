@@ -99,10 +99,9 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     """
     if key is None:
         key = (*args, mode)
-    operands = (data, indices) if updates is None else (data, indices, updates)
-    if device is None and all(type(o) is Tensor for o in operands) and (out is None or type(out) is Tensor) and \
-            all(type(a) is int or type(a) is str for a in key):
-        res = calls.templated(op, operands, key, out)
+    if device is None and type(data) is Tensor and type(indices) is Tensor and \
+            (updates is None or type(updates) is Tensor) and (out is None or type(out) is Tensor) and _plain(key):
+        res = calls.templated(op, (data, indices) if updates is None else (data, indices, updates), key, out)
         if res is not None:
             return res
     data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates)
@@ -123,3 +122,12 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         key += out_key(out, data)
     return _execute(dev, _planned(dev, op, arrays, key, build), data, idx, values, upd, native=native, out=out,
                     op=op)
+
+
+def _plain(key: tuple) -> bool:
+    """True when every argument of a call's signature is an exact int or str (others keep it out of the caches:
+    execution._planned)."""
+    for a in key:
+        if type(a) is not int and type(a) is not str:
+            return False
+    return True
