@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Sequence, SupportsIndex, Union
+from typing import Any, Callable, Sequence, SupportsIndex, TypeVar, Union
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -132,6 +132,7 @@ def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     Returns
     -------
     Tensor
+        Not initialised (as NumPy's empty): its bytes are whatever the memory held.
 
     Raises
     ------
@@ -291,19 +292,11 @@ def _full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None, device: De
     return out
 
 
-def _like(a: Any, dtype: DTypeLike | None, device: DeviceLike) -> tuple[tuple[int, ...], np.dtype[Any], DeviceLike]:
-    if isinstance(a, Tensor):
-        return a.shape, np.dtype(dtype) if dtype is not None else a.dtype, a.device if device is None else device
-    arr = np.asarray(a) if not hasattr(a, "shape") or not hasattr(a, "dtype") else a
-    return tuple(arr.shape), np.dtype(dtype) if dtype is not None else np.dtype(arr.dtype), device
-
-
-def empty_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
-    """empty() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
-
+_LIKE_PARTS = """\
     Parameters
     ----------
     a : Tensor or array_like
+        The shape, the dtype (unless ``dtype`` is given) and, for a Tensor, the device (unless ``device`` is).
     dtype : dtype_like, optional
     device : dmlgpu.Device, int or None
 
@@ -314,7 +307,31 @@ def empty_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     Raises
     ------
     TypeError, dmlgpu.DeviceError
-        As empty()'s.
+        As %s()'s."""
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _like_documented(base: str) -> Callable[[_F], _F]:
+    """Fills ``%(like)s`` in a ``*_like`` constructor's docstring with the parameters, result and errors the
+    three share (those of ``base``'s)."""
+    def fill(fn: _F) -> _F:
+        fn.__doc__ = (fn.__doc__ or "") % {"like": _LIKE_PARTS % base}
+        return fn
+    return fill
+
+
+def _like(a: Any, dtype: DTypeLike | None, device: DeviceLike) -> tuple[tuple[int, ...], np.dtype[Any], DeviceLike]:
+    if isinstance(a, Tensor):
+        return a.shape, np.dtype(dtype) if dtype is not None else a.dtype, a.device if device is None else device
+    arr = np.asarray(a) if not hasattr(a, "shape") or not hasattr(a, "dtype") else a
+    return tuple(arr.shape), np.dtype(dtype) if dtype is not None else np.dtype(arr.dtype), device
+
+
+@_like_documented("empty")
+def empty_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
+    """empty() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
+
+%(like)s
 
     Examples
     --------
@@ -325,23 +342,11 @@ def empty_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     return empty(*_like(a, dtype, device))
 
 
+@_like_documented("zeros")
 def zeros_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """zeros() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
 
-    Parameters
-    ----------
-    a : Tensor or array_like
-    dtype : dtype_like, optional
-    device : dmlgpu.Device, int or None
-
-    Returns
-    -------
-    Tensor
-
-    Raises
-    ------
-    TypeError, dmlgpu.DeviceError
-        As zeros()'s.
+%(like)s
 
     Examples
     --------
@@ -352,23 +357,11 @@ def zeros_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     return zeros(*_like(a, dtype, device))
 
 
+@_like_documented("ones")
 def ones_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """ones() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
 
-    Parameters
-    ----------
-    a : Tensor or array_like
-    dtype : dtype_like, optional
-    device : dmlgpu.Device, int or None
-
-    Returns
-    -------
-    Tensor
-
-    Raises
-    ------
-    TypeError, dmlgpu.DeviceError
-        As ones()'s.
+%(like)s
 
     Examples
     --------

@@ -63,7 +63,7 @@ Rule = Callable[..., Signature]
 
 def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args: tuple = (), *,
          device: Any = None, mode: str = "clamp", out: Any = None, key: tuple | None = None,
-         native: bool = True) -> Any:
+         byte_order: bool = False) -> Any:
     """Runs operator ``op`` (a name of ops.PLANS) on these operands (module docstring).
 
     Parameters
@@ -84,8 +84,9 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     key : tuple or None
         The arguments' part of the call's signature (exact ints and strings; default ``(*args, mode)``): the
         planned call and the call template are kept under it (and ``out``'s kind: execution.out_key).
-    native : bool
-        False for scatter reductions: their arithmetic needs native byte order (execution._run_native).
+    byte_order : bool
+        True for scatter reductions: their arithmetic needs native byte order, so NumPy operands of another
+        byte order are converted there and back (execution._run_native); the other operators move bytes.
 
     Returns
     -------
@@ -120,7 +121,7 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     if out is not None:
         check_out(op, out, data, arrays[1:], dev)
         key += out_key(out, data)
-    return _execute(dev, _planned(dev, op, arrays, key, build), data, idx, values, upd, native=native, out=out,
+    return _execute(dev, _planned(dev, op, arrays, key, build), data, idx, values, upd, byte_order=byte_order, out=out,
                     op=op)
 
 

@@ -100,20 +100,21 @@ def check_out(op: str, out, data, operands: tuple, dev: Device) -> None:
         raise TypeError(f"{op}: out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
 
 
-def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: bool = True, out=None,
+def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_order: bool = False, out=None,
              op: str = ""):
     """Runs a planned call: the checks of ``out`` (its shape and dtype: exactly the result's), its index
     check, then the plan (or the result of a call that moves nothing). The result goes to a new array or
     Tensor, or into ``out`` (returned): a NumPy ``out`` receives the downloaded result; a Tensor ``out`` is
     written on the device, by the kernels themselves where it is a packed buffer of its own (or, for a
-    scatter, data's own bytes: in place, no copy of data), else through a new Tensor copied into it."""
+    scatter, data's own bytes: in place, no copy of data), else through a new Tensor copied into it.
+    ``byte_order``: the plan's arithmetic needs native byte order (scatter reductions: _run_native)."""
     if out is not None and (out.shape != call.out_shape or out.dtype != data.dtype):
         raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
                          f"{call.out_shape} and dtype {data.dtype}")
     if call.check is not None:
         call.check(values)
     if isinstance(out, np.ndarray):
-        np.copyto(out, _execute(dev, call, data, idx, values, updates, native))
+        np.copyto(out, _execute(dev, call, data, idx, values, updates, byte_order))
         return out
     if call.plan is None:
         if out is None:
@@ -121,7 +122,7 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, native: 
         if call.copy and out_key(out, data) != IN_PLACE:
             out.write(data)                 # (a Tensor's on the device)
         return out
-    run = _run if native else _run_native
+    run = _run_native if byte_order else _run
     if out is None:
         return run(dev, call, _packed(data), _packed(idx), _packed(updates))
     if out.offset == 0 and not any(isinstance(x, Tensor) and x.buffer is out.buffer and x is not data

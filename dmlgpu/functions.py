@@ -319,7 +319,7 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
     return driver.call("scatter_nd", _scatter_nd_rule, data, indices, updates,
                        (reduction, include_self, order, unique_indices), device=device, mode=mode, out=out,
                        key=(mode, reduction, _reduction.self_key(include_self), order) + _unique(unique_indices),
-                       native=reduction == "none")
+                       byte_order=reduction != "none")
 
 
 @overload
@@ -391,5 +391,5 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
     return driver.call("scatter_elements", _scatter_elements_rule, data, indices, updates,
                        (axis, reduction, include_self, order, unique_indices), device=device, mode=mode, out=out,
                        key=(axis, mode, reduction, _reduction.self_key(include_self), order) + _unique(unique_indices),
-                       native=reduction == "none")
+                       byte_order=reduction != "none")
 
