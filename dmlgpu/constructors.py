@@ -14,6 +14,7 @@ from .interop import host_array
 from .tensor import DeviceLike, Tensor, _device_dtype, _upload
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _shape(shape: ShapeLike, who: str) -> tuple[int, ...]:
@@ -156,9 +157,7 @@ def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     return Tensor._wrap(dev._take(math.prod(dims) * dt.itemsize), dims, dt)
 
 
-def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
-    """A new Tensor of ``shape`` and ``dtype`` holding zeros (zero bytes), filled on the device.
-
+_FILLED_PARTS = """\
     Parameters
     ----------
     shape : int or sequence of int
@@ -174,7 +173,20 @@ def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     Raises
     ------
     TypeError, ValueError, dmlgpu.DeviceError
-        As empty()'s.
+        As empty()'s."""
+
+
+def _filled_documented(fn: _F) -> _F:
+    """Fills ``%(filled)s`` in zeros()'s and ones()'s docstrings with what the two share."""
+    fn.__doc__ = (fn.__doc__ or "") % {"filled": _FILLED_PARTS}
+    return fn
+
+
+@_filled_documented
+def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
+    """A new Tensor of ``shape`` and ``dtype`` holding zeros (zero bytes), filled on the device.
+
+%(filled)s
 
     Examples
     --------
@@ -191,25 +203,11 @@ def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     return out
 
 
+@_filled_documented
 def ones(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
     """A new Tensor of ``shape`` and ``dtype`` holding ones (full(shape, 1, dtype)).
 
-    Parameters
-    ----------
-    shape : int or sequence of int
-    dtype : dtype_like
-        Default: float32.
-    device : dmlgpu.Device, int or None
-        A Device or a device index; default: the default device.
-
-    Returns
-    -------
-    Tensor
-
-    Raises
-    ------
-    TypeError, ValueError, dmlgpu.DeviceError
-        As empty()'s.
+%(filled)s
 
     Examples
     --------
@@ -308,7 +306,6 @@ _LIKE_PARTS = """\
     ------
     TypeError, dmlgpu.DeviceError
         As %s()'s."""
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _like_documented(base: str) -> Callable[[_F], _F]:

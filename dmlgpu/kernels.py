@@ -137,7 +137,7 @@ def atomic_variant(kind: str, op: str, index_bytes: int, wide: bool = False) -> 
 
 
 def _has_blocks(name: str) -> bool:
-    return name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul")
+    return name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul", "scatter_reduce_f32_add_mean")
 
 
 def _has_partials(name: str) -> bool:
@@ -147,7 +147,7 @@ def _has_partials(name: str) -> bool:
 
 def _has_values(name: str) -> bool:
     """Element types of at most 4 bytes: the sort can carry the update values."""
-    return not name.endswith(("64_add", "64_mul", "64_min", "64_max"))
+    return not name.endswith(("64_add", "64_mul", "64_min", "64_max", "64_add_mean"))
 
 
 def fold_variant(name: str, blocks: bool, values: bool) -> str:
@@ -165,6 +165,14 @@ def fold_variant(name: str, blocks: bool, values: bool) -> str:
 def has_tree(name: str) -> bool:
     """Float add and mul (order matters) have the variants of order="tree" (shaders/scatter_tree.comp)."""
     return name.startswith(("scatter_reduce_f", "scatter_reduce_bf")) and name.endswith(("_add", "_mul"))
+
+
+def mean_variant(name: str) -> str:
+    """The variant of a float add scatter reduction kernel (reduce_variant) whose runs write their mean
+    (reduction "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl), a kernel of its own so that the
+    add kernel carries none of the division's code."""
+    assert name.startswith(("scatter_reduce_f", "scatter_reduce_bf")) and name.endswith("_add")
+    return name + "_mean"
 
 
 def tree_variants(name: str, values: bool, few: bool = False) -> tuple[str, str, str]:
@@ -294,6 +302,15 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 _, pass_, final = tree_variants(name, False)
                 add(pass_, "scatter_tree.comp", **defines, TREE=2)
                 add(final, "scatter_tree.comp", **defines, TREE=3)
+            if op == "add" and elem_kind >= 2:       # float add: its "mean" twin (the fold only)
+                mean = mean_variant(name)
+                add(mean, "scatter_reduce.comp", **defines, MEAN=1)
+                if _has_values(mean):
+                    add(fold_variant(mean, False, True), "scatter_reduce.comp", **defines, MEAN=1, VALUES=1)
+                if _has_blocks(mean):
+                    add(fold_variant(mean, True, False), "scatter_reduce.comp", **defines, MEAN=1, FOLD_BLOCKS=1)
+                    add(fold_variant(mean, True, True), "scatter_reduce.comp", **defines, MEAN=1, FOLD_BLOCKS=1,
+                        VALUES=1)
             if _has_partials(name):
                 level0, up = partials_variants(name, False)
                 add(level0, "scatter_reduce.comp", **defines, PARTIALS=1)

@@ -199,6 +199,8 @@ class ReducePlan(Plan):
         self.reduction, self.include_self = reduction, include_self
         self.kernel = kernel_for(dtype, reduction)
         self.tree = order == "tree" and kernels.has_tree(self.kernel)   # other reductions: any order, same bits
+        # "mean": the fold's own variant (MEAN), so that float add's carries none of the division
+        self.fold_kernel = kernels.mean_variant(self.kernel) if reduction == "mean" else self.kernel
         mode = (0 if include_self else MODE_EXCLUDE_SELF) | (MODE_MEAN if reduction == "mean" else 0)
         signed, index_bytes = index_dtype.kind == "i", index_dtype.itemsize
         self.signed = signed
@@ -404,7 +406,7 @@ class ReducePlan(Plan):
             return out, uploads
         blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
         if not partials:
-            fold = kernels.fold_variant(self.kernel, blocks, self.values)
+            fold = kernels.fold_variant(self.fold_kernel, blocks, self.values)
             fold = kernels.few_variant(fold) if few else kernel(fold)
             pieces = -(-self.rows // CPU_PIECE) if device.info.type == "CPU" and not blocks else 1
             for words in self.piece_words(pieces):

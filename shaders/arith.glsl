@@ -229,6 +229,16 @@ bool is_nan(ELEM_T v) {
 #endif
 }
 
+// One float32 add or mul (OP) as the device computes it ("precise": neither contracted nor reassociated), as bits.
+uint f32_op(float a, float b) {
+#if OP == OP_ADD
+    precise float r = a + b;
+#else
+    precise float r = a * b;
+#endif
+    return floatBitsToUint(r);
+}
+
 ELEM_T combine(ELEM_T acc, ELEM_T x) {
 #if OP == OP_MIN || OP == OP_MAX
     if (is_nan(acc)) return acc;
@@ -269,12 +279,7 @@ ELEM_T combine(ELEM_T acc, ELEM_T x) {
 #else
     float a = uintBitsToFloat(fmt_to_f32(acc)), b = uintBitsToFloat(fmt_to_f32(x));
 #endif
-#if OP == OP_ADD
-    precise float r = a + b;
-#else
-    precise float r = a * b;
-#endif
-    uint bits = floatBitsToUint(r);
+    uint bits = f32_op(a, b);
     if (f32_is_nan(bits)) return FMT_QNAN | FMT_SIGN;           // invalid operation
 #if ELEM_KIND == 3
     if ((bits & 0x7F800000u) == 0u) return bf16_soft(acc, x);   // zero or subnormal: the device may have flushed it
@@ -291,12 +296,7 @@ ELEM_T combine(ELEM_T acc, ELEM_T x) {
     if (f32_is_nan(x)) return x | 0x400000u;
     float a = uintBitsToFloat(acc), b = uintBitsToFloat(x);
 #endif
-#if OP == OP_ADD
-    precise float r = a + b;
-#else
-    precise float r = a * b;
-#endif
-    uint bits = floatBitsToUint(r);
+    uint bits = f32_op(a, b);
 #if ELEM_BYTES == 2
     return f32_is_nan(bits) ? 0xFE00u : f32_to_f16(bits);
 #else
