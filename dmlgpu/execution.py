@@ -125,8 +125,7 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     run = _run_native if byte_order else _run
     if out is None:
         return run(dev, call, _packed(data), _packed(idx), _packed(updates))
-    if out.offset == 0 and not any(isinstance(x, Tensor) and x.buffer is out.buffer and x is not data
-                                   for x in (idx, updates)):
+    if out.offset == 0 and not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (idx, updates)):
         if out_key(out, data) == IN_PLACE:
             if call.plan.output_from_input:         # the kernels update data's bytes: no copy of data
                 return run(dev, call, out, _packed(idx), _packed(updates), out=out)
