@@ -33,6 +33,13 @@ def cache_file(info, profile: str = "") -> pathlib.Path:
     return cache_dir() / name
 
 
+# Bound algorithms a device keeps: a loop that binds new buffers every step (a decode loop's new token and
+# position tensors, and results that alternate between two buffers) needs a few per step and step; with 1024
+# the bench's 512-step decode loop missed on every call and made two Kompute algorithms per step (35.5 against
+# 15.5 us/step on an H200). Each costs a descriptor set (kp patch 0019) and a few hundred bytes of host memory.
+ALGORITHMS = 8192
+
+
 class Bound(NamedTuple):
     """A kernel variant bound to buffers: the kp algorithm and the op that dispatches it (kp ops can be
     recorded any number of times, so it is made once)."""
@@ -48,7 +55,7 @@ class Pipelines:
     ``suffix``: the device's variant set (kernels.Geometry.suffix), appended to every kernel name;
     ``profile``: its device profile's name ("" for "full"), for the cache file."""
 
-    def __init__(self, mgr, info, suffix: str = "", profile: str = "", capacity: int = 1024):
+    def __init__(self, mgr, info, suffix: str = "", profile: str = "", capacity: int = ALGORITHMS):
         self._mgr = mgr
         self._info = info
         self._suffix = suffix
