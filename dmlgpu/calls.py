@@ -64,8 +64,7 @@ class Template:
             return None
         recipes = self.recipes
         bufs = [o.buffer for o in operands]
-        for o in operands:
-            b = o.buffer
+        for o, b in zip(operands, bufs):
             if b.device is not dev or b.chunked and not recipes or o.offset:
                 return None
         if out is not None:

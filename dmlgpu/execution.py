@@ -111,11 +111,11 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     if out is not None and (out.shape != call.out_shape or out.dtype != data.dtype):
         raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
                          f"{call.out_shape} and dtype {data.dtype}")
-    if call.check is not None:
-        call.check(values)
-    if isinstance(out, np.ndarray):
+    if isinstance(out, np.ndarray):         # the call's own result (its index check included), copied in
         np.copyto(out, _execute(dev, call, data, idx, values, updates, byte_order))
         return out
+    if call.check is not None:
+        call.check(values)
     if call.plan is None:
         if out is None:
             return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)

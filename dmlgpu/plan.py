@@ -50,8 +50,7 @@ WIDE_SLOTS = ("IDX", "DATA", "DENSE", "OWNER")
 
 def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
     """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
-    ``slots`` (WIDE_SLOTS' order; None:
-    absent). The buffer's ``recipe`` (its words and the ids of the ``slots`` it was made for) lets a call
+    ``slots`` (WIDE_SLOTS' order; None: absent). The buffer's ``recipe`` (its words and the ids of the ``slots`` it was made for) lets a call
     template make it again for other buffers (dmlgpu/calls.py)."""
     buf, fresh = device._params(np.concatenate([words, device._block_table(slots, len(words))]))
     buf.recipe = (words, tuple(None if b is None else id(b) for b in slots))
@@ -214,7 +213,7 @@ class ScatterPlan(_MapPlan):
         m = self.map
         wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
         if self.unique and m.count and not wide:
-            params, fresh = device._params(self.words[:P_END])
+            params, fresh = device._params(self.words)      # (the claims' words: UNIQUE reads the map's)
             return self.copy.then(device, input, output, [params] if fresh else [],
                                   Dispatch(kernels.unique_variant(m.unit, self.index_bytes),
                                            (params, indices, output, updates), m.count))

@@ -183,14 +183,9 @@ void process(uint i) {
 // with the one run headed last in the chunk from the output's value, over its rows [head + k P[P_PIECE],
 // head + (k + 1) P[P_PIECE]). The accumulator passes through the output unchanged (it is of the element
 // type), so the bits are those of one sequential loop; the pass that reaches a run's end writes finish().
+// (The FOLD_BLOCKS variants fold their runs whole in process(): the plan never gives them pieces.)
 uint fold_run(uint j, uint head, uint stop, uint target, uint dense, ELEM_T acc) {
     uint rows = P[P_ROWS], key = IDX[head];
-#ifdef FAST_BLOCK
-    while (j + FAST_BLOCK <= stop && IDX[j + FAST_BLOCK - 1u] == key) {   // sorted: the block is in the run
-        acc = fold_block(acc, j, dense);
-        j += FAST_BLOCK;
-    }
-#endif
     for (; j < stop && IDX[j] == key; ++j)
         acc = combine(acc, update(j, dense));
     bool ended = j == rows || IDX[j] != key;
