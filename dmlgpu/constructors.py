@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence, SupportsIndex, TypeVar, Union
 import numpy as np
 from numpy.typing import DTypeLike
 
-from .device import Device, as_device
+from .device import as_device
 from .interop import host_array
 from .tensor import DeviceLike, Tensor, _device_dtype, _upload
 
@@ -78,10 +78,7 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
         arr = arr.astype(_device_dtype(dtype, "tensor"), copy=False)
     else:
         _device_dtype(arr.dtype, "tensor")
-    if not arr.flags.c_contiguous:
-        arr = arr.copy(order="C")       # (np.ascontiguousarray would make a 0-d array 1-d)
-    dev = as_device(device, "tensor")
-    return Tensor(dev.buffer(arr, nbytes=max(4, arr.nbytes)), arr.shape, arr.dtype)
+    return _upload(arr, as_device(device, "tensor"))
 
 
 def asarray(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:

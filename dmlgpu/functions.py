@@ -16,16 +16,15 @@ Repeated calls are planned once per signature (dmlgpu/execution.py).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, TypeVar, Union, overload
+from typing import Any, Literal, TypeVar, Union, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import driver, reduction as _reduction
 from .doc_parts import documented as _documented
-from .arguments import (_axis, _check_elements_shapes, _check_nd, _data, _host_array, _index_array, _index_check,
-                        _operands, _updates, named)
-from .execution import _Call, _execute, _planned, _self_copy
+from .arguments import _axis, _check_elements_shapes, _check_nd
+from .execution import _self_copy
 from .index_map import Layout, nd_shape, take_shape
 from .device import Device
 from .tensor import Tensor

@@ -25,7 +25,8 @@ from numpy.typing import ArrayLike
 
 from . import driver
 from .execution import _self_copy
-from .functions import (DeviceLike, IndexLike, _axis, _data, _host_array, _index_array, gather, gather_elements, named,
+from .arguments import _axis, _data, _host_array, _index_array, named
+from .functions import (DeviceLike, IndexLike, gather, gather_elements,
                         scatter_elements)
 from .index_map import Layout, as_index_array, check_in_range
 from .device import Device

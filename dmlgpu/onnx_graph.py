@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 import onnx
 
-from . import functions
+from . import arguments
 from .device import Device
 from .onnx_ops import LAYER_2, OPERATORS, PLUMBING, NodeError, Value
 from .tensor import Tensor
@@ -63,7 +63,7 @@ class Node(NamedTuple):
         try:
             return self.fn(dev, *args, **self.attrs)
         except (TypeError, ValueError, IndexError, RuntimeError) as e:
-            raise functions.named(e, f"{self.node.op_type} node {self.node.name!r}", LAYER_2) from None
+            raise arguments.named(e, f"{self.node.op_type} node {self.node.name!r}", LAYER_2) from None
 
 
 class Input(NamedTuple):
@@ -126,7 +126,7 @@ def feeds(inputs: Any, declared_inputs: list[Input], constants: Mapping[str, Any
     for decl in declared_inputs:
         x = feeds[decl.name]
         if not isinstance(x, Tensor):
-            x = feeds[decl.name] = functions._host_array(x)
+            x = feeds[decl.name] = arguments._host_array(x)
         if decl.dtype is not None and x.dtype != decl.dtype:
             raise TypeError(f"run(): input {decl.name!r} has dtype {x.dtype}; the graph declares "
                             f"{decl.dtype}")

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from . import functions
+from . import arguments, functions
 from .device import Device
 from .index_map import check_in_range
 from .tensor import Tensor
@@ -25,10 +25,10 @@ def _tensor_scatter(dev: Device, past_cache: Any, update: Any, write_indices: An
                     mode: str = "linear") -> Any:
     """ONNX TensorScatter as one ScatterElements: update[b, .., s, ..] goes to position write_indices[b] + s
     (modulo the axis' size in mode "circular") of past_cache along ``axis``; dimension 0 is the batch."""
-    past, upd = functions._data(past_cache, "past_cache"), functions._data(update, "update")
+    past, upd = arguments._data(past_cache, "past_cache"), arguments._data(update, "update")
     if mode not in ("linear", "circular"):
         raise ValueError(f"TensorScatter: mode must be 'linear' or 'circular', not {mode!r}")
-    axis = functions._axis(axis, past.ndim, "past_cache")
+    axis = arguments._axis(axis, past.ndim, "past_cache")
     if axis == 0:
         raise ValueError("TensorScatter: axis must not be 0, the batch dimension")
     if upd.ndim != past.ndim or any(u != p for d, (u, p) in enumerate(zip(upd.shape, past.shape)) if d != axis) \
@@ -37,7 +37,7 @@ def _tensor_scatter(dev: Device, past_cache: Any, update: Any, write_indices: An
                          f"along axis {axis}, where it may be smaller")
     size, batch = past.shape[axis], past.shape[0]
     starts = np.zeros(batch, np.int64) if write_indices is None else np.asarray(
-        write_indices.numpy() if isinstance(write_indices, Tensor) else functions._host_array(write_indices),
+        write_indices.numpy() if isinstance(write_indices, Tensor) else arguments._host_array(write_indices),
         dtype=np.int64)
     if starts.shape != (batch,):
         raise ValueError(f"TensorScatter: write_indices must have shape ({batch},), not {starts.shape}")
@@ -171,7 +171,7 @@ def _cast(x: Value, to: int, saturate: int = 1, round_mode: str = "up") -> np.nd
 def shape_gather(data: Value, indices: Value, axis: int = 0) -> np.ndarray:
     """Gather of a shape (a host integer tensor), with ONNX's index rules."""
     arr, idx = np.asarray(data), _host_ints(indices, "Gather's indices")
-    a = functions._axis(axis, arr.ndim, "data")
+    a = arguments._axis(axis, arr.ndim, "data")
     check_in_range(idx, arr.shape[a], lambda pos, value: f"index {value} at indices position {pos} is out of "
                                                            f"range for a dimension of size {arr.shape[a]}")
     return np.take(arr, np.where(idx < 0, idx + arr.shape[a], idx).astype(np.int64), axis=a)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu.functions import _host_array
+from dmlgpu.arguments import _host_array
 
 from strategies import same_bytes
 

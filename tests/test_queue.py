@@ -216,7 +216,8 @@ def test_empty_cache_with_queued_calls(dev):
 
 def test_repeated_calls_skip_planning(dev, monkeypatch):
     """The second call of a signature runs none of the validation and planning code: building, folding and
-    encoding index maps, making plans, and the checks of functions.py (what remains is moving the data)."""
+    encoding index maps, making plans, and the argument checks and shape rules of layer 2 (what remains is
+    moving the data)."""
     table = np.arange(64, dtype=np.float32).reshape(16, 4)
     t = dmlgpu.tensor(table, device=dev)
     ids = dmlgpu.tensor(np.array([[3, 1]], np.int64), device=dev)
@@ -230,8 +231,11 @@ def test_repeated_calls_skip_planning(dev, monkeypatch):
     planning |= {("index_map.py", f) for f in ("packed", "take_map", "elements_map", "nd_map", "copy_map",
                                                "folded", "vectorized", "optimized", "params", "_magic",
                                                "take_shape", "nd_shape")}
-    planning |= {("functions.py", f) for f in ("_axis", "_check_nd", "_check_elements_shapes", "_index_check",
-                                               "_self_copy", "build")}
+    planning |= {("arguments.py", f) for f in ("_axis", "_check_nd", "_check_elements_shapes", "_index_check")}
+    planning |= {("execution.py", "_self_copy"), ("driver.py", "build")}
+    planning |= {("functions.py", f) for f in ("_gather_rule", "_gather_elements_rule", "_gather_nd_rule",
+                                               "_scatter_nd_rule", "_scatter_elements_rule")}
+    planning |= {("ops.py", f) for f in ("gather", "gather_elements", "gather_nd", "scatter_nd", "scatter_elements")}
     for call in calls:
         first = call().numpy()
         seen = []
@@ -311,8 +315,8 @@ def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
     dev.empty_cache()
     f, i, sel = np.ones((6, 4), np.float32), np.ones((6, 4), np.int32), np.array([1])
     dmlgpu.gather(f, sel, device=dev), dmlgpu.gather(i, sel, device=dev)
-    assert functions._planned(dev, "gather", (f, sel), (0, "clamp"), None).plan is \
-        functions._planned(dev, "gather", (i, sel), (0, "clamp"), None).plan     # equal plans ...
+    assert execution._planned(dev, "gather", (f, sel), (0, "clamp"), None).plan is \
+        execution._planned(dev, "gather", (i, sel), (0, "clamp"), None).plan     # equal plans ...
     assert len(dev._kept) == 2                                                    # ... two signatures
     monkeypatch.setattr(execution, "KEEP_CALLS", 2)
     for n in range(3, 8):
