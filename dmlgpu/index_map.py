@@ -155,6 +155,14 @@ class IndexMap:
         return ((inner.dense, inner.data, inner.index) == (1, 1, 0) and 2 <= inner.size <= ROW_LOOP_MAX
                 and self.count // inner.size >= ROW_LOOP_ROWS)
 
+    def indexed_spread(self) -> int:
+        """Bytes of the data tensor that the units of one innermost row can reach through their own indices:
+        0 when the innermost dimension is not indexed (its units share their index tuple), else the extent
+        of the largest tuple component's dimension (size x data stride x unit)."""
+        if not self.dims or not self.tuple_dims or self.dims[-1].index == 0:
+            return 0
+        return max(n * abs(t) for n, t in self.tuple_dims) * self.unit
+
     def vec_ok(self) -> bool:
         """True when a gather can write several units of the dense tensor per iteration (gather.comp's VEC
         variants): units narrower than 16 bytes, into a packed dense tensor."""

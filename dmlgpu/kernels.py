@@ -25,6 +25,7 @@ SMALL_RADIX_BITS = 7
 UNITS = (1, 2, 4, 8, 16)      # bytes per access of the index-map kernels (shaders/units.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
 LINE_CLAIM_WORDS = 4096       # shared claim words of scatter_lines.comp (16 KiB: Vulkan's minimum maximum)
+LINE_ITEMS = 4                # updates per invocation that scatter_lines.comp's workgroups aim at (ScatterLinesPlan)
 REDUCE_OPS = ("add", "mul", "min", "max")    # arith.glsl's OP codes 0..3
 REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64")
 # ml_dtypes' float types (arith.glsl's ELEM_KIND 3, 4, 5), by kind name; their bits: 16, 8, 8
@@ -263,7 +264,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
     for unit in UNITS:
         for index_bytes in (4, 8):
             add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,
-                CLAIM_WORDS=LINE_CLAIM_WORDS)
+                CLAIM_WORDS=LINE_CLAIM_WORDS, LINE_ITEMS=LINE_ITEMS)
         for vec in vec_sizes(unit):
             for index_bytes in (4, 8):
                 for k in (None, 1):

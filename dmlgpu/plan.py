@@ -286,7 +286,6 @@ class ScatterPlan(_MapPlan):
 # Parameter words of scatter_lines.comp after the lines' index map (names as there: tests/test_kernels.py)
 P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT = \
     range(P_END, P_END + 8)
-LINE_ITEMS = 4        # updates per invocation that a workgroup's lines aim at (ScatterLinesPlan)
 SPARSE_LINES = 16     # lines with fewer updates than 1/SPARSE_LINES of their length are sparse (ScatterLinesPlan)
 
 
@@ -305,7 +304,7 @@ class ScatterLinesPlan(Plan):
         index_dtype = np.dtype(index_dtype)
         m, n = axis[0], axis[3]
         assert n <= kernels.LINE_CLAIM_WORDS
-        group = max(1, min(kernels.LINE_CLAIM_WORDS // n, -(-LINE_ITEMS * kernels.WORKGROUP_SIZE // m)))
+        group = max(1, min(kernels.LINE_CLAIM_WORDS // n, -(-kernels.LINE_ITEMS * kernels.WORKGROUP_SIZE // m)))
         self.words = np.zeros(P_END + 8, dtype=np.uint32)
         self.words[:P_END] = lines.params(index_dtype.kind == "i")   # DeviceError if over 32 bits
         self.words[P_LINE_M:P_LINE_DATA + 1] = axis
@@ -350,9 +349,16 @@ def make_plan(cls, *args) -> Plan:
     return cls(*args)
 
 
+# A gather whose units of 4 or 8 bytes each take their own index into a data dimension spanning at least this
+# many bytes reads one random sector per unit: one unit per invocation beats the VEC variant there (more loads
+# in flight); below it (e.g. gather_elements along a short last axis) the VEC variant's grouped loads win.
+SPREAD_UNITS = 1 << 16
+
+
 def vec_bytes(m: IndexMap) -> int:
-    """Bytes of the dense tensor per iteration of the VEC gather for an optimized map, or 0 (none fits)."""
-    if not m.vec_ok():
+    """Bytes of the dense tensor per iteration of the VEC gather for an optimized map, or 0 (none fits, or
+    the map's units of 4 bytes or more each read their own random place: SPREAD_UNITS)."""
+    if not m.vec_ok() or m.unit >= 4 and m.indexed_spread() >= SPREAD_UNITS:
         return 0
     return kernels.vec_sizes(m.unit)[0]
 

@@ -10,6 +10,7 @@
 // Parameters: index_map.glsl's words describe the lines (iteration over the dimensions but the axis: dense
 // = updates, data = output, index = indices offsets of a line's first update; P_TOTAL lines), then
 // P_LINE_* (below). Bindings as bindings.glsl: 2 output, 3 updates.
+#extension GL_EXT_control_flow_attributes : require
 #include "units.glsl"
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
@@ -39,18 +40,40 @@ void main() {
     uint m = P[P_LINE_M], n = P[P_LINE_N];
     uint step = gl_NumWorkGroups.x * group;
     for (uint first = gl_WorkGroupID.x * group; first < lines;) {
-        uint here = min(group, lines - first);
+        uint here = min(group, lines - first), count = here * m;
         for (uint j = t; j < here * n; j += WORKGROUP_SIZE)
             s_claim[j] = 0u;
         barrier();
-        for (uint j = t; j < here * m; j += WORKGROUP_SIZE) {
+        // The first LINE_ITEMS updates of an invocation (all of them where the plan's group allows: count
+        // <= LINE_ITEMS * WORKGROUP_SIZE unless one line is longer) keep their claim slot, claim, target
+        // offset and value from the claiming loop to the writing one; the others are decoded again.
+        uint slot[LINE_ITEMS], claim[LINE_ITEMS], at[LINE_ITEMS];
+        UNIT_T value[LINE_ITEMS];
+        [[unroll]] for (uint k = 0u; k < LINE_ITEMS; ++k) {
+            uint j = t + k * WORKGROUP_SIZE, l, a, target;
+            Position p;
+            claim[k] = 0u;
+            if (j < count) {
+                item(first, j, m, l, a, p, target);
+                slot[k] = l * n + target;
+                claim[k] = a + 1u;
+                at[k] = p.data + target * P[P_LINE_DATA];
+                value[k] = LOAD_UNIT(DENSE, p.dense + a * P[P_LINE_DENSE]);
+                atomicMax(s_claim[slot[k]], claim[k]);
+            }
+        }
+        for (uint j = t + LINE_ITEMS * WORKGROUP_SIZE; j < count; j += WORKGROUP_SIZE) {
             uint l, a, target;
             Position p;
             item(first, j, m, l, a, p, target);
             atomicMax(s_claim[l * n + target], a + 1u);
         }
         barrier();
-        for (uint j = t; j < here * m; j += WORKGROUP_SIZE) {
+        [[unroll]] for (uint k = 0u; k < LINE_ITEMS; ++k) {
+            if (claim[k] != 0u && s_claim[slot[k]] == claim[k])
+                STORE_UNIT(DATA, at[k], value[k]);
+        }
+        for (uint j = t + LINE_ITEMS * WORKGROUP_SIZE; j < count; j += WORKGROUP_SIZE) {
             uint l, a, target;
             Position p;
             item(first, j, m, l, a, p, target);
