@@ -85,6 +85,13 @@ def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
     return f"scatter_claim_rows_i{bits}", f"scatter_write_rows_u{unit}_i{bits}", f"scatter_clear_rows_i{bits}"
 
 
+def copy_rows_variant(unit: int) -> str:
+    """File stem of the pass that copies the input into the output and writes the claimed rows in one go
+    (scatter_write.comp's ROWS with COPY) for ``unit``-byte units (it reads no index)."""
+    assert unit in UNITS
+    return f"scatter_copy_rows_u{unit}"
+
+
 def small_scatter_variant(unit: int, index_bytes: int) -> str:
     """File stem of a scatter of at most WORKGROUP_SIZE whole rows in one workgroup (scatter_write.comp's
     SMALL) for ``unit``-byte units and an index width."""
@@ -260,6 +267,8 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 ROWS=1)
             add(small_scatter_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8,
                 ROWS=1, SMALL=1)
+            if index_bytes == 4:
+                add(copy_rows_variant(unit), "scatter_write.comp", UNIT=unit, IDX64=0, ROWS=1, COPY=1)
             add(unique_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8, UNIQUE=1)
     for unit in UNITS:
         for index_bytes in (4, 8):

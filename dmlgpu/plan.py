@@ -161,6 +161,7 @@ class GatherPlan(_MapPlan):
 
 
 P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
+P_CLAIM_WORDS = P_END + 2                          # scatter_write.comp's COPY: the claim words
 # The scatters' claim words (Device.zeroed scratch under this key): one 32-bit word per unit of the output (a
 # scatter of 1-byte elements needs 4 bytes of it per element), or per target row (ROWS); the write pass (or
 # the ROWS clearing pass) leaves them all zeros again.
@@ -188,6 +189,7 @@ class ScatterPlan(_MapPlan):
         self.words: Any = self.map.params(self.signed) if self.narrow else None   # None: wide only
         self.copy = CopyPlan(copy_map)
         self.row_words: Any = None
+        self.copy_words: Any = None   # the rows' one-pass copy and writes (scatter_write.comp's COPY), or None
         m = self.map
         inner = m.dims[-1] if m.dims else None
         if self.narrow and inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size > 1:
@@ -201,6 +203,11 @@ class ScatterPlan(_MapPlan):
                 self.row_words[:P_END] = rows.params(self.signed)
                 self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
                 self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
+                out_bytes = self.copy.map.count * self.copy.map.unit
+                if self.copy.identity() and out_bytes % m.unit == 0:
+                    self.copy_words = np.concatenate([self.words[:P_END], np.array(
+                        [shift, inner.size, self.claim_words], dtype=np.uint32)])
+                    self.copy_words[P_TOTAL] = out_bytes // m.unit
         # at most a workgroup of rows: claims and writes in one workgroup (scatter_write.comp's SMALL): their
         # count (a device of the small geometry takes them so up to its workgroup size), else 0
         self.small = int(self.row_words[P_TOTAL]) if self.row_words is not None and \
@@ -253,6 +260,13 @@ class ScatterPlan(_MapPlan):
         else:
             rows = int(self.row_words[P_TOTAL])
             claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
+            if self.copy_words is not None and input is not output:     # the copy and the writes in one pass
+                copy, fresh = device._params(self.copy_words)
+                return [Dispatch(claim, (words[1], indices, output, updates, claims), rows),
+                        Dispatch(kernels.copy_rows_variant(m.unit), (copy, input, output, updates, claims),
+                                 int(self.copy_words[P_TOTAL])),
+                        Dispatch(clear, (words[1], indices, output, updates, claims), rows)], \
+                    uploads + [copy] * fresh
             scatter = [Dispatch(claim, (words[1], indices, output, updates, claims), rows),
                        Dispatch(write, (words[0], indices, output, updates, claims), m.count),
                        Dispatch(clear, (words[1], indices, output, updates, claims), rows)]
@@ -381,6 +395,10 @@ class CopyPlan:
             return [launch], uploads
         copy, more = self.dispatch(device, input, output)
         return [copy, launch], uploads + more
+
+    def identity(self) -> bool:
+        """True when the copy moves unit u of the input to unit u of the output (one packed layout)."""
+        return len(self.map.dims) == 1 and self.map.dims[0][1:] == (1, 1, 0) and not self.map.tuple_dims
 
     def dispatch(self, device: Device, input: Buffer, output: Buffer, barrier: bool = True) -> tuple[Dispatch, list]:
         """(the copy's dispatch, [its parameter buffer] if it must be uploaded first, else [])."""

@@ -11,13 +11,21 @@
 // winning rows (iteration f: unit f % units of row f / units).
 // UNIQUE: no claims at all, for updates that promise distinct targets (unique_indices=True): each unit is
 // written where it goes. Bindings: 0 params, 1 indices, 2 data, 3 dense.
+// COPY (with ROWS): the output's copy of the input and the rows' writes in one pass over the output's units, for
+// an input and an output of one packed layout (the copy is unit u to unit u), after the rows' claims: unit u
+// of a row window that an update row claimed (the window [u - u % L, +L) of L = P[P_ROW_UNITS] units starts a
+// target row when its claim word, start >> P[P_OWNER_SHIFT], is set) takes that row's update, every other unit
+// the input's. Bindings: 0 params, 1 input (no index is read), 2 output, 3 updates, 4 claims. P[P_TOTAL]:
+// the output's units; P[P_CLAIM_WORDS]: the claim words.
 // FEW (devices that bind at most 4 storage buffers; after scatter_claim.comp's FEW): an iteration per unit of
 // the output (P[P_TOTAL]: the claim words), which reads no index: a claimed unit takes the update of the
 // iteration that claimed it (its dense offset: locate(claim - 1)) and clears the claim. Bindings: 0 params,
 // 1 data, 2 dense, 3 claims.
 #include "units.glsl"
-#if FEW
+#if FEW || COPY
 #define NO_INDICES 1
+#endif
+#if FEW
 #define B_DATA 1
 #else
 #define B_DATA 2
@@ -28,8 +36,26 @@ layout(std430, binding = B_DATA + 1) restrict readonly buffer Dense { UNIT_T DEN
 #if !SMALL && !UNIQUE
 layout(std430, binding = B_DATA + 2) restrict buffer Owner { uint OWNER[]; };
 #endif
+#if COPY
+layout(std430, binding = 1) restrict readonly buffer Input { UNIT_T INPUT[]; };
+#endif
 #include "index_map.glsl"
-#if FEW
+#if COPY
+const uint P_OWNER_SHIFT = P_END;        // scatter_claim.comp's ROWS words
+const uint P_ROW_UNITS = P_END + 1u;
+const uint P_CLAIM_WORDS = P_END + 2u;   // claim words (the windows past them start no target row)
+
+void process(uint u) {
+    uint units = P[P_ROW_UNITS], shift = P[P_OWNER_SHIFT];
+    uint c = u % units, start = u - c, w = start >> shift;
+    uint claim = (start & ((1u << shift) - 1u)) == 0u && w < P[P_CLAIM_WORDS] ? OWNER[w] : 0u;
+    if (claim != 0u) {
+        STORE_UNIT(DATA, u, LOAD_UNIT(DENSE, locate(claim - 1u).dense + c));
+    } else {
+        STORE_UNIT(DATA, u, LOAD_UNIT(INPUT, u));
+    }
+}
+#elif FEW
 void process(uint t) {
     uint claim = OWNER[t];
     if (claim != 0u) {

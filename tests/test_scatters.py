@@ -412,14 +412,18 @@ ROW_CLAIM_CASES = [  # (data shape, dtype, indices shape): slices of whole rows,
     ((50, 64), np.float32, (256, 1)),         # a workgroup of rows: the SMALL variant's largest case
     ((300, 5), np.int16, (257, 1)),           # one row more: claims in memory
     ((7, 9), np.uint8, (2000, 1)),            # many rows onto few targets
+    ((1000, 3, 5), np.float32, (600, 1)),     # rows of 15 four-byte units, negative and duplicate targets
+    ((40, 30, 24), np.float16, (500, 2)),     # tuples of 2: rows of 3 sixteen-byte units
+    ((400, 6), np.int8, (700, 1)),            # rows of 3 two-byte units
 ]
 
 
 @pytest.mark.parametrize("shape, dtype, idx_shape", ROW_CLAIM_CASES)
 def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
     """A scatter of whole rows claims each target row once (ScatterPlan's ROWS variants, cleared by a last
-    pass; at most a workgroup of rows in shared memory, SMALL): the last update row of a target wins, and the
-    claims are clean for the next scatter."""
+    pass; at most a workgroup of rows in shared memory, SMALL; more rows: the copy of the input and the
+    claimed rows' writes in one pass, COPY): the last update row of a target wins, and the claims are clean
+    for the next scatter."""
     from dmlgpu import plan
     rng = np.random.default_rng(sum(shape) + sum(idx_shape))
     x = random_data(rng, shape, dtype)
@@ -433,6 +437,12 @@ def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
                          dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
     assert p.row_words is not None
     assert bool(p.small) == (np.prod(idx_shape[:-1]) <= dmlgpu.kernels.WORKGROUP_SIZE)
+    assert p.copy_words is not None                   # packed data and output: the one-pass copy where not SMALL
+    with device.record() as rec:
+        got = dmlgpu.scatter_nd(dmlgpu.tensor(x, device=device), idx, upd)
+    kernels = [what.kernel for kind, what in rec._steps if kind == "dispatch"]
+    assert any(k.startswith("scatter_copy_rows") for k in kernels) != bool(p.small)
+    same_bytes(got.numpy(), reference.scatter_nd(x, idx, upd))
 
 
 def test_scatter_rows_that_may_overlap_claim_units():
