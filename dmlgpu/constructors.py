@@ -18,8 +18,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _documented(raises: str, returns: str = "", params: str = "") -> Callable[[_F], _F]:
-    """Fills a constructor's docstring: ``%(params)s`` with ``params`` (where shared: SHAPE_PARAMS,
-    like_params) and ``%(ending)s`` with the sections every constructor's docstring ends with: Returns (a
+    """Fills a constructor's docstring: ``%(params)s`` with ``params`` (where shared: _SHAPE_PARAMS,
+    _like_params) and ``%(ending)s`` with the sections every constructor's docstring ends with: Returns (a
     Tensor; ``returns``: what more it says of it), Raises (``raises``: numpydoc lines) and the Examples
     heading with the examples' import line."""
     said = f"\n        {returns}" if returns else ""
@@ -50,7 +50,7 @@ def _as(errors: str, base: str) -> str:
 _DEVICE_ERROR = """\
     dmlgpu.DeviceError
         No such device index, or not enough device memory."""
-SHAPE_PARAMS = """\
+_SHAPE_PARAMS = """\
     Parameters
     ----------
     shape : int or sequence of int
@@ -60,7 +60,7 @@ SHAPE_PARAMS = """\
         A Device or a device index; default: the default device."""
 
 
-def like_params(fill: bool) -> str:
+def _like_params(fill: bool) -> str:
     """The Parameters section of the ``*_like`` constructors (``fill``: full_like's, with a fill value)."""
     return """\
     Parameters
@@ -155,7 +155,7 @@ def asarray(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = Non
         A shape that is not ints, a device that is neither a Device nor an index, or an object dtype.
     ValueError
         A negative dimension.
-""" + _DEVICE_ERROR, "Not initialised (as NumPy's empty): its bytes are whatever the memory held.", SHAPE_PARAMS)
+""" + _DEVICE_ERROR, "Not initialised (as NumPy's empty): its bytes are whatever the memory held.", _SHAPE_PARAMS)
 def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
     """A new Tensor of ``shape`` and ``dtype`` whose contents are undefined (as NumPy's empty: nothing is
     written; use zeros() for zeros).
@@ -173,7 +173,7 @@ def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     return Tensor._wrap(dev._take(math.prod(dims) * dt.itemsize), dims, dt)
 
 
-@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=SHAPE_PARAMS)
+@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=_SHAPE_PARAMS)
 def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
     """A new Tensor of ``shape`` and ``dtype`` holding zeros (zero bytes), filled on the device.
 
@@ -192,7 +192,7 @@ def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     return out
 
 
-@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=SHAPE_PARAMS)
+@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=_SHAPE_PARAMS)
 def ones(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
     """A new Tensor of ``shape`` and ``dtype`` holding ones (full(shape, 1, dtype)).
 
@@ -275,6 +275,7 @@ def _like(a: Any, dtype: DTypeLike | None, device: DeviceLike) -> tuple[tuple[in
 
 
 class _Like(Protocol):
+    """The ``*_like`` constructors' signature (those _like_of makes)."""
     def __call__(self, a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor: ...
 
 
@@ -292,7 +293,7 @@ Tensor (default).
 %(ending)s
     {examples}
     """
-    return _documented(_as("TypeError, dmlgpu.DeviceError", base.__name__), params=like_params(False))(like)
+    return _documented(_as("TypeError, dmlgpu.DeviceError", base.__name__), params=_like_params(False))(like)
 
 
 empty_like = _like_of(empty, """>>> dmlgpu.empty_like(np.zeros((2, 3), np.int8)).shape
@@ -303,7 +304,7 @@ ones_like = _like_of(ones, """>>> dmlgpu.ones_like(np.zeros(2, np.float16)).nump
     array([1., 1.], dtype=float16)""")
 
 
-@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "full"), params=like_params(True))
+@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "full"), params=_like_params(True))
 def full_like(a: Any, fill_value: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """full() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
 
