@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, Sequence, SupportsIndex, TypeVar, Union
+from typing import Any, Callable, Protocol, Sequence, SupportsIndex, TypeVar, Union
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -15,6 +15,61 @@ from .tensor import DeviceLike, Tensor, _device_dtype, _upload
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _documented(raises: str, returns: str = "", params: str = "") -> Callable[[_F], _F]:
+    """Fills a constructor's docstring: ``%(params)s`` with ``params`` (where shared: _SHAPE_PARAMS,
+    _like_params) and ``%(ending)s`` with the sections every constructor's docstring ends with: Returns (a
+    Tensor; ``returns``: what more it says of it), Raises (``raises``: numpydoc lines) and the Examples
+    heading with the examples' import line."""
+    said = f"\n        {returns}" if returns else ""
+    ending = f"""\
+    Returns
+    -------
+    Tensor{said}
+
+    Raises
+    ------
+{raises}
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu"""
+
+    def fill(fn: _F) -> _F:
+        fn.__doc__ = (fn.__doc__ or "") % {"params": params, "ending": ending}
+        return fn
+    return fill
+
+
+def _as(errors: str, base: str) -> str:
+    """A Raises entry: ``errors`` (a comma-separated list) raised as ``base()`` raises them."""
+    return f"    {errors}\n        As {base}()'s."
+
+
+_DEVICE_ERROR = """\
+    dmlgpu.DeviceError
+        No such device index, or not enough device memory."""
+_SHAPE_PARAMS = """\
+    Parameters
+    ----------
+    shape : int or sequence of int
+    dtype : dtype_like
+        Default: float32.
+    device : dmlgpu.Device, int or None
+        A Device or a device index; default: the default device."""
+
+
+def _like_params(fill: bool) -> str:
+    """The Parameters section of the ``*_like`` constructors (``fill``: full_like's, with a fill value)."""
+    return """\
+    Parameters
+    ----------
+    a : Tensor or array_like
+        The shape, the dtype (unless ``dtype`` is given) and, for a Tensor, the device (unless ``device`` is).
+""" + ("    fill_value : scalar or array_like\n" if fill else "") + """\
+    dtype : dtype_like, optional
+    device : dmlgpu.Device, int or None"""
 
 
 def _shape(shape: ShapeLike, who: str) -> tuple[int, ...]:
@@ -30,6 +85,10 @@ def _shape(shape: ShapeLike, who: str) -> tuple[int, ...]:
     return dims
 
 
+@_documented("""\
+    TypeError
+        A device that is neither a Device nor an index, or an object dtype.
+""" + _DEVICE_ERROR, returns="Of ``array``'s shape, packed (``offset`` 0).")
 def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """A new Tensor holding a copy of ``array`` (NumPy's np.array(array, dtype) on a device).
 
@@ -44,21 +103,7 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     device : dmlgpu.Device, int or None
         A Device or a device index; default: a Tensor's own device, else the default device.
 
-    Returns
-    -------
-    Tensor
-        Of ``array``'s shape, packed (``offset`` 0).
-
-    Raises
-    ------
-    TypeError
-        A device that is neither a Device nor an index, or an object dtype.
-    dmlgpu.DeviceError
-        No such device index, or not enough device memory.
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> t = dmlgpu.tensor(np.arange(4, dtype=np.int64), device=0)
     >>> u = dmlgpu.tensor(t)                   # a copy, on t's device
     >>> t.write(np.zeros(4, np.int64)); u.numpy()
@@ -81,6 +126,7 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     return _upload(arr, as_device(device, "tensor"))
 
 
+@_documented(_as("TypeError, dmlgpu.DeviceError", "tensor"))
 def asarray(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """``array`` as a Tensor: a Tensor of that dtype on that device as it is (no copy), anything else as
     tensor() makes it (NumPy's np.asarray on a device).
@@ -93,18 +139,7 @@ def asarray(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = Non
     device : dmlgpu.Device, int or None
         Default: a Tensor's own device, else the default device.
 
-    Returns
-    -------
-    Tensor
-
-    Raises
-    ------
-    TypeError, dmlgpu.DeviceError
-        As tensor()'s.
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> t = dmlgpu.tensor(np.arange(3, dtype=np.float32))
     >>> dmlgpu.asarray(t) is t, dmlgpu.asarray(t, dtype=np.float64).dtype
     (True, dtype('float64'))
@@ -115,35 +150,19 @@ def asarray(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = Non
     return tensor(array, dtype, device)
 
 
-def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
-    """A new Tensor of ``shape`` and ``dtype`` whose contents are undefined (as NumPy's empty: nothing is
-    written; use zeros() for zeros).
-
-    Parameters
-    ----------
-    shape : int or sequence of int
-    dtype : dtype_like
-        Default: float32.
-    device : dmlgpu.Device, int or None
-        A Device or a device index; default: the default device.
-
-    Returns
-    -------
-    Tensor
-        Not initialised (as NumPy's empty): its bytes are whatever the memory held.
-
-    Raises
-    ------
+@_documented("""\
     TypeError
         A shape that is not ints, a device that is neither a Device nor an index, or an object dtype.
     ValueError
         A negative dimension.
-    dmlgpu.DeviceError
-        No such device index, or not enough device memory.
+""" + _DEVICE_ERROR, "Not initialised (as NumPy's empty): its bytes are whatever the memory held.", _SHAPE_PARAMS)
+def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
+    """A new Tensor of ``shape`` and ``dtype`` whose contents are undefined (as NumPy's empty: nothing is
+    written; use zeros() for zeros).
 
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(params)s
+
+%(ending)s
     >>> t = dmlgpu.empty((2, 3), np.float16)
     >>> t.shape, t.dtype, dmlgpu.empty(5, 'f4').shape
     ((2, 3), dtype('float16'), (5,))
@@ -154,40 +173,13 @@ def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     return Tensor._wrap(dev._take(math.prod(dims) * dt.itemsize), dims, dt)
 
 
-_FILLED_PARTS = """\
-    Parameters
-    ----------
-    shape : int or sequence of int
-    dtype : dtype_like
-        Default: float32.
-    device : dmlgpu.Device, int or None
-        A Device or a device index; default: the default device.
-
-    Returns
-    -------
-    Tensor
-
-    Raises
-    ------
-    TypeError, ValueError, dmlgpu.DeviceError
-        As empty()'s."""
-
-
-def _filled_documented(fn: _F) -> _F:
-    """Fills ``%(filled)s`` in zeros()'s and ones()'s docstrings with what the two share."""
-    fn.__doc__ = (fn.__doc__ or "") % {"filled": _FILLED_PARTS}
-    return fn
-
-
-@_filled_documented
+@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=_SHAPE_PARAMS)
 def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
     """A new Tensor of ``shape`` and ``dtype`` holding zeros (zero bytes), filled on the device.
 
-%(filled)s
+%(params)s
 
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> dmlgpu.zeros((2, 2), np.float16).numpy()
     array([[0., 0.],
            [0., 0.]], dtype=float16)
@@ -200,21 +192,22 @@ def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     return out
 
 
-@_filled_documented
+@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=_SHAPE_PARAMS)
 def ones(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None) -> Tensor:
     """A new Tensor of ``shape`` and ``dtype`` holding ones (full(shape, 1, dtype)).
 
-%(filled)s
+%(params)s
 
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> dmlgpu.ones(3, np.int8).numpy()
     array([1, 1, 1], dtype=int8)
     """
     return _full(shape, 1, dtype, device, "ones")
 
 
+@_documented(_as("TypeError, dmlgpu.DeviceError", "empty") + """
+    ValueError
+        A negative dimension, or a fill value that does not broadcast to ``shape``.""")
 def full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """A new Tensor of ``shape`` holding ``fill_value`` everywhere (NumPy's full). A scalar is filled on
     the device: a 32-bit word pattern for items of 1, 2 or 4 bytes (and wider items made of one repeated
@@ -231,20 +224,7 @@ def full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None = None, devi
     device : dmlgpu.Device, int or None
         A Device or a device index; default: the default device.
 
-    Returns
-    -------
-    Tensor
-
-    Raises
-    ------
-    TypeError, dmlgpu.DeviceError
-        As empty()'s.
-    ValueError
-        A negative dimension, or a fill value that does not broadcast to ``shape``.
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> dmlgpu.full((2, 2), 7, np.uint16).numpy()
     array([[7, 7],
            [7, 7]], dtype=uint16)
@@ -287,33 +267,6 @@ def _full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None, device: De
     return out
 
 
-_LIKE_PARTS = """\
-    Parameters
-    ----------
-    a : Tensor or array_like
-        The shape, the dtype (unless ``dtype`` is given) and, for a Tensor, the device (unless ``device`` is).
-    dtype : dtype_like, optional
-    device : dmlgpu.Device, int or None
-
-    Returns
-    -------
-    Tensor
-
-    Raises
-    ------
-    TypeError, dmlgpu.DeviceError
-        As %s()'s."""
-
-
-def _like_documented(base: str) -> Callable[[_F], _F]:
-    """Fills ``%(like)s`` in a ``*_like`` constructor's docstring with the parameters, result and errors the
-    three share (those of ``base``'s)."""
-    def fill(fn: _F) -> _F:
-        fn.__doc__ = (fn.__doc__ or "") % {"like": _LIKE_PARTS % base}
-        return fn
-    return fill
-
-
 def _like(a: Any, dtype: DTypeLike | None, device: DeviceLike) -> tuple[tuple[int, ...], np.dtype[Any], DeviceLike]:
     if isinstance(a, Tensor):
         return a.shape, np.dtype(dtype) if dtype is not None else a.dtype, a.device if device is None else device
@@ -321,73 +274,43 @@ def _like(a: Any, dtype: DTypeLike | None, device: DeviceLike) -> tuple[tuple[in
     return tuple(arr.shape), np.dtype(dtype) if dtype is not None else np.dtype(arr.dtype), device
 
 
-@_like_documented("empty")
-def empty_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
-    """empty() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
+class _Like(Protocol):
+    """The ``*_like`` constructors' signature (those _like_of makes)."""
+    def __call__(self, a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor: ...
 
-%(like)s
 
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> dmlgpu.empty_like(np.zeros((2, 3), np.int8)).shape
-    (2, 3)
+def _like_of(base: Callable[[ShapeLike, DTypeLike, DeviceLike], Tensor], examples: str) -> _Like:
+    """``base``'s ``*_like`` form (empty_like, zeros_like, ones_like): ``base`` of ``a``'s shape, dtype and
+    device (_like), its docstring made from ``examples`` (doctest lines)."""
+    def like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
+        return base(*_like(a, dtype, device))
+    like.__name__ = like.__qualname__ = f"{base.__name__}_like"
+    like.__doc__ = f"""{base.__name__}() of ``a``'s shape and dtype (default), on ``a``'s device if it is a \
+Tensor (default).
+
+%(params)s
+
+%(ending)s
+    {examples}
     """
-    return empty(*_like(a, dtype, device))
+    return _documented(_as("TypeError, dmlgpu.DeviceError", base.__name__), params=_like_params(False))(like)
 
 
-@_like_documented("zeros")
-def zeros_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
-    """zeros() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
-
-%(like)s
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> dmlgpu.zeros_like(dmlgpu.tensor(np.arange(3))).numpy()
-    array([0, 0, 0])
-    """
-    return zeros(*_like(a, dtype, device))
+empty_like = _like_of(empty, """>>> dmlgpu.empty_like(np.zeros((2, 3), np.int8)).shape
+    (2, 3)""")
+zeros_like = _like_of(zeros, """>>> dmlgpu.zeros_like(dmlgpu.tensor(np.arange(3))).numpy()
+    array([0, 0, 0])""")
+ones_like = _like_of(ones, """>>> dmlgpu.ones_like(np.zeros(2, np.float16)).numpy()
+    array([1., 1.], dtype=float16)""")
 
 
-@_like_documented("ones")
-def ones_like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
-    """ones() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
-
-%(like)s
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
-    >>> dmlgpu.ones_like(np.zeros(2, np.float16)).numpy()
-    array([1., 1.], dtype=float16)
-    """
-    return ones(*_like(a, dtype, device))
-
-
+@_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "full"), params=_like_params(True))
 def full_like(a: Any, fill_value: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """full() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor (default).
 
-    Parameters
-    ----------
-    a : Tensor or array_like
-    fill_value : scalar or array_like
-    dtype : dtype_like, optional
-    device : dmlgpu.Device, int or None
+%(params)s
 
-    Returns
-    -------
-    Tensor
-
-    Raises
-    ------
-    TypeError, ValueError, dmlgpu.DeviceError
-        As full()'s.
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> dmlgpu.full_like(np.zeros(2, np.int32), 9).numpy()
     array([9, 9], dtype=int32)
     """

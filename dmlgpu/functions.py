@@ -16,28 +16,60 @@ Repeated calls are planned once per signature (dmlgpu/execution.py).
 """
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar, Union, overload
+from typing import Any, Callable, TypeVar
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from . import driver, reduction as _reduction
-from .doc_parts import documented as _documented
+from . import driver, reduction as _reduction, signatures
+from .doc_parts import documented
 from .arguments import _axis, _check_elements_shapes, _check_nd
 from .execution import _self_copy
 from .index_map import Layout, nd_shape, take_shape
-from .device import Device
+from .signatures import DeviceLike, IndexLike, Mode, Order, Reduction    # IndexLike: for numpy_api
 from .tensor import Tensor
 
-Mode = Literal["clamp", "raise"]
-Reduction = Literal["none", "add", "mul", "min", "max", "mean"]
-Order = Literal["row-major", "tree"]
-DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: the default (device.as_device)
-ArrayInput = ArrayLike                    # an ndarray, what NumPy can view (interop.host_array), lists, scalars
-IndexLike = Union[Tensor, ArrayInput]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# What the functions' docstrings share beyond doc_parts.PARTS: the Returns heading and result type, the
+# Raises section with the Examples heading and import line, the operands of the *_elements functions, and
+# the scatters' keywords and result.
+_SHARED = {
+    "returns": """\
+    Returns
+    -------
+    np.ndarray or Tensor""",
+    "ending": """\
+    Raises
+    ------
+%(raises)s
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu""",
+    "elements": """\
+    data : array_like or Tensor
+        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+    indices : array_like or Tensor
+        Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.""",
+    "scatter_keywords": """\
+%(device_mode)s
+%(reduction)s
+%(scatter_out)s
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        ``data``'s shape and dtype; a Tensor when an operand is one or the call is recorded.""",
+}
 
 
-_O = TypeVar("_O", Tensor, np.ndarray)    # out=: the result is out
+def _documented(fn: _F) -> _F:
+    """``fn`` with its docstring's ``%(name)s`` parts filled in: _SHARED's, then doc_parts.PARTS'."""
+    doc = fn.__doc__ or ""
+    for name, text in _SHARED.items():
+        doc = doc.replace(f"%({name})s", text)
+    fn.__doc__ = doc
+    return documented(fn)
 
 
 def _unique(unique_indices: bool) -> tuple:
@@ -92,18 +124,7 @@ def _scatter_elements_rule(data, idx, upd, axis, reduction, include_self, order,
                              _self_copy(data), bool(unique), bool(include_self), order))
 
 
-@overload
-def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None, mode: Mode = "clamp",
-           out: _O) -> _O: ...
-@overload
-def gather(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
-           mode: Mode = "clamp", out: None = None) -> Tensor: ...
-@overload
-def gather(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLike = None,
-           mode: Mode = "clamp", out: None = None) -> Tensor: ...
-@overload
-def gather(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
-           mode: Mode = "clamp", out: None = None) -> np.ndarray: ...
+@signatures.along_axis
 @_documented
 def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
            mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
@@ -120,19 +141,11 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
 %(device_mode)s
 %(out)s
 
-    Returns
-    -------
-    np.ndarray or Tensor
+%(returns)s
         Shape ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``: a NumPy array, or a Tensor
         (queued on the device) when ``data`` or ``indices`` is a Tensor or the call is recorded.
 
-    Raises
-    ------
-%(raises)s
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> table = np.arange(6, dtype=np.int32).reshape(3, 2)
     >>> dmlgpu.gather(table, [2, -1, 0])
     array([[4, 5],
@@ -147,18 +160,7 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
     return driver.call("gather", _gather_rule, data, indices, None, (axis,), device=device, mode=mode, out=out)
 
 
-@overload
-def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp", out: _O) -> _O: ...
-@overload
-def gather_elements(data: Tensor, indices: IndexLike, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp", out: None = None) -> Tensor: ...
-@overload
-def gather_elements(data: ArrayInput, indices: Tensor, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp", out: None = None) -> Tensor: ...
-@overload
-def gather_elements(data: ArrayInput, indices: ArrayInput, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp", out: None = None) -> np.ndarray: ...
+@signatures.along_axis
 @_documented
 def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
                     mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
@@ -167,28 +169,17 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
 
     Parameters
     ----------
-    data : array_like or Tensor
-        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
-    indices : array_like or Tensor
-        Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.
+%(elements)s
     axis : int
         The dimension of ``data`` they index.
 %(device_mode)s
 %(out)s
 
-    Returns
-    -------
-    np.ndarray or Tensor
+%(returns)s
         Of ``indices``' shape: a NumPy array, or a Tensor when an operand is a Tensor or the call is
         recorded.
 
-    Raises
-    ------
-%(raises)s
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> scores = np.array([[10, 11, 12], [20, 21, 22]], np.int64)
     >>> dmlgpu.gather_elements(scores, np.array([[2, 0], [1, 1]]), axis=1)
     array([[12, 10],
@@ -198,18 +189,7 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
                        out=out)
 
 
-@overload
-def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp", out: _O) -> _O: ...
-@overload
-def gather_nd(data: Tensor, indices: IndexLike, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp", out: None = None) -> Tensor: ...
-@overload
-def gather_nd(data: ArrayInput, indices: Tensor, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp", out: None = None) -> Tensor: ...
-@overload
-def gather_nd(data: ArrayInput, indices: ArrayInput, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp", out: None = None) -> np.ndarray: ...
+@signatures.batch_dims
 @_documented
 def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLike = None,
               mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
@@ -227,19 +207,11 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
 %(device_mode)s
 %(out)s
 
-    Returns
-    -------
-    np.ndarray or Tensor
+%(returns)s
         Shape ``indices.shape[:-1] + data.shape[batch_dims + k:]``; a Tensor when an operand is one or the
         call is recorded.
 
-    Raises
-    ------
-%(raises)s
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> grid = np.arange(9, dtype=np.int16).reshape(3, 3)
     >>> dmlgpu.gather_nd(grid, [[0, 1], [2, 2]])
     array([1, 8], dtype=int16)
@@ -250,25 +222,7 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
                        out=out)
 
 
-@overload
-def scatter_nd(data: Any, indices: Any, updates: Any, *, device: DeviceLike = None, mode: Mode = "clamp",
-               reduction: Reduction = "none", out: _O, unique_indices: bool = False) -> _O: ...
-@overload
-def scatter_nd(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
-               order: Order = "row-major", out: None = None, unique_indices: bool = False) -> Tensor: ...
-@overload
-def scatter_nd(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
-               order: Order = "row-major", out: None = None, unique_indices: bool = False) -> Tensor: ...
-@overload
-def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: Tensor, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
-               order: Order = "row-major", out: None = None, unique_indices: bool = False) -> Tensor: ...
-@overload
-def scatter_nd(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, *, device: DeviceLike = None,
-               mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
-               order: Order = "row-major", out: None = None, unique_indices: bool = False) -> np.ndarray: ...
+@signatures.scatter_nd
 @_documented
 def scatter_nd(data: Any, indices: Any, updates: Any, *,
                device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none",
@@ -285,22 +239,9 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
         Integers whose last dimension (k, 1 to ``data.ndim``) holds each target's index tuple.
     updates : array_like or Tensor
         ``data``'s dtype, shape ``indices.shape[:-1] + data.shape[k:]``.
-%(device_mode)s
-%(reduction)s
-%(scatter_out)s
+%(scatter_keywords)s
 
-    Returns
-    -------
-    np.ndarray or Tensor
-        ``data``'s shape and dtype; a Tensor when an operand is one or the call is recorded.
-
-    Raises
-    ------
-%(raises)s
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [3], [1]], np.array([5, 6, 7], np.int32))
     array([0, 7, 0, 6], dtype=int32)
     >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [3], [1]], np.array([5, 6, 7], np.int32), reduction="add")
@@ -321,27 +262,7 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
                        byte_order=reduction != "none")
 
 
-@overload
-def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *, device: DeviceLike = None,
-                     mode: Mode = "clamp", reduction: Reduction = "none", out: _O,
-                     unique_indices: bool = False) -> _O: ...
-@overload
-def scatter_elements(data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
-                     order: Order = "row-major", out: None = None, unique_indices: bool = False) -> Tensor: ...
-@overload
-def scatter_elements(data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
-                     order: Order = "row-major", out: None = None, unique_indices: bool = False) -> Tensor: ...
-@overload
-def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: Tensor, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none", include_self: bool = True,
-                     order: Order = "row-major", out: None = None, unique_indices: bool = False) -> Tensor: ...
-@overload
-def scatter_elements(data: ArrayInput, indices: ArrayInput, updates: ArrayInput, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp",
-                     reduction: Reduction = "none", include_self: bool = True,
-                     order: Order = "row-major", out: None = None, unique_indices: bool = False) -> np.ndarray: ...
+@signatures.scatter_elements
 @_documented
 def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
                      device: DeviceLike = None, mode: Mode = "clamp",
@@ -353,30 +274,14 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
 
     Parameters
     ----------
-    data : array_like or Tensor
-        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
-    indices : array_like or Tensor
-        Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.
+%(elements)s
     updates : array_like or Tensor
         ``data``'s dtype, ``indices``' shape.
     axis : int
         The dimension of ``data`` they index.
-%(device_mode)s
-%(reduction)s
-%(scatter_out)s
+%(scatter_keywords)s
 
-    Returns
-    -------
-    np.ndarray or Tensor
-        ``data``'s shape and dtype; a Tensor when an operand is one or the call is recorded.
-
-    Raises
-    ------
-%(raises)s
-
-    Examples
-    --------
-    >>> import numpy as np, dmlgpu
+%(ending)s
     >>> cache = np.zeros((2, 4), np.float32)
     >>> dmlgpu.scatter_elements(cache, [[3], [0]], np.array([[1.5], [2.5]], np.float32), axis=1)
     array([[0. , 0. , 0. , 1.5],

@@ -140,16 +140,26 @@ def embedding(scale, rng, bf16: bool) -> App:
     vocab, hidden, n = _n(151936, scale, 64), 4096, _n(8192, scale, 8)
     table = random_rows(rng, (vocab, hidden), np.uint16 if bf16 else np.float16)
     ids = rng.integers(0, vocab, n, dtype=np.int64)
-    return App(f"embedding-{'bf16' if bf16 else 'f16'}", "token embedding lookup",
-               f"{n} ids from [{vocab}, {hidden}] {'bfloat16 (uint16 bits)' if bf16 else 'float16'} "
-               f"({fmt_bytes(table.nbytes)})",
-               {"table": table, "ids": ids},
-               dml=lambda t: dmlgpu.gather(t["table"], t["ids"]),
-               numpy=lambda a: np.take(a["table"], a["ids"], axis=0),
-               torch={"F.embedding": lambda a: _torch_module("torch.nn.functional").embedding(a["ids"], a["table"]),
-                      "index_select": lambda a: a["table"].index_select(0, a["ids"]),
-                      "table[ids]": lambda a: a["table"][a["ids"]]},
-               torch_dtypes={"table": "bfloat16"} if bf16 else {})
+    return _row_gather(f"embedding-{'bf16' if bf16 else 'f16'}", "token embedding lookup",
+                       f"{n} ids from [{vocab}, {hidden}] {'bfloat16 (uint16 bits)' if bf16 else 'float16'} "
+                       f"({fmt_bytes(table.nbytes)})",
+                       {"table": table, "ids": ids}, embedding=True,
+                       torch_dtypes={"table": "bfloat16"} if bf16 else {})
+
+
+def _row_gather(name: str, family: str, sizes: str, inputs: dict, embedding: bool = False, indexing: bool = True,
+                **more) -> App:
+    """An App that gathers rows of the first of ``inputs`` (the table) at the second (int64 row ids):
+    dmlgpu.gather, np.take on axis 0, and on PyTorch F.embedding (``embedding``), index_select and
+    ``table[ids]`` (``indexing``). ``more``: App's other fields."""
+    table, ids = inputs
+    torch = {"F.embedding": lambda a: _torch_module("torch.nn.functional").embedding(a[ids], a[table])} \
+        if embedding else {}
+    torch["index_select"] = lambda a: a[table].index_select(0, a[ids])
+    if indexing:
+        torch[f"{table}[{ids}]"] = lambda a: a[table][a[ids]]
+    return App(name, family, sizes, inputs, dml=lambda t: dmlgpu.gather(t[table], t[ids]),
+               numpy=lambda a: np.take(a[table], a[ids], axis=0), torch=torch, **more)
 
 
 def _torch_module(name: str):
@@ -176,27 +186,38 @@ def kv_write(scale, rng, inplace: bool) -> App:
     cache = random_rows(rng, (slots, KV_HEADS, HEAD_DIM), np.float16)
     rows = random_rows(rng, (n, KV_HEADS, HEAD_DIM), np.float16)
     pos = rng.choice(slots, n, replace=False).astype(np.int64)       # paged cache: any free slots
+    return _row_write("kv-cache-write", "KV-cache write",
+                      f"{n} rows of [{KV_HEADS}, {HEAD_DIM}] float16 into a [{slots}, {KV_HEADS}, {HEAD_DIM}] cache "
+                      f"({fmt_bytes(cache.nbytes)}), random slots",
+                      {"cache": cache, "pos": pos, "rows": rows}, inplace, "the cache")
+
+
+def _row_write(name: str, family: str, sizes: str, inputs: dict, inplace: bool, copied: str,
+               torch_more: dict | None = None) -> App:
+    """An App that writes the rows of the third of ``inputs`` into the first (``data``, mutated) at the
+    distinct rows the second (int64) names: scatter_nd (in place when ``inplace``, else the copy, whose
+    note says it copies ``copied``), ``out[idx] = rows`` on a NumPy copy, and on PyTorch index_copy_,
+    ``torch_more`` (by name) and ``data[idx] = rows``."""
+    data, idx, rows = inputs
     write = _scatter_rows(inplace)
+    column = idx + "2"           # the row ids as index tuples ([n, 1]) for scatter_nd
 
     def numpy(a):
-        out = a["cache"].copy()
-        out[a["pos"]] = a["rows"]
+        out = a[data].copy()
+        out[a[idx]] = a[rows]
         return out
 
     def index_put(a):
-        a["cache"][a["pos"]] = a["rows"]
-        return a["cache"]
-    return App("kv-cache-write" + ("" if inplace else " (copy)"), "KV-cache write",
-               f"{n} rows of [{KV_HEADS}, {HEAD_DIM}] float16 into a [{slots}, {KV_HEADS}, {HEAD_DIM}] cache "
-               f"({fmt_bytes(cache.nbytes)}), random slots",
-               {"cache": cache, "pos": pos, "rows": rows},
-               dml=lambda t: write(t["cache"], t["pos2"], t["rows"]),
-               dml_prepare=lambda t: {**t, "pos2": dmlgpu.tensor(pos[:, None], device=t["cache"].device)},
+        a[data][a[idx]] = a[rows]
+        return a[data]
+    return App(name + ("" if inplace else " (copy)"), family, sizes, inputs,
+               dml=lambda t: write(t[data], t[column], t[rows]),
+               dml_prepare=lambda t: {**t, column: dmlgpu.tensor(inputs[idx][:, None], device=t[data].device)},
                numpy=numpy,
-               torch={"index_copy_": lambda a: a["cache"].index_copy_(0, a["pos"], a["rows"]),
-                      "cache[pos] = rows": index_put},
-               mutates=("cache",),
-               note="" if inplace else "dmlgpu has no scatter_nd(out=) here: the call copies the cache")
+               torch={"index_copy_": lambda a: a[data].index_copy_(0, a[idx], a[rows]), **(torch_more or {}),
+                      f"{data}[{idx}] = {rows}": index_put},
+               mutates=(data,),
+               note="" if inplace else f"dmlgpu has no scatter_nd(out=) here: the call copies {copied}")
 
 
 def decode_loop(scale, rng, inplace: bool) -> App:
@@ -259,14 +280,10 @@ def moe_dispatch(scale, rng) -> App:
     x = random_rows(rng, (tokens, hidden), np.float16)
     order = np.argsort(rng.integers(0, 64, tokens * topk), kind="stable") // topk   # tokens by expert
     order = order.astype(np.int64)
-    return App("moe-dispatch", "MoE dispatch",
-               f"gather {order.size} rows of 8 KiB (float16 [{tokens}, {hidden}], top-{topk} of 64 experts) "
-               f"in routing order",
-               {"x": x, "order": order},
-               dml=lambda t: dmlgpu.gather(t["x"], t["order"]),
-               numpy=lambda a: np.take(a["x"], a["order"], axis=0),
-               torch={"index_select": lambda a: a["x"].index_select(0, a["order"]),
-                      "x[order]": lambda a: a["x"][a["order"]]})
+    return _row_gather("moe-dispatch", "MoE dispatch",
+                       f"gather {order.size} rows of 8 KiB (float16 [{tokens}, {hidden}], top-{topk} of 64 experts) "
+                       f"in routing order",
+                       {"x": x, "order": order})
 
 
 def moe_combine(scale, rng, inplace: bool) -> App:
@@ -274,28 +291,11 @@ def moe_combine(scale, rng, inplace: bool) -> App:
     y = normal_values(rng, (rows, hidden), np.float16)     # index_add_ onto zeros keeps their bits
     perm = rng.permutation(rows).astype(np.int64)
     out0 = np.zeros((rows, hidden), np.float16)
-    write = _scatter_rows(inplace)
-
-    def numpy(a):
-        out = a["out"].copy()
-        out[a["perm"]] = a["y"]
-        return out
-
-    def index_put(a):
-        a["out"][a["perm"]] = a["y"]
-        return a["out"]
-    return App("moe-combine" + ("" if inplace else " (copy)"), "MoE combine",
-               f"scatter {rows} rows of 8 KiB (float16) back to token order (a permutation)",
-               {"out": out0, "perm": perm, "y": y},
-               dml=lambda t: write(t["out"], t["perm2"], t["y"]),
-               dml_prepare=lambda t: {**t, "perm2": dmlgpu.tensor(perm[:, None], device=t["y"].device)},
-               numpy=numpy,
-               torch={"index_copy_": lambda a: a["out"].index_copy_(0, a["perm"], a["y"]),
-                      "index_add_ (onto zeros; timed calls accumulate)":
-                          lambda a: a["out"].index_add_(0, a["perm"], a["y"]),
-                      "out[perm] = y": index_put},
-               mutates=("out",),
-               note="" if inplace else "dmlgpu has no scatter_nd(out=) here: the call copies the output first")
+    return _row_write("moe-combine", "MoE combine",
+                      f"scatter {rows} rows of 8 KiB (float16) back to token order (a permutation)",
+                      {"out": out0, "perm": perm, "y": y}, inplace, "the output first",
+                      {"index_add_ (onto zeros; timed calls accumulate)":
+                       lambda a: a["out"].index_add_(0, a["perm"], a["y"])})
 
 
 GNN_WIDTH = 64      # float32: rows of 256 B
@@ -305,13 +305,8 @@ def gnn_gather(scale, rng) -> App:
     nodes, edges = _n(262144, scale, 16), _n(4 << 20, scale, 64)
     x = random_rows(rng, (nodes, GNN_WIDTH), np.float32)
     src = rng.integers(0, nodes, edges, dtype=np.int64)
-    return App("gnn-gather", "GNN message gather",
-               f"{edges} rows of 256 B (float32 x {GNN_WIDTH}) from {nodes} nodes",
-               {"x": x, "src": src},
-               dml=lambda t: dmlgpu.gather(t["x"], t["src"]),
-               numpy=lambda a: np.take(a["x"], a["src"], axis=0),
-               torch={"index_select": lambda a: a["x"].index_select(0, a["src"]),
-                      "x[src]": lambda a: a["x"][a["src"]]})
+    return _row_gather("gnn-gather", "GNN message gather",
+                       f"{edges} rows of 256 B (float32 x {GNN_WIDTH}) from {nodes} nodes", {"x": x, "src": src})
 
 
 def gnn_scatter_add(scale, rng) -> App:
@@ -377,13 +372,9 @@ def recommender(scale, rng) -> App:
     rows, width, n = _n(int(4.8 * 2**30) // 512, scale, 64), 128, _n(65536, scale, 8)
     table = random_rows(rng, (rows, width), np.float32)
     ids = zipf_ids(rng, n, rows)
-    return App("recommender", "recommender",
-               f"{n} Zipf(1.1) ids from [{rows}, {width}] float32 ({fmt_bytes(table.nbytes)}, 512 B rows)",
-               {"table": table, "ids": ids},
-               dml=lambda t: dmlgpu.gather(t["table"], t["ids"]),
-               numpy=lambda a: np.take(a["table"], a["ids"], axis=0),
-               torch={"F.embedding": lambda a: _torch_module("torch.nn.functional").embedding(a["ids"], a["table"]),
-                      "index_select": lambda a: a["table"].index_select(0, a["ids"])})
+    return _row_gather("recommender", "recommender",
+                       f"{n} Zipf(1.1) ids from [{rows}, {width}] float32 ({fmt_bytes(table.nbytes)}, 512 B rows)",
+                       {"table": table, "ids": ids}, embedding=True, indexing=False)
 
 
 # name -> builder(scale, rng, inplace)

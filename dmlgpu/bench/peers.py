@@ -175,21 +175,9 @@ class TorchPeer:
         samples = host_samples(once, iters, budget_s)
         eager = host_samples(lambda: table_d.index_select(0, idx_d), iters, budget_s)
         t.cuda.synchronize(dev)
-
-        def eager_sync():
-            table_d.index_select(0, idx_d)
-            t.cuda.synchronize(dev)
-
-        eager_sync()
-        eager_sync_s = host_samples(eager_sync, iters, budget_s)
-
-        def chain():
-            x = idx_d
-            for _ in range(ops):
-                x = perm_d.index_select(0, x)
-            t.cuda.synchronize(dev)
-
-        chain_s = latency.chain_runs(chain)
+        eager_sync_s, chain_s = self.synced_and_chained(lambda: table_d.index_select(0, idx_d),
+                                                        lambda x: perm_d.index_select(0, x), idx_d,
+                                                        iters, budget_s, ops)
         totals = []
         for _ in range(3):
             t.cuda.synchronize(dev)
@@ -201,7 +189,7 @@ class TorchPeer:
         graph_us = self.graph_replay_us(lambda: table_d.index_select(0, idx_d), iters, budget_s)
         return {"round_trip_us": median_us(samples), "amortized_us": median_us(totals),
                 "eager_call_us": median_us(eager), "eager_call_sync_us": median_us(eager_sync_s),
-                "recorded_call_us": graph_us, "chain_us": chain_s / ops * 1e6,
+                "recorded_call_us": graph_us, "chain_us": chain_s * 1e6,
                 "how": f"table.to('cuda').index_select(0, indices.to('cuda')).cpu(); eager and chained: "
                        f"index_select on CUDA tensors; amortized: {ops} index_selects, then synchronize; "
                        f"recorded: a CUDA graph of the index_select, replay() then synchronize"}
@@ -222,25 +210,32 @@ class TorchPeer:
         t.cuda.synchronize(dev)
         queued = host_samples(call, iters, budget_s)
         t.cuda.synchronize(dev)
+        synced, chain_s = self.synced_and_chained(call, lambda x: x.index_copy(0, r, u), d, iters, budget_s, ops)
+        return {"eager_call_us": median_us(queued), "eager_call_sync_us": median_us(synced),
+                "recorded_call_us": self.graph_replay_us(call, iters, budget_s), "chain_us": chain_s * 1e6,
+                "how": "data.index_copy(0, rows, updates) on CUDA tensors; recorded: a CUDA graph of it, replay() "
+                       "then synchronize"}
 
-        def call_sync():
+    def synced_and_chained(self, call, step, start, iters: int, budget_s: float, ops: int) -> tuple[list, float]:
+        """The host samples (seconds) of ``call()`` then a synchronize, after one such warm-up, and the seconds
+        per call of ``ops`` dependent calls (``x = step(x)`` from ``start``) then one synchronize (the median of
+        latency.chain_runs)."""
+        t, dev = self.torch, self.device
+
+        def synced():
             call()
             t.cuda.synchronize(dev)
 
-        call_sync()
-        synced = host_samples(call_sync, iters, budget_s)
+        synced()
+        samples = host_samples(synced, iters, budget_s)
 
         def chain():
-            x = d
+            x = start
             for _ in range(ops):
-                x = x.index_copy(0, r, u)
+                x = step(x)
             t.cuda.synchronize(dev)
 
-        chain_s = latency.chain_runs(chain)
-        return {"eager_call_us": median_us(queued), "eager_call_sync_us": median_us(synced),
-                "recorded_call_us": self.graph_replay_us(call, iters, budget_s), "chain_us": chain_s / ops * 1e6,
-                "how": "data.index_copy(0, rows, updates) on CUDA tensors; recorded: a CUDA graph of it, replay() "
-                       "then synchronize"}
+        return samples, latency.chain_runs(chain) / ops
 
     def graph_replay_us(self, fn, iters: int, budget_s: float) -> float | None:
         """Median microseconds of replaying a CUDA graph of ``fn()`` and synchronizing (PyTorch's submission

@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import os
+from typing import Callable
 
 import numpy as np
 
@@ -106,33 +107,32 @@ class Staging:
 
     def write(self, tensor, offset: int, src: np.ndarray) -> None:
         """Uploads ``src`` (flat uint8) into the device buffer ``tensor`` at byte ``offset``; waits."""
-        used = []
-        for i, pos in enumerate(range(0, src.size, CHUNK)):
-            slot = self.slot("up", i % 2, min(CHUNK, src.size))
-            used.append(slot)
-            n = min(CHUNK, src.size - pos)
+        def chunk(slot: Slot, pos: int, n: int) -> None:
             host_copy(slot.view[:n], src[pos:pos + n])
-            slot.seq.clear()
-            slot.seq.record(kp.OpMemoryBarrier([tensor], *BEFORE_COPY))
             slot.seq.record(kp.OpCopyRegion(slot.tensor, tensor, 0, offset + pos, n))
-            slot.seq.eval_async()
-            slot.busy = True
-        for slot in used:
-            slot.wait()
+        self._stream("up", tensor, src.size, chunk)
 
     def read(self, tensor, offset: int, out: np.ndarray) -> None:
         """Downloads ``out.size`` bytes of the device buffer ``tensor`` from byte ``offset`` into ``out``."""
-        used = []
-        for i, pos in enumerate(range(0, out.size, CHUNK)):
-            slot = self.slot("down", i % 2, min(CHUNK, out.size))
-            used.append(slot)
-            n = min(CHUNK, out.size - pos)
-            slot.seq.clear()
-            slot.seq.record(kp.OpMemoryBarrier([tensor], *BEFORE_COPY))
+        def chunk(slot: Slot, pos: int, n: int) -> None:
             slot.seq.record(kp.OpCopyRegion(tensor, slot.tensor, offset + pos, 0, n))
             slot.seq.record(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
+            slot.pending = (out[pos:pos + n], n)
+        self._stream("down", tensor, out.size, chunk)
+
+    def _stream(self, direction: str, tensor, nbytes: int, chunk: Callable[[Slot, int, int], None]) -> None:
+        """Moves ``nbytes`` between the device buffer ``tensor`` and the host ``CHUNK`` bytes at a time,
+        through the two slots of ``direction`` in turn, then waits: each chunk's Sequence starts with a barrier
+        on ``tensor`` (BEFORE_COPY); ``chunk(slot, pos, n)`` records the rest for bytes ``pos`` to ``pos + n``
+        (and does the host's part of an upload, or leaves a download's in ``slot.pending``)."""
+        used = []
+        for i, pos in enumerate(range(0, nbytes, CHUNK)):
+            slot = self.slot(direction, i % 2, min(CHUNK, nbytes))
+            used.append(slot)
+            slot.seq.clear()
+            slot.seq.record(kp.OpMemoryBarrier([tensor], *BEFORE_COPY))
+            chunk(slot, pos, min(CHUNK, nbytes - pos))
             slot.seq.eval_async()
             slot.busy = True
-            slot.pending = (out[pos:pos + n], n)
         for slot in used:
             slot.wait()

@@ -49,3 +49,25 @@ reveal_type(t.tolist())                                           # R: Any
 with dev.record() as rec2:
     rec2.download(t)
 reveal_type(rec2.host(t))                                         # R: numpy.ndarray
+
+# out=X gives X's type, whatever the operands (every signature: dmlgpu/signatures.py)
+view = dmlgpu.empty((2, 3), np.float32)
+reveal_type(dmlgpu.gather(table, ids, out=np.empty((2, 3), np.float32)))             # R: numpy.ndarray
+reveal_type(dmlgpu.gather_elements(t, np.zeros((4, 3), int), 0, out=t))               # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.gather_nd(table, [[0], [1]], batch_dims=0, out=view))              # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.gather_nd(table, [[0], [1]], 0, mode="raise"))                     # R: numpy.ndarray
+reveal_type(dmlgpu.gather_nd(table, dmlgpu.tensor(np.array([[0]]))))                  # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], reduction="max", include_self=False, out=t))  # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], order="tree", out=t, unique_indices=True))   # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(table, [[1]], table[:1], out=table))                    # R: numpy.ndarray
+reveal_type(dmlgpu.scatter_elements(table, [[0]], [[1.0]], axis=1, out=table))       # R: numpy.ndarray
+reveal_type(dmlgpu.scatter_elements(table, [[0]], [[1.0]], 1, reduction="mean"))      # R: numpy.ndarray
+reveal_type(dmlgpu.scatter_elements(table, dmlgpu.tensor(ids), [[1.0]], 1))           # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.zeros_like(table, device=dev))                                     # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.empty_like(t, np.float16))                                         # R: dmlgpu.tensor.Tensor
+dmlgpu.gather_nd(table, [[0]], axis=0)                                                # E: No overload variant
+dmlgpu.gather_elements(table, ids, batch_dims=0)                                      # E: No overload variant
+dmlgpu.scatter_nd(table, [[1]], table[:1], axis=0)                                    # E: No overload variant
+dmlgpu.scatter_elements(table, [[0]], [[1.0]], order="random")                        # E: No overload variant
+dmlgpu.scatter_nd(table, [[1]], table[:1], out=3)                                     # E: No overload variant
+dmlgpu.ones_like(table, dtype=np.int8, devise=0)                                      # E: Unexpected keyword argument
