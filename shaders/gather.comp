@@ -30,8 +30,21 @@
 #else
 #define MOVE_T UNIT_T
 #endif
+#if NARROW      // 1- and 2-byte units moved as such (storageBuffer8BitAccess / storageBuffer16BitAccess)
+#if UNIT == 1
+#extension GL_EXT_shader_8bit_storage : require
+#define NARROW_T uint8_t
+#else
+#extension GL_EXT_shader_16bit_storage : require
+#define NARROW_T uint16_t
+#endif
+layout(std430, binding = 2) restrict readonly buffer Data { NARROW_T DATA[]; };
+#else
 layout(std430, binding = 2) restrict readonly buffer Data { MOVE_T DATA[]; };
-#if VEC == 16
+#endif
+#if NARROW
+layout(std430, binding = 3) restrict writeonly buffer Dense { NARROW_T DENSE[]; };
+#elif VEC == 16
 layout(std430, binding = 3) restrict buffer Dense { uvec4 DENSE[]; };
 #elif VEC == 4
 layout(std430, binding = 3) restrict buffer Dense { uint DENSE[]; };
@@ -57,6 +70,8 @@ MOVE_T load_data(OFF_T off) {
 #else
     return (WordRef(a & ~uint64_t(3u)).v >> ((uint(a) & 3u) * 8u)) & UNIT_MASK;
 #endif
+#elif NARROW
+    return uint(DATA[off]);
 #else
     return LOAD_UNIT(DATA, off);
 #endif
@@ -153,6 +168,8 @@ void store_dense(OFF_T off, MOVE_T v) {
     atomicAnd(w.v, ~(UNIT_MASK << sh));
     atomicOr(w.v, v << sh);
 #endif
+#elif NARROW
+    DENSE[off] = NARROW_T(v);
 #else
     STORE_UNIT(DENSE, off, v);
 #endif
