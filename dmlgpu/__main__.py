@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def warmup(index: int | None = None) -> int:
     """``python -m dmlgpu warmup``: builds every kernel variant's pipeline on device ``index`` (default: the
     default device) and saves the device's pipeline cache, with a progress line on stderr."""
-    from . import kernels
+    from . import kernels, spirv
     from .bench.progress import Progress
     from .device import as_device
     from .runtime.pipelines import cache_file
@@ -76,7 +76,7 @@ def warmup(index: int | None = None) -> int:
     print(f"device {dev.info.index} ({dev.info.name}): the pipelines of {len(built)} kernel variants are built; "
           f"pipeline cache: {cache_file(dev.info)}")
     if skipped:
-        lacking = sorted(set().union(*(kernels.requirements(n).features for n in skipped)) - dev.features)
+        lacking = sorted(set().union(*(spirv.requirements(n).features for n in skipped)) - dev.features)
         print(f"skipped {len(skipped)} variants that need a feature or limit the device (profile "
               f"{dev.profile.name}) lacks{': ' + ', '.join(lacking) if lacking else ''}; dmlgpu never runs them there")
     return 0

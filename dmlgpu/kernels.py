@@ -10,10 +10,8 @@ here, so they are written once.
 """
 from __future__ import annotations
 
-import functools
-import importlib.resources
 import sys
-from typing import Any, NamedTuple
+
 
 WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
 # A device whose maxComputeWorkGroupInvocations is below WORKGROUP_SIZE (Vulkan requires 128) runs the twin of
@@ -55,8 +53,14 @@ def vec_sizes(unit: int) -> tuple:
     return (4,) if unit < 4 else (16,) if unit < 16 else ()
 
 
+# The device feature that the gather's NARROW variants (1- and 2-byte units loaded and stored as such) need,
+# by unit. They are SPIR-V 1.3 (TARGET_ENV vulkan1.1), where storage buffers are their own storage class: in
+# SPIR-V 1.0 an 8-bit store would need uniformAndStorageBuffer8BitAccess as well.
+NARROW_FEATURES = {1: "storageBuffer8BitAccess", 2: "storageBuffer16BitAccess"}
+
+
 def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None,
-            wide: bool = False, addr: bool = False, few: bool = False) -> str:
+            wide: bool = False, addr: bool = False, few: bool = False, narrow: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
     unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
     bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None).
@@ -64,12 +68,17 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     reached through device addresses). ``addr`` (gathers only): the variant for tensors held in several blocks
     whose map fits 32 bits (addressing.glsl's ADDR: 32-bit offsets, the same device addresses). The gather's
     ``wide`` and ``addr`` variants have the ``vec`` ones too. ``few``: a scatter pass for devices that bind at
-    most 4 storage buffers (scatter_claim.comp's and scatter_write.comp's FEW: the writes by output unit)."""
+    most 4 storage buffers (scatter_claim.comp's and scatter_write.comp's FEW: the writes by output unit).
+    ``narrow``: the one-unit gather of 1- or 2-byte units that loads and stores them as such (gather.comp's
+    NARROW: no sub-word atomics; needs NARROW_FEATURES[unit])."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8) and not (wide and addr)
     assert kernel == "gather" or not addr
     if few:
         assert kernel != "gather" and not vec and not wide
         return f"{kernel}_u{unit}_i{index_bytes * 8}_few"
+    if narrow:
+        assert kernel == "gather" and unit in NARROW_FEATURES and not (vec or wide or addr)
+        return f"gather_u{unit}_i{index_bytes * 8}_narrow"
     suffix = "_wide" if wide else "_addr" if addr else ""
     if vec:
         assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1)
@@ -279,6 +288,10 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 for k in (None, 1):
                     add(variant("gather", unit, index_bytes, vec, k), "gather.comp", UNIT=unit,
                         IDX64=index_bytes // 8, VEC=vec, **({"TUPLE_K": k} if k else {}))
+        if unit in NARROW_FEATURES:
+            for index_bytes in (4, 8):
+                add(variant("gather", unit, index_bytes, narrow=True), "gather.comp", UNIT=unit,
+                    IDX64=index_bytes // 8, NARROW=1, TARGET_ENV="vulkan1.1")
     # gathers and copies on tensors held in several blocks: ADDR (maps under 2^32 units) and WIDE, every path
     for unit in UNITS:
         for index_bytes in (4, 8):
@@ -370,78 +383,6 @@ def addr_variant(name: str) -> str:
 
 
 VARIANTS = _table()
-
-
-@functools.lru_cache(maxsize=None)
-def spirv(name: str) -> bytes:
-    """The SPIR-V of a variant; FileNotFoundError names the build step when it is missing."""
-    assert name in VARIANTS, f"{name} is no kernel variant (kernels.VARIANTS)"
-    path = importlib.resources.files(__package__) / "shaders" / f"{name}.spv"
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path} is missing: build dmlgpu with 'pip install .' or 'bash scripts/setup.sh' "
-                                f"(they compile the shaders)") from None
-
-
-# SPIR-V capabilities -> the Vulkan feature each needs (kp patch 0015's names); any other capability a
-# kernel declares is core Vulkan 1.0 (Shader, ...) or one dmlgpu never enables (Float64: "shaderFloat64")
-_CAPABILITY_FEATURES = {11: "shaderInt64", 22: "shaderInt16", 39: "shaderInt8", 12: "shaderBufferInt64Atomics",
-                        4433: "storageBuffer16BitAccess", 4448: "storageBuffer8BitAccess",
-                        5347: "bufferDeviceAddress", 10: "shaderFloat64"}
-
-
-class Requirements(NamedTuple):
-    """What a compiled variant asks of a device, read from its SPIR-V: ``invocations`` per workgroup (its
-    LocalSize), ``shared_bytes`` (its Workgroup variables), ``storage_buffers`` (its bindings: every binding of
-    dmlgpu's kernels is a storage buffer), ``push_constant_bytes`` (0: the parameters are a buffer), the
-    optional ``features`` its capabilities need, and ``bindings``: the buffers a launch binds, its highest
-    binding + 1 (a binding that the code does not use is not declared: the launch fills it all the same)."""
-
-    invocations: int
-    shared_bytes: int
-    storage_buffers: int
-    push_constant_bytes: int
-    features: frozenset
-    bindings: int
-
-
-@functools.lru_cache(maxsize=None)
-def requirements(name: str) -> Requirements:
-    """The Requirements of a variant (its SPIR-V, spirv(), parsed: the instructions that declare them)."""
-    words = memoryview(spirv(name)).cast("I")
-    assert words[0] == 0x07230203, f"{name}.spv is not SPIR-V"
-    ops: dict[int, list[Any]] = {}
-    at = 5
-    while at < len(words):
-        count, opcode = words[at] >> 16, words[at] & 0xFFFF
-        ops.setdefault(opcode, []).append(words[at + 1:at + count])
-        at += count
-    types = {op[0]: (code, op[1:]) for code in (20, 21, 22, 23, 28, 30, 32) for op in ops.get(code, ())}
-    constants = {op[1]: op[2] for op in ops.get(43, ())}        # OpConstant: type, id, value
-
-    def size(type_id: int) -> int:
-        code, rest = types[type_id]
-        if code == 20:                                           # OpTypeBool
-            return 4
-        if code in (21, 22):                                     # OpTypeInt, OpTypeFloat: width
-            return rest[0] // 8
-        if code == 23:                                           # OpTypeVector: component, count
-            return size(rest[0]) * rest[1]
-        if code == 28:                                           # OpTypeArray: element, length constant
-            return size(rest[0]) * constants[rest[1]]
-        return sum(size(member) for member in rest)              # OpTypeStruct
-
-    shared = 0
-    for result_type, _, storage, *_ in ops.get(59, ()):          # OpVariable
-        if storage == 4:                                         # Workgroup
-            shared += size(types[result_type][1][1])             # the pointer's pointee
-    pushed: int = sum(size(types[t][1][1]) for t, _, storage, *_ in ops.get(59, ()) if storage == 9)  # PushConstant
-    local = [op for op in ops.get(16, ()) if op[1] == 17]        # OpExecutionMode LocalSize x y z
-    bindings = [op[2] for op in ops.get(71, ()) if op[1] == 33]  # OpDecorate <id> Binding <n>
-    features = frozenset(_CAPABILITY_FEATURES[op[0]] for op in ops.get(17, ()) if op[0] in _CAPABILITY_FEATURES)
-    return Requirements(local[0][2] * local[0][3] * local[0][4], shared, len(bindings), pushed, features,
-                        max(bindings, default=-1) + 1)
 
 
 if __name__ == "__main__":     # the table for CMakeLists.txt: "stem source NAME=VALUE ..." per line

@@ -95,6 +95,14 @@ class _MapPlan(Plan):
         return self._wide_words[key]
 
 
+# On a GPU, a gather whose units each take their own index into a data dimension spanning at least this many
+# bytes reads one random sector per unit: one unit per invocation (more loads in flight) beats the VEC
+# variant there, for 1- and 2-byte units where they can be stored as such (NARROW). Below it (gather_elements
+# along a short last axis) and on CPU devices the VEC variant wins.
+SPREAD_UNITS = 1 << 16
+NARROW = -1           # GatherPlan.kernels' key of the NARROW variant (the others: their VEC bytes, 0 for none)
+
+
 class GatherPlan(_MapPlan):
     """dense (output) <- data (input) through ``index_map``. Tensors held in several blocks take the ADDR
     variants of the same kernels (the map fits 32 bits) or the WIDE ones (it does not): the same paths (VEC,
@@ -114,15 +122,27 @@ class GatherPlan(_MapPlan):
         self.tuple_k = len(self.map.tuple_dims) if self.vec and len(self.map.tuple_dims) == 1 else None
         self.kernels = {0: kernels.variant("gather", self.map.unit, self.index_bytes, 0, None),
                         self.vec: kernels.variant("gather", self.map.unit, self.index_bytes, self.vec, self.tuple_k)}
+        # units that each read their own random place (SPREAD_UNITS): one per invocation on GPUs; 1- and
+        # 2-byte ones only through NARROW, on devices with the feature it needs
+        self.spread = self.vec > 0 and self.map.indexed_spread() >= SPREAD_UNITS
+        self.unit_words: Any = self.map.params(self.signed) if self.spread else None
+        self.narrow_feature = kernels.NARROW_FEATURES.get(self.map.unit) if self.spread else None
+        if self.narrow_feature:
+            self.kernels[NARROW] = kernels.variant("gather", self.map.unit, self.index_bytes, narrow=True)
 
     def _rows(self, device: Device) -> bool:
         """Whole rows per iteration: on CPU devices, where the map allows."""
         return device.info.type == "CPU" and self.map.row_loop_ok()
 
-    def _words(self, device: Device) -> tuple[np.ndarray, int]:
-        """(the parameter words for this device, the bytes per iteration of their VEC variant, or 0)."""
-        if self.row_words is not None and device.info.type == "CPU":
-            return self.row_words, 0
+    def _words(self, device: Device, narrow_ok: bool = True) -> tuple[np.ndarray, int]:
+        """(the parameter words for this device, the bytes per iteration of their VEC variant, 0, or NARROW:
+        the NARROW variant's, where ``narrow_ok`` and the device has its feature)."""
+        if device.info.type == "CPU":
+            return (self.row_words, 0) if self.row_words is not None else (self.words, self.vec)
+        if self.spread and not self.narrow_feature:
+            return self.unit_words, 0
+        if self.spread and narrow_ok and self.narrow_feature in device.features:
+            return self.unit_words, NARROW
         return self.words, self.vec
 
     def _words_wide(self, device: Device) -> tuple[np.ndarray, int]:
@@ -142,7 +162,7 @@ class GatherPlan(_MapPlan):
             params, fresh = wide_params(device, words, indices, input, output, None)
             kernel = kernels.variant("gather", unit, ib, vec, self.tuple_k if vec else None, wide=True)
         else:
-            words, vec = self._words(device)
+            words, vec = self._words(device, narrow_ok=False)
             params, fresh = addr_params(device, words, indices, input, output, None)
             kernel = kernels.variant("gather", unit, ib, vec, self.tuple_k if vec else None, addr=True)
         return ([Dispatch(kernel, (params, indices, input, output), int(words[P_TOTAL]), wide=True)],
@@ -363,16 +383,9 @@ def make_plan(cls, *args) -> Plan:
     return cls(*args)
 
 
-# A gather whose units of 4 or 8 bytes each take their own index into a data dimension spanning at least this
-# many bytes reads one random sector per unit: one unit per invocation beats the VEC variant there (more loads
-# in flight); below it (e.g. gather_elements along a short last axis) the VEC variant's grouped loads win.
-SPREAD_UNITS = 1 << 16
-
-
 def vec_bytes(m: IndexMap) -> int:
-    """Bytes of the dense tensor per iteration of the VEC gather for an optimized map, or 0 (none fits, or
-    the map's units of 4 bytes or more each read their own random place: SPREAD_UNITS)."""
-    if not m.vec_ok() or m.unit >= 4 and m.indexed_spread() >= SPREAD_UNITS:
+    """Bytes of the dense tensor per iteration of the VEC gather for an optimized map, or 0 (none fits)."""
+    if not m.vec_ok():
         return 0
     return kernels.vec_sizes(m.unit)[0]
 

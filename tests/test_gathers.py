@@ -495,3 +495,49 @@ def test_vec_gathers_edges(device, op, shape, dtype, idx_shape, axis):
         assert got.buffer.canary_intact()
     finally:
         device.canary_words = before
+
+
+# ---------------------------------------------------------------- gathers of scattered single units (GPU paths)
+
+SPREAD_CASES = [  # (call, table dtype, table shape, kernel the GPU path takes, kernel without narrow storage)
+    ("gather", np.int8, (200_000,), "gather_u1_i64_narrow", "gather_vec4_k1_u1_i64"),
+    ("gather", np.float16, (1, 70_000), "gather_u2_i32_narrow", "gather_vec4_k1_u2_i32"),
+    ("gather", np.float32, (100_001, 1), "gather_u4_i64", "gather_u4_i64"),
+    ("gather_elements", np.float32, (300, 257), "gather_u4_i64", "gather_u4_i64"),
+    ("gather_elements", np.uint16, (300, 257), "gather_u2_i64_narrow", "gather_vec4_k1_u2_i64"),
+]
+
+
+@pytest.mark.parametrize("call, dtype, shape, kernel, fallback", SPREAD_CASES)
+@pytest.mark.parametrize("profile", ["full", "no-narrow-storage"])
+def test_spread_units_take_one_unit_per_invocation_on_gpus(call, dtype, shape, kernel, fallback, profile):
+    """On a GPU, a gather whose units each read their own place of a data dimension spanning SPREAD_UNITS
+    bytes or more moves one unit per invocation (1- and 2-byte units loaded and stored as such: NARROW, where
+    the device has the storage feature; else the VEC variant). lavapipe is shown to the plan as an integrated
+    GPU (same memory), so that these paths run and are checked here; as the CPU it is, it keeps the VEC ones."""
+    import dataclasses
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    x = random_data(rng, shape, dtype)
+    if call == "gather":
+        axis = int(np.argmax(shape))
+        n = shape[axis]
+        idx = rng.integers(-n, n, 5000).astype(np.int64 if kernel.endswith(("i64", "i64_narrow")) else np.int32)
+        want = np.take(x, idx, axis=axis)
+        run = lambda d: dmlgpu.gather(dmlgpu.tensor(x, device=d), idx, axis=axis)
+    else:
+        idx = rng.integers(-shape[0], shape[0], (301, shape[1])).astype(np.int64)
+        want = reference.gather_elements(x, idx, 0)
+        run = lambda d: dmlgpu.gather_elements(dmlgpu.tensor(x, device=d), idx, axis=0)
+    for as_gpu in (True, False):
+        d = dmlgpu.Device(profile=profile)
+        if as_gpu:
+            d.info = dataclasses.replace(d.info, type="integrated GPU")
+        with d.record() as rec:
+            got = run(d)
+        used = [w.kernel for k, w in rec._steps if k == "dispatch"]
+        expected = (kernel if profile == "full" else fallback) if as_gpu else None
+        if expected is not None:
+            assert used == [expected]
+        else:
+            assert not any(k.endswith("_narrow") for k in used) and used != ["gather_u4_i64"]
+        same_bytes(got.numpy(), want)

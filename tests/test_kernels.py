@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import dmlgpu
-from dmlgpu import index_map, kernels, plan, reduction
+from dmlgpu import index_map, kernels, plan, reduction, spirv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHADERS = ROOT / "shaders"
@@ -96,21 +96,22 @@ def test_variant_table_is_what_was_built():
 
 
 def test_requirements_read_from_the_spirv():
-    """kernels.requirements (read from the SPIR-V) agrees with the table: every variant's workgroup is its
-    geometry's, only WIDE/ADDR variants need optional features, the FEW scatter passes bind at most 4 storage
+    """spirv.requirements (read from the SPIR-V) agrees with the table: every variant's workgroup is its
+    geometry's, only WIDE/ADDR variants and the NARROW gathers (NARROW_FEATURES) need optional features, the FEW scatter passes bind at most 4 storage
     buffers, and MOST_* are what the most demanding variants need (the runtime checks no run below them)."""
     for name in kernels.VARIANTS:
-        need = kernels.requirements(name)
+        need = spirv.requirements(name)
         small = name.endswith(kernels.SMALL_SUFFIX)
         assert need.invocations == (kernels.SMALL_WORKGROUP if small else kernels.WORKGROUP_SIZE), name
         wide = "_wide" in name or "_addr" in name
-        assert need.features == (kernels.WIDE_FEATURES if wide else frozenset()), name
+        narrow = kernels.NARROW_FEATURES[int(name.split("_u")[1].split("_")[0])] if "_narrow" in name else None
+        assert need.features == (kernels.WIDE_FEATURES if wide else {narrow} if narrow else frozenset()), name
         assert need.push_constant_bytes == 0
         if "_few" in name:
             assert need.storage_buffers <= 4, name
-    assert max(kernels.requirements(n).storage_buffers for n in kernels.VARIANTS) == kernels.MOST_STORAGE_BUFFERS
-    assert max(kernels.requirements(n).shared_bytes for n in kernels.VARIANTS) == kernels.MOST_SHARED_BYTES
-    assert kernels.requirements(kernels.variant("scatter_write", 4, 4)).storage_buffers == kernels.SCATTER_BUFFERS
+    assert max(spirv.requirements(n).storage_buffers for n in kernels.VARIANTS) == kernels.MOST_STORAGE_BUFFERS
+    assert max(spirv.requirements(n).shared_bytes for n in kernels.VARIANTS) == kernels.MOST_SHARED_BYTES
+    assert spirv.requirements(kernels.variant("scatter_write", 4, 4)).storage_buffers == kernels.SCATTER_BUFFERS
 
 
 def test_variant_table_script_prints_the_table():

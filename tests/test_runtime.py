@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import calls, reference
+from dmlgpu import calls, reference, spirv
 from dmlgpu.runtime import memory, transfers
 from strategies import run_in_threads
 
@@ -223,7 +223,7 @@ def test_pipeline_cache_is_saved_and_loaded(tmp_path):
 @pytest.mark.parametrize("profile", ["full", "small-workgroups", "no-int64"])
 def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monkeypatch, profile):
     """After Device.warmup() a device's operations (gathers, scatters, reductions, 32- and 64-bit indices)
-    build no pipeline of their own: kernels.requirements() reads each variant's bindings and needs right, in
+    build no pipeline of their own: spirv.requirements() reads each variant's bindings and needs right, in
     the device's geometry; what the device cannot run is skipped."""
     from dmlgpu import kernels
     from dmlgpu.runtime import profiles
@@ -234,10 +234,10 @@ def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monk
     assert sorted(built + skipped) == sorted(n + dev.geometry.suffix for n in stems)
     assert bool(skipped) == (profile == "no-int64")
     for name in skipped:
-        need = kernels.requirements(name)
+        need = spirv.requirements(name)
         with pytest.raises(dmlgpu.DeviceError):
             profiles.check_limits(dev, name, need._replace(storage_buffers=max(need.storage_buffers, need.bindings)))
-    assert dev.memory_stats()["pipelines"] == len({kernels.spirv(n) for n in built})   # equal SPIR-V: shared
+    assert dev.memory_stats()["pipelines"] == len({spirv.load(n) for n in built})   # equal SPIR-V: shared
     assert list(tmp_path.glob("pipelines-*.bin"))
     before = dev.memory_stats()["pipelines"]
     rng = np.random.default_rng(0)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
-from .. import kernels
+from .. import kernels, spirv
 from ..errors import DeviceError
 from . import profiles, transfers
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
@@ -325,7 +325,7 @@ class Device(Runs, Scratch):
                 name = stem + self.geometry.suffix
                 if step is not None:
                     step(name)
-                need = kernels.requirements(name)
+                need = spirv.requirements(name)
                 try:
                     profiles.check_limits(self, name, need._replace(
                         storage_buffers=max(need.storage_buffers, need.bindings)))

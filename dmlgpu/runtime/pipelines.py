@@ -14,7 +14,7 @@ import pathlib
 import tempfile
 from typing import Any, NamedTuple, Sequence
 
-from .. import kernels
+from .. import kernels, spirv
 from .devices import kp
 
 
@@ -79,7 +79,7 @@ class Pipelines:
         bound = self._algorithms.pop(key, None)
         if bound is None:
             tensors = [b.tensor for b in blocks]
-            algo = self._mgr.algorithm(tensors, kernels.spirv(kernel + self._suffix), (groups, 1, 1), [], [])
+            algo = self._mgr.algorithm(tensors, spirv.load(kernel + self._suffix), (groups, 1, 1), [], [])
             bound = Bound(algo, kp.OpAlgoDispatch(algo))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
@@ -92,8 +92,8 @@ class Pipelines:
         """Builds the pipeline of the variant ``name`` (kept by the device and its pipeline cache) without
         binding buffers that matter: ``tensor`` (any kp buffer) fills every binding of a descriptor set that is
         dropped at once."""
-        count = kernels.requirements(name).bindings
-        self._mgr.algorithm([tensor] * count, kernels.spirv(name), (1, 1, 1), [], [])
+        count = spirv.requirements(name).bindings
+        self._mgr.algorithm([tensor] * count, spirv.load(name), (1, 1, 1), [], [])
 
     def forget(self, block) -> None:
         """Drops the algorithms that bind ``block`` (before it is destroyed)."""

@@ -111,7 +111,7 @@ def apply(info, profile: Profile):
 
 def check_limits(device, kernel: str, need) -> None:
     """DeviceError, naming the limit or feature and both sizes, unless the device (its profile's DeviceInfo
-    and enabled features) can run a kernel of these kernels.Requirements."""
+    and enabled features) can run a kernel of these spirv.Requirements."""
     info, problem = device.info, None
     for needed, limit, what in ((need.invocations, "maxComputeWorkGroupInvocations", "invocations per workgroup"),
                                 (need.shared_bytes, "maxComputeSharedMemorySize", "bytes of shared memory"),

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DeviceError
-from .. import kernels
+from .. import kernels, spirv
 from . import profiles, transfers
 from .buffer import Dispatch, _block_ids
 from .devices import kp
@@ -241,7 +241,7 @@ class Runs:
         for d in dispatches:
             if d.kernel not in self._admitted:
                 name = d.kernel + self.geometry.suffix
-                need = kernels.requirements(name)
+                need = spirv.requirements(name)
                 try:
                     profiles.check_limits(self, name, need._replace(
                         storage_buffers=max(need.storage_buffers, len(d.buffers))))
