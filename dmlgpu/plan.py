@@ -195,8 +195,11 @@ class ScatterPlan(_MapPlan):
     coincide or are disjoint (every other output stride a multiple of the row), each row claims its target
     row once (one claim word per row, ROWS variants), and a last pass clears the claims; at most
     kernels.WORKGROUP_SIZE such rows settle their claims in one workgroup that also writes them (SMALL: the
-    copy, then one dispatch). Tensors held in several blocks, or maps past 32 bits, take the WIDE
-    claim-and-write variants (claims per unit)."""
+    copy, then one dispatch). More rows, into an output of the input's packed layout: the claims, then one pass
+    over the output that copies the input or takes the claimed row's update (COPY: ``copy_words``), then the
+    clearing; updates that promise distinct targets (``unique``) take it too, else one pass after the copy
+    with no claims. Tensors held in several blocks, or maps past 32 bits, take the WIDE claim-and-write
+    variants (claims per unit)."""
 
     output_from_input = True
 
@@ -239,7 +242,8 @@ class ScatterPlan(_MapPlan):
         (then, for rows, the claims are cleared). The claim scratch is the device's (``take`` is not used)."""
         m = self.map
         wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
-        if self.unique and m.count and not wide:
+        fused = self.copy_words is not None and input is not output   # the rows' one-pass copy fits (below)
+        if self.unique and m.count and not wide and not fused:
             params, fresh = device._params(self.words)      # (the claims' words: UNIQUE reads the map's)
             return self.copy.then(device, input, output, [params] if fresh else [],
                                   Dispatch(kernels.unique_variant(m.unit, self.index_bytes),
@@ -280,7 +284,7 @@ class ScatterPlan(_MapPlan):
         else:
             rows = int(self.row_words[P_TOTAL])
             claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
-            if self.copy_words is not None and input is not output:     # the copy and the writes in one pass
+            if fused:                         # the copy and the writes in one pass (unique or not: fewer bytes)
                 copy, fresh = device._params(self.copy_words)
                 return [Dispatch(claim, (words[1], indices, output, updates, claims), rows),
                         Dispatch(kernels.copy_rows_variant(m.unit), (copy, input, output, updates, claims),
