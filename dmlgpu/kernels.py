@@ -115,11 +115,11 @@ def unique_variant(unit: int, index_bytes: int) -> str:
     return f"scatter_unique_u{unit}_i{index_bytes * 8}"
 
 
-def lines_variant(unit: int, index_bytes: int, copy: bool = False) -> str:
+def lines_variant(unit: int, index_bytes: int) -> str:
     """File stem of the one-pass SCATTER_ELEMENTS (shaders/scatter_lines.comp) for an element size (1-16
-    bytes) and an index width (4 or 8 bytes); ``copy``: the variant that also copies the input (COPY)."""
+    bytes) and an index width (4 or 8 bytes)."""
     assert unit in UNITS and index_bytes in (4, 8)
-    return f"scatter_lines_u{unit}_i{index_bytes * 8}" + ("_copy" if copy else "")
+    return f"scatter_lines_u{unit}_i{index_bytes * 8}"
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
@@ -281,9 +281,8 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             add(unique_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8, UNIQUE=1)
     for unit in UNITS:
         for index_bytes in (4, 8):
-            for copy in (False, True):
-                add(lines_variant(unit, index_bytes, copy), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,
-                    CLAIM_WORDS=LINE_CLAIM_WORDS, LINE_ITEMS=LINE_ITEMS, **({"COPY": 1} if copy else {}))
+            add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,
+                CLAIM_WORDS=LINE_CLAIM_WORDS, LINE_ITEMS=LINE_ITEMS)
         for vec in vec_sizes(unit):
             for index_bytes in (4, 8):
                 for k in (None, 1):

@@ -329,9 +329,7 @@ SPARSE_LINES = 16     # lines with fewer updates than 1/SPARSE_LINES of their le
 
 class ScatterLinesPlan(Plan):
     """SCATTER_ELEMENTS in one pass after the copy (shaders/scatter_lines.comp): a workgroup takes whole lines
-    along the axis, where alone updates can collide, and settles their claims in shared memory. Where the
-    lines cover an output of the input's packed layout, that pass copies the input too (COPY: one pass in all;
-    it binds SCATTER_BUFFERS buffers). Needs the
+    along the axis, where alone updates can collide, and settles their claims in shared memory. Needs the
     output's axis to have at most kernels.LINE_CLAIM_WORDS elements and a disjoint output layout
     (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines()."""
 
@@ -357,10 +355,6 @@ class ScatterLinesPlan(Plan):
         self.sparse = m * SPARSE_LINES < n
         self.groups = -(-lines.count // group)
         self.copy = CopyPlan(copy_map)
-        # lines that cover an output of the input's packed layout: the copy in the same pass (COPY)
-        covered = lines.count * n * lines.unit == self.copy.map.count * self.copy.map.unit
-        self.copy_kernel = kernels.lines_variant(lines.unit, index_dtype.itemsize, copy=True) \
-            if covered and self.copy.identity() else None
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
@@ -369,13 +363,9 @@ class ScatterLinesPlan(Plan):
             return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
                                             take=take)
         params, fresh = device._params(self.words)
-        count = self.groups * kernels.WORKGROUP_SIZE
-        if self.copy_kernel and input is not output and \
-                device.info.max_per_stage_storage_buffers >= kernels.SCATTER_BUFFERS:
-            return [Dispatch(self.copy_kernel, (params, indices, output, updates, input), count)], \
-                [params] if fresh else []
         return self.copy.then(device, input, output, [params] if fresh else [],
-                              Dispatch(self.kernel, (params, indices, output, updates), count))
+                              Dispatch(self.kernel, (params, indices, output, updates),
+                                       self.groups * kernels.WORKGROUP_SIZE))
 
 
 def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,

@@ -10,17 +10,11 @@
 // Parameters: index_map.glsl's words describe the lines (iteration over the dimensions but the axis: dense
 // = updates, data = output, index = indices offsets of a line's first update; P_TOTAL lines), then
 // P_LINE_* (below). Bindings as bindings.glsl: 2 output, 3 updates.
-// COPY: no copy before this pass; the lines cover the output, which has the input's packed layout (binding 4),
-// and after the claims each output element of the group's lines is written once: its claim's update, else the
-// input's element at the same offset.
 #extension GL_EXT_control_flow_attributes : require
 #include "units.glsl"
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
-#if COPY
-layout(std430, binding = 4) restrict readonly buffer Input { UNIT_T INPUT[]; };
-#endif
 #include "index_map.glsl"
 const uint P_LINE_M = P_END;             // updates per line (along the axis)
 const uint P_LINE_DENSE = P_END + 1u;    // updates stride along the axis
@@ -63,10 +57,8 @@ void main() {
                 item(first, j, m, l, a, p, target);
                 slot[k] = l * n + target;
                 claim[k] = a + 1u;
-#if !COPY
                 at[k] = p.data + target * P[P_LINE_DATA];
                 value[k] = LOAD_UNIT(DENSE, p.dense + a * P[P_LINE_DENSE]);
-#endif
                 atomicMax(s_claim[slot[k]], claim[k]);
             }
         }
@@ -77,18 +69,6 @@ void main() {
             atomicMax(s_claim[l * n + target], a + 1u);
         }
         barrier();
-#if COPY
-        for (uint j = t; j < here * n; j += WORKGROUP_SIZE) {      // every output element of the lines
-            uint l = j / n, q = j - l * n, won = s_claim[j];
-            Position p = locate(first + l);
-            uint to = p.data + q * P[P_LINE_DATA];
-            if (won != 0u) {
-                STORE_UNIT(DATA, to, LOAD_UNIT(DENSE, p.dense + (won - 1u) * P[P_LINE_DENSE]));
-            } else {
-                STORE_UNIT(DATA, to, LOAD_UNIT(INPUT, to));
-            }
-        }
-#else
         [[unroll]] for (uint k = 0u; k < LINE_ITEMS; ++k) {
             if (claim[k] != 0u && s_claim[slot[k]] == claim[k])
                 STORE_UNIT(DATA, at[k], value[k]);
@@ -100,7 +80,6 @@ void main() {
             if (s_claim[l * n + target] == a + 1u)
                 STORE_UNIT(DATA, p.data + target * P[P_LINE_DATA], LOAD_UNIT(DENSE, p.dense + a * P[P_LINE_DENSE]));
         }
-#endif
         barrier();                               // the claims are read before the next lines zero them
         if (lines - first <= step)
             break;                               // first + step would reach or pass lines (or wrap)
