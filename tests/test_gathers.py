@@ -23,6 +23,10 @@ def _all_in_range(idx, dims):
 
 @given(st.data())
 def test_fuzz_gather(device, data):
+    fuzz_gather(device, data)
+
+
+def fuzz_gather(device, data):
     shape = data.draw(shapes(), label="shape")
     rank = len(shape)
     axis = data.draw(st.integers(-rank, rank - 1), label="axis")
@@ -137,6 +141,10 @@ def test_fuzz_gather_empty(device, data):
 
 @given(st.data())
 def test_fuzz_gather_elements(device, data):
+    fuzz_gather_elements(device, data)
+
+
+def fuzz_gather_elements(device, data):
     x, idx, axis, mode, _ = data.draw(elements_case(), label="case")
     shape, idx_shape, dim = x.shape, idx.shape, x.shape[axis]
 
@@ -188,6 +196,10 @@ def nd_case(draw, max_rank=8, max_batch=None):
 
 @given(st.data())
 def test_fuzz_gather_nd(device, data):
+    fuzz_gather_nd(device, data)
+
+
+def fuzz_gather_nd(device, data):
     shape, b, idx_shape = data.draw(nd_case(), label="case")
     k = idx_shape[-1]
     dims = np.array(shape[b:b + k], dtype=np.int64)
@@ -506,6 +518,31 @@ SPREAD_CASES = [  # (call, table dtype, table shape, kernel the GPU path takes, 
     ("gather_elements", np.float32, (300, 257), "gather_u4_i64", "gather_u4_i64"),
     ("gather_elements", np.uint16, (300, 257), "gather_u2_i64_narrow", "gather_vec4_k1_u2_i64"),
 ]
+
+
+@pytest.fixture(scope="module")
+def gpu_like():
+    """A device whose plans take the GPU paths: lavapipe shown to them as an integrated GPU (same memory)."""
+    import dataclasses
+    d = dmlgpu.Device()
+    if d.info.type == "CPU":
+        d.info = dataclasses.replace(d.info, type="integrated GPU")
+    return d
+
+
+@given(st.data())
+@pytest.mark.parametrize("fuzz", [fuzz_gather, fuzz_gather_elements, fuzz_gather_nd])
+def test_fuzz_spread_paths(gpu_like, fuzz, data):
+    """The GPU's one-unit and NARROW gathers on every shape, layout, dtype and index kind of the fuzz tests:
+    plans made with SPREAD_UNITS = 1 (every map whose innermost units take their own index takes them)."""
+    from dmlgpu import plan
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plan, "SPREAD_UNITS", 1)
+        plan.make_plan.cache_clear()
+        try:
+            fuzz(gpu_like, data)
+        finally:
+            plan.make_plan.cache_clear()
 
 
 @pytest.mark.parametrize("call, dtype, shape, kernel, fallback", SPREAD_CASES)
