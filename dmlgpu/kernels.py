@@ -36,6 +36,8 @@ RADIX_BITS = 8                # bits sorted per pass; one invocation per digit: 
 RADIX_ITEMS = 16              # pairs per invocation in a tile of the histogram and scatter passes
 RADIX_SCAN_ITEMS = 16         # tile counts per invocation in a block of the scan passes
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
+CPU_LANES = 8                 # scatter_fold_cpu.comp (dmlgpu/reduction_cpu.py): invocations per workgroup that work
+CPU_CLEAR = "scatter_fold_cpu_clear"   # its FINISH pass that clears the counts only
 
 
 WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the WIDE variants need
@@ -305,18 +307,23 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             if op == "add" and elem_kind >= 2:       # float add: its "mean" twin (the fold only)
                 mean = mean_variant(name)
                 add(mean, "scatter_reduce.comp", **defines, MEAN=1)
+                add(mean + "_cpu_finish", "scatter_fold_cpu.comp", **defines, FINISH=1, MEAN=1)
                 if _has_values(mean):
                     add(fold_variant(mean, False, True), "scatter_reduce.comp", **defines, MEAN=1, VALUES=1)
                 if _has_blocks(mean):
                     add(fold_variant(mean, True, False), "scatter_reduce.comp", **defines, MEAN=1, FOLD_BLOCKS=1)
                     add(fold_variant(mean, True, True), "scatter_reduce.comp", **defines, MEAN=1, FOLD_BLOCKS=1,
                         VALUES=1)
+            for carried in (False, True) if _has_values(name) else (False,):   # CPU devices: no sort
+                add(name + ("_cpu_values" if carried else "_cpu"), "scatter_fold_cpu.comp", **defines,
+                    CPU_LANES=CPU_LANES, **({"VALUES": 1} if carried else {}))
             if _has_partials(name):
                 level0, up = partials_variants(name, False)
                 add(level0, "scatter_reduce.comp", **defines, PARTIALS=1)
                 add(up, "scatter_reduce.comp", **defines, PARTIALS=2)
                 if _has_values(name):
                     add(partials_variants(name, True)[0], "scatter_reduce.comp", **defines, PARTIALS=1, VALUES=1)
+    add(CPU_CLEAR, "scatter_fold_cpu.comp", ELEM_KIND=0, ELEM_BYTES=4, OP=0, FINISH=1)
     # a reduction's grouping: each update row's sort key, then the passes of the radix sort
     for index_bytes in (4, 8):
         for values in (0, 1, 2, 4):

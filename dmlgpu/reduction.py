@@ -80,6 +80,7 @@ from . import kernels
 from .errors import DeviceError
 from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
 from .plan import CopyPlan, Plan, needs_wide, wide_params
+from .reduction_cpu import CpuFold
 from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")   # layer 1: the descriptors' Reduction member (operators.py)
@@ -264,6 +265,8 @@ class ReducePlan(Plan):
                 self.level_words.append(words)
                 count = groups
         self._sorts: dict = {}
+        self.cpu = None if self.tree else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
+                                                     self.slice_count, last >> shift, shift, self.fold_words)
 
     def sort(self, geometry: kernels.Geometry) -> tuple[int, int, list]:
         """The radix sort's (tiles, blocks of counts, parameter words of each pass) in a variant set's
@@ -372,6 +375,11 @@ class ReducePlan(Plan):
                 out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
                                     int(self.full_words[P_TOTAL])))
             return out, uploads
+        if self.cpu is not None and not addr and self.cpu.usable(device):    # CPU devices: no sort
+            keys, rows = take(key_bytes), take(key_bytes)
+            out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows) +
+                                ((updates,) if self.values else ()), self.rows, barrier=not out))
+            return out + self.cpu.dispatches(device, params, keys, rows, output, updates), uploads
         if few:                                   # the keys, then the rows, in one buffer
             keys, rows = take(key_bytes), None
             out.append(Dispatch(kernels.few_variant(self.keys_kernel), (params(self.keys_words), indices, keys)
