@@ -36,6 +36,7 @@ COUNTED_KEYS_PER_ROW = 4              # with counts: keys (targets) per update r
 FOLD_BUFFERS = 6                      # scatter_fold_cpu.comp binds params, keys, output, updates, rows, counts
 P_SLICE, P_FOLD_SHIFT, P_FIRST, P_LAST, P_SPAN = range(P_END, P_END + 5)   # scatter_fold_cpu.comp's words
 COUNTS = "reduce_counts"              # the zeroed scratch's key (Device.zeroed)
+CPU_FOLD = True                       # False: CPU devices run the sorted plan too (tests of that plan)
 
 
 class CpuFold:
@@ -79,7 +80,7 @@ class CpuFold:
     def usable(self, device: Device) -> bool:
         """Whether ``device`` runs this fold (a CPU device binding FOLD_BUFFERS storage buffers, the counts in one
         block); the caller checks that the operands are in one block each."""
-        return (device.info.type == "CPU" and device.info.max_per_stage_storage_buffers >= FOLD_BUFFERS
+        return (CPU_FOLD and device.info.type == "CPU" and device.info.max_per_stage_storage_buffers >= FOLD_BUFFERS
                 and 4 * self.keys * self.slice_count <= device._whole_max)
 
     def dispatches(self, device: Device, params, keys: Buffer, rows: Buffer, output: Buffer,
