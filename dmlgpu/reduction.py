@@ -63,6 +63,12 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    strides 1, 2, 4, ... combine, at each run position p that is a multiple of 2 stride, the element p + stride
    of its run into p (each run's head found by binary search in the sorted keys), and a last pass writes
    each run head's value into its target. Operands held in several blocks: DeviceError (not supported).
+6. CPU devices (DeviceInfo.type "CPU": lavapipe) replace steps 2 and 3, for the default order, with a fold
+   without a sort (dmlgpu/reduction_cpu.py, shaders/scatter_fold_cpu.comp): a few invocations each own a
+   range of keys and go through the keys of step 1 in row-major order, folding their own rows into the output
+   (the same bits); include_self=False and "mean" count in zeroed scratch (Device.zeroed), left zero. Where
+   it does not apply (operands in several blocks, fewer storage buffers, too many keys to count), the steps
+   above run there too.
 
 Scratch comes from the device (Device._take) and goes back after the run: two key and two row arrays of n
 words, the sort's tile counts, and the levels' partials. Operands held in several blocks take the key and fold

@@ -1,24 +1,35 @@
-"""Scatter reductions on CPU devices (lavapipe), without a sort: reduction.py's ReducePlan takes this fold in
-place of its sort and fold where a CPU device runs it (see reduction.py's docstring, "Plan", step 3).
+"""Scatter reductions on CPU devices (lavapipe) without a sort: reduction.py's ReducePlan runs this fold in place
+of its sort and sorted fold on CPU devices (reduction.py's docstring, "Plan", step 6).
 
-Contract: the same bits as the sorted fold (each target's updates folded in row-major order, from the output's
+Contract: the bits of the sorted plan (each target's updates folded in row-major order, from the output's
 value or, with include_self=False, from its first update; "mean": that sum, then mean_of(sum, count)), since
-each target is folded by one invocation that goes through the rows in row-major order:
+each target (key and slice position) is folded by one invocation that goes through the rows in row-major order:
 
 1. keys: reduce_keys.comp, as the sorted plan's step 1 (each row's key and updates offset, or its value).
 2. fold (shaders/scatter_fold_cpu.comp): ``owners`` invocations per slice position each own a contiguous range
-   of ``span`` keys and go through the rows, in pieces of CPU_FOLD_PIECE rows (one dispatch each: llvmpipe ends
-   an invocation's loops after 65535 iterations in all; the output carries the fold between pieces), folding
-   the rows whose key they own into the output. include_self=False and "mean" count each target's rows in
-   zeroed scratch (one word per key and slice position, its owner's alone).
-3. with counts, a FINISH pass over the keys and slice positions: "mean" divides (reduction.py's MODE_MEAN), and
-   every count goes back to zero.
+   of ``span`` keys and go through the keys in row-major order, in pieces of CPU_FOLD_PIECE rows (one dispatch
+   each, after a barrier: llvmpipe ends an invocation's loops after 65535 iterations in all; the output
+   carries the fold from one piece to the next), folding the rows they own into the output. include_self=False
+   and "mean" count each target's rows in zeroed scratch (one word per key and slice position, its owner's).
+3. with counts, a FINISH pass over every key and slice position: "mean" divides (mean_of, once), and every
+   count goes back to zero.
 
-Every row is read by each of the ``owners * slice / CPU_LANES`` SIMD vectors (workgroups), so the plan keeps
-their number near the host's CPU count (CPU_THREADS: llvmpipe runs a thread per CPU): the result does not
-depend on it. The plan takes this fold when ``CpuFold.of`` gives one (32-bit offsets, no order="tree", no atomics;
-with counts, a key range of at most COUNTED_KEYS_PER_ROW keys per update row) and the device binds the fold's 6
-buffers with each operand in one block; otherwise the sorted plan runs.
+Every key is read by each of the ``owners * slice / CPU_LANES`` working SIMD vectors (one per workgroup), so
+the plan keeps their number near the host's CPU count (CPU_THREADS: llvmpipe runs a thread per CPU); the
+result does not depend on it. A plan has a CpuFold (``CpuFold.of``) unless it has order="tree", takes the atomics
+or counts more than COUNTED_KEYS_PER_ROW keys per update row; a device runs it where ``usable`` (a CPU device
+binding FOLD_BUFFERS storage buffers, the counts in one block) and every operand is in one block.
+
+Examples
+--------
+>>> import numpy as np
+>>> from dmlgpu.index_map import Layout
+>>> from dmlgpu.reduction import ReducePlan
+>>> n = 200_000                                 # float32 adds onto 1000 targets: 4 pieces of rows
+>>> plan = ReducePlan.elements("add", np.float32, np.int64, Layout.packed((1000,)), Layout.packed((n,)),
+...                            Layout.packed((n,)), 0)
+>>> plan.cpu.fold, len(plan.cpu.piece_words), plan.cpu.counted
+('scatter_reduce_f32_add_cpu_values', 4, False)
 """
 from __future__ import annotations
 
