@@ -37,7 +37,6 @@ RADIX_ITEMS = 16              # pairs per invocation in a tile of the histogram 
 RADIX_SCAN_ITEMS = 16         # tile counts per invocation in a block of the scan passes
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 CPU_LANES = 8                 # scatter_fold_cpu.comp (dmlgpu/reduction_cpu.py): invocations per workgroup that work
-CPU_CLEAR = "scatter_fold_cpu_clear"   # its FINISH pass that clears the counts only
 
 
 WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the WIDE variants need
@@ -114,8 +113,7 @@ def reduce_variant(kind: str, bits: int, op: str) -> str:
     assert (f"{kind}{bits}" in REDUCE_TYPES or NARROW_FLOATS.get(kind, (0, 0))[1] == bits) and op in REDUCE_OPS
     if kind in NARROW_FLOATS:
         return f"scatter_reduce_{kind if kind != 'bf' else 'bf16'}_{op}"
-    if kind == "i" and op in ("add", "mul"):
-        kind = "u"
+    kind = "u" if kind == "i" and op in ("add", "mul") else kind
     return f"scatter_reduce_{kind}{bits}_{op}"
 
 
@@ -130,8 +128,7 @@ def atomic_variant(kind: str, op: str, index_bytes: int, wide: bool = False) -> 
     """File stem of the 32-bit atomic scatter reduction (shaders/scatter_atomic.comp) for integers of ``kind``
     ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign.
     ``wide``: the large-tensor variant (see variant())."""
-    if kind == "i" and op == "add":
-        kind = "u"
+    kind = "u" if kind == "i" and op == "add" else kind
     if (kind, op) not in ATOMIC_REDUCTIONS:
         return None
     assert index_bytes in (4, 8)
@@ -158,10 +155,8 @@ def fold_variant(name: str, blocks: bool, values: bool) -> str:
     values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``."""
     if blocks and _has_blocks(name):
         name += "_blocks"
-    if values:
-        assert _has_values(name)
-        name += "_values"
-    return name
+    assert _has_values(name) or not values
+    return name + ("_values" if values else "")
 
 
 def has_tree(name: str) -> bool:
@@ -170,9 +165,8 @@ def has_tree(name: str) -> bool:
 
 
 def mean_variant(name: str) -> str:
-    """The variant of a float add scatter reduction kernel (reduce_variant) whose runs write their mean
-    (reduction "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl), a kernel of its own so that the
-    add kernel carries none of the division's code."""
+    """The variant of a float add scatter reduction kernel (reduce_variant) whose runs write their mean (reduction
+    "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl): a kernel of its own, so add's has no division."""
     assert name.startswith(("scatter_reduce_f", "scatter_reduce_bf")) and name.endswith("_add")
     return name + "_mean"
 
@@ -291,8 +285,10 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 continue
             defines = dict(ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8, OP=op_code)
             add(name, "scatter_reduce.comp", **defines)
+            add(name + "_cpu", "scatter_fold_cpu.comp", **defines, CPU_LANES=CPU_LANES)   # CPU devices: no sort
             if _has_values(name):
                 add(fold_variant(name, False, True), "scatter_reduce.comp", **defines, VALUES=1)
+                add(name + "_cpu_values", "scatter_fold_cpu.comp", **defines, CPU_LANES=CPU_LANES, VALUES=1)
             if _has_blocks(name):
                 add(fold_variant(name, True, False), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1)
                 add(fold_variant(name, True, True), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1, VALUES=1)
@@ -307,23 +303,19 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             if op == "add" and elem_kind >= 2:       # float add: its "mean" twin (the fold only)
                 mean = mean_variant(name)
                 add(mean, "scatter_reduce.comp", **defines, MEAN=1)
-                add(mean + "_cpu_finish", "scatter_fold_cpu.comp", **defines, FINISH=1, MEAN=1)
+                add(mean + "_cpu_finish", "scatter_fold_cpu.comp", **defines, FINISH=1)
                 if _has_values(mean):
                     add(fold_variant(mean, False, True), "scatter_reduce.comp", **defines, MEAN=1, VALUES=1)
                 if _has_blocks(mean):
                     add(fold_variant(mean, True, False), "scatter_reduce.comp", **defines, MEAN=1, FOLD_BLOCKS=1)
                     add(fold_variant(mean, True, True), "scatter_reduce.comp", **defines, MEAN=1, FOLD_BLOCKS=1,
                         VALUES=1)
-            for carried in (False, True) if _has_values(name) else (False,):   # CPU devices: no sort
-                add(name + ("_cpu_values" if carried else "_cpu"), "scatter_fold_cpu.comp", **defines,
-                    CPU_LANES=CPU_LANES, **({"VALUES": 1} if carried else {}))
             if _has_partials(name):
                 level0, up = partials_variants(name, False)
                 add(level0, "scatter_reduce.comp", **defines, PARTIALS=1)
                 add(up, "scatter_reduce.comp", **defines, PARTIALS=2)
                 if _has_values(name):
                     add(partials_variants(name, True)[0], "scatter_reduce.comp", **defines, PARTIALS=1, VALUES=1)
-    add(CPU_CLEAR, "scatter_fold_cpu.comp", ELEM_KIND=0, ELEM_BYTES=4, OP=0, FINISH=1)
     # a reduction's grouping: each update row's sort key, then the passes of the radix sort
     for index_bytes in (4, 8):
         for values in (0, 1, 2, 4):

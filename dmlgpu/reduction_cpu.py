@@ -57,7 +57,8 @@ class CpuFold:
     def __init__(self, kernel: str, values: bool, mean: bool, counted: bool, rows: int, slice_count: int,
                  keys: int, shift: int, fold_words: np.ndarray):
         self.fold = kernel + ("_cpu_values" if values else "_cpu")         # kernels.py's table names them so
-        self.finish = kernels.mean_variant(kernel) + "_cpu_finish" if mean else kernels.CPU_CLEAR
+        # the FINISH pass: its float add's, or float32's without MODE_MEAN (it clears the counts only)
+        self.finish = kernels.mean_variant(kernel if mean else "scatter_reduce_f32_add") + "_cpu_finish"
         self.counted, self.rows, self.slice_count, self.keys = counted, rows, slice_count, keys
         lanes = kernels.CPU_LANES
         owners = max(1, min(keys, -(-CPU_THREADS * lanes // slice_count)))

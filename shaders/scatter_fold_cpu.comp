@@ -6,20 +6,22 @@
 // the sequential left fold, whatever the scheduling. Its input is reduce_keys.comp's, unsorted:
 //   KEYS[j]  target offset >> P[P_FOLD_SHIFT] of update row j (row-major)
 //   ROWS[j]  its updates offset, or with VALUES (rows of one element of at most 4 bytes) the update itself
-// Invocation i (workgroup w, local invocation l < CPU_LANES: one SIMD vector of llvmpipe per workgroup, so that
-// the workgroups spread over its threads; the other local invocations do nothing) = w CPU_LANES + l, below
+// Invocation i = w CPU_LANES + l (workgroup w, local invocation l < CPU_LANES: one SIMD vector of llvmpipe per
+// workgroup, so that the workgroups spread over its threads; the other local invocations do nothing), below
 // P[P_TOTAL] = owners x slice: owner i / slice folds the keys [owner P[P_SPAN], (owner + 1) P[P_SPAN]) at slice
 // position i % slice (map_offsets(), tuple size 0: its offsets in the output, .data, and in an update row,
 // .dense). One dispatch goes through rows [P[P_FIRST], P[P_LAST]) (llvmpipe ends an invocation's loops after
-// 65535 iterations in all: the plan gives pieces of rows, each a dispatch after a barrier; the output carries
-// the fold from one piece to the next). A row is read once per SIMD vector (the same row in every lane); the
-// fold of a row runs in a loop of one iteration, not a branch, so that a vector none of whose lanes owns the
-// row skips it (llvmpipe runs both sides of a branch under a mask).
+// 65535 iterations in all, one counter for every loop: the plan gives pieces of rows, each a dispatch after
+// a barrier, and the output carries the fold from one piece to the next). By blocks of 32 rows: which of them
+// the invocation owns, as a mask of bits computed without a loop, then one loop iteration per row it owns, in
+// order (a block costs 2 iterations and one per row owned; llvmpipe runs both sides of a branch under a
+// mask, and a loop that no lane enters is skipped: the lanes of a vector fold their own rows side by side).
 // P[P_MODE]: MODE_EXCLUDE_SELF (include_self=False: a target's first row replaces its value) and MODE_MEAN
 // (float add, reduction "mean") count each target's rows in COUNTS[key * slice + position] (zeroed scratch,
-// its owner's alone); the FINISH variant then goes over every (key, position) once: a counted one becomes
-// mean_of(its sum, count + 1, or count with MODE_EXCLUDE_SELF) with MODE_MEAN, and its count goes back to 0.
-// Element type and operation: ELEM_KIND, ELEM_BYTES, OP (arith.glsl); FINISH without them: the counts only.
+// its owner's alone); the FINISH variant then goes over every (key, position) once: with MODE_MEAN a counted
+// one becomes mean_of(its sum, count + 1, or count with MODE_EXCLUDE_SELF), and every count goes back to 0
+// (the plan gives float32 add's FINISH variant, without MODE_MEAN, to other types: the counts only).
+// Element type and operation: ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
 #define UNIT ELEM_BYTES
 #define IDX64 0
 #include "units.glsl"
@@ -61,13 +63,13 @@ void process(uint i) {                // (key, slice position) i
     if (count == 0u)
         return;
     COUNTS[i] = 0u;
-#if defined(MEAN) && MEAN
-    uint slice = P[P_SLICE], key = i / slice;
-    uint target = (key << P[P_FOLD_SHIFT]) + map_offsets(i - key * slice).data;
-    count += (P[P_MODE] & MODE_EXCLUDE_SELF) != 0u ? 0u : 1u;
-    ELEM_T mean = mean_of(load_target(target), count);
-    STORE_UNIT(DATA, target, mean);
-#endif
+    if ((P[P_MODE] & MODE_MEAN) != 0u) {
+        uint slice = P[P_SLICE], key = i / slice;
+        uint target = (key << P[P_FOLD_SHIFT]) + map_offsets(i - key * slice).data;
+        count += (P[P_MODE] & MODE_EXCLUDE_SELF) != 0u ? 0u : 1u;
+        ELEM_T mean = mean_of(load_target(target), count);
+        STORE_UNIT(DATA, target, mean);
+    }
 }
 #include "grid_loop.glsl"
 #else
