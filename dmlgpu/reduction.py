@@ -228,6 +228,7 @@ class ReducePlan(Plan):
                               "integer ones (add, min, max over rows of fewer than 8 elements) run at that size; "
                               "split it into smaller ones")
         self.level_words, self.part_words = [], 2 if dtype.itemsize == 8 else 1   # words per element
+        self.cpu: CpuFold | None = None      # CPU devices' fold without a sort (step 6)
         if self.atomic is not None:
             return
         # keys: target offsets without the low bits that all of them have at zero

@@ -41,8 +41,20 @@ from . import kernels
 from .index_map import P_END, P_TOTAL
 from .runtime import Buffer, Device, Dispatch
 
-CPU_FOLD_PIECE = 57344   # rows per dispatch (a multiple of 32)
-CPU_THREADS = os.cpu_count() or 1     # llvmpipe's threads: the workgroups the fold aims at
+# rows per dispatch, a multiple of 32: a block of 32 rows costs an invocation at most 34 loop iterations
+CPU_FOLD_PIECE = 57344
+
+
+def _threads() -> int:
+    """llvmpipe's threads: LP_NUM_THREADS where set (0: none beside the caller's), else one per CPU it may use."""
+    try:
+        return max(1, int(os.environ["LP_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        affinity = getattr(os, "sched_getaffinity", None)
+        return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+CPU_THREADS = _threads()              # the workgroups that the fold aims at
 COUNTED_KEYS_PER_ROW = 4              # with counts: keys (targets) per update row at most, else the sorted plan
 FOLD_BUFFERS = 6                      # scatter_fold_cpu.comp binds params, keys, output, updates, rows, counts
 P_SLICE, P_FOLD_SHIFT, P_FIRST, P_LAST, P_SPAN = range(P_END, P_END + 5)   # scatter_fold_cpu.comp's words
