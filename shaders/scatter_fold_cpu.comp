@@ -81,7 +81,7 @@ ELEM_T update(uint j, uint dense) {
 #endif
 }
 
-// The owner's view of the run (constant over the dispatch)
+// This invocation's keys [g_lo, g_lo + g_span), slice position g_s and parameters (constant over the dispatch)
 uint g_lo, g_span, g_shift, g_slice, g_s;
 Offsets g_o;
 bool g_counted, g_exclude;
@@ -122,7 +122,7 @@ void main() {
     g_exclude = (P[P_MODE] & MODE_EXCLUDE_SELF) != 0u;
     uint last = P[P_LAST], j = P[P_FIRST];       // P[P_FIRST]: a multiple of 32
     // Blocks of 32 rows: which of them this invocation owns, as a mask (written out: no loop), then a loop over
-    // the rows owned, in order. The lanes of a vector own disjoint keys: they fold their rows side by side.
+    // the rows owned, in order. The lanes of a vector fold distinct targets: their rows side by side.
     for (; j + 32u <= last; j += 32u) {
         uint q = j >> 2u;
         uint m = OWNED(q) | OWNED(q + 1u) | OWNED(q + 2u) | OWNED(q + 3u) |
