@@ -35,6 +35,7 @@ RADIX_BITS = 8                # bits sorted per pass; one invocation per digit: 
 RADIX_ITEMS = 16              # pairs per invocation in a tile of the histogram and scatter passes
 RADIX_SCAN_ITEMS = 16         # tile counts per invocation in a block of the scan passes
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
+CPU_LANES = 8                 # scatter_fold_cpu.comp (dmlgpu/reduction_cpu.py): invocations per workgroup that work
 
 
 WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the WIDE variants need
@@ -129,8 +130,7 @@ def reduce_variant(kind: str, bits: int, op: str) -> str:
     assert (f"{kind}{bits}" in REDUCE_TYPES or NARROW_FLOATS.get(kind, (0, 0))[1] == bits) and op in REDUCE_OPS
     if kind in NARROW_FLOATS:
         return f"scatter_reduce_{kind if kind != 'bf' else 'bf16'}_{op}"
-    if kind == "i" and op in ("add", "mul"):
-        kind = "u"
+    kind = "u" if kind == "i" and op in ("add", "mul") else kind
     return f"scatter_reduce_{kind}{bits}_{op}"
 
 
@@ -145,8 +145,7 @@ def atomic_variant(kind: str, op: str, index_bytes: int, wide: bool = False) -> 
     """File stem of the 32-bit atomic scatter reduction (shaders/scatter_atomic.comp) for integers of ``kind``
     ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign.
     ``wide``: the large-tensor variant (see variant())."""
-    if kind == "i" and op == "add":
-        kind = "u"
+    kind = "u" if kind == "i" and op == "add" else kind
     if (kind, op) not in ATOMIC_REDUCTIONS:
         return None
     assert index_bytes in (4, 8)
@@ -173,10 +172,8 @@ def fold_variant(name: str, blocks: bool, values: bool) -> str:
     values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``."""
     if blocks and _has_blocks(name):
         name += "_blocks"
-    if values:
-        assert _has_values(name)
-        name += "_values"
-    return name
+    assert _has_values(name) or not values
+    return name + ("_values" if values else "")
 
 
 def has_tree(name: str) -> bool:
@@ -185,9 +182,8 @@ def has_tree(name: str) -> bool:
 
 
 def mean_variant(name: str) -> str:
-    """The variant of a float add scatter reduction kernel (reduce_variant) whose runs write their mean
-    (reduction "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl), a kernel of its own so that the
-    add kernel carries none of the division's code."""
+    """The variant of a float add scatter reduction kernel (reduce_variant) whose runs write their mean (reduction
+    "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl): a kernel of its own, so add's has no division."""
     assert name.startswith(("scatter_reduce_f", "scatter_reduce_bf")) and name.endswith("_add")
     return name + "_mean"
 
@@ -312,8 +308,10 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 continue
             defines = dict(ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8, OP=op_code)
             add(name, "scatter_reduce.comp", **defines)
+            add(name + "_cpu", "scatter_fold_cpu.comp", **defines, CPU_LANES=CPU_LANES)   # CPU devices: no sort
             if _has_values(name):
                 add(fold_variant(name, False, True), "scatter_reduce.comp", **defines, VALUES=1)
+                add(name + "_cpu_values", "scatter_fold_cpu.comp", **defines, CPU_LANES=CPU_LANES, VALUES=1)
             if _has_blocks(name):
                 add(fold_variant(name, True, False), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1)
                 add(fold_variant(name, True, True), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1, VALUES=1)
@@ -328,6 +326,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             if op == "add" and elem_kind >= 2:       # float add: its "mean" twin (the fold only)
                 mean = mean_variant(name)
                 add(mean, "scatter_reduce.comp", **defines, MEAN=1)
+                add(mean + "_cpu_finish", "scatter_fold_cpu.comp", **defines, FINISH=1)
                 if _has_values(mean):
                     add(fold_variant(mean, False, True), "scatter_reduce.comp", **defines, MEAN=1, VALUES=1)
                 if _has_blocks(mean):

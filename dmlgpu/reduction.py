@@ -63,6 +63,12 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    strides 1, 2, 4, ... combine, at each run position p that is a multiple of 2 stride, the element p + stride
    of its run into p (each run's head found by binary search in the sorted keys), and a last pass writes
    each run head's value into its target. Operands held in several blocks: DeviceError (not supported).
+6. CPU devices (DeviceInfo.type "CPU": lavapipe) replace steps 2 and 3, for the default order, with a fold
+   without a sort (dmlgpu/reduction_cpu.py, shaders/scatter_fold_cpu.comp): a few invocations each own a
+   range of keys and go through the keys of step 1 in row-major order, folding their own rows into the output
+   (the same bits); include_self=False and "mean" count in zeroed scratch (Device.zeroed), left zero. Where
+   it does not apply (operands in several blocks, fewer storage buffers, too many keys to count), the steps
+   above run there too.
 
 Scratch comes from the device (Device._take) and goes back after the run: two key and two row arrays of n
 words, the sort's tile counts, and the levels' partials. Operands held in several blocks take the key and fold
@@ -80,6 +86,7 @@ from . import kernels
 from .errors import DeviceError
 from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
 from .plan import CopyPlan, Plan, needs_wide, wide_params
+from .reduction_cpu import CpuFold
 from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")   # layer 1: the descriptors' Reduction member (operators.py)
@@ -221,6 +228,7 @@ class ReducePlan(Plan):
                               "integer ones (add, min, max over rows of fewer than 8 elements) run at that size; "
                               "split it into smaller ones")
         self.level_words, self.part_words = [], 2 if dtype.itemsize == 8 else 1   # words per element
+        self.cpu: CpuFold | None = None      # CPU devices' fold without a sort (step 6)
         if self.atomic is not None:
             return
         # keys: target offsets without the low bits that all of them have at zero
@@ -264,6 +272,8 @@ class ReducePlan(Plan):
                 self.level_words.append(words)
                 count = groups
         self._sorts: dict = {}
+        self.cpu = None if self.tree else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
+                                                     self.slice_count, last >> shift, shift, self.fold_words)
 
     def sort(self, geometry: kernels.Geometry) -> tuple[int, int, list]:
         """The radix sort's (tiles, blocks of counts, parameter words of each pass) in a variant set's
@@ -372,6 +382,11 @@ class ReducePlan(Plan):
                 out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
                                     int(self.full_words[P_TOTAL])))
             return out, uploads
+        if self.cpu is not None and not addr and self.cpu.usable(device):    # CPU devices: no sort
+            keys, rows = take(key_bytes), take(key_bytes)
+            out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows) +
+                                ((updates,) if self.values else ()), self.rows, barrier=not out))
+            return out + self.cpu.dispatches(device, params, keys, rows, output, updates), uploads
         if few:                                   # the keys, then the rows, in one buffer
             keys, rows = take(key_bytes), None
             out.append(Dispatch(kernels.few_variant(self.keys_kernel), (params(self.keys_words), indices, keys)

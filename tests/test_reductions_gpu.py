@@ -1,7 +1,8 @@
 """Scatter reductions grouped on the GPU (dmlgpu/reduction.py): the radix sort's passes (0 to 4 of them:
 target counts 1, 2, 2^k +- 1, more than 2^24), partial chunks, tiles and scan chunks, skewed
 distributions, every dtype (sort and atomics paths), row slices, and no host round trip in layers 1
-and 2 (the indices are never downloaded). Results are compared bit for bit with a sequential reference."""
+and 2 (the indices are never downloaded). Results are compared bit for bit with a sequential reference. CPU devices
+run the sorted plan here too (reduction_cpu.CPU_FOLD off): their sort-free fold has tests/test_reductions_cpu.py."""
 import zlib
 
 import ml_dtypes
@@ -9,13 +10,20 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import DataType, TensorDesc, kernels, reference
+from dmlgpu import DataType, TensorDesc, kernels, reduction_cpu, reference
 from dmlgpu.index_map import Layout
 from dmlgpu.reduction import P_ROWS, ReducePlan
 
 from test_reductions import ARITH_DTYPES, REDUCTIONS, same, values
 
 TILE = kernels.FULL_GEOMETRY.radix_tile
+
+
+@pytest.fixture(autouse=True)
+def sorted_plan(monkeypatch):
+    """The sorted plan on every device (CPU devices fold without a sort by default: reduction_cpu.py)."""
+    monkeypatch.setattr(reduction_cpu, "CPU_FOLD", False)
+    dmlgpu.default_device().templates.clear()
 
 
 def sequential(data, targets, updates, reduction, include_self=True):

@@ -10,13 +10,15 @@ Until issue 19 the wall column timed the call alone: since eager calls on Tensor
 waiting for the GPU (a call with 30 ms of GPU time showed 0.2 ms).
 
 Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
-                                         [--dist uniform,zipf,one] [--repeat 5]
+                                         [--dist uniform,zipf,one] [--repeat 5] [--sorted]
 --width W > 1 scatters rows: scatter_nd of (updates) rows of W elements onto a [targets, W] table.
 --dtype takes NumPy's names and ml_dtypes' (bfloat16, float8_e4m3fn, float8_e5m2: no torch peer for those).
 "mean" runs on float dtypes only; "add (no self)" is include_self=False; "add (tree)" is order="tree" (float
 dtypes; its torch peers are add's).
 Distributions of the targets: uniform; zipf (Zipf-like, exponent 1.1: a few targets take most updates);
 one (every update onto target 0).
+--sorted: CPU devices run the sorted plan (reduction_cpu.CPU_FOLD off), the one they ran before their fold
+without a sort (the same bits): the two side by side in one tree.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import time
 import numpy as np
 
 import dmlgpu
+from dmlgpu import reduction_cpu
 
 REDUCTIONS = ("none", "add", "mul", "min", "max", "mean", "add (no self)", "add (tree)")
 TORCH_REDUCE = {"add": "sum", "mul": "prod", "min": "amin", "max": "amax", "mean": "mean", "add (no self)": "sum"}
@@ -137,13 +140,17 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="float32,int32")
     ap.add_argument("--dist", default="uniform,zipf,one")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--sorted", action="store_true", help="CPU devices: the sorted plan, not the sort-free fold")
     args = ap.parse_args(argv)
+    if args.sorted:                 # (for the rest of the process)
+        reduction_cpu.CPU_FOLD = False
     n, m, w = count(args.updates), count(args.targets), args.width
     dev = dmlgpu.default_device()
     peer = torch_peer()
     rng = np.random.default_rng(0)
     print(f"{dev.info.name}: {n} update rows of {w} onto {m} targets, device Tensors, median wall time of "
-          f"{args.repeat} calls" + ("" if peer else " (no torch with CUDA: no peer)"))
+          f"{args.repeat} calls" + ("" if peer else " (no torch with CUDA: no peer)") +
+          (", the sorted plan on CPU devices" if args.sorted else ""))
     print("wall: call + synchronize, median; GPU: Vulkan timestamps of the recorded call, first to last (one after "
           "every command, their cost included); torch: call + torch.cuda.synchronize(), median")
     print(f"{'dtype':8} {'dist':8} {'reduction':13} {'wall':>10} {'GPU':>10} {'vs none':>8}  torch (wall)")
