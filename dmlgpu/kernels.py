@@ -257,7 +257,8 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
     for kernel in KERNELS:
         for unit in UNITS:
             for index_bytes in (4, 8):
-                add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8)
+                add(variant(kernel, unit, index_bytes), f"{kernel}.comp", UNIT=unit, IDX64=index_bytes // 8,
+                    **({"PARAMS_UNIFORM": 1} if kernel == "gather" else {}))
                 add(variant(kernel, unit, index_bytes, wide=True), f"{kernel}.comp", UNIT=unit,
                     IDX64=index_bytes // 8, WIDE=1)
                 if kernel != "gather":
@@ -283,11 +284,11 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             for index_bytes in (4, 8):
                 for k in (None, 1):
                     add(variant("gather", unit, index_bytes, vec, k), "gather.comp", UNIT=unit,
-                        IDX64=index_bytes // 8, VEC=vec, **({"TUPLE_K": k} if k else {}))
+                        IDX64=index_bytes // 8, VEC=vec, PARAMS_UNIFORM=1, **({"TUPLE_K": k} if k else {}))
         if unit in NARROW_FEATURES:
             for index_bytes in (4, 8):
                 add(variant("gather", unit, index_bytes, narrow=True), "gather.comp", UNIT=unit,
-                    IDX64=index_bytes // 8, NARROW=1, TARGET_ENV="vulkan1.1")
+                    IDX64=index_bytes // 8, NARROW=1, PARAMS_UNIFORM=1, TARGET_ENV="vulkan1.1")
     # gathers and copies on tensors held in several blocks: ADDR (maps under 2^32 units) and WIDE, every path
     for unit in UNITS:
         for index_bytes in (4, 8):

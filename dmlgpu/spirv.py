@@ -30,10 +30,12 @@ _CAPABILITY_FEATURES = {11: "shaderInt64", 22: "shaderInt16", 39: "shaderInt8", 
 
 class Requirements(NamedTuple):
     """What a compiled variant asks of a device, read from its SPIR-V: ``invocations`` per workgroup (its
-    LocalSize), ``shared_bytes`` (its Workgroup variables), ``storage_buffers`` (its bindings: every binding of
-    dmlgpu's kernels is a storage buffer), ``push_constant_bytes`` (0: the parameters are a buffer), the
-    optional ``features`` its capabilities need, and ``bindings``: the buffers a launch binds, its highest
-    binding + 1 (a binding that the code does not use is not declared: the launch fills it all the same)."""
+    LocalSize), ``shared_bytes`` (its Workgroup variables), ``storage_buffers`` (its bindings but the uniform
+    buffers), ``push_constant_bytes`` (0: the parameters are a buffer), the optional ``features`` its
+    capabilities need, ``bindings``: the buffers a launch binds, its highest binding + 1 (a binding that the
+    code does not use is not declared: the launch fills it all the same), and ``uniform_buffers``: its
+    bindings that are uniform buffers (a Block-decorated struct of the Uniform storage class: the gathers'
+    parameters, bindings.glsl's PARAMS_UNIFORM; kp patch 0020 binds them so)."""
 
     invocations: int
     shared_bytes: int
@@ -41,6 +43,7 @@ class Requirements(NamedTuple):
     push_constant_bytes: int
     features: frozenset
     bindings: int
+    uniform_buffers: frozenset = frozenset()
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,7 +78,10 @@ def requirements(name: str) -> Requirements:
             shared += size(types[result_type][1][1])             # the pointer's pointee
     pushed: int = sum(size(types[t][1][1]) for t, _, storage, *_ in ops.get(59, ()) if storage == 9)  # PushConstant
     local = [op for op in ops.get(16, ()) if op[1] == 17]        # OpExecutionMode LocalSize x y z
-    bindings = [op[2] for op in ops.get(71, ()) if op[1] == 33]  # OpDecorate <id> Binding <n>
+    bound = {op[0]: op[2] for op in ops.get(71, ()) if op[1] == 33}   # OpDecorate <id> Binding <n>
+    blocks = {op[0] for op in ops.get(71, ()) if op[1] == 2}          # OpDecorate <id> Block
+    uniform = frozenset(bound[v] for t, v, storage, *_ in ops.get(59, ())   # OpVariable of the Uniform class
+                        if storage == 2 and v in bound and types[t][1][1] in blocks)
     features = frozenset(_CAPABILITY_FEATURES[op[0]] for op in ops.get(17, ()) if op[0] in _CAPABILITY_FEATURES)
-    return Requirements(local[0][2] * local[0][3] * local[0][4], shared, len(bindings), pushed, features,
-                        max(bindings, default=-1) + 1)
+    return Requirements(local[0][2] * local[0][3] * local[0][4], shared, len(bound) - len(uniform), pushed,
+                        features, max(bound.values(), default=-1) + 1, uniform)

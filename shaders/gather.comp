@@ -124,7 +124,7 @@ void store_group(OFF_T w, uvec4 v, uint n) {
 
 void process(OFF_T w) {
     OFF_T first = w * PER;
-    uint n = uint(min(OFF_T(PER), P[P_UNITS] - first));
+    uint n = uint(min(OFF_T(PER), PW(P_UNITS) - first));
     Position p = locate(first);
     OFF_T offset[PER];               // the units' data offsets first (their index loads), then their loads
     [[unroll]] for (uint j = 0u; j < PER; ++j) {
@@ -181,8 +181,8 @@ void store_dense(OFF_T off, MOVE_T v) {
 
 void process(OFF_T i) {
 #if UNIT >= 4
-    if ((P[P_FLAGS] & FLAG_ROWS) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
-        uint n = uint(P[P_SHAPE + uint(P[P_RANK]) - 1u]);
+    if ((PW(P_FLAGS) & FLAG_ROWS) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
+        uint n = uint(PW(P_SHAPE + uint(PW(P_RANK)) - 1u));
         Offsets o = map_offsets(i * n);
 #if ADDRESSED
         uint data_b = block_log2(SLOT_DATA), dense_b = block_log2(SLOT_DENSE);

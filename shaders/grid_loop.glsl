@@ -1,6 +1,6 @@
 // main(): a grid-stride loop over the P_TOTAL iterations, calling process(i) once for each.
 void main() {
-    OFF_T total = P[P_TOTAL];
+    OFF_T total = PW(P_TOTAL);
     OFF_T step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (OFF_T i = gl_GlobalInvocationID.x; i < total;) {
         process(i);

@@ -7,7 +7,7 @@
 // the "data" tensor is the one addressed through the indices (gather: input; scatter: output).
 // All offsets are in units of UNIT bytes; index offsets in index elements.
 //
-// Needs: IDX64 (0/1), WIDE (0/1: units.glsl), and the buffers P[] (params: uint64_t[] when WIDE, else uint[])
+// Needs: IDX64 (0/1), WIDE (0/1: units.glsl), and the parameter words PW(i) (bindings.glsl: uint64_t when WIDE, else uint)
 // and IDX[] (indices: uvec2[] when IDX64, else uint[]; reached through its block addresses when WIDE).
 
 #include "addressing.glsl"  // OFF_T: offsets and iteration numbers (uint64_t in WIDE variants)
@@ -27,6 +27,10 @@ const uint P_TDATA = 48u;   // [8] data-tensor stride of that dimension
 const uint P_MAGIC = 56u;   // [8] magic multiplier of iteration size d (sizes are >= 2 after folding) ...
 const uint P_SHIFT = 64u;   // [8] ... and its shift l = ceil(log2(size)): see divide()
 const uint P_END = 72u;     // kernels with parameters of their own put them from here on
+#if PARAMS_UNIFORM          // (bindings.glsl) the P_END words in a uniform buffer, std140: 4 to a uvec4
+layout(std140, binding = 0) uniform Params { uvec4 P4[P_END / 4u]; };
+#define PW(i) P4[(i) >> 2u][(i) & 3u]
+#endif
 const uint P_BLOCKS = P_END; // WIDE: the tensors' block lists, 64-bit words (see address())
 const uint P_ADDR = P_END + 8u; // ADDR: the same as pairs of 32-bit words (little-endian), after the reduction
                                 // kernels' own words (dmlgpu/reduction.py's EXTRA_WORDS)
@@ -46,7 +50,7 @@ uint divide(uint i, uint m, uint l) {
 #if WIDE
 #define BLOCK_HEAD P_BLOCKS                // entries are P's own 64-bit words
 uint64_t block_entry(uint64_t e) {
-    return P[uint(e)];
+    return PW(uint(e));
 }
 #elif defined(WIDE_LISTS)
 // WIDE_LISTS (gather.comp's ADDR variants): the block lists laid out as in the WIDE variants, from 64-bit word
@@ -55,13 +59,13 @@ uint64_t block_entry(uint64_t e) {
 #define BLOCK_HEAD (P_ADDR / 2u)
 uint64_t block_entry(uint64_t e) {
     uint k = 2u * uint(e);
-    return uint64_t(P[k]) | (uint64_t(P[k + 1u]) << 32u);
+    return uint64_t(PW(k)) | (uint64_t(PW(k + 1u)) << 32u);
 }
 #else
 #define BLOCK_HEAD 0u                      // entries are pairs of P's words from P_ADDR
 uint64_t block_entry(uint64_t e) {
     uint k = P_ADDR + 2u * uint(e);
-    return uint64_t(P[k]) | (uint64_t(P[k + 1u]) << 32u);
+    return uint64_t(PW(k)) | (uint64_t(PW(k + 1u)) << 32u);
 }
 #endif
 
@@ -116,9 +120,9 @@ uint64_t raw_index(OFF_T pos) {
 
 // i / size of iteration dimension d: 32-bit (as below) while both fit, else a 64-bit division.
 uint64_t divide_dim(uint64_t i, uint d) {
-    uint64_t n = P[P_SHAPE + d];
-    if ((i >> 32u) == 0u && P[P_MAGIC + d] != 0u)    // the host writes magic 0 for sizes of 2^32 and more
-        return divide(uint(i), uint(P[P_MAGIC + d]), uint(P[P_SHIFT + d]));
+    uint64_t n = PW(P_SHAPE + d);
+    if ((i >> 32u) == 0u && PW(P_MAGIC + d) != 0u)    // the host writes magic 0 for sizes of 2^32 and more
+        return divide(uint(i), uint(PW(P_MAGIC + d)), uint(PW(P_SHIFT + d)));
     return i / n;
 }
 
@@ -164,7 +168,7 @@ uint read_index(uint pos, uint dim, bool is_signed) {
 }
 
 uint divide_dim(uint i, uint d) {
-    return divide(i, P[P_MAGIC + d], P[P_SHIFT + d]);
+    return divide(i, PW(P_MAGIC + d), PW(P_SHIFT + d));
 }
 #endif
 
@@ -185,20 +189,20 @@ struct Position {
 
 Position locate(OFF_T i) {
     Position p = Position(0u, 0u, 0u, 0u);
-    uint rank = uint(P[P_RANK]);
+    uint rank = uint(PW(P_RANK));
     for (uint d = rank; d > 0u;) {
         --d;
         OFF_T c = i;
         if (d > 0u) {
             OFF_T q = divide_dim(i, d);
-            c = i - q * P[P_SHAPE + d];
+            c = i - q * PW(P_SHAPE + d);
             i = q;
         }
         if (d == rank - 1u)
             p.inner = c;
-        p.dense += c * P[P_DENSE + d];
-        p.data += c * P[P_DATA + d];
-        p.index += c * P[P_INDEX + d];
+        p.dense += c * PW(P_DENSE + d);
+        p.data += c * PW(P_DATA + d);
+        p.index += c * PW(P_INDEX + d);
     }
     return p;
 }
@@ -206,11 +210,11 @@ Position locate(OFF_T i) {
 // p (the position of iteration i - 1) becomes that of iteration i: one step along the innermost
 // dimension, or a new decode where it wraps.
 void advance(inout Position p, OFF_T i) {
-    uint d = uint(P[P_RANK]) - 1u;
-    if (++p.inner < P[P_SHAPE + d]) {
-        p.dense += P[P_DENSE + d];
-        p.data += P[P_DATA + d];
-        p.index += P[P_INDEX + d];
+    uint d = uint(PW(P_RANK)) - 1u;
+    if (++p.inner < PW(P_SHAPE + d)) {
+        p.dense += PW(P_DENSE + d);
+        p.data += PW(P_DATA + d);
+        p.index += PW(P_INDEX + d);
     } else {
         p = locate(i);
     }
@@ -224,12 +228,12 @@ OFF_T data_offset(Position p) {
 #ifdef TUPLE_K
     const uint k_count = TUPLE_K;
 #else
-    uint k_count = uint(P[P_K]);
+    uint k_count = uint(PW(P_K));
 #endif
-    bool is_signed = (P[P_FLAGS] & FLAG_SIGNED) != 0u;
-    OFF_T tstride = P[P_TSTRIDE];
+    bool is_signed = (PW(P_FLAGS) & FLAG_SIGNED) != 0u;
+    OFF_T tstride = PW(P_TSTRIDE);
     for (uint k = 0u; k < k_count; ++k)
-        data += read_index(p.index + k * tstride, P[P_TDIM + k], is_signed) * P[P_TDATA + k];
+        data += read_index(p.index + k * tstride, PW(P_TDIM + k), is_signed) * PW(P_TDATA + k);
     return data;
 }
 

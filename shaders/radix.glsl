@@ -9,10 +9,11 @@
 //                       digits, and those of its digit in earlier tiles, come before
 //   radix_scatter.comp  workgroup per tile: each pair moves to that place + its rank among the pairs of its
 //                       digit earlier in the tile
-// A tile is ITEMS chunks of WORKGROUP_SIZE consecutive pairs. Parameters: P[R_COUNT] pairs, digit
-// (key >> P[R_SHIFT]) & P[R_MASK], P[R_TILES] tiles, P[R_BLOCKS] blocks of counts.
+// A tile is ITEMS chunks of WORKGROUP_SIZE consecutive pairs. Parameters: PW(R_COUNT) pairs, digit
+// (key >> PW(R_SHIFT)) & PW(R_MASK), PW(R_TILES) tiles, PW(R_BLOCKS) blocks of counts.
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
+#define PW(i) P[i]      // parameter word i (bindings.glsl)
 const uint R_COUNT = 0u;
 const uint R_SHIFT = 1u;
 const uint R_MASK = 2u;
@@ -29,7 +30,7 @@ const uint TILE = WORKGROUP_SIZE * ITEMS;
 const uint SCAN_ITEMS = RADIX_SCAN_ITEMS;
 const uint SCAN_BLOCK = WORKGROUP_SIZE * SCAN_ITEMS;
 
-uint digit(uint key) { return (key >> P[R_SHIFT]) & P[R_MASK]; }
+uint digit(uint key) { return (key >> PW(R_SHIFT)) & PW(R_MASK); }
 
 // The counts of invocation t of a block: SCAN_ITEMS consecutive ones, from here (those at or past
 // RADIX * tiles do not exist).

@@ -6,7 +6,7 @@ layout(std430, binding = 1) restrict readonly buffer Keys { uint KEYS[]; };
 layout(std430, binding = 2) restrict writeonly buffer Hist { uint HIST[]; };
 shared uint s_count[RADIX];
 void main() {
-    uint t = gl_LocalInvocationID.x, n = P[R_COUNT], tiles = P[R_TILES];
+    uint t = gl_LocalInvocationID.x, n = PW(R_COUNT), tiles = PW(R_TILES);
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
         s_count[t] = 0u;
         barrier();

@@ -5,8 +5,8 @@
 #include "radix.glsl"
 layout(std430, binding = 1) restrict buffer Hist { uint HIST[]; };
 void main() {
-    uint entries = RADIX * P[R_TILES];
-    for (uint block = gl_WorkGroupID.x; block < P[R_BLOCKS]; block += gl_NumWorkGroups.x) {
+    uint entries = RADIX * PW(R_TILES);
+    for (uint block = gl_WorkGroupID.x; block < PW(R_BLOCKS); block += gl_NumWorkGroups.x) {
         uint first = scan_first(block), sum = 0u;
         for (uint k = 0u; k < SCAN_ITEMS; ++k)
             sum += first + k < entries ? HIST[first + k] : 0u;

@@ -6,8 +6,8 @@
 #include "radix.glsl"
 layout(std430, binding = 1) restrict buffer Hist { uint HIST[]; };
 void main() {
-    uint t = gl_LocalInvocationID.x, entries = RADIX * P[R_TILES];
-    for (uint block = gl_WorkGroupID.x; block < P[R_BLOCKS]; block += gl_NumWorkGroups.x) {
+    uint t = gl_LocalInvocationID.x, entries = RADIX * PW(R_TILES);
+    for (uint block = gl_WorkGroupID.x; block < PW(R_BLOCKS); block += gl_NumWorkGroups.x) {
         uint before = 0u, total;
         for (uint b = t; b < block; b += WORKGROUP_SIZE)
             before += HIST[entries + b];

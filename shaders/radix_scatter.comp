@@ -5,13 +5,13 @@
 // (bit t: invocation t has that digit): the population count of the bits below its own.
 #include "radix.glsl"
 #if FEW
-// FEW (devices that bind at most 4 storage buffers): each pair's value follows the P[R_COUNT] keys in the
+// FEW (devices that bind at most 4 storage buffers): each pair's value follows the PW(R_COUNT) keys in the
 // keys' buffer (reduce_keys.comp's FEW). Bindings: 0 params, 1 keys in, 2 keys out, 3 counts.
 layout(std430, binding = 1) restrict readonly buffer KeysIn { uint KEYS_IN[]; };
 layout(std430, binding = 2) restrict writeonly buffer KeysOut { uint KEYS_OUT[]; };
 layout(std430, binding = 3) restrict readonly buffer Hist { uint HIST[]; };   // after radix_scan.comp
-#define VAL_IN(i) KEYS_IN[P[R_COUNT] + (i)]
-#define VAL_OUT(i) KEYS_OUT[P[R_COUNT] + (i)]
+#define VAL_IN(i) KEYS_IN[PW(R_COUNT) + (i)]
+#define VAL_OUT(i) KEYS_OUT[PW(R_COUNT) + (i)]
 #else
 layout(std430, binding = 1) restrict readonly buffer KeysIn { uint KEYS_IN[]; };
 layout(std430, binding = 2) restrict readonly buffer ValsIn { uint VALS_IN[]; };
@@ -26,7 +26,7 @@ shared uint s_next[RADIX];                  // next free place of each digit in 
 shared uint s_count[RADIX];                 // pairs of each digit in the chunk
 shared uint s_mask[RADIX * MASK_WORDS];     // per digit: the invocations of the chunk that have it
 void main() {
-    uint t = gl_LocalInvocationID.x, n = P[R_COUNT], tiles = P[R_TILES];
+    uint t = gl_LocalInvocationID.x, n = PW(R_COUNT), tiles = PW(R_TILES);
     uint word = t / 32u, bit = 1u << (t & 31u);
     for (uint w = 0u; w < MASK_WORDS; ++w)
         s_mask[t * MASK_WORDS + w] = 0u;

@@ -2,16 +2,16 @@
 #extension GL_GOOGLE_include_directive : require
 // Scatter reduction, step 1 (dmlgpu/reduction.py): for update row r (row-major), its target's output
 // offset (index_map.glsl over the rows: indices read, wrapped and clamped) and its updates offset:
-//   KEYS[r] = target offset >> P[P_KEY_SHIFT] (the low bits every target offset has at zero)
+//   KEYS[r] = target offset >> PW(P_KEY_SHIFT) (the low bits every target offset has at zero)
 //   ROWS[r] = updates offset of row r, or with VALUES (rows of one element of VALUES = 1, 2 or 4 bytes) the
 //             update itself (zero-extended): the sort then carries the values, and the fold reads them in
 //             order instead of gathering them
 // Bindings as bindings.glsl, with KEYS and ROWS in place of the data and dense tensors, then the updates.
-// FEW (devices that bind at most 4 storage buffers): ROWS follow the P[P_TOTAL] keys in the KEYS buffer.
+// FEW (devices that bind at most 4 storage buffers): ROWS follow the PW(P_TOTAL) keys in the KEYS buffer.
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict writeonly buffer Keys { uint KEYS[]; };
 #if FEW
-#define ROW_AT(r) KEYS[P[P_TOTAL] + (r)]
+#define ROW_AT(r) KEYS[PW(P_TOTAL) + (r)]
 #define B_DENSE 3
 #else
 layout(std430, binding = 3) restrict writeonly buffer Rows { uint ROWS[]; };
@@ -27,7 +27,7 @@ layout(std430, binding = B_DENSE) restrict readonly buffer Dense { UNIT_T DENSE[
 const uint P_KEY_SHIFT = P_END;
 void process(uint r) {
     Offsets o = map_offsets(r);
-    KEYS[r] = o.data >> P[P_KEY_SHIFT];
+    KEYS[r] = o.data >> PW(P_KEY_SHIFT);
 #if VALUES
     ROW_AT(r) = LOAD_UNIT(DENSE, o.dense);
 #else

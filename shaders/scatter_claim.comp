@@ -3,7 +3,7 @@
 // Scatter, pass 1: each update claims its target; the update latest in row-major order wins
 // (OWNER[target] = max(i + 1)). OWNER is all zeros before this pass; scatter_write.comp restores that.
 // ROWS (a scatter of whole rows: dmlgpu/plan.py's ScatterPlan): iteration r is update row r (the index map
-// over the rows), which claims its target row: OWNER[row start >> P[P_OWNER_SHIFT]] = max(r * P[P_ROW_UNITS]
+// over the rows), which claims its target row: OWNER[row start >> PW(P_OWNER_SHIFT)] = max(r * PW(P_ROW_UNITS)
 // + 1), the position of its first unit + 1. CLEAR (with ROWS): the pass after the writes, which zeroes
 // the rows' claims again.
 // FEW (devices that bind at most 4 storage buffers): the claims at binding 2 (0 params, 1 indices, 2 claims).
@@ -16,15 +16,15 @@ layout(std430, binding = 4) buffer Owner { uint OWNER[]; };
 #endif
 #include "index_map.glsl"
 #if ROWS
-const uint P_OWNER_SHIFT = P_END;        // target row start >> P[P_OWNER_SHIFT]: its claim word
+const uint P_OWNER_SHIFT = P_END;        // target row start >> PW(P_OWNER_SHIFT): its claim word
 const uint P_ROW_UNITS = P_END + 1u;     // units per row
 
 void process(uint r) {
-    uint owner = map_offsets(r).data >> P[P_OWNER_SHIFT];
+    uint owner = map_offsets(r).data >> PW(P_OWNER_SHIFT);
 #if CLEAR
     OWNER[owner] = 0u;
 #else
-    atomicMax(OWNER[owner], r * P[P_ROW_UNITS] + 1u);
+    atomicMax(OWNER[owner], r * PW(P_ROW_UNITS) + 1u);
 #endif
 }
 #else

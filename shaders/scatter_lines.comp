@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 // SCATTER_ELEMENTS in one pass, claims in shared memory (dmlgpu/plan.py's ScatterLinesPlan). Two updates
 // can only target the same output element when they lie on one *line*: the same coordinates but along the
-// axis. So a workgroup takes P[P_LINE_GROUP] whole lines at a time: it zeroes a claim word per output
-// element of its lines (P[P_LINE_N] per line) in shared memory, each update claims its target with
+// axis. So a workgroup takes PW(P_LINE_GROUP) whole lines at a time: it zeroes a claim word per output
+// element of its lines (PW(P_LINE_N) per line) in shared memory, each update claims its target with
 // atomicMax(its position along the axis + 1), and after a barrier each update that holds its target's claim
 // writes it: the update last in row-major order wins, as in scatter_claim.comp + scatter_write.comp, with
 // no claim traffic to memory. The output holds the input's copy before this pass (the runtime's barrier).
@@ -29,15 +29,15 @@ shared uint s_claim[CLAIM_WORDS];
 // Update j of the group's lines starting at line ``first``: (its line within the group, its position along
 // the axis, its line's offsets, its target's position along the axis).
 void item(uint first, uint j, uint m, out uint l, out uint a, out Position p, out uint target) {
-    l = m == 1u ? j : divide(j, P[P_LINE_MAGIC], P[P_LINE_SHIFT]);
+    l = m == 1u ? j : divide(j, PW(P_LINE_MAGIC), PW(P_LINE_SHIFT));
     a = j - l * m;
     p = locate(first + l);
-    target = read_index(p.index + a * P[P_LINE_INDEX], P[P_LINE_N], (P[P_FLAGS] & FLAG_SIGNED) != 0u);
+    target = read_index(p.index + a * PW(P_LINE_INDEX), PW(P_LINE_N), (PW(P_FLAGS) & FLAG_SIGNED) != 0u);
 }
 
 void main() {
-    uint t = gl_LocalInvocationID.x, lines = P[P_TOTAL], group = P[P_LINE_GROUP];
-    uint m = P[P_LINE_M], n = P[P_LINE_N];
+    uint t = gl_LocalInvocationID.x, lines = PW(P_TOTAL), group = PW(P_LINE_GROUP);
+    uint m = PW(P_LINE_M), n = PW(P_LINE_N);
     uint step = gl_NumWorkGroups.x * group;
     for (uint first = gl_WorkGroupID.x * group; first < lines;) {
         uint here = min(group, lines - first), count = here * m;
@@ -57,8 +57,8 @@ void main() {
                 item(first, j, m, l, a, p, target);
                 slot[k] = l * n + target;
                 claim[k] = a + 1u;
-                at[k] = p.data + target * P[P_LINE_DATA];
-                value[k] = LOAD_UNIT(DENSE, p.dense + a * P[P_LINE_DENSE]);
+                at[k] = p.data + target * PW(P_LINE_DATA);
+                value[k] = LOAD_UNIT(DENSE, p.dense + a * PW(P_LINE_DENSE));
                 atomicMax(s_claim[slot[k]], claim[k]);
             }
         }
@@ -78,7 +78,7 @@ void main() {
             Position p;
             item(first, j, m, l, a, p, target);
             if (s_claim[l * n + target] == a + 1u)
-                STORE_UNIT(DATA, p.data + target * P[P_LINE_DATA], LOAD_UNIT(DENSE, p.dense + a * P[P_LINE_DENSE]));
+                STORE_UNIT(DATA, p.data + target * PW(P_LINE_DATA), LOAD_UNIT(DENSE, p.dense + a * PW(P_LINE_DENSE)));
         }
         barrier();                               // the claims are read before the next lines zero them
         if (lines - first <= step)

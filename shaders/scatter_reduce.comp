@@ -4,31 +4,31 @@
 // u_0) ..., u_m) over the updates of each target, in row-major order of the updates: deterministic, no
 // atomics on values. Its input is the (key, row) pairs of reduce_keys.comp stably sorted by key, so each
 // target's rows form one run, in row-major order:
-//   KEYS[j]  target offset >> P[P_FOLD_SHIFT] of the j-th sorted row
+//   KEYS[j]  target offset >> PW(P_FOLD_SHIFT) of the j-th sorted row
 //   ROWS[j]  its updates offset, or with VALUES (rows of one element of at most 4 bytes) the update itself
-// Iteration i is (chunk c of P[P_CHUNK] consecutive sorted rows, position within the slice): it folds every
+// Iteration i is (chunk c of PW(P_CHUNK) consecutive sorted rows, position within the slice): it folds every
 // run whose head (first row) lies in chunk c, the last one to its end even past the chunk, so each run is
-// folded by one invocation, in order, and every invocation has about P[P_CHUNK] rows to go through
+// folded by one invocation, in order, and every invocation has about PW(P_CHUNK) rows to go through
 // whatever the lengths of the runs. For each run it reads the output once, combines, and writes once.
 // map_offsets() (tuple size 0) gives a slice position's offsets in the output (.data) and in an update row
 // (.dense). Element type and operation: ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
 // Variant PARTIALS (associative operations: min/max of every type, integer add/mul; dmlgpu/reduction.py
 // gives the argument) folds long runs in a tree of passes instead of one invocation's loop:
-//   PARTIALS == 1, level 0 (over the sorted rows, chunks of P[P_CHUNK]): runs headed and ending in the
+//   PARTIALS == 1, level 0 (over the sorted rows, chunks of PW(P_CHUNK)): runs headed and ending in the
 //     chunk as above. The run that comes into the chunk from an earlier one (the chunk's first row is no
 //     head) is folded over its rows in the chunk, without the output, into element c of the next level:
 //     NEXT_VALS[c] (per slice position) and NEXT_KEYS[c] = its key (NEXT_KEYS[c] = NO_KEY where the chunk's
 //     first row is a head: no element). The last run headed in the chunk, if it goes on past the chunk,
 //     leaves its accumulator (output's value, then its rows in the chunk) in HEADS[c] instead of writing.
-//   PARTIALS == 2, level L >= 1 (over the elements that level L - 1 made, chunks of P[P_CHUNK]): the same,
+//   PARTIALS == 2, level L >= 1 (over the elements that level L - 1 made, chunks of PW(P_CHUNK)): the same,
 //     with the elements for rows, NO_KEY elements belonging to no run, and a run headed at element e
 //     starting from HEADS_IN[e - 1] (element e - 1 is chunk e - 1 of level L - 1, where the run is headed
 //     and which left its accumulator there) instead of the output.
 // So the run of a target is combined in order: output's value, its rows in its head chunk, then the
 // partials of the next chunks, each the fold of consecutive rows in order, grouped the same way level by
 // level; each element and each accumulator is written by one invocation and read by the next level's.
-// P[P_MODE] (every variant): MODE_EXCLUDE_SELF (include_self=False) starts each run from its first row
-// instead of the output's value; the MEAN variants (float add: reduction "mean"; P[P_MODE] has MODE_MEAN too)
+// PW(P_MODE) (every variant): MODE_EXCLUDE_SELF (include_self=False) starts each run from its first row
+// instead of the output's value; the MEAN variants (float add: reduction "mean"; PW(P_MODE) has MODE_MEAN too)
 // write mean_of(the run's sum, its rows + 1, or its rows with MODE_EXCLUDE_SELF) (arith.glsl). Targets without
 // rows keep their value.
 #define UNIT ELEM_BYTES
@@ -36,6 +36,7 @@
 #include "units.glsl"
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
+#define PW(i) P[i]      // parameter word i (bindings.glsl)
 layout(std430, binding = 1) restrict readonly buffer Keys { uint IDX[]; };   // IDX: index_map.glsl's name
 layout(std430, binding = 2) buffer Data { UNIT_T DATA[]; };
 #if ELEM_BYTES == 8
@@ -44,11 +45,11 @@ layout(std430, binding = 2) buffer Data { UNIT_T DATA[]; };
 #define PART_T uint
 #endif
 #if FEW
-// FEW (devices that bind at most 4 storage buffers; no PARTIALS): the sorted rows follow the P[P_END + 2]
+// FEW (devices that bind at most 4 storage buffers; no PARTIALS): the sorted rows follow the PW(P_END + 2)
 // (P_ROWS) sorted keys in the keys buffer (reduce_keys.comp's and radix_scatter.comp's FEW). Bindings: 0 params,
 // 1 keys and rows, 2 data, 3 dense.
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
-#define ROW_AT(j) IDX[P[P_END + 2u] + (j)]
+#define ROW_AT(j) IDX[PW(P_END + 2u) + (j)]
 #elif !defined(PARTIALS) || PARTIALS < 2
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 layout(std430, binding = 4) restrict readonly buffer Rows { uint ROWS[]; };
@@ -68,7 +69,7 @@ const uint NO_KEY = 0xFFFFFFFFu;      // no element (reduction.py keeps every ke
 // The update of sorted row j at offset ``dense`` within the row.
 ELEM_T update(uint j, uint dense) {
 #if defined(PARTIALS) && PARTIALS == 2
-    return VALS[j * P[P_END] + dense];  // dense: the slice position
+    return VALS[j * PW(P_END) + dense];  // dense: the slice position
 #elif defined(VALUES) && VALUES
     return ROW_AT(j);
 #else
@@ -102,7 +103,7 @@ uint fold_block(uint acc, uint j, uint dense) {
 #endif
 const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/reduction.py's)
 // iterations per slice (elements of one update row)
-const uint P_FOLD_SHIFT = P_END + 1u; // target offset = key << P[P_FOLD_SHIFT]
+const uint P_FOLD_SHIFT = P_END + 1u; // target offset = key << PW(P_FOLD_SHIFT)
 const uint P_ROWS = P_END + 2u;       // number of sorted rows
 const uint P_CHUNK = P_END + 3u;      // sorted rows per chunk
 const uint P_PIECE = P_END + 4u;      // 0, or (CPU devices, sequential fold) rows of a run one pass folds ...
@@ -134,7 +135,7 @@ ELEM_T finish(ELEM_T acc, uint count) {
 }
 #if defined(PARTIALS) && PARTIALS
 void process(uint i) {
-    uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK];
+    uint slice = PW(P_SLICE), rows = PW(P_ROWS), chunk = PW(P_CHUNK);
     uint c = i / slice, s = i - c * slice;
     Offsets o = map_offsets(s);
 #if PARTIALS == 2
@@ -157,12 +158,12 @@ void process(uint i) {
             ++j;
             continue;
         }
-        uint target = (key << P[P_FOLD_SHIFT]) + o.data;
+        uint target = (key << PW(P_FOLD_SHIFT)) + o.data;
 #if PARTIALS == 2
         ELEM_T acc = HEADS_IN[(j - 1u) * slice + s];
 #else
         ELEM_T acc;
-        if ((P[P_MODE] & MODE_EXCLUDE_SELF) != 0u)
+        if ((PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u)
             acc = update(j++, o.dense);
         else
             acc = load_target(target);
@@ -176,38 +177,38 @@ void process(uint i) {
     }
 }
 #else
-// The runs headed in chunk c = i / slice (the first pass, P[P_PASS] == 0), each folded from its head: the
+// The runs headed in chunk c = i / slice (the first pass, PW(P_PASS) == 0), each folded from its head: the
 // output's value (or with MODE_EXCLUDE_SELF its first row), then its rows in order: to its end, or with
-// pieces (P[P_PIECE] != 0: CPU devices, whose compiler, llvmpipe, ends an invocation's loops after 65535
-// iterations in all) its first P[P_PIECE] rows. Pass k >= 1 (a dispatch of its own, after a barrier) goes on
-// with the one run headed last in the chunk from the output's value, over its rows [head + k P[P_PIECE],
-// head + (k + 1) P[P_PIECE]). The accumulator passes through the output unchanged (it is of the element
+// pieces (PW(P_PIECE) != 0: CPU devices, whose compiler, llvmpipe, ends an invocation's loops after 65535
+// iterations in all) its first PW(P_PIECE) rows. Pass k >= 1 (a dispatch of its own, after a barrier) goes on
+// with the one run headed last in the chunk from the output's value, over its rows [head + k PW(P_PIECE),
+// head + (k + 1) PW(P_PIECE)). The accumulator passes through the output unchanged (it is of the element
 // type), so the bits are those of one sequential loop; the pass that reaches a run's end writes finish().
 // (The FOLD_BLOCKS variants fold their runs whole in process(): the plan never gives them pieces.)
 uint fold_run(uint j, uint head, uint stop, uint target, uint dense, ELEM_T acc) {
-    uint rows = P[P_ROWS], key = IDX[head];
+    uint rows = PW(P_ROWS), key = IDX[head];
     for (; j < stop && IDX[j] == key; ++j)
         acc = combine(acc, update(j, dense));
     bool ended = j == rows || IDX[j] != key;
-    uint count = j - head + ((P[P_MODE] & MODE_EXCLUDE_SELF) != 0u ? 0u : 1u);
+    uint count = j - head + ((PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u ? 0u : 1u);
     STORE_UNIT(DATA, target, ended ? finish(acc, count) : acc);
     return j;
 }
 
 void process(uint i) {
-    uint slice = P[P_SLICE], rows = P[P_ROWS], chunk = P[P_CHUNK], piece = P[P_PIECE];
+    uint slice = PW(P_SLICE), rows = PW(P_ROWS), chunk = PW(P_CHUNK), piece = PW(P_PIECE);
     uint c = i / slice;
     Offsets o = map_offsets(i - c * slice);
     uint j = c * chunk, end = min(rows, j + chunk);
-    if (P[P_PASS] != 0u) {            // pieces: the last run headed in this chunk, from its piece P[P_PASS]
+    if (PW(P_PASS) != 0u) {            // pieces: the last run headed in this chunk, from its piece PW(P_PASS)
         uint head = end;
         for (; j < end; ++j)
             if (j == 0u || IDX[j] != IDX[j - 1u])
                 head = j;
-        j = head + P[P_PASS] * piece;
+        j = head + PW(P_PASS) * piece;
         if (head == end || j >= rows || IDX[j] != IDX[head])
             return;                   // no run headed here, or it ended in an earlier piece
-        uint target = (IDX[head] << P[P_FOLD_SHIFT]) + o.data;
+        uint target = (IDX[head] << PW(P_FOLD_SHIFT)) + o.data;
         fold_run(j, head, min(rows, j + piece), target, o.dense, load_target(target));
         return;
     }
@@ -217,9 +218,9 @@ void process(uint i) {
             ++j;
     }
     while (j < end) {
-        uint head = j, key = IDX[j], target = (key << P[P_FOLD_SHIFT]) + o.data;
+        uint head = j, key = IDX[j], target = (key << PW(P_FOLD_SHIFT)) + o.data;
         ELEM_T acc;
-        if ((P[P_MODE] & MODE_EXCLUDE_SELF) != 0u)
+        if ((PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u)
             acc = update(j++, o.dense);
         else
             acc = load_target(target);
@@ -234,7 +235,7 @@ void process(uint i) {
             acc = combine(acc, update(j, o.dense));
             ++j;
         }
-        STORE_UNIT(DATA, target, finish(acc, j - head + ((P[P_MODE] & MODE_EXCLUDE_SELF) != 0u ? 0u : 1u)));
+        STORE_UNIT(DATA, target, finish(acc, j - head + ((PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u ? 0u : 1u)));
 #else
         uint stop = piece == 0u ? rows : min(rows, head + piece);
         j = fold_run(j, head, stop, target, o.dense, acc);   // the run's end (or its piece's, past the chunk)

@@ -8,7 +8,7 @@
 //   two below L;
 // then output[target] = finish(combine(output[target], T)), or finish(T) with MODE_EXCLUDE_SELF.
 //   TREE == 1 (init): V[j * slice + s] = update s of sorted row j.
-//   TREE == 2 (one pass per stride P[P_PASS] = 1, 2, 4, ... below the row count): the element at run
+//   TREE == 2 (one pass per stride PW(P_PASS) = 1, 2, 4, ... below the row count): the element at run
 //     position p (a multiple of 2 stride) whose run has a position p + stride: V[p] = combine(V[p],
 //     V[p + stride]). After the pass of stride h, V at a multiple p of 2h holds T of the run's rows
 //     [p, min(p + 2h, L)); no element is read and written in one pass.
@@ -22,6 +22,7 @@
 #include "units.glsl"
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
+#define PW(i) P[i]      // parameter word i (bindings.glsl)
 layout(std430, binding = 1) restrict readonly buffer Keys { uint IDX[]; };   // IDX: index_map.glsl's name
 #if ELEM_BYTES == 8
 #define PART_T uvec2
@@ -32,7 +33,7 @@ layout(std430, binding = 1) restrict readonly buffer Keys { uint IDX[]; };   // 
 layout(std430, binding = 2) restrict writeonly buffer Tree { PART_T V[]; };
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
 #if FEW
-#define ROW_AT(j) IDX[P[P_END + 2u] + (j)]
+#define ROW_AT(j) IDX[PW(P_END + 2u) + (j)]
 #else
 layout(std430, binding = 4) restrict readonly buffer Rows { uint ROWS[]; };
 #define ROW_AT(j) ROWS[j]
@@ -46,7 +47,7 @@ layout(std430, binding = 3) restrict readonly buffer Tree { PART_T V[]; };
 #include "index_map.glsl"
 #include "arith.glsl"
 const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/reduction.py's, as scatter_reduce.comp)
-const uint P_FOLD_SHIFT = P_END + 1u; // target offset = key << P[P_FOLD_SHIFT]
+const uint P_FOLD_SHIFT = P_END + 1u; // target offset = key << PW(P_FOLD_SHIFT)
 const uint P_ROWS = P_END + 2u;       // number of sorted rows
 const uint P_PASS = P_END + 5u;       // TREE == 2: the pass's stride
 const uint P_MODE = P_END + 6u;       // MODE_ bits:
@@ -64,7 +65,7 @@ uint run_head(uint j) {
 }
 
 uint run_end(uint j) {
-    uint key = IDX[j], lo = j + 1u, hi = P[P_ROWS];
+    uint key = IDX[j], lo = j + 1u, hi = PW(P_ROWS);
     while (lo < hi) {
         uint mid = (lo + hi) >> 1;
         if (IDX[mid] <= key) lo = mid + 1u; else hi = mid;
@@ -73,7 +74,7 @@ uint run_end(uint j) {
 }
 
 void process(uint i) {
-    uint slice = P[P_SLICE];
+    uint slice = PW(P_SLICE);
     uint j = i / slice, s = i - j * slice;
 #if TREE == 1
     Offsets o = map_offsets(s);
@@ -83,15 +84,15 @@ void process(uint i) {
     V[i] = LOAD_UNIT(DENSE, ROW_AT(j) + o.dense);
 #endif
 #elif TREE == 2
-    uint stride = P[P_PASS], partner = j + stride;
-    if (partner < P[P_ROWS] && IDX[partner] == IDX[j] && ((j - run_head(j)) & (2u * stride - 1u)) == 0u)
+    uint stride = PW(P_PASS), partner = j + stride;
+    if (partner < PW(P_ROWS) && IDX[partner] == IDX[j] && ((j - run_head(j)) & (2u * stride - 1u)) == 0u)
         V[i] = combine(V[i], V[i + stride * slice]);
 #else
     if (j != 0u && IDX[j - 1u] == IDX[j])
         return;                           // not a run's head
     Offsets o = map_offsets(s);
-    uint target = (IDX[j] << P[P_FOLD_SHIFT]) + o.data;
-    bool exclude = (P[P_MODE] & MODE_EXCLUDE_SELF) != 0u;
+    uint target = (IDX[j] << PW(P_FOLD_SHIFT)) + o.data;
+    bool exclude = (PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u;
     ELEM_T acc = V[i];
     if (!exclude) {
 #if UNIT < 4                              // an atomic read: neighbouring targets' runs write this word too
@@ -103,7 +104,7 @@ void process(uint i) {
         acc = combine(self_, acc);
     }
 #if OP == OP_ADD
-    if ((P[P_MODE] & MODE_MEAN) != 0u)
+    if ((PW(P_MODE) & MODE_MEAN) != 0u)
         acc = mean_of(acc, run_end(j) - j + (exclude ? 0u : 1u));
 #endif
     STORE_UNIT(DATA, target, acc);

@@ -13,12 +13,12 @@
 // written where it goes. Bindings: 0 params, 1 indices, 2 data, 3 dense.
 // COPY (with ROWS): the output's copy of the input and the rows' writes in one pass over the output's units, for
 // an input and an output of one packed layout (the copy is unit u to unit u), after the rows' claims: unit u
-// of a row window that an update row claimed (the window [u - u % L, +L) of L = P[P_ROW_UNITS] units starts a
-// target row when its claim word, start >> P[P_OWNER_SHIFT], is set) takes that row's update, every other unit
-// the input's. Bindings: 0 params, 1 input (no index is read), 2 output, 3 updates, 4 claims. P[P_TOTAL]:
-// the output's units; P[P_CLAIM_WORDS]: the claim words.
+// of a row window that an update row claimed (the window [u - u % L, +L) of L = PW(P_ROW_UNITS) units starts a
+// target row when its claim word, start >> PW(P_OWNER_SHIFT), is set) takes that row's update, every other unit
+// the input's. Bindings: 0 params, 1 input (no index is read), 2 output, 3 updates, 4 claims. PW(P_TOTAL):
+// the output's units; PW(P_CLAIM_WORDS): the claim words.
 // FEW (devices that bind at most 4 storage buffers; after scatter_claim.comp's FEW): an iteration per unit of
-// the output (P[P_TOTAL]: the claim words), which reads no index: a claimed unit takes the update of the
+// the output (PW(P_TOTAL): the claim words), which reads no index: a claimed unit takes the update of the
 // iteration that claimed it (its dense offset: locate(claim - 1)) and clears the claim. Bindings: 0 params,
 // 1 data, 2 dense, 3 claims.
 #include "units.glsl"
@@ -46,9 +46,9 @@ const uint P_ROW_UNITS = P_END + 1u;
 const uint P_CLAIM_WORDS = P_END + 2u;   // claim words (the windows past them start no target row)
 
 void process(uint u) {
-    uint units = P[P_ROW_UNITS], shift = P[P_OWNER_SHIFT];
+    uint units = PW(P_ROW_UNITS), shift = PW(P_OWNER_SHIFT);
     uint c = u % units, start = u - c, w = start >> shift;
-    uint claim = (start & ((1u << shift) - 1u)) == 0u && w < P[P_CLAIM_WORDS] ? OWNER[w] : 0u;
+    uint claim = (start & ((1u << shift) - 1u)) == 0u && w < PW(P_CLAIM_WORDS) ? OWNER[w] : 0u;
     if (claim != 0u) {
         STORE_UNIT(DATA, u, LOAD_UNIT(DENSE, locate(claim - 1u).dense + c));
     } else {
@@ -71,7 +71,7 @@ shared bool WINS[WORKGROUP_SIZE];
 
 void main() {
     uint r = gl_LocalInvocationID.x;
-    uint rows = P[P_TOTAL];
+    uint rows = PW(P_TOTAL);
     uint target = ~0u;
     if (r < rows) {
         Offsets o = map_offsets(r);
@@ -85,7 +85,7 @@ void main() {
         wins = TARGET[j] != target;
     WINS[r] = wins;
     barrier();
-    uint units = P[P_ROW_UNITS], total = rows * units, step = gl_NumWorkGroups.x * WORKGROUP_SIZE;
+    uint units = PW(P_ROW_UNITS), total = rows * units, step = gl_NumWorkGroups.x * WORKGROUP_SIZE;
     for (uint f = gl_GlobalInvocationID.x; f < total;) {
         uint j = f / units, c = f - j * units;
         if (WINS[j])
@@ -106,7 +106,7 @@ const uint P_OWNER_SHIFT = P_END;
 void process(uint i) {
     Position p = locate(i);
     uint data = data_offset(p);
-    if (OWNER[(data - p.inner) >> P[P_OWNER_SHIFT]] == i - p.inner + 1u)
+    if (OWNER[(data - p.inner) >> PW(P_OWNER_SHIFT)] == i - p.inner + 1u)
         STORE_UNIT(DATA, data, LOAD_UNIT(DENSE, p.dense));
 }
 #else

@@ -24,7 +24,7 @@ REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", 
                     "0007-python-memory-barrier", "0008-python-manager-clear", "0009-python-device-properties",
                     "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines",
                     "0014-manager-instance-errors", "0015-device-features", "0017-call-path",
-                    "0018-withheld-features")
+                    "0018-withheld-features", "0020-uniform-parameters")
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
