@@ -248,7 +248,7 @@ def elements_map(data: Layout, indices: Layout, dense: Layout, axis: int, elem: 
 
 
 def elements_lines(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int) -> tuple[IndexMap, tuple]:
-    """SCATTER_ELEMENTS as lines along ``axis`` (plan.ScatterLinesPlan): (the map over the lines, every
+    """SCATTER_ELEMENTS as lines along ``axis`` (lines_plan.ScatterLinesPlan): (the map over the lines, every
     dimension but the axis with tuple size 0, folded; (updates per line, their dense and indices strides
     along the axis, the data's size and stride along the axis))."""
     dims = tuple(Dim(n, dense.strides[d], data.strides[d], indices.strides[d])

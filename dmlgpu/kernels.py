@@ -23,6 +23,7 @@ SMALL_RADIX_BITS = 7
 UNITS = (1, 2, 4, 8, 16)      # bytes per access of the index-map kernels (shaders/units.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
 LINE_CLAIM_WORDS = 4096       # shared claim words of scatter_lines.comp (16 KiB: Vulkan's minimum maximum)
+GRID_UNROLL = 4               # iterations per loop turn of the gather's unrolled variants (grid_loop.glsl)
 LINE_ITEMS = 4                # updates per invocation that scatter_lines.comp's workgroups aim at (ScatterLinesPlan)
 REDUCE_OPS = ("add", "mul", "min", "max")    # arith.glsl's OP codes 0..3
 REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64")
@@ -61,7 +62,8 @@ NARROW_FEATURES = {1: "storageBuffer8BitAccess", 2: "storageBuffer16BitAccess"}
 
 
 def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None,
-            wide: bool = False, addr: bool = False, few: bool = False, narrow: bool = False) -> str:
+            wide: bool = False, addr: bool = False, few: bool = False, narrow: bool = False,
+            unrolled: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
     unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
     bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None).
@@ -71,7 +73,9 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     ``wide`` and ``addr`` variants have the ``vec`` ones too. ``few``: a scatter pass for devices that bind at
     most 4 storage buffers (scatter_claim.comp's and scatter_write.comp's FEW: the writes by output unit).
     ``narrow``: the one-unit gather of 1- or 2-byte units that loads and stores them as such (gather.comp's
-    NARROW: no sub-word atomics; needs NARROW_FEATURES[unit])."""
+    NARROW: no sub-word atomics; needs NARROW_FEATURES[unit]). ``unrolled``: the one-unit gather of 16-byte
+    units whose invocations each take GRID_UNROLL units a grid step apart (grid_loop.glsl; the launch has
+    GRID_UNROLL times fewer invocations)."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8) and not (wide and addr)
     assert kernel == "gather" or not addr
     if few:
@@ -80,6 +84,9 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     if narrow:
         assert kernel == "gather" and unit in NARROW_FEATURES and not (vec or wide or addr)
         return f"gather_u{unit}_i{index_bytes * 8}_narrow"
+    if unrolled:
+        assert kernel == "gather" and unit == 16 and not (vec or wide or addr)
+        return f"gather_u16_i{index_bytes * 8}_x{GRID_UNROLL}"
     suffix = "_wide" if wide else "_addr" if addr else ""
     if vec:
         assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1)
@@ -285,6 +292,10 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 for k in (None, 1):
                     add(variant("gather", unit, index_bytes, vec, k), "gather.comp", UNIT=unit,
                         IDX64=index_bytes // 8, VEC=vec, PARAMS_UNIFORM=1, **({"TUPLE_K": k} if k else {}))
+        if unit == 16:
+            for index_bytes in (4, 8):
+                add(variant("gather", unit, index_bytes, unrolled=True), "gather.comp", UNIT=unit,
+                    IDX64=index_bytes // 8, PARAMS_UNIFORM=1, GRID_UNROLL=GRID_UNROLL)
         if unit in NARROW_FEATURES:
             for index_bytes in (4, 8):
                 add(variant("gather", unit, index_bytes, narrow=True), "gather.comp", UNIT=unit,

@@ -33,7 +33,8 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .index_map import IndexMap, Layout, copy_map, elements_map, nd_map, take_map
-from .plan import GatherPlan, Plan, ScatterPlan, make_plan, scatter_elements_plan
+from .lines_plan import scatter_elements_plan
+from .plan import GatherPlan, Plan, ScatterPlan, make_plan
 from .reduction import ReducePlan
 
 
@@ -80,7 +81,7 @@ def scatter_nd(out: Layout, indices: Layout, updates: Layout, dtype: DTypeLike, 
 def scatter_elements(out: Layout, indices: Layout, updates: Layout, axis: int, dtype: DTypeLike,
                      index_dtype: DTypeLike, reduction: str, copy: IndexMap, unique: bool = False,
                      include_self: bool = True, order: str = "row-major") -> Plan:
-    """SCATTER_ELEMENTS along ``axis`` into ``out``, as scatter_nd (plan.scatter_elements_plan picks the
+    """SCATTER_ELEMENTS along ``axis`` into ``out``, as scatter_nd (lines_plan.scatter_elements_plan picks the
     one-pass lines plan where it fits)."""
     if reduction != "none":
         return ReducePlan.elements(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, axis,

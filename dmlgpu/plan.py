@@ -9,7 +9,7 @@ import numpy as np
 
 from . import kernels
 from .errors import DeviceError
-from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_lines, elements_map, magic
+from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap
 from .index_map import U32 as _U32     # 2^32 (index_map's)
 from .runtime import Buffer, Device, Dispatch
 
@@ -101,6 +101,11 @@ class _MapPlan(Plan):
 # along a short last axis) and on CPU devices the VEC variant wins.
 SPREAD_UNITS = 1 << 16
 NARROW = -1           # GatherPlan.kernels' key of the NARROW variant (the others: their VEC bytes, 0 for none)
+# On a GPU, rows of at least this many 16-byte units, gathered whole, take the unrolled variant (GRID_UNROLL
+# units a grid step apart per invocation): measured 3 % faster from L2-resident tables and 8 % from large
+# ones with rows of 512 B and 4 KiB; with rows of 128 B, 8 % slower from L2-resident ones.
+UNROLL_ROW_UNITS = 32
+UNROLLED = -2         # GatherPlan.kernels' key of the unrolled variant
 
 
 class GatherPlan(_MapPlan):
@@ -129,20 +134,28 @@ class GatherPlan(_MapPlan):
         self.narrow_feature = kernels.NARROW_FEATURES.get(self.map.unit) if self.spread else None
         if self.narrow_feature:
             self.kernels[NARROW] = kernels.variant("gather", self.map.unit, self.index_bytes, narrow=True)
+        inner = self.map.dims[-1] if self.map.dims else None
+        self.unrolled = self.words is not None and self.map.unit == 16 and bool(self.map.tuple_dims) and \
+            inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size >= UNROLL_ROW_UNITS
+        if self.unrolled:
+            self.kernels[UNROLLED] = kernels.variant("gather", 16, self.index_bytes, unrolled=True)
 
     def _rows(self, device: Device) -> bool:
         """Whole rows per iteration: on CPU devices, where the map allows."""
         return device.info.type == "CPU" and self.map.row_loop_ok()
 
-    def _words(self, device: Device, narrow_ok: bool = True) -> tuple[np.ndarray, int]:
-        """(the parameter words for this device, the bytes per iteration of their VEC variant, 0, or NARROW:
-        the NARROW variant's, where ``narrow_ok`` and the device has its feature)."""
+    def _words(self, device: Device, addressed: bool = False) -> tuple[np.ndarray, int]:
+        """(the parameter words for this device, the bytes per iteration of their VEC variant, 0, or the key
+        of the NARROW or unrolled variant, which have no ``addressed`` twins; NARROW where the device has its
+        feature)."""
         if device.info.type == "CPU":
             return (self.row_words, 0) if self.row_words is not None else (self.words, self.vec)
         if self.spread and not self.narrow_feature:
             return self.unit_words, 0
-        if self.spread and narrow_ok and self.narrow_feature in device.features:
+        if self.spread and not addressed and self.narrow_feature in device.features:
             return self.unit_words, NARROW
+        if self.unrolled and not addressed:
+            return self.words, UNROLLED
         return self.words, self.vec
 
     def _words_wide(self, device: Device) -> tuple[np.ndarray, int]:
@@ -162,7 +175,7 @@ class GatherPlan(_MapPlan):
             params, fresh = wide_params(device, words, indices, input, output, None)
             kernel = kernels.variant("gather", unit, ib, vec, self.tuple_k if vec else None, wide=True)
         else:
-            words, vec = self._words(device, narrow_ok=False)
+            words, vec = self._words(device, addressed=True)
             params, fresh = addr_params(device, words, indices, input, output, None)
             kernel = kernels.variant("gather", unit, ib, vec, self.tuple_k if vec else None, addr=True)
         return ([Dispatch(kernel, (params, indices, input, output), int(words[P_TOTAL]), wide=True)],
@@ -176,8 +189,10 @@ class GatherPlan(_MapPlan):
             return self.addressed(device, indices, input, output)
         words, vec = self._words(device)
         params, fresh = device._params(words)
-        return ([Dispatch(self.kernels[vec], (params, indices, input, output), int(words[P_TOTAL]))],
-                [params] if fresh else [])
+        count = int(words[P_TOTAL])
+        if vec == UNROLLED:
+            count = -(-count // kernels.GRID_UNROLL)
+        return [Dispatch(self.kernels[vec], (params, indices, input, output), count)], [params] if fresh else []
 
 
 P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
@@ -321,69 +336,11 @@ class ScatterPlan(_MapPlan):
         return out + scatter[1:], uploads
 
 
-# Parameter words of scatter_lines.comp after the lines' index map (names as there: tests/test_kernels.py)
-P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT = \
-    range(P_END, P_END + 8)
-SPARSE_LINES = 16     # lines with fewer updates than 1/SPARSE_LINES of their length are sparse (ScatterLinesPlan)
-
-
-class ScatterLinesPlan(Plan):
-    """SCATTER_ELEMENTS in one pass after the copy (shaders/scatter_lines.comp): a workgroup takes whole lines
-    along the axis, where alone updates can collide, and settles their claims in shared memory. Needs the
-    output's axis to have at most kernels.LINE_CLAIM_WORDS elements and a disjoint output layout
-    (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines()."""
-
-    output_from_input = True
-
-    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: Plan):
-        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks and
-                                        # devices with less shared memory than its claims (none: 16 KiB is Vulkan's
-                                        # minimum; a device profile may lower it)
-        index_dtype = np.dtype(index_dtype)
-        m, n = axis[0], axis[3]
-        assert n <= kernels.LINE_CLAIM_WORDS
-        group = max(1, min(kernels.LINE_CLAIM_WORDS // n, -(-kernels.LINE_ITEMS * kernels.WORKGROUP_SIZE // m)))
-        self.words = np.zeros(P_END + 8, dtype=np.uint32)
-        self.words[:P_END] = lines.params(index_dtype.kind == "i")   # DeviceError if over 32 bits
-        self.words[P_LINE_M:P_LINE_DATA + 1] = axis
-        self.words[P_LINE_GROUP] = group
-        if m > 1:
-            self.words[P_LINE_MAGIC], self.words[P_LINE_SHIFT] = magic(m)
-        self.kernel = kernels.lines_variant(lines.unit, index_dtype.itemsize)
-        # few updates per line (under 1/SPARSE_LINES of its length): a workgroup clears more shared claims than
-        # it has updates, which a CPU device (lavapipe) pays in full: there, the claim-and-write plan
-        self.sparse = m * SPARSE_LINES < n
-        self.groups = -(-lines.count // group)
-        self.copy = CopyPlan(copy_map)
-
-    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
-                   updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if _chunked(input, indices, output, updates) or self.sparse and device.info.type == "CPU" or \
-                device.info.max_compute_shared_memory_size < kernels.MOST_SHARED_BYTES:
-            return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
-                                            take=take)
-        params, fresh = device._params(self.words)
-        return self.copy.then(device, input, output, [params] if fresh else [],
-                              Dispatch(self.kernel, (params, indices, output, updates),
-                                       self.groups * kernels.WORKGROUP_SIZE))
-
-
-def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,
-                          copy_map: IndexMap, unique: bool = False) -> Plan:
-    """SCATTER_ELEMENTS (reduction "none") of these layouts (as index_map.elements_map takes them): the
-    one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
-    the claim-and-write ScatterPlan (``unique``: updates that promise distinct targets, ScatterPlan's)."""
-    plan = ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map, unique)
-    if not unique and data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow:
-        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map, plan)
-    return plan
-
-
 @functools.lru_cache(maxsize=1024)
 def make_plan(cls, *args) -> Plan:
-    """``cls(*args)`` (GatherPlan, ScatterPlan or a plan factory such as scatter_elements_plan), made once for
-    equal arguments (index maps and layouts are values): a repeated call skips folding, vectorizing and
-    packing the parameter words."""
+    """``cls(*args)`` (GatherPlan, ScatterPlan or a plan factory such as lines_plan.scatter_elements_plan),
+    made once for equal arguments (index maps and layouts are values): a repeated call skips folding,
+    vectorizing and packing the parameter words."""
     return cls(*args)
 
 

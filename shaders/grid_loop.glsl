@@ -1,4 +1,19 @@
 // main(): a grid-stride loop over the P_TOTAL iterations, calling process(i) once for each.
+// GRID_UNROLL (a define): each turn of the loop takes GRID_UNROLL iterations a grid step apart, unrolled, so
+// that their loads are in flight together (the launch has GRID_UNROLL times fewer invocations).
+#if GRID_UNROLL
+void main() {
+    OFF_T total = PW(P_TOTAL);
+    OFF_T step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (OFF_T i = gl_GlobalInvocationID.x; i < total;) {
+        [[unroll]] for (uint k = 0u; k < GRID_UNROLL; ++k)
+            if (k * step < total - i)
+                process(i + k * step);
+        if (total - i <= GRID_UNROLL * step) break;  // i + GRID_UNROLL * step would reach or pass total
+        i += GRID_UNROLL * step;
+    }
+}
+#else
 void main() {
     OFF_T total = PW(P_TOTAL);
     OFF_T step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
@@ -8,3 +23,4 @@ void main() {
         i += step;
     }
 }
+#endif

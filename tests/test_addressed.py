@@ -32,14 +32,14 @@ def forced(path: str, wide: bool):
         G = plan.GatherPlan
         if path == "rows":
             mp.setattr(G, "_rows", lambda self, device: self.map.row_loop_ok())
-            mp.setattr(G, "_words", lambda self, device, narrow_ok=True: (self.row_words, 0) if self.row_words is not None
+            mp.setattr(G, "_words", lambda self, device, addressed=False: (self.row_words, 0) if self.row_words is not None
                        else (self.words, self.vec))
         elif path == "vec":
             mp.setattr(G, "_rows", lambda self, device: False)
-            mp.setattr(G, "_words", lambda self, device, narrow_ok=True: (self.words, self.vec))
+            mp.setattr(G, "_words", lambda self, device, addressed=False: (self.words, self.vec))
         elif path == "unit":
             mp.setattr(G, "_rows", lambda self, device: False)
-            mp.setattr(G, "_words", lambda self, device, narrow_ok=True: (self.map.params(self.signed), 0))
+            mp.setattr(G, "_words", lambda self, device, addressed=False: (self.map.params(self.signed), 0))
             mp.setattr(G, "_words_wide", lambda self, device: (self.wide_words(), 0))
         if wide:
             addressed = G.addressed

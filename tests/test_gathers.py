@@ -580,3 +580,20 @@ def test_spread_units_take_one_unit_per_invocation_on_gpus(call, dtype, shape, k
         else:
             assert not any(k.endswith("_narrow") for k in used) and used != ["gather_u4_i64"]
         same_bytes(got.numpy(), want)
+
+
+@pytest.mark.parametrize("shape, n, idx_dtype", [((300, 160), 1001, np.int64), ((50, 3, 128), 77, np.int32),
+                                                 ((40, 128), 3, np.int64)])
+def test_long_rows_take_the_unrolled_gather_on_gpus(gpu_like, shape, n, idx_dtype):
+    """On a GPU, rows of at least plan.UNROLL_ROW_UNITS 16-byte units gathered whole take the unrolled variant
+    (kernels.GRID_UNROLL units a grid step apart per invocation, a partial last turn included)."""
+    from dmlgpu import plan
+    rng = np.random.default_rng(n)
+    x = random_data(rng, shape, np.float32)
+    idx = rng.integers(-shape[0], shape[0], n).astype(idx_dtype)
+    with gpu_like.record() as rec:
+        got = dmlgpu.gather(dmlgpu.tensor(x, device=gpu_like), idx, axis=0)
+    ran = [w.kernel for k, w in rec._steps if k == "dispatch"]
+    assert ran == [f"gather_u16_i{np.dtype(idx_dtype).itemsize * 8}_x{dmlgpu.kernels.GRID_UNROLL}"], ran
+    assert np.prod(shape[1:]) * 4 // 16 >= plan.UNROLL_ROW_UNITS
+    same_bytes(got.numpy(), np.take(x, idx, axis=0))

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import dmlgpu
-from dmlgpu import index_map, kernels, plan, reduction, spirv
+from dmlgpu import index_map, kernels, lines_plan, plan, reduction, spirv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHADERS = ROOT / "shaders"
@@ -43,7 +43,7 @@ def test_index_map_words_match_the_glsl():
     ("radix.glsl", reduction, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_BLOCKS"]),
     ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
     ("scatter_write.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS", "P_CLAIM_WORDS"]),
-    ("scatter_lines.comp", plan, ["P_LINE_M", "P_LINE_DENSE", "P_LINE_INDEX", "P_LINE_N", "P_LINE_DATA",
+    ("scatter_lines.comp", lines_plan, ["P_LINE_M", "P_LINE_DENSE", "P_LINE_INDEX", "P_LINE_N", "P_LINE_DATA",
                                   "P_LINE_GROUP", "P_LINE_MAGIC", "P_LINE_SHIFT"]),
 ])
 def test_kernel_words_match_the_shaders(shader, module, names):

@@ -363,10 +363,10 @@ LINE_CASES = [  # (data shape, dtype, indices shape, axis): claims in shared mem
 
 @pytest.mark.parametrize("shape, dtype, idx_shape, axis", LINE_CASES)
 def test_scatter_elements_lines(device, shape, dtype, idx_shape, axis):
-    """The one-pass SCATTER_ELEMENTS (plan.ScatterLinesPlan) against the sequential reference: every line has
-    duplicate targets (the last update along the axis wins), indices negative and out of range (clamped);
-    the plan falls back to claims in memory past kernels.LINE_CLAIM_WORDS."""
-    from dmlgpu import kernels, plan
+    """The one-pass SCATTER_ELEMENTS (lines_plan.ScatterLinesPlan) against the sequential reference: every
+    line has duplicate targets (the last update along the axis wins), indices negative and out of range
+    (clamped); the plan falls back to claims in memory past kernels.LINE_CLAIM_WORDS."""
+    from dmlgpu import kernels, lines_plan
     rng = np.random.default_rng(sum(shape) + sum(idx_shape))
     x = random_data(rng, shape, dtype)
     n = shape[axis]
@@ -375,15 +375,15 @@ def test_scatter_elements_lines(device, shape, dtype, idx_shape, axis):
     same_bytes(dmlgpu.scatter_elements(x, idx, upd, axis=axis, device=device, mode="clamp"),
                reference.scatter_elements(x, np.clip(np.where(idx < 0, idx + n, idx), 0, n - 1), upd, axis))
     layouts = [dmlgpu.index_map.Layout.packed(s) for s in (shape, idx_shape, idx_shape)]
-    chosen = plan.scatter_elements_plan(*layouts, axis, np.dtype(dtype).itemsize, np.int64,
+    chosen = lines_plan.scatter_elements_plan(*layouts, axis, np.dtype(dtype).itemsize, np.int64,
                                         dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
-    assert isinstance(chosen, plan.ScatterLinesPlan) == (n <= kernels.LINE_CLAIM_WORDS)
+    assert isinstance(chosen, lines_plan.ScatterLinesPlan) == (n <= kernels.LINE_CLAIM_WORDS)
 
 
 def test_scatter_elements_lines_leave_the_input_and_overlapping_layouts(device):
     """The input Tensor is left alone; an output layout whose elements overlap (a stride of 0) takes the
     claim-and-write plan."""
-    from dmlgpu import index_map, plan
+    from dmlgpu import index_map, lines_plan, plan
     assert not index_map.Layout((4, 3), (0, 1)).disjoint() and index_map.Layout((4, 3), (1, 4)).disjoint()
     rng = np.random.default_rng(7)
     x = rng.standard_normal((40, 33)).astype(np.float32)
@@ -394,10 +394,9 @@ def test_scatter_elements_lines_leave_the_input_and_overlapping_layouts(device):
     got = dmlgpu.scatter_elements(t, dmlgpu.tensor(idx, device=device), dmlgpu.tensor(upd, device=device), axis=1)
     same_bytes(got.numpy(), want)
     same_bytes(t.numpy(), x)                       # the input is left alone
-    overlapping = plan.scatter_elements_plan(index_map.Layout((4, 3), (0, 1)), index_map.Layout.packed((4, 3)),
-                                             index_map.Layout.packed((4, 3)), 1, 4, np.int32,
-                                             index_map.copy_map(index_map.Layout.packed((4, 3)),
-                                                                index_map.Layout((4, 3), (0, 1)), 4))
+    packed, overlapping_layout = index_map.Layout.packed((4, 3)), index_map.Layout((4, 3), (0, 1))
+    overlapping = lines_plan.scatter_elements_plan(overlapping_layout, packed, packed, 1, 4, np.int32,
+                                                   index_map.copy_map(packed, overlapping_layout, 4))
     assert isinstance(overlapping, plan.ScatterPlan)
 
 
