@@ -286,7 +286,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
     for unit in UNITS:
         for index_bytes in (4, 8):
             add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,
-                CLAIM_WORDS=LINE_CLAIM_WORDS, LINE_ITEMS=LINE_ITEMS)
+                CLAIM_WORDS=LINE_CLAIM_WORDS, LINE_ITEMS=LINE_ITEMS, PARAMS_UNIFORM=1)
         for vec in vec_sizes(unit):
             for index_bytes in (4, 8):
                 for k in (None, 1):

@@ -2,9 +2,9 @@
 // 0 params, 1 indices, 2 data tensor, 3 dense tensor, 4 owner scratch (scatter only); the FEW scatter passes
 // (at most 4 storage buffers) bind fewer: scatter_claim.comp's and scatter_write.comp's comments say which.
 #include "workgroup.glsl"
-// PW(i): parameter word i. PARAMS_UNIFORM (gather.comp's variants whose parameters are the index map's words
-// alone): a uniform buffer, declared by index_map.glsl (its size is P_END words), which GPUs read through
-// their constant caches; else a storage buffer.
+// PW(i): parameter word i. PARAMS_UNIFORM (gather.comp's variants, whose parameters are the index map's words
+// alone, and scatter_lines.comp, PARAMS_OWN words more): a uniform buffer, declared by index_map.glsl (its
+// size is P_END + PARAMS_OWN words), which GPUs read through their constant caches; else a storage buffer.
 #if WIDE
 layout(std430, binding = 0) restrict readonly buffer Params { uint64_t P[]; };  // index_map.glsl's words
 #define PW(i) P[i]

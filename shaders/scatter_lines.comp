@@ -12,6 +12,7 @@
 // P_LINE_* (below). Bindings as bindings.glsl: 2 output, 3 updates.
 #extension GL_EXT_control_flow_attributes : require
 #include "units.glsl"
+#define PARAMS_OWN 8u            // the P_LINE_* words below (in a uniform buffer: kernels.py's PARAMS_UNIFORM)
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };
