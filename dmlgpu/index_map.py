@@ -118,13 +118,17 @@ class IndexMap:
             dims.append(d)
         return replace(self, dims=tuple(dims))
 
+    def row_units(self) -> int:
+        """The size of the innermost iteration dimension where it is a row: contiguous in the dense and data
+        tensors and not indexed (its units side by side, sharing their index tuple); else 0."""
+        inner = self.dims[-1] if self.dims else None
+        return inner.size if inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) else 0
+
     def vectorized(self) -> "IndexMap":
         """Moves a contiguous innermost row in the widest unit that divides the row and every stride."""
-        if not self.dims:
+        if not self.row_units():
             return self
         inner = self.dims[-1]
-        if (inner.dense, inner.data, inner.index) != (1, 1, 0):
-            return self
         elem = self.unit
         strides = [s for d in self.dims[:-1] for s in (d.dense, d.data)] + [t for _, t in self.tuple_dims]
         for unit in reversed(UNITS):       # the widest first
@@ -149,11 +153,8 @@ class IndexMap:
         """True when the innermost iteration dimension is a row (of 2 to ROW_LOOP_MAX units of 4 bytes or
         more) contiguous in the dense and data tensors and not indexed, and there are at least ROW_LOOP_ROWS
         rows: the gather kernel can then move a whole row per iteration (``params(row_loop=True)``)."""
-        if self.unit < 4 or not self.dims:
-            return False
-        inner = self.dims[-1]
-        return ((inner.dense, inner.data, inner.index) == (1, 1, 0) and 2 <= inner.size <= ROW_LOOP_MAX
-                and self.count // inner.size >= ROW_LOOP_ROWS)
+        row = self.row_units() if self.unit >= 4 else 0
+        return 2 <= row <= ROW_LOOP_MAX and self.count // row >= ROW_LOOP_ROWS
 
     def indexed_spread(self) -> int:
         """Bytes of the data tensor that the units of one innermost row can reach through their own indices:

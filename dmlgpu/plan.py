@@ -134,9 +134,8 @@ class GatherPlan(_MapPlan):
         self.narrow_feature = kernels.NARROW_FEATURES.get(self.map.unit) if self.spread else None
         if self.narrow_feature:
             self.kernels[NARROW] = kernels.variant("gather", self.map.unit, self.index_bytes, narrow=True)
-        inner = self.map.dims[-1] if self.map.dims else None
         self.unrolled = self.words is not None and self.map.unit == 16 and bool(self.map.tuple_dims) and \
-            inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size >= UNROLL_ROW_UNITS
+            self.map.row_units() >= UNROLL_ROW_UNITS
         if self.unrolled:
             self.kernels[UNROLLED] = kernels.variant("gather", 16, self.index_bytes, unrolled=True)
 
@@ -229,22 +228,22 @@ class ScatterPlan(_MapPlan):
         self.row_words: Any = None
         self.copy_words: Any = None   # the rows' one-pass copy and writes (scatter_write.comp's COPY), or None
         m = self.map
-        inner = m.dims[-1] if m.dims else None
-        if self.narrow and inner is not None and (inner.dense, inner.data, inner.index) == (1, 1, 0) and inner.size > 1:
+        row = m.row_units()
+        if self.narrow and row > 1:
             strides = [d.data for d in m.dims[:-1] if d.size > 1] + [t for n, t in m.tuple_dims if n > 1]
-            if all(s % inner.size == 0 for s in strides):
+            if all(s % row == 0 for s in strides):
                 shift = min(((s & -s).bit_length() - 1 for s in strides if s), default=0)
                 rows = IndexMap(m.dims[:-1], m.tuple_dims, m.tuple_stride, m.unit)
                 last = sum((d.size - 1) * d.data for d in rows.dims) + sum((n - 1) * t for n, t in m.tuple_dims)
                 self.claim_words = (last >> shift) + 1
                 self.row_words = np.zeros(P_END + 2, dtype=np.uint32)
                 self.row_words[:P_END] = rows.params(self.signed)
-                self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, inner.size
+                self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, row
                 self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
                 out_bytes = self.copy.map.count * self.copy.map.unit
                 if self.copy.identity() and out_bytes % m.unit == 0:
                     self.copy_words = np.concatenate([self.words[:P_END], np.array(
-                        [shift, inner.size, self.claim_words], dtype=np.uint32)])
+                        [shift, row, self.claim_words], dtype=np.uint32)])
                     self.copy_words[P_TOTAL] = out_bytes // m.unit
         # at most a workgroup of rows: claims and writes in one workgroup (scatter_write.comp's SMALL): their
         # count (a device of the small geometry takes them so up to its workgroup size), else 0

@@ -382,11 +382,6 @@ class ReducePlan(Plan):
                 out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
                                     int(self.full_words[P_TOTAL])))
             return out, uploads
-        if self.cpu is not None and not addr and self.cpu.usable(device):    # CPU devices: no sort
-            keys, rows = take(key_bytes), take(key_bytes)
-            out.append(Dispatch(self.keys_kernel, (params(self.keys_words), indices, keys, rows) +
-                                ((updates,) if self.values else ()), self.rows, barrier=not out))
-            return out + self.cpu.dispatches(device, params, keys, rows, output, updates), uploads
         if few:                                   # the keys, then the rows, in one buffer
             keys, rows = take(key_bytes), None
             out.append(Dispatch(kernels.few_variant(self.keys_kernel), (params(self.keys_words), indices, keys)
@@ -396,6 +391,9 @@ class ReducePlan(Plan):
             out.append(Dispatch(kernel(self.keys_kernel), (params(self.keys_words, (indices, None, updates, None)),
                                                            indices, keys, rows) + ((updates,) if self.values else ()),
                                 self.rows, barrier=not out, wide=addr))   # independent of the copy: may overlap
+        if self.cpu is not None and not addr and self.cpu.usable(device):    # CPU devices: no sort
+            assert rows is not None                 # (usable binds FOLD_BUFFERS >= SORT_BUFFERS: not few)
+            return out + self.cpu.dispatches(device, params, keys, rows, output, updates), uploads
         if pass_words:
             other_keys, other_rows = take(key_bytes), None if few else take(key_bytes)
             hist = take(hist_bytes)

@@ -1,4 +1,4 @@
-"""The compiled kernel variants: their SPIR-V (``spirv``, shipped in dmlgpu/shaders/) and what each asks of a
+"""The compiled kernel variants: their SPIR-V (``load``, shipped in dmlgpu/shaders/) and what each asks of a
 device, read from that SPIR-V (``requirements``). The variants themselves are kernels.VARIANTS."""
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ class Requirements(NamedTuple):
     buffers), ``push_constant_bytes`` (0: the parameters are a buffer), the optional ``features`` its
     capabilities need, ``bindings``: the buffers a launch binds, its highest binding + 1 (a binding that the
     code does not use is not declared: the launch fills it all the same), and ``uniform_buffers``: its
-    bindings that are uniform buffers (a Block-decorated struct of the Uniform storage class: the gathers'
-    parameters, bindings.glsl's PARAMS_UNIFORM; kp patch 0020 binds them so)."""
+    bindings that are uniform buffers (a Block-decorated struct of the Uniform storage class: the parameters
+    of the gathers and scatter_lines.comp, bindings.glsl's PARAMS_UNIFORM; kp patch 0020 binds them so)."""
 
     invocations: int
     shared_bytes: int
