@@ -52,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{d.max_buffer_size or 'not reported'}, maxComputeSharedMemorySize "
                   f"{d.max_compute_shared_memory_size} bytes, maxPerStageDescriptorStorageBuffers "
                   f"{d.max_per_stage_storage_buffers}\n"
+                  f"     subgroups of {d.subgroup_size}, operations in compute shaders {d.subgroup_operations:#x} "
+                  f"(VkSubgroupFeatureFlags)\n"
                   f"     features: {', '.join(sorted(d.features)) or 'none'}")
         print("(* = default device: DMLGPU_DEVICE, else the first discrete GPU, else the first device)")
         if profile.name != "full":

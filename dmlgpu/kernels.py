@@ -30,11 +30,11 @@ REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f3
 # ml_dtypes' float types (arith.glsl's ELEM_KIND 3, 4, 5), by kind name; their bits: 16, 8, 8
 NARROW_FLOATS = {"bf": (3, 16), "f8e4m3fn": (4, 8), "f8e5m2": (5, 8)}
 
-# One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_reduce (with more than one block of
-# counts), radix_scan, radix_scatter.
+# One digit of the radix sort (shaders/radix.glsl): radix_hist, radix_scan, and one of the radix_scatter variants
+# (radix_scatter_variant).
 RADIX_BITS = 8                # bits sorted per pass; one invocation per digit: 1 << RADIX_BITS == WORKGROUP_SIZE
-RADIX_ITEMS = 16              # pairs per invocation in a tile of the histogram and scatter passes
-RADIX_SCAN_ITEMS = 16         # tile counts per invocation in a block of the scan passes
+RADIX_ITEMS = 8               # pairs per invocation in a tile of the histogram and scatter passes
+RADIX_SCAN_ITEMS = 16         # tile counts per invocation in a step of the scan pass
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 CPU_LANES = 8                 # scatter_fold_cpu.comp (dmlgpu/reduction_cpu.py): invocations per workgroup that work
 
@@ -43,8 +43,13 @@ WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the W
 # The most that any variant needs of the limits a device may have too little of (tests/test_kernels.py checks
 # them against the SPIR-V): on a device with at least these, the runtime checks no run's kernels
 MOST_STORAGE_BUFFERS = 8      # scatter_reduce.comp's PARTIALS variants
-MOST_SHARED_BYTES = 4 * LINE_CLAIM_WORDS    # scatter_lines.comp
+MOST_SHARED_BYTES = 4 * (2 * RADIX_ITEMS * WORKGROUP_SIZE + (WORKGROUP_SIZE // 32 + 4) * (1 << RADIX_BITS)
+                         + WORKGROUP_SIZE // 16)
+                              # radix_scatter_local: the sorted tile, the chunk's masks, four words per digit, the
+                              # scan's group sums (radix.glsl)
+SUBGROUP_OPERATIONS = 0x1 | 0x4 | 0x8   # the subgroup operations of radix_scatter_match: basic, arithmetic, ballot
 SCATTER_BUFFERS = 5           # the claim-and-write scatter's passes bind (plans take the FEW ones below this)
+MIN_SUBGROUP = 8              # radix_scatter_match: the smallest subgroup it takes (its shared memory is sized so)
 SORT_BUFFERS = 6              # a sorted reduction's radix_scatter binds (below: its FEW kernels, no PARTIALS)
 
 
@@ -141,6 +146,15 @@ def reduce_variant(kind: str, bits: int, op: str) -> str:
     return f"scatter_reduce_{kind}{bits}_{op}"
 
 
+def minmax_variants(name: str, index_bytes: int) -> tuple[str, str, str] | None:
+    """The three stages of the min/max reduction by 64-bit atomics (shaders/scatter_minmax.comp) for a
+    reduction kernel (reduce_variant) of elements of at most 4 bytes, for an index width; None for others."""
+    if not name.endswith(("_min", "_max")) or "64_" in name:
+        return None
+    stem = name.replace("scatter_reduce_", "scatter_minmax_")
+    return stem + "_s1", f"{stem}_s2_i{index_bytes * 8}", f"{stem}_s3_i{index_bytes * 8}"
+
+
 def keys_variant(index_bytes: int, values: int = 0) -> str:
     """File stem of a scatter reduction's key kernel (shaders/reduce_keys.comp) for an index width (4 or 8),
     carrying the update values of ``values`` (1, 2 or 4) bytes, or the updates offsets (0)."""
@@ -222,7 +236,7 @@ class Geometry:
         self.workgroup_size, self.radix_bits, self.suffix = workgroup_size, radix_bits, suffix
         self.radix = 1 << radix_bits
         self.radix_tile = RADIX_ITEMS * workgroup_size             # radix.glsl's TILE
-        self.radix_scan_block = RADIX_SCAN_ITEMS * workgroup_size  # radix.glsl's SCAN_BLOCK
+        self.radix_scan_step = RADIX_SCAN_ITEMS * workgroup_size   # radix.glsl's SCAN_BLOCK: counts per scan step
 
     def workgroups(self, count: int, max_groups: int) -> int:
         """Workgroups for ``count`` loop iterations; the kernels' grid-stride loop covers any remainder."""
@@ -335,6 +349,12 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 _, pass_, final = tree_variants(name, False)
                 add(pass_, "scatter_tree.comp", **defines, TREE=2)
                 add(final, "scatter_tree.comp", **defines, TREE=3)
+            for index_bytes in (4, 8):
+                stages = minmax_variants(name, index_bytes)
+                if stages is not None:                # min and max by 64-bit atomics (step 7)
+                    for stage, stage_stem in enumerate(stages, 1):
+                        if stage_stem not in table:    # (stage 1 reads no index)
+                            add(stage_stem, "scatter_minmax.comp", **defines, STAGE=stage, IDX64=index_bytes // 8)
             if op == "add" and elem_kind >= 2:       # float add: its "mean" twin (the fold only)
                 mean = mean_variant(name)
                 add(mean, "scatter_reduce.comp", **defines, MEAN=1)
@@ -356,9 +376,11 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
         for values in (0, 1, 2, 4):
             add(keys_variant(index_bytes, values), "reduce_keys.comp", IDX64=index_bytes // 8,
                 **({"VALUES": values} if values else {}))
-    for step in ("hist", "reduce", "scan", "scatter"):
-        add(f"radix_{step}", f"radix_{step}.comp", RADIX_BITS=RADIX_BITS, RADIX_ITEMS=RADIX_ITEMS,
-            RADIX_SCAN_ITEMS=RADIX_SCAN_ITEMS)
+    for step in ("hist", "scan", "scatter", "scatter_local"):
+        add(f"radix_{step}", f"radix_{step.split('_')[0]}.comp", RADIX_BITS=RADIX_BITS, RADIX_ITEMS=RADIX_ITEMS,
+            RADIX_SCAN_ITEMS=RADIX_SCAN_ITEMS, **({"LOCAL": 1} if step == "scatter_local" else {}))
+    add("radix_scatter_match", "radix_scatter_match.comp", RADIX_BITS=RADIX_BITS, RADIX_ITEMS=RADIX_ITEMS,
+        RADIX_SCAN_ITEMS=RADIX_SCAN_ITEMS, MIN_SUBGROUP=MIN_SUBGROUP, TARGET_ENV="vulkan1.1")
     # order-free 32-bit integer reductions by atomics
     for index_bytes in (4, 8):
         for kind, op in sorted(ATOMIC_REDUCTIONS):
@@ -373,7 +395,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             add(addr_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, ADDR=1)
     # the sort's kernels with their keys and rows in one buffer, for devices that bind fewer than SORT_BUFFERS
     for stem, (source, defines) in list(table.items()):
-        if (source == "reduce_keys.comp" or stem == "radix_scatter" or source == "scatter_reduce.comp"
+        if (source == "reduce_keys.comp" or source.startswith("radix_scatter") or source == "scatter_reduce.comp"
                 and "PARTIALS" not in defines) and "ADDR" not in defines:
             add(few_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, FEW=1)
     return table
@@ -384,6 +406,15 @@ def few_variant(name: str) -> str:
     radix_scatter.comp, scatter_reduce.comp without PARTIALS) for devices that bind fewer than SORT_BUFFERS
     storage buffers (FEW): each pair's row follows the keys in the keys' buffer."""
     return name + "_few"
+
+
+def radix_scatter_variant(few: bool, local: bool, match: bool = False) -> str:
+    """The radix sort's scatter pass: FEW (see few_variant) or not; ``match``: radix_scatter_match.comp (ranks by
+    subgroup ballots: for devices with the subgroup operations and sizes it takes), else radix_scatter.comp,
+    LOCAL (the tile sorted in shared memory, then written out in order: for devices with the shared memory it
+    declares) or not."""
+    name = "radix_scatter_match" if match else "radix_scatter_local" if local else "radix_scatter"
+    return few_variant(name) if few else name
 
 
 def addr_variant(name: str) -> str:

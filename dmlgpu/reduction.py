@@ -41,8 +41,9 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
 1. keys (shaders/reduce_keys.comp): each row's target offset (index_map.glsl: indices wrapped, then clamped,
    as every kernel does) without the low bits that every target offset has at zero, and its updates offset
    (rows of one element of at most 4 bytes: the update itself, which the sort then carries).
-2. a stable LSD radix sort of the (key, row) pairs by key (shaders/radix*.comp), over only the bits the
-   largest key has: each target's rows become a run in row-major order, whatever the scheduling.
+2. a stable LSD radix sort of the (key, row) pairs by key (dmlgpu/radix_sort.py, shaders/radix*.comp), over
+   only the bits the largest key has: each target's rows become a run in row-major order, whatever the
+   scheduling.
 3. fold (shaders/scatter_reduce.comp, chunks of FOLD_CHUNK sorted rows per invocation): each run is folded by
    exactly one invocation in order, from the output's value (or its first row without include_self),
    and written once (no value atomics; 1- and 2-byte outputs use units.glsl's race-free sub-word stores).
@@ -69,10 +70,15 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    (the same bits); include_self=False and "mean" count in zeroed scratch (Device.zeroed), left zero. Where
    it does not apply (operands in several blocks, fewer storage buffers, too many keys to count), the steps
    above run there too.
+7. min and max of elements of at most 4 bytes (other than those of step 4), where the output's span is at most
+   a few times the updates and the device has 64-bit atomics, replace steps 1-3 on every device: a 64-bit slot
+   per output element that the updates combine into by atomicMin, ordered so that the least slot names the
+   sequential fold's result (dmlgpu/reduction_minmax.py, shaders/scatter_minmax.comp).
 
 Scratch comes from the device (Device._take) and goes back after the run: two key and two row arrays of n
-words, the sort's tile counts, and the levels' partials. Operands held in several blocks take the key and fold
-kernels' ADDR variants (the atomics: WIDE). Limits (DeviceError before any GPU work): n * m < 2^32 - 1 and
+words and the levels' partials (step 7: its slots); the sort's counts are zeroed scratch (Device.zeroed:
+radix_sort.COUNTS). Operands held in several blocks take the key and fold kernels' ADDR variants (the
+atomics: WIDE). Limits (DeviceError before any GPU work): n * m < 2^32 - 1 and
 offsets below 2^32 (past that, the order-free reductions only), 4 n bytes within one block. The design notes,
 measurements and history: bench/RESULTS.md, "Reduction design notes (moved from reduction.py)".
 """
@@ -86,7 +92,9 @@ from . import kernels
 from .errors import DeviceError
 from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
 from .plan import CopyPlan, Plan, needs_wide, wide_params
+from .radix_sort import RadixSort
 from .reduction_cpu import CpuFold
+from .reduction_minmax import MinMax
 from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")   # layer 1: the descriptors' Reduction member (operators.py)
@@ -99,7 +107,6 @@ P_KEY_SHIFT = P_END                                              # reduce_keys.c
 P_SLICE, P_FOLD_SHIFT, P_ROWS, P_CHUNK, P_PIECE, P_PASS, P_MODE = range(P_END, P_END + 7)  # scatter_reduce.comp
 MODE_EXCLUDE_SELF = 1  # P_MODE's bits: include_self=False ...
 MODE_MEAN = 2          # ... and reduction "mean" (float add, then mean_of in arith.glsl)
-R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS = range(5)          # the radix sort's passes (radix.glsl)
 CPU_PIECE = 60000     # CPU devices: rows of a run one pass of the sequential fold folds (llvmpipe's loop
                       # limit; at least FOLD_CHUNK: only the last run headed in a chunk can be longer)
 FOLD_CHUNK = 16       # sorted rows per invocation of the fold
@@ -229,6 +236,7 @@ class ReducePlan(Plan):
                               "split it into smaller ones")
         self.level_words, self.part_words = [], 2 if dtype.itemsize == 8 else 1   # words per element
         self.cpu: CpuFold | None = None      # CPU devices' fold without a sort (step 6)
+        self.minmax: MinMax | None = None    # min/max by 64-bit atomics (step 7)
         if self.atomic is not None:
             return
         # keys: target offsets without the low bits that all of them have at zero
@@ -237,6 +245,8 @@ class ReducePlan(Plan):
         shift = min(map(_trailing_zeros, strides), default=0)
         last = sum((d.size - 1) * d.data for d in row_map.dims) + sum((size - 1) * t for size, t in row_map.tuple_dims)
         self.key_bits = (last >> shift).bit_length()
+        span = last + sum((d.size - 1) * d.data for d in slice_map.dims) + 1     # the output offsets reached
+        self.minmax = MinMax.of(self.kernel, index_bytes, self.full_words, full.count, span, mode)
         # rows of one element of at most 4 bytes: the sort carries the update values themselves, so the fold
         # reads them in order instead of gathering them
         self.values = self.slice_count == 1 and elem <= 4
@@ -275,20 +285,11 @@ class ReducePlan(Plan):
         self.cpu = None if self.tree else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
                                                      self.slice_count, last >> shift, shift, self.fold_words)
 
-    def sort(self, geometry: kernels.Geometry) -> tuple[int, int, list]:
-        """The radix sort's (tiles, blocks of counts, parameter words of each pass) in a variant set's
-        geometry (kernels.Geometry: its workgroup size and digit bits)."""
+    def sort(self, geometry: kernels.Geometry) -> RadixSort:
+        """The radix sort of the rows' (key, row) pairs in a variant set's geometry (once per geometry)."""
         sort = self._sorts.get(geometry.suffix)
         if sort is None:
-            tiles = -(-self.rows // geometry.radix_tile)
-            blocks = -(-geometry.radix * tiles // geometry.radix_scan_block)
-            pass_words = []
-            for b in range(0, self.key_bits, geometry.radix_bits):
-                words = np.zeros(R_BLOCKS + 1, dtype=np.uint32)
-                words[[R_COUNT, R_SHIFT, R_MASK, R_TILES, R_BLOCKS]] = (
-                    self.rows, b, (1 << min(geometry.radix_bits, self.key_bits - b)) - 1, tiles, blocks)
-                pass_words.append(words)
-            sort = self._sorts[geometry.suffix] = (tiles, blocks, pass_words)
+            sort = self._sorts[geometry.suffix] = RadixSort(self.rows, self.key_bits, geometry)
         return sort
 
     @classmethod
@@ -341,9 +342,8 @@ class ReducePlan(Plan):
             return buf
 
         if self.atomic is None:
-            geometry = device.geometry
-            tiles, scan_blocks, pass_words = self.sort(geometry)
-            hist_bytes = 4 * (geometry.radix * tiles + scan_blocks)
+            sort = self.sort(device.geometry)
+            hist_bytes = sort.hist_bytes if sort.pass_words else 0
             # a device that binds fewer storage buffers than the sort's kernels: their FEW variants (the rows
             # after the keys in one buffer), and no levels of partials (they bind MOST_STORAGE_BUFFERS)
             bindable = device.info.max_per_stage_storage_buffers
@@ -354,9 +354,9 @@ class ReducePlan(Plan):
                                   f"{kernels.SORT_BUFFERS} storage buffers: over {device.info.name}'s "
                                   f"maxPerStageDescriptorStorageBuffers ({bindable}); split it into smaller ones")
             key_bytes = 4 * self.rows * (2 if few else 1)
-            device._check_sizes(key_bytes, hist_bytes if pass_words else 0)
+            device._check_sizes(key_bytes, hist_bytes)
             tree_bytes = 4 * self.part_words * self.rows * self.slice_count if self.tree else 0
-            scratch = max(key_bytes, hist_bytes if pass_words else 0, tree_bytes,   # bound whole: one block each
+            scratch = max(key_bytes, hist_bytes, tree_bytes,   # bound whole: one block each
                           4 * self.slice_count * self.part_words * int(self.level_words[0][P_ROWS])
                           if partials else 0)
             if scratch > device._whole_max:
@@ -372,6 +372,9 @@ class ReducePlan(Plan):
             copy, copy_uploads = self.copy.dispatch(device, input, output)
             out.append(copy)
             uploads += copy_uploads
+        if self.minmax is not None and not addr and self.minmax.usable(device):     # min/max: no sort
+            device._check_sizes(8 * self.minmax.span)
+            return out + self.minmax.dispatches(params, take, indices, output, updates), uploads
         if self.atomic is not None:
             if needs_wide(device, self.full_map, indices, output, updates):
                 words = self.full_map.params(self.signed, wide=True)
@@ -394,21 +397,10 @@ class ReducePlan(Plan):
         if self.cpu is not None and not addr and self.cpu.usable(device):    # CPU devices: no sort
             assert rows is not None                 # (usable binds FOLD_BUFFERS >= SORT_BUFFERS: not few)
             return out + self.cpu.dispatches(device, params, keys, rows, output, updates), uploads
-        if pass_words:
-            other_keys, other_rows = take(key_bytes), None if few else take(key_bytes)
-            hist = take(hist_bytes)
-            size = geometry.workgroup_size
-            tile_groups, block_groups = tiles * size, scan_blocks * size
-            for words in pass_words:
-                p = params(words)
-                out.append(Dispatch("radix_hist", (p, keys, hist), tile_groups))
-                if scan_blocks > 1:
-                    out.append(Dispatch("radix_reduce", (p, hist), block_groups))
-                out += [Dispatch("radix_scan", (p, hist), block_groups),
-                        Dispatch(kernels.few_variant("radix_scatter"), (p, keys, other_keys, hist), tile_groups)
-                        if few else
-                        Dispatch("radix_scatter", (p, keys, rows, other_keys, other_rows, hist), tile_groups)]
-                keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
+        if sort.pass_words:
+            passes, keys, rows = sort.dispatches(device, params, keys, rows, take(key_bytes),
+                                                 None if few else take(key_bytes), few)
+            out += passes
         if self.tree:          # the tree's elements, its passes, then the runs' heads write
             init, step, final = kernels.tree_variants(self.kernel, self.values, few)
             tree = take(tree_bytes)

@@ -26,6 +26,8 @@ def load(name: str) -> bytes:
 _CAPABILITY_FEATURES = {11: "shaderInt64", 22: "shaderInt16", 39: "shaderInt8", 12: "shaderBufferInt64Atomics",
                         4433: "storageBuffer16BitAccess", 4448: "storageBuffer8BitAccess",
                         5347: "bufferDeviceAddress", 10: "shaderFloat64"}
+# SPIR-V's GroupNonUniform* capabilities -> the VkSubgroupFeatureFlagBits each needs in compute shaders
+_CAPABILITY_SUBGROUP = {61: 0x1, 62: 0x2, 63: 0x4, 64: 0x8, 65: 0x10, 66: 0x20, 67: 0x40, 68: 0x80}
 
 
 class Requirements(NamedTuple):
@@ -35,7 +37,8 @@ class Requirements(NamedTuple):
     capabilities need, ``bindings``: the buffers a launch binds, its highest binding + 1 (a binding that the
     code does not use is not declared: the launch fills it all the same), and ``uniform_buffers``: its
     bindings that are uniform buffers (a Block-decorated struct of the Uniform storage class: the parameters
-    of the gathers and scatter_lines.comp, bindings.glsl's PARAMS_UNIFORM; kp patch 0020 binds them so)."""
+    of the gathers and scatter_lines.comp, bindings.glsl's PARAMS_UNIFORM; kp patch 0020 binds them so), and
+    ``subgroup_operations``: the VkSubgroupFeatureFlags its GroupNonUniform capabilities need."""
 
     invocations: int
     shared_bytes: int
@@ -44,6 +47,7 @@ class Requirements(NamedTuple):
     features: frozenset
     bindings: int
     uniform_buffers: frozenset = frozenset()
+    subgroup_operations: int = 0
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,5 +87,8 @@ def requirements(name: str) -> Requirements:
     uniform = frozenset(bound[v] for t, v, storage, *_ in ops.get(59, ())   # OpVariable of the Uniform class
                         if storage == 2 and v in bound and types[t][1][1] in blocks)
     features = frozenset(_CAPABILITY_FEATURES[op[0]] for op in ops.get(17, ()) if op[0] in _CAPABILITY_FEATURES)
+    subgroup = 0
+    for op in ops.get(17, ()):                                   # OpCapability
+        subgroup |= _CAPABILITY_SUBGROUP.get(op[0], 0)
     return Requirements(local[0][2] * local[0][3] * local[0][4], shared, len(bound) - len(uniform), pushed,
-                        features, max(bound.values(), default=-1) + 1, uniform)
+                        features, max(bound.values(), default=-1) + 1, uniform, subgroup)

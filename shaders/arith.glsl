@@ -213,6 +213,15 @@ uint order_key(uint v) {
 #endif
 }
 bool key_less(uint a, uint b) { return order_key(a) < order_key(b); }
+uint order_unkey(uint k) {          // order_key's inverse
+#if ELEM_KIND >= 2
+    return (k & SIGN_BIT) != 0u ? k & ~SIGN_BIT : ~k & ALL_BITS;
+#elif ELEM_KIND == 1
+    return k ^ SIGN_BIT;
+#else
+    return k;
+#endif
+}
 #endif
 
 bool is_nan(ELEM_T v) {

@@ -1,16 +1,22 @@
 // The passes of the stable LSD radix sort of (key, value) pairs (dmlgpu/reduction.py): a reduce-then-scan
-// sort that needs no forward progress between workgroups. Each pass sorts by one digit of RADIX_BITS bits:
-//   radix_hist.comp     workgroup per tile: the tile's digit counts, HIST[digit * tiles + tile]
-//   radix_reduce.comp   workgroup per block of SCAN_BLOCK counts: their sum, after the counts (skipped
-//                       when there is one block)
-//   radix_scan.comp     workgroup per block: the exclusive prefix sum of all the counts, in place (the
-//                       block's start: the sum of the earlier blocks' sums); HIST[digit * tiles + tile]
-//                       becomes the place of the tile's first pair of that digit: all the pairs of smaller
-//                       digits, and those of its digit in earlier tiles, come before
-//   radix_scatter.comp  workgroup per tile: each pair moves to that place + its rank among the pairs of its
-//                       digit earlier in the tile
+// sort that needs no forward progress between workgroups. Each pass sorts by one digit of RADIX_BITS bits, with
+// three dispatches:
+//   radix_hist.comp     workgroup per tile: the tile's digit counts (COUNTS), and each digit's total over the
+//                       tiles (TOTALS, by atomic adds: integer sums, the same in any order)
+//   radix_scan.comp     workgroup per PW(R_SCAN_DIGITS) digits: PLACES(digit, tile), the place of the tile's
+//                       first pair of that digit: all the pairs of smaller digits (the totals before it) and
+//                       those of its digit in earlier tiles (the exclusive prefix sum of its row of counts)
+//                       come before
+//   radix_scatter*.comp workgroup per tile: each pair moves to that place + its rank among the pairs of its
+//                       digit earlier in the tile (radix_scatter.comp, radix_scatter_match.comp)
+// HIST, one buffer: the totals (RADIX_STRIPES partial totals per digit: tile t adds into stripe
+// t % RADIX_STRIPES, so that fewer workgroups add into one word at a time), the counts (digit-major:
+// digit * tiles + tile), the places (the same order).
+// It is zeroed scratch (Device.zeroed) whose totals stay zero between sorts: the scatter's workgroup 0 clears
+// them (the scan has read them), so that the next pass's histogram adds into zeros. The counts and places are
+// written before they are read and left as they are.
 // A tile is ITEMS chunks of WORKGROUP_SIZE consecutive pairs. Parameters: PW(R_COUNT) pairs, digit
-// (key >> PW(R_SHIFT)) & PW(R_MASK), PW(R_TILES) tiles, PW(R_BLOCKS) blocks of counts.
+// (key >> PW(R_SHIFT)) & PW(R_MASK), PW(R_TILES) tiles, PW(R_SCAN_DIGITS) digits per scan workgroup.
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
 #define PW(i) P[i]      // parameter word i (bindings.glsl)
@@ -18,9 +24,9 @@ const uint R_COUNT = 0u;
 const uint R_SHIFT = 1u;
 const uint R_MASK = 2u;
 const uint R_TILES = 3u;
-const uint R_BLOCKS = 4u;
-// RADIX_BITS, RADIX_ITEMS (pairs per invocation in a tile), RADIX_SCAN_ITEMS (counts per invocation in the
-// scan passes): defines from the variant table (dmlgpu/kernels.py).
+const uint R_SCAN_DIGITS = 4u;     // radix_scan.comp: digits (rows of counts) per workgroup
+// RADIX_BITS, RADIX_ITEMS (pairs per invocation in a tile), RADIX_SCAN_ITEMS (counts per invocation in a step
+// of the scan): defines from the variant table (dmlgpu/kernels.py).
 const uint RADIX = 1u << RADIX_BITS;
 #if WORKGROUP_SIZE != (1 << RADIX_BITS)
 #error "the radix kernels give each invocation one digit: WORKGROUP_SIZE must be RADIX"
@@ -32,26 +38,43 @@ const uint SCAN_BLOCK = WORKGROUP_SIZE * SCAN_ITEMS;
 
 uint digit(uint key) { return (key >> PW(R_SHIFT)) & PW(R_MASK); }
 
-// The counts of invocation t of a block: SCAN_ITEMS consecutive ones, from here (those at or past
-// RADIX * tiles do not exist).
-uint scan_first(uint block) { return block * SCAN_BLOCK + gl_LocalInvocationID.x * SCAN_ITEMS; }
+// Where HIST holds a digit's count and place in a tile, and its total.
+const uint RADIX_STRIPES = 16u;
+uint totals_at(uint d, uint stripe) { return d * RADIX_STRIPES + stripe; }
+uint counts_at(uint d, uint tile) { return RADIX * RADIX_STRIPES + d * PW(R_TILES) + tile; }
+uint places_at(uint d, uint tile) { return RADIX * RADIX_STRIPES + (RADIX + d) * PW(R_TILES) + tile; }
 
 shared uint s_scan[WORKGROUP_SIZE];
+const uint SCAN_GROUP = 16u;       // scan_inclusive: invocations whose values one invocation sums in turn
+shared uint s_groups[WORKGROUP_SIZE / SCAN_GROUP];
 
 // Inclusive prefix sum of v over the workgroup's invocations (called by all of them, in uniform control
-// flow); total: the sum over all of them.
+// flow); total: the sum over all of them. Four barriers: each group of SCAN_GROUP values is summed in turn by
+// its first invocation, the group sums by invocation 0 (fewer barriers than a tree of steps: they are what
+// costs most on CPU devices).
 uint scan_inclusive(uint v, out uint total) {
     uint t = gl_LocalInvocationID.x;
     s_scan[t] = v;
     barrier();
-    for (uint off = 1u; off < WORKGROUP_SIZE; off <<= 1u) {
-        uint x = t >= off ? s_scan[t - off] : 0u;
-        barrier();
-        s_scan[t] += x;
-        barrier();
+    if (t % SCAN_GROUP == 0u) {
+        uint run = 0u;
+        for (uint k = 0u; k < SCAN_GROUP; ++k) {
+            run += s_scan[t + k];
+            s_scan[t + k] = run;
+        }
     }
-    uint r = s_scan[t];
-    total = s_scan[WORKGROUP_SIZE - 1u];
+    barrier();
+    if (t == 0u) {
+        uint run = 0u;
+        for (uint g = 0u; g < WORKGROUP_SIZE / SCAN_GROUP; ++g) {
+            run += s_scan[g * SCAN_GROUP + SCAN_GROUP - 1u];
+            s_groups[g] = run;
+        }
+    }
+    barrier();
+    uint group = t / SCAN_GROUP;
+    uint r = s_scan[t] + (group > 0u ? s_groups[group - 1u] : 0u);
+    total = s_groups[WORKGROUP_SIZE / SCAN_GROUP - 1u];
     barrier();
     return r;
 }

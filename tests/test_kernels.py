@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import dmlgpu
-from dmlgpu import index_map, kernels, lines_plan, plan, reduction, spirv
+from dmlgpu import index_map, kernels, lines_plan, plan, radix_sort, reduction, reduction_minmax, spirv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHADERS = ROOT / "shaders"
@@ -40,7 +40,7 @@ def test_index_map_words_match_the_glsl():
                                         "NO_KEY", "MODE_EXCLUDE_SELF", "MODE_MEAN"]),
     ("scatter_tree.comp", reduction, ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_PASS", "P_MODE", "MODE_EXCLUDE_SELF",
                                       "MODE_MEAN"]),
-    ("radix.glsl", reduction, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_BLOCKS"]),
+    ("radix.glsl", radix_sort, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_SCAN_DIGITS", "RADIX_STRIPES"]),
     ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
     ("scatter_write.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS", "P_CLAIM_WORDS"]),
     ("scatter_lines.comp", lines_plan, ["P_LINE_M", "P_LINE_DENSE", "P_LINE_INDEX", "P_LINE_N", "P_LINE_DATA",
@@ -105,7 +105,10 @@ def test_requirements_read_from_the_spirv():
         assert need.invocations == (kernels.SMALL_WORKGROUP if small else kernels.WORKGROUP_SIZE), name
         wide = "_wide" in name or "_addr" in name
         narrow = kernels.NARROW_FEATURES[int(name.split("_u")[1].split("_")[0])] if "_narrow" in name else None
-        assert need.features == (kernels.WIDE_FEATURES if wide else {narrow} if narrow else frozenset()), name
+        if "scatter_minmax" in name:       # 64-bit slots, and atomics on them (reduction.py's step 7)
+            assert "shaderInt64" in need.features and need.features <= reduction_minmax.FEATURES, name
+        else:
+            assert need.features == (kernels.WIDE_FEATURES if wide else {narrow} if narrow else frozenset()), name
         assert need.push_constant_bytes == 0
         if "_few" in name:
             assert need.storage_buffers <= 4, name

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import DataType, TensorDesc, kernels, reduction_cpu, reference
+from dmlgpu import DataType, TensorDesc, kernels, radix_sort, reduction_cpu, reduction_minmax, reference
 from dmlgpu.index_map import Layout
 from dmlgpu.reduction import P_ROWS, ReducePlan
 
@@ -23,6 +23,7 @@ TILE = kernels.FULL_GEOMETRY.radix_tile
 def sorted_plan(monkeypatch):
     """The sorted plan on every device (CPU devices fold without a sort by default: reduction_cpu.py)."""
     monkeypatch.setattr(reduction_cpu, "CPU_FOLD", False)
+    monkeypatch.setattr(reduction_minmax, "ENABLED", False)     # min/max sorted too (not by 64-bit atomics)
     dmlgpu.default_device().templates.clear()
 
 
@@ -59,7 +60,7 @@ def plan_for(n, m, dtype=np.float32, reduction="add", include_self=True):
                                        ((1 << 24) - 1, 3)])
 def test_sort_passes_follow_the_target_count(m, passes):
     """The sort handles only the bits of the largest key: no pass for one target, one up to 256, ..."""
-    assert len(plan_for(10, m).sort(kernels.FULL_GEOMETRY)[2]) == passes
+    assert len(plan_for(10, m).sort(kernels.FULL_GEOMETRY).pass_words) == passes
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 255, 257, 65535, 65537])
@@ -92,8 +93,9 @@ def test_random_sizes_every_dtype(device):
 
 
 def test_many_tiles_scan_carry(device):
-    """More than 256 tiles: the per-digit scan of the tile counts runs in several chunks with a carry."""
-    n = 257 * TILE + 5
+    """More tiles than one step of the scan takes: each digit's row of tile counts is scanned in two steps, the
+    second from the first's sum."""
+    n = (kernels.RADIX_SCAN_ITEMS * kernels.FULL_GEOMETRY.workgroup_size + 1) * TILE + 5
     rng = np.random.default_rng(22)
     m = 70_000
     data = rng.standard_normal(m).astype(np.float32)
@@ -101,6 +103,29 @@ def test_many_tiles_scan_carry(device):
     upd = rng.standard_normal(n).astype(np.float32)
     out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction="add")
     assert same(out, sequential(data, idx, upd, "add"), loose_nan=False)
+
+
+@pytest.mark.parametrize("profile, variant", [("full", "radix_scatter_match"),
+                                              ("subgroupSupportedOperations=1", "radix_scatter_local"),
+                                              ("maxComputeSharedMemorySize=16384", "radix_scatter")])
+def test_each_radix_scatter(profile, variant):
+    """The three scatter passes of the sort (ranking by subgroup ballots; each tile sorted in shared memory;
+    each pair stored in its chunk), each where the device's profile leaves it the choice, give the same bits:
+    partial tiles, one to three passes, many equal keys."""
+    with dmlgpu.Device(profile=profile) as dev:
+        if variant == "radix_scatter_match" and not (kernels.MIN_SUBGROUP <= dev.info.subgroup_size and
+                                                     not kernels.SUBGROUP_OPERATIONS & ~dev.info.subgroup_operations):
+            pytest.skip(f"{dev.info.name} has no subgroup ballots and arithmetic in compute shaders")
+        assert radix_sort.scatter_kernel(dev.info, dev.geometry, False) == variant
+        rng = np.random.default_rng(len(profile))
+        for m, n in [(2, 5), (300, TILE - 1), (65537, 3 * TILE + 17), (70_000, 2 * TILE)]:
+            data = rng.standard_normal(m).astype(np.float32)
+            idx = rng.integers(0, m, size=n) if n != 2 * TILE else rng.integers(0, 3, size=n) * (m // 3)
+            upd = rng.standard_normal(n).astype(np.float32)
+            out = dmlgpu.scatter_elements(data, idx, upd, device=dev, reduction="add")
+            assert same(out, sequential(data, idx, upd, "add"), loose_nan=False), (m, n)
+            totals = 4 * dev.geometry.radix * radix_sort.RADIX_STRIPES
+            assert not dev.zeroed(radix_sort.COUNTS, 4).read()[:totals].any()
 
 
 def test_more_than_2_24_targets(device):
@@ -112,7 +137,7 @@ def test_more_than_2_24_targets(device):
     idx = np.concatenate([rng.integers(0, 50, 3000), rng.integers(m - 50, m, 3000), rng.integers(0, m, 3000)])
     idx = idx[rng.permutation(idx.size)]
     upd = rng.integers(0, 256, size=idx.size, dtype=np.uint8)
-    assert len(plan_for(idx.size, m, np.uint8).sort(kernels.FULL_GEOMETRY)[2]) == 4
+    assert len(plan_for(idx.size, m, np.uint8).sort(kernels.FULL_GEOMETRY).pass_words) == 4
     for reduction in ("add", "mul"):
         out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
         assert same(out, sequential(data, idx, upd, reduction)), reduction

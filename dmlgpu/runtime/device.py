@@ -105,7 +105,8 @@ class Device(Runs, Scratch):
         # some variant of the device's geometry needs
         self._admitted: Any = None if (
             self.info.max_per_stage_storage_buffers >= kernels.MOST_STORAGE_BUFFERS
-            and self.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES) else {}
+            and self.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES
+            and not kernels.SUBGROUP_OPERATIONS & ~self.info.subgroup_operations) else {}
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
         info = self.info
         self.max_block = min(info.max_storage_buffer_range, info.max_memory_allocation_size or 2**64,

@@ -24,7 +24,7 @@ REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", 
                     "0007-python-memory-barrier", "0008-python-manager-clear", "0009-python-device-properties",
                     "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines",
                     "0014-manager-instance-errors", "0015-device-features", "0017-call-path",
-                    "0018-withheld-features", "0020-uniform-parameters")
+                    "0018-withheld-features", "0020-uniform-parameters", "0021-subgroup-properties")
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
@@ -55,7 +55,9 @@ class DeviceInfo:
     a Device opened on it enables. ``max_memory_allocation_size``: the largest single allocation;
     ``max_buffer_size``: the largest buffer (0 where the device does not report it, before Vulkan 1.3).
     ``max_compute_shared_memory_size``: bytes of shared memory per workgroup; ``max_per_stage_storage_buffers``:
-    storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers). A Device's ``info`` is this
+    storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers); ``subgroup_size`` (0 before
+    Vulkan 1.1) and ``subgroup_operations``: the VkSubgroupFeatureFlags compute shaders have (kp patch 0021;
+    0: none). A Device's ``info`` is this
     as its profile shows it (runtime/profiles.py).
 
     Parameters
@@ -90,6 +92,8 @@ class DeviceInfo:
     max_buffer_size: int
     max_compute_shared_memory_size: int
     max_per_stage_storage_buffers: int
+    subgroup_size: int
+    subgroup_operations: int
 
     @classmethod
     def from_kp(cls, index: int, p: dict) -> "DeviceInfo":
@@ -100,7 +104,7 @@ class DeviceInfo:
                    p["vendor_id"], p["vendor_device_id"], p["driver_version"], bytes(p["pipeline_cache_uuid"]),
                    frozenset(name for name, has in p["features"].items() if has), p["max_memory_allocation_size"],
                    p["max_buffer_size"], p["max_compute_shared_memory_size"],
-                   p["max_per_stage_descriptor_storage_buffers"])
+                   p["max_per_stage_descriptor_storage_buffers"], p["subgroup_size"], p["subgroup_operations"])
 
     @property
     def device_memory(self) -> int:

@@ -28,13 +28,16 @@ LIMITS = {"maxComputeWorkGroupInvocations": "max_workgroup_invocations",
           "maxPerStageDescriptorStorageBuffers": "max_per_stage_storage_buffers",
           "maxPushConstantsSize": "max_push_constants_size",
           "maxComputeWorkGroupCount": "max_workgroup_count",          # each of the three dimensions
-          "maxComputeWorkGroupSize": "max_workgroup_size"}           # each of x, y, z: (128, 128, 64) below
+          "maxComputeWorkGroupSize": "max_workgroup_size",           # each of x, y, z: (128, 128, 64) below
+          "subgroupSupportedOperations": "subgroup_operations"}      # a mask: lowered to the bits in both
+MASKS = {"subgroupSupportedOperations"}
 
 # Vulkan 1.1's required minimums of those limits (the specification's "Required Limits" table).
 VULKAN_MINIMUMS = {"maxComputeWorkGroupInvocations": 128, "maxComputeSharedMemorySize": 16384,
                    "maxStorageBufferRange": 1 << 27, "maxPerStageDescriptorStorageBuffers": 4,
                    "maxPushConstantsSize": 128, "maxComputeWorkGroupCount": 65535,
-                   "maxComputeWorkGroupSize": (128, 128, 64)}
+                   "maxComputeWorkGroupSize": (128, 128, 64),
+                   "subgroupSupportedOperations": 0x1}     # VK_SUBGROUP_FEATURE_BASIC_BIT, in compute shaders
 
 
 class Profile(NamedTuple):
@@ -73,21 +76,23 @@ def resolve(profile) -> Profile:
         if item in PROFILES:
             withheld |= PROFILES[item].withheld
             for name, value in PROFILES[item].limits:
-                limits[name] = _lower(limits.get(name), value)
+                limits[name] = _lower(limits.get(name), value, name in MASKS)
         elif item.startswith("-") and item[1:] in FEATURES:
             withheld.add(item[1:])
         elif "=" in item and item.split("=", 1)[0] in LIMITS:
             name, value = item.split("=", 1)
-            limits[name] = _lower(limits.get(name), int(value, 0))
+            limits[name] = _lower(limits.get(name), int(value, 0), name in MASKS)
         else:
             raise ValueError(f"device profile item {item!r} is no profile ({', '.join(PROFILES)}), '-feature' "
                              f"({', '.join(sorted(FEATURES))}) or 'limit=value' ({', '.join(LIMITS)})")
     return Profile(str(profile), frozenset(withheld), tuple(sorted(limits.items())))
 
 
-def _lower(old, new):
+def _lower(old, new, mask: bool = False):
     if old is None:
         return new
+    if mask:
+        return old & new
     if isinstance(old, tuple) or isinstance(new, tuple):
         old, new = _triple(old), _triple(new)
         return tuple(min(a, b) for a, b in zip(old, new))
@@ -105,7 +110,8 @@ def apply(info, profile: Profile):
     for name, value in profile.limits:
         field = LIMITS[name]
         have = getattr(info, field)
-        changes[field] = _lower(have, _triple(value)) if isinstance(have, tuple) else min(have, value)
+        changes[field] = _lower(have, _triple(value)) if isinstance(have, tuple) else _lower(have, value,
+                                                                                            name in MASKS)
     return dataclasses.replace(info, **changes)
 
 
@@ -122,7 +128,10 @@ def check_limits(device, kernel: str, need) -> None:
             problem = f"{needed} {what}, over its {limit} ({have})"
             break
     else:
-        if not need.features <= device.features:
+        if need.subgroup_operations & ~info.subgroup_operations:
+            problem = (f"the subgroup operations {need.subgroup_operations:#x} in compute shaders, over its "
+                       f"subgroupSupportedOperations ({info.subgroup_operations:#x})")
+        elif not need.features <= device.features:
             problem = f"the features {', '.join(sorted(need.features - device.features))}, which it lacks"
     if problem:
         raise DeviceError(f"this operation needs kernel {kernel}, which needs {problem} on {info.name} "

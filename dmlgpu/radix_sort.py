@@ -1,0 +1,80 @@
+"""The stable LSD radix sort that groups a scatter reduction's rows by target (dmlgpu/reduction.py, step 2): the
+(key, row) pairs sorted by key, RADIX_BITS per pass, over only the bits the largest key has, so that each
+target's rows become a run in row-major order whatever the scheduling. shaders/radix.glsl describes its three
+dispatches per pass (histogram, scan, scatter) and their buffers; this module plans them once per signature
+and picks the scatter pass a device runs best (scatter_kernel)."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import kernels, spirv
+from .runtime import Buffer, Device, Dispatch
+
+R_COUNT, R_SHIFT, R_MASK, R_TILES, R_SCAN_DIGITS = range(5)     # a pass's parameter words (radix.glsl)
+RADIX_STRIPES = 16          # partial totals per digit (radix.glsl)
+COUNTS = "radix_counts"     # the totals, counts and places: zeroed scratch (Device.zeroed) whose totals the
+                            # sort leaves zero (radix.glsl)
+HIST_GROUPS = 1024          # the most histogram workgroups: each adds its tiles' counts to the totals once
+                            # (on an H200, 16M pairs: 59 us a pass, against 98 us with a workgroup per tile)
+
+
+class RadixSort:
+    """The sort of ``pairs`` (key, row) pairs by keys of ``key_bits`` bits in a variant set's geometry
+    (kernels.Geometry: its workgroup size and digit bits): ``tiles`` of geometry.radix_tile pairs, ``hist_bytes``
+    of totals, counts and places, ``scan_groups`` workgroups of the scan (as many digits each as one step of
+    it holds rows of counts: a power of two, at least one), the parameter words of each pass
+    (``pass_words``: none for keys of no bits)."""
+
+    def __init__(self, pairs: int, key_bits: int, geometry: kernels.Geometry):
+        self.geometry = geometry
+        self.tiles = tiles = -(-pairs // geometry.radix_tile)
+        digits = (min(geometry.radix, 1 << ((geometry.radix_scan_step // tiles).bit_length() - 1))
+                  if tiles <= geometry.radix_scan_step else 1)
+        self.hist_bytes = 4 * geometry.radix * (2 * tiles + RADIX_STRIPES)
+        self.scan_groups = geometry.radix // digits
+        self.pass_words = []
+        for b in range(0, key_bits, geometry.radix_bits):
+            words = np.zeros(R_SCAN_DIGITS + 1, dtype=np.uint32)
+            words[[R_COUNT, R_SHIFT, R_MASK, R_TILES, R_SCAN_DIGITS]] = (
+                pairs, b, (1 << min(geometry.radix_bits, key_bits - b)) - 1, tiles, digits)
+            self.pass_words.append(words)
+
+    def dispatches(self, device: Device, params, keys: Buffer, rows: Buffer | None, other_keys: Buffer,
+                   other_rows: Buffer | None, few: bool) -> tuple[list, Buffer, Buffer | None]:
+        """(the dispatches of every pass, the buffers that then hold the sorted keys and rows): the pairs move
+        between (keys, rows) and (other_keys, other_rows) each pass. ``params(words)``: their parameter buffer;
+        ``few``: the FEW variants (each pair's row after the keys, in the keys' buffer; rows None)."""
+        size = self.geometry.workgroup_size
+        hist = device.zeroed(COUNTS, self.hist_bytes)
+        scatter = scatter_kernel(device.info, self.geometry, few)
+        out: list = []
+        for words in self.pass_words:
+            p = params(words)
+            out += [Dispatch("radix_hist", (p, keys, hist), min(self.tiles, HIST_GROUPS) * size),
+                    Dispatch("radix_scan", (p, hist), self.scan_groups * size),
+                    Dispatch(scatter, (p, keys, other_keys, hist) if few else
+                             (p, keys, rows, other_keys, other_rows, hist), self.tiles * size)]
+            keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows
+        return out, keys, rows
+
+
+@functools.lru_cache(maxsize=None)
+def scatter_kernel(info, geometry: kernels.Geometry, few: bool) -> str:
+    """The scatter pass for a device (its DeviceInfo as its profile shows it) and variant set: the one that
+    ranks by subgroup ballots (radix_scatter_match.comp) where the device has its subgroup operations in compute
+    shaders, subgroups of at least kernels.MIN_SUBGROUP invocations that divide the workgroup, and its shared
+    memory; else the one that sorts each tile in shared memory (radix_scatter.comp's LOCAL) where that fits;
+    else the one that stores each pair in its chunk. On an H200 (1M pairs, 16-bit keys) a pass takes 19, 29 and
+    34 us."""
+    def fits(name):
+        need = spirv.requirements(name + geometry.suffix)
+        return (need.shared_bytes <= info.max_compute_shared_memory_size
+                and not need.subgroup_operations & ~info.subgroup_operations)
+    match = kernels.radix_scatter_variant(few, False, True)
+    if (fits(match) and kernels.MIN_SUBGROUP <= info.subgroup_size <= geometry.workgroup_size
+            and geometry.workgroup_size % info.subgroup_size == 0):
+        return match
+    local = kernels.radix_scatter_variant(few, True)
+    return local if fits(local) else kernels.radix_scatter_variant(few, False)

@@ -1,0 +1,126 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// Radix sort pass 4 (radix.glsl) on devices with subgroup ballot and arithmetic in compute shaders and
+// subgroups of at least MIN_SUBGROUP invocations that divide the workgroup (radix_scatter_match; the host
+// checks): moves each (key, value) pair to its place, stably, ranking them with subgroup operations instead of
+// radix_scatter.comp's chunks (three workgroup barriers and two shared atomics per chunk of WORKGROUP_SIZE
+// pairs). Per tile:
+// 1. Subgroup s takes the tile's pairs [s * ITEMS * S, (s + 1) * ITEMS * S) (S: the subgroup size), loaded at
+//    once, ITEMS per invocation: pair (s, k, lane) = s * ITEMS * S + k * S + lane.
+// 2. For k = 0, 1, ...: the invocations whose pair has the same digit find each other (a ballot per digit bit);
+//    a pair's rank is the count of its digit's pairs in the subgroup's earlier items (its counter) plus the
+//    number of those in lanes below it; the lowest such lane adds their number to the counter.
+// 3. The counters become places: digit d's pairs of subgroup s go after those of earlier subgroups, from the
+//    digit's first place in the tile sorted by digit (the tile's digit counts come from the scanned counts).
+// 4. The pairs go to the tile sorted by digit in shared memory (the counters' memory), then out in that order:
+//    a digit's pairs of the tile to consecutive places.
+// The order of a digit's pairs is that of the tile (subgroup, item, lane), whatever the scheduling.
+#include "radix.glsl"
+#if FEW
+layout(std430, binding = 1) restrict readonly buffer KeysIn { uint KEYS_IN[]; };
+layout(std430, binding = 2) restrict writeonly buffer KeysOut { uint KEYS_OUT[]; };
+layout(std430, binding = 3) restrict buffer Hist { uint HIST[]; };   // after radix_scan.comp
+#define VAL_IN(i) KEYS_IN[PW(R_COUNT) + (i)]
+#define VAL_OUT(i) KEYS_OUT[PW(R_COUNT) + (i)]
+#else
+layout(std430, binding = 1) restrict readonly buffer KeysIn { uint KEYS_IN[]; };
+layout(std430, binding = 2) restrict readonly buffer ValsIn { uint VALS_IN[]; };
+layout(std430, binding = 3) restrict writeonly buffer KeysOut { uint KEYS_OUT[]; };
+layout(std430, binding = 4) restrict writeonly buffer ValsOut { uint VALS_OUT[]; };
+layout(std430, binding = 5) restrict buffer Hist { uint HIST[]; };   // after radix_scan.comp
+#define VAL_IN(i) VALS_IN[i]
+#define VAL_OUT(i) VALS_OUT[i]
+#endif
+const uint MAX_SUBGROUPS = WORKGROUP_SIZE / MIN_SUBGROUP;
+// The counters (16 bits each, two per word: subgroup s, digit d at (s * RADIX + d) / 2, the odd digit high;
+// a count of a subgroup's pairs is at most ITEMS * S <= WORKGROUP_SIZE * ITEMS < 2^16), then the sorted tile,
+// keys then values, in the same words.
+const uint COUNTER_WORDS = MAX_SUBGROUPS * RADIX / 2u;
+shared uint s_mem[max(COUNTER_WORDS, 2u * TILE)];
+shared uint s_start[RADIX];                 // digit's first place in the tile sorted by digit
+shared uint s_base[RADIX];                  // digit's place in the output minus its first place in the tile
+shared uint s_sums[MAX_SUBGROUPS];
+
+uint counter(uint s, uint d) { return (s_mem[(s * RADIX + d) >> 1u] >> ((d & 1u) * 16u)) & 0xFFFFu; }
+
+void main() {
+    uint t = gl_LocalInvocationID.x, n = PW(R_COUNT), tiles = PW(R_TILES);
+    uint s = gl_SubgroupID, S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
+    uint me = s * S + lane;                 // this invocation's digit in step 1 (in subgroup order: full subgroups)
+    if (gl_WorkGroupID.x == 0u)
+        for (uint stripe = 0u; stripe < RADIX_STRIPES; ++stripe)
+            HIST[totals_at(me, stripe)] = 0u;
+    for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
+        uint first = tile * TILE, segment = first + s * ITEMS * S;
+        // 1. the tile's count of digit me and their exclusive sum over the digits (subgroup sums, then the
+        // sums of the earlier subgroups)
+        uint here = HIST[places_at(me, tile)], c = HIST[counts_at(me, tile)];
+        uint within = subgroupInclusiveAdd(c);
+        if (lane == S - 1u)
+            s_sums[s] = within;
+        for (uint w = t; w < COUNTER_WORDS; w += WORKGROUP_SIZE)
+            s_mem[w] = 0u;
+        uint keys[ITEMS], vals[ITEMS], ranks[ITEMS];
+        for (uint k = 0u; k < ITEMS; ++k) {
+            uint i = segment + k * S + lane;
+            keys[k] = i < n ? KEYS_IN[i] : 0u;
+            vals[k] = i < n ? VAL_IN(i) : 0u;
+        }
+        barrier();
+        uint start = within - c;
+        for (uint w = 0u; w < s; ++w)
+            start += s_sums[w];
+        s_start[me] = start;
+        s_base[me] = here - start;
+        // 2. ranks within the subgroup's pairs (every lane takes part in the ballots; those past n match none)
+        for (uint k = 0u; k < ITEMS; ++k) {
+            uint d = digit(keys[k]);
+            uvec4 match = subgroupBallot(segment + k * S + lane < n);
+            for (uint b = 0u; b < RADIX_BITS; ++b) {
+                uvec4 ones = subgroupBallot(((d >> b) & 1u) != 0u);
+                match &= ((d >> b) & 1u) != 0u ? ones : ~ones;
+            }
+            ranks[k] = counter(s, d) + subgroupBallotExclusiveBitCount(match);
+            subgroupBarrier();                 // every lane has read the counter before it moves on
+            if (segment + k * S + lane < n && subgroupBallotFindLSB(match) == lane)
+                atomicAdd(s_mem[(s * RADIX + d) >> 1u], subgroupBallotBitCount(match) << ((d & 1u) * 16u));
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+        }
+        barrier();
+        // 3. counters -> places: invocation t < RADIX / 2 takes digits 2t and 2t + 1 (one word per subgroup)
+        if (t < RADIX / 2u) {
+            uint lo = s_start[2u * t], hi = s_start[2u * t + 1u];
+            for (uint w = 0u; w < gl_NumSubgroups; ++w) {
+                uint word = s_mem[w * RADIX / 2u + t];
+                s_mem[w * RADIX / 2u + t] = lo | (hi << 16u);
+                lo += word & 0xFFFFu;
+                hi += word >> 16u;
+            }
+        }
+        barrier();
+        for (uint k = 0u; k < ITEMS; ++k)
+            ranks[k] += counter(s, digit(keys[k]));
+        barrier();
+        // 4. the tile sorted by digit, then out in that order
+        for (uint k = 0u; k < ITEMS; ++k) {
+            if (segment + k * S + lane < n) {
+                s_mem[ranks[k]] = keys[k];
+                s_mem[TILE + ranks[k]] = vals[k];
+            }
+        }
+        barrier();
+        for (uint k = 0u; k < ITEMS; ++k) {
+            uint p = k * WORKGROUP_SIZE + t;
+            if (first + p < n) {
+                uint key = s_mem[p];
+                uint place = s_base[digit(key)] + p;
+                KEYS_OUT[place] = key;
+                VAL_OUT(place) = s_mem[TILE + p];
+            }
+        }
+        barrier();
+    }
+}
