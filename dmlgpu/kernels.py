@@ -354,7 +354,8 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 if stages is not None:                # min and max by 64-bit atomics (step 7)
                     for stage, stage_stem in enumerate(stages, 1):
                         if stage_stem not in table:    # (stage 1 reads no index)
-                            add(stage_stem, "scatter_minmax.comp", **defines, STAGE=stage, IDX64=index_bytes // 8)
+                            add(stage_stem, "scatter_minmax.comp", **defines, STAGE=stage, IDX64=index_bytes // 8,
+                                **({"TARGET_ENV": "vulkan1.1"} if stage == 2 else {}))
             if op == "add" and elem_kind >= 2:       # float add: its "mean" twin (the fold only)
                 mean = mean_variant(name)
                 add(mean, "scatter_reduce.comp", **defines, MEAN=1)

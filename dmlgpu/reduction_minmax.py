@@ -15,8 +15,9 @@ order key (inverted for max). So every order of the atomics gives the same slot,
 A plan has a MinMax (``MinMax.of``) for min and max on elements of at most 4 bytes (bool: the uint8 kernels)
 where the output's span (its offsets from 0 to the last one the scatter reaches) is at most SPAN times the
 updates' elements (two passes over the span, one over the updates; the slots are 8 bytes per offset of the
-span); a device runs it where ``usable``: shaderInt64 and shaderBufferInt64Atomics, FEATURES, BUFFERS storage
-buffers per kernel, every operand in one block. On an H200 (1M float32 updates onto 65,536 targets) it takes
+span); a device runs it where ``usable``: shaderInt64 and shaderBufferInt64Atomics (FEATURES), subgroup ballot
+and arithmetic in compute shaders (pass 2 combines the updates of a subgroup that share its first one's target
+before their atomic), BUFFERS storage buffers per kernel, every operand in one block. On an H200 (1M float32 updates onto 65,536 targets) it takes
 INSERT us of GPU time, against 160 us for the sort and fold.
 
 Examples
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
+from . import kernels, spirv
 from .index_map import P_END, P_TOTAL
 from .runtime import Buffer, Device, Dispatch
 
@@ -68,9 +69,11 @@ class MinMax:
         return cls(stems, map_words, span, mode)
 
     def usable(self, device: Device) -> bool:
-        """Whether ``device`` runs them (its features, storage buffers and block size; tests may turn them off)."""
+        """Whether ``device`` runs them (its features, subgroup operations, storage buffers and block size; tests
+        may turn them off)."""
         return (ENABLED and FEATURES <= device.features and device.info.max_per_stage_storage_buffers >= BUFFERS
-                and 8 * self.span <= device._whole_max)
+                and not spirv.requirements(self.kernels[1] + device.geometry.suffix).subgroup_operations
+                & ~device.info.subgroup_operations and 8 * self.span <= device._whole_max)
 
     def dispatches(self, params, take, indices: Buffer, output: Buffer, updates: Buffer | None) -> list:
         """The three dispatches (after the copy of the input into the output, if any): ``params(words)`` gives
