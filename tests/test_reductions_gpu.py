@@ -108,10 +108,12 @@ def test_many_tiles_scan_carry(device):
 @pytest.mark.parametrize("profile, variant", [("full", "radix_scatter_match"),
                                               ("subgroupSupportedOperations=1", "radix_scatter_local"),
                                               ("maxComputeSharedMemorySize=16384", "radix_scatter")])
-def test_each_radix_scatter(profile, variant):
+def test_each_radix_scatter(profile, variant, monkeypatch):
     """The three scatter passes of the sort (ranking by subgroup ballots; each tile sorted in shared memory;
     each pair stored in its chunk), each where the device's profile leaves it the choice, give the same bits:
     partial tiles, one to three passes, many equal keys."""
+    monkeypatch.setattr(radix_sort, "CPU_DIRECT", False)      # (CPU devices take the last one by default)
+    radix_sort.scatter_kernel.cache_clear()
     with dmlgpu.Device(profile=profile) as dev:
         if variant == "radix_scatter_match" and not (kernels.MIN_SUBGROUP <= dev.info.subgroup_size and
                                                      not kernels.SUBGROUP_OPERATIONS & ~dev.info.subgroup_operations):
@@ -126,6 +128,7 @@ def test_each_radix_scatter(profile, variant):
             assert same(out, sequential(data, idx, upd, "add"), loose_nan=False), (m, n)
             totals = 4 * dev.geometry.radix * radix_sort.RADIX_STRIPES
             assert not dev.zeroed(radix_sort.COUNTS, 4).read()[:totals].any()
+    radix_sort.scatter_kernel.cache_clear()
 
 
 def test_more_than_2_24_targets(device):
