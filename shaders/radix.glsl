@@ -9,9 +9,8 @@
 //                       come before
 //   radix_scatter*.comp workgroup per tile: each pair moves to that place + its rank among the pairs of its
 //                       digit earlier in the tile (radix_scatter.comp, radix_scatter_match.comp)
-// HIST, one buffer: the totals (RADIX_STRIPES partial totals per digit: tile t adds into stripe
-// t % RADIX_STRIPES, so that fewer workgroups add into one word at a time), the counts (digit-major:
-// digit * tiles + tile), the places (the same order).
+// HIST, one buffer: the totals (one per digit), the counts (digit-major: digit * tiles + tile), the places (the
+// same order).
 // It is zeroed scratch (Device.zeroed) whose totals stay zero between sorts: the scatter's workgroup 0 clears
 // them (the scan has read them), so that the next pass's histogram adds into zeros. The counts and places are
 // written before they are read and left as they are.
@@ -39,10 +38,9 @@ const uint SCAN_BLOCK = WORKGROUP_SIZE * SCAN_ITEMS;
 uint digit(uint key) { return (key >> PW(R_SHIFT)) & PW(R_MASK); }
 
 // Where HIST holds a digit's count and place in a tile, and its total.
-const uint RADIX_STRIPES = 16u;
-uint totals_at(uint d, uint stripe) { return d * RADIX_STRIPES + stripe; }
-uint counts_at(uint d, uint tile) { return RADIX * RADIX_STRIPES + d * PW(R_TILES) + tile; }
-uint places_at(uint d, uint tile) { return RADIX * RADIX_STRIPES + (RADIX + d) * PW(R_TILES) + tile; }
+uint totals_at(uint d) { return d; }
+uint counts_at(uint d, uint tile) { return RADIX + d * PW(R_TILES) + tile; }
+uint places_at(uint d, uint tile) { return RADIX + (RADIX + d) * PW(R_TILES) + tile; }
 
 shared uint s_scan[WORKGROUP_SIZE];
 const uint SCAN_GROUP = 16u;       // scan_inclusive: invocations whose values one invocation sums in turn

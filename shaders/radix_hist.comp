@@ -20,5 +20,5 @@ void main() {
         total += c;
     }
     if (total != 0u)      // the workgroup's tiles at once
-        atomicAdd(HIST[totals_at(t, gl_WorkGroupID.x % RADIX_STRIPES)], total);
+        atomicAdd(HIST[totals_at(t)], total);
 }

@@ -11,9 +11,7 @@ shared uint s_before[RADIX];        // digit's first place: the totals of the di
 shared uint s_row[RADIX];           // the step's prefix sum at the first count of each of its rows
 void main() {
     uint t = gl_LocalInvocationID.x, tiles = PW(R_TILES), digits = PW(R_SCAN_DIGITS), total;
-    uint mine = 0u;
-    for (uint stripe = 0u; stripe < RADIX_STRIPES; ++stripe)
-        mine += HIST[totals_at(t, stripe)];
+    uint mine = HIST[totals_at(t)];
     s_before[t] = scan_inclusive(mine, total) - mine;
     barrier();
     for (uint g = gl_WorkGroupID.x * digits; g < RADIX; g += gl_NumWorkGroups.x * digits) {

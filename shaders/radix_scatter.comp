@@ -42,8 +42,7 @@ void main() {
         s_mask[w * RADIX + t] = 0u;
     s_count[t] = 0u;
     if (gl_WorkGroupID.x == 0u)
-        for (uint stripe = 0u; stripe < RADIX_STRIPES; ++stripe)
-            HIST[totals_at(t, stripe)] = 0u;
+        HIST[totals_at(t)] = 0u;
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
         uint first = tile * TILE, here = HIST[places_at(t, tile)];
 #if LOCAL

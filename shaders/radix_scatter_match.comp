@@ -50,8 +50,7 @@ void main() {
     uint s = gl_SubgroupID, S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
     uint me = s * S + lane;                 // this invocation's digit in step 1 (in subgroup order: full subgroups)
     if (gl_WorkGroupID.x == 0u)
-        for (uint stripe = 0u; stripe < RADIX_STRIPES; ++stripe)
-            HIST[totals_at(me, stripe)] = 0u;
+        HIST[totals_at(me)] = 0u;
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
         uint first = tile * TILE, segment = first + s * ITEMS * S;
         // 1. the tile's count of digit me and their exclusive sum over the digits (subgroup sums, then the
