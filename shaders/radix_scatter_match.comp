@@ -13,7 +13,7 @@
 //    a pair's rank is the count of its digit's pairs in the subgroup's earlier items (its counter) plus the
 //    number of those in lanes below it; the lowest such lane adds their number to the counter.
 // 3. The counters become places: digit d's pairs of subgroup s go after those of earlier subgroups, from the
-//    digit's first place in the tile sorted by digit (the tile's digit counts come from the scanned counts).
+//    digit's first place in the tile sorted by digit (an exclusive sum of the tile's digit counts).
 // 4. The pairs go to the tile sorted by digit in shared memory (the counters' memory), then out in that order:
 //    a digit's pairs of the tile to consecutive places.
 // The order of a digit's pairs is that of the tile (subgroup, item, lane), whatever the scheduling.

@@ -13,6 +13,7 @@ import dmlgpu
 from dmlgpu import reduction_minmax, reference
 
 from test_reductions import same
+from test_reductions_cpu import kernels_of
 
 DTYPES = [np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float16,
                                 np.float32, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
@@ -51,14 +52,6 @@ def reference_nan_bits(dtype):
     exp_all = ((1 << (width - 1 - mant)) - 1) << mant
     t = np.dtype(f"u{dtype.itemsize}").type
     return t(exp_all | (1 << (mant - 1))), t((1 << mant) - 1)   # quiet NaNs with payloads
-
-
-def kernels_of(device, fn, *args, **kwargs):
-    """The kernels that a call on Tensors runs (recorded), and its result as NumPy."""
-    tensors = [dmlgpu.tensor(a, device=device) for a in args]
-    with device.record() as rec:
-        out = fn(*tensors, **kwargs)
-    return [d.kernel for kind, d in rec._steps if kind == "dispatch"], out.numpy()
 
 
 def has_int64_atomics(device):

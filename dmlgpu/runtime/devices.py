@@ -57,8 +57,7 @@ class DeviceInfo:
     ``max_compute_shared_memory_size``: bytes of shared memory per workgroup; ``max_per_stage_storage_buffers``:
     storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers); ``subgroup_size`` (0 before
     Vulkan 1.1) and ``subgroup_operations``: the VkSubgroupFeatureFlags compute shaders have (kp patch 0021;
-    0: none). A Device's ``info`` is this
-    as its profile shows it (runtime/profiles.py).
+    0: none). A Device's ``info`` is this as its profile shows it (runtime/profiles.py).
 
     Parameters
     ----------
