@@ -13,8 +13,8 @@ Sections (``--sections``, comma-separated):
   most of them past 2^32.
 * ``sweep`` (issue 23: where a gather from a large table loses): the same random gather, ``--sweep-out-gib`` GiB
   of output, from tables of each of ``--sweep-gib`` GiB (prefixes of one random table; sizes that the device
-  cannot hold beside the output are skipped), for rows of each of ``--sweep-rows`` bytes (float16 rows of 8 KiB,
-  float32 rows of 512 B: 16-byte units, one per invocation): the kernel the table takes (32-bit in one block,
+  cannot hold beside the output are skipped), for rows of each of ``--sweep-rows`` bytes (multiples of 16: float32
+  up to 512 B, float16 above, e.g. 8192 and 512): the kernel the table takes (32-bit in one block,
   else ADDR) and the others forced (ADDR and WIDE), rows drawn from the table's first ``--sweep-span-gib`` GiB
   only (TLB reach: the same table, a smaller footprint), and a plain copy of the whole table through the same
   blocks (the copy shader; skipped where a second table does not fit). Each is timed on its first run (the
@@ -216,7 +216,10 @@ def block_summary(buf) -> str:
     return f"{len(blocks)} x {blocks[0].size / MiB:g} MiB blocks, addresses aligned to {align / MiB:g} MiB"
 
 
-SWEEP_ROWS = {8192: "float16", 512: "float32"}      # row bytes -> the table's dtype (16-byte units either way)
+def sweep_dtype(row: int) -> np.dtype:
+    """The sweep table's dtype for rows of ``row`` bytes (a multiple of 16): float32 up to 512 B, else float16
+    (16-byte units either way)."""
+    return np.dtype("float32" if row <= 512 else "float16")
 
 
 def sweep_section(dev, args, report: Report) -> None:
@@ -242,7 +245,7 @@ def sweep_section(dev, args, report: Report) -> None:
                       f"{d.memory_capacity / GiB:.1f} GiB", flush=True)
                 continue
             for row in rows_bytes:
-                dtype = np.dtype(SWEEP_ROWS[row])
+                dtype = sweep_dtype(row)
                 view = host[:nbytes].view(dtype).reshape(-1, row // dtype.itemsize)
                 count = out_bytes // row
                 t1 = time.perf_counter()
