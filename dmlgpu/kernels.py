@@ -47,7 +47,8 @@ MOST_SHARED_BYTES = 4 * (2 * RADIX_ITEMS * WORKGROUP_SIZE + (WORKGROUP_SIZE // 3
                          + WORKGROUP_SIZE // 16)
                               # radix_scatter_local: the sorted tile, the chunk's masks, four words per digit, the
                               # scan's group sums (radix.glsl)
-SUBGROUP_OPERATIONS = 0x1 | 0x4 | 0x8   # the subgroup operations of radix_scatter_match: basic, arithmetic, ballot
+SUBGROUP_OPERATIONS = 0x1 | 0x4 | 0x8   # the subgroup operations some variants use (radix_scatter_match,
+                                        # scatter_minmax.comp's pass 2): basic, arithmetic, ballot
 SCATTER_BUFFERS = 5           # the claim-and-write scatter's passes bind (plans take the FEW ones below this)
 MIN_SUBGROUP = 8              # radix_scatter_match: the smallest subgroup it takes (its shared memory is sized so)
 SORT_BUFFERS = 6              # a sorted reduction's radix_scatter binds (below: its FEW kernels, no PARTIALS)

@@ -114,6 +114,10 @@ def test_requirements_read_from_the_spirv():
             assert need.storage_buffers <= 4, name
     assert max(spirv.requirements(n).storage_buffers for n in kernels.VARIANTS) == kernels.MOST_STORAGE_BUFFERS
     assert max(spirv.requirements(n).shared_bytes for n in kernels.VARIANTS) == kernels.MOST_SHARED_BYTES
+    used = 0
+    for n in kernels.VARIANTS:
+        used |= spirv.requirements(n).subgroup_operations
+    assert used == kernels.SUBGROUP_OPERATIONS
     assert spirv.requirements(kernels.variant("scatter_write", 4, 4)).storage_buffers == kernels.SCATTER_BUFFERS
 
 
