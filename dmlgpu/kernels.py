@@ -34,7 +34,7 @@ NARROW_FLOATS = {"bf": (3, 16), "f8e4m3fn": (4, 8), "f8e5m2": (5, 8)}
 # (radix_scatter_variant).
 RADIX_BITS = 8                # bits sorted per pass; one invocation per digit: 1 << RADIX_BITS == WORKGROUP_SIZE
 RADIX_ITEMS = 8               # pairs per invocation in a tile of the histogram and scatter passes
-RADIX_SCAN_ITEMS = 16         # tile counts per invocation in a step of the scan pass
+RADIX_SCAN_ITEMS = 8          # tile counts per invocation in a step of the scan pass (its shared memory: 4 per count)
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
 CPU_LANES = 8                 # scatter_fold_cpu.comp (dmlgpu/reduction_cpu.py): invocations per workgroup that work
 
