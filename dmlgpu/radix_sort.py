@@ -5,11 +5,9 @@ dispatches per pass (histogram, scan, scatter) and their buffers; this module pl
 and picks the scatter pass a device runs best (scatter_kernel)."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from . import kernels, spirv
+from . import kernels
 from .runtime import Buffer, Device, Dispatch
 
 R_COUNT, R_SHIFT, R_MASK, R_TILES, R_SCAN_DIGITS = range(5)     # a pass's parameter words (radix.glsl)
@@ -49,7 +47,7 @@ class RadixSort:
         ``few``: the FEW variants (each pair's row after the keys, in the keys' buffer; rows None)."""
         size = self.geometry.workgroup_size
         hist = device.zeroed(COUNTS, self.hist_bytes)
-        scatter = scatter_kernel(device.info, self.geometry, few)
+        scatter = scatter_kernel(device, few)
         out: list = []
         for words in self.pass_words:
             p = params(words)
@@ -61,23 +59,20 @@ class RadixSort:
         return out, keys, rows
 
 
-@functools.lru_cache(maxsize=None)
-def scatter_kernel(info, geometry: kernels.Geometry, few: bool) -> str:
-    """The scatter pass for a device (its DeviceInfo as its profile shows it) and variant set: the one that
-    ranks by subgroup ballots (radix_scatter_match.comp) where the device has its subgroup operations in compute
-    shaders, subgroups of at least kernels.MIN_SUBGROUP invocations that divide the workgroup, and its shared
-    memory; else the one that sorts each tile in shared memory (radix_scatter.comp's LOCAL) where that fits;
-    else the one that stores each pair in its chunk, which CPU devices take in any case (CPU_DIRECT). On an H200
-    (1M pairs, 16-bit keys) a pass takes 19, 29 and 34 us; on lavapipe (64K pairs) 3.4, 3.3 and 2.0 ms."""
-    def fits(name):
-        need = spirv.requirements(name + geometry.suffix)
-        return (need.shared_bytes <= info.max_compute_shared_memory_size
-                and not need.subgroup_operations & ~info.subgroup_operations)
+def scatter_kernel(device: Device, few: bool) -> str:
+    """The scatter pass for a device (as its profile shows it: Device.supports): the one that ranks by
+    subgroup ballots (radix_scatter_match.comp) where the device runs it (its subgroup operations in compute
+    shaders, its shared memory) with subgroups of at least kernels.MIN_SUBGROUP invocations that divide the
+    workgroup; else the one that sorts each tile in shared memory (radix_scatter.comp's LOCAL) where the device
+    runs it; else the one that stores each pair in its chunk, which CPU devices take in any case (CPU_DIRECT).
+    On an H200 (1M pairs, 16-bit keys) a pass takes 19, 29 and 34 us; on lavapipe (64K pairs) 3.4, 3.3 and
+    2.0 ms."""
+    info, size = device.info, device.geometry.workgroup_size
     if CPU_DIRECT and info.type == "CPU":
         return kernels.radix_scatter_variant(few, False)
     match = kernels.radix_scatter_variant(few, False, True)
-    if (fits(match) and kernels.MIN_SUBGROUP <= info.subgroup_size <= geometry.workgroup_size
-            and geometry.workgroup_size % info.subgroup_size == 0):
+    if device.supports(match) and kernels.MIN_SUBGROUP <= info.subgroup_size <= size \
+            and size % info.subgroup_size == 0:
         return match
     local = kernels.radix_scatter_variant(few, True)
-    return local if fits(local) else kernels.radix_scatter_variant(few, False)
+    return local if device.supports(local) else kernels.radix_scatter_variant(few, False)

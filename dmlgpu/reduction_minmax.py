@@ -15,9 +15,10 @@ order key (inverted for max). So every order of the atomics gives the same slot,
 A plan has a MinMax (``MinMax.of``) for min and max on elements of at most 4 bytes (bool: the uint8 kernels)
 where the output's span (its offsets from 0 to the last one the scatter reaches) is at most SPAN times the
 updates' elements (two passes over the span, one over the updates; the slots are 8 bytes per offset of the
-span); a device runs it where ``usable``: shaderInt64 and shaderBufferInt64Atomics (FEATURES), subgroup ballot
-and arithmetic in compute shaders (pass 2 combines the updates of a subgroup that share its first one's target
-before their atomic), BUFFERS storage buffers per kernel, every operand in one block. On an H200 (1M float32 updates onto 65,536 targets) it takes
+span); a device runs it where ``usable``: where it runs the three kernels (Device.supports: shaderInt64 and
+shaderBufferInt64Atomics, subgroup ballot and arithmetic in compute shaders, as pass 2 combines the updates of
+a subgroup that share its first one's target before their atomic, 5 storage buffers), every operand in one
+block. On an H200 (1M float32 updates onto 65,536 targets) it takes
 30 us of GPU time, against 160-180 us for the sort and fold (bench/RESULTS.md).
 
 Examples
@@ -34,13 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, spirv
+from . import kernels
 from .index_map import P_END, P_TOTAL
 from .runtime import Buffer, Device, Dispatch
 
 SPAN = 4          # where the output's span is at most this many times the updates' elements
-FEATURES = frozenset({"shaderInt64", "shaderBufferInt64Atomics"})   # what the kernels need
-BUFFERS = 5       # ... and the storage buffers they bind
 ENABLED = True    # False: the other plans (for tests)
 
 
@@ -69,11 +68,9 @@ class MinMax:
         return cls(stems, map_words, span, mode)
 
     def usable(self, device: Device) -> bool:
-        """Whether ``device`` runs them (its features, subgroup operations, storage buffers and block size; tests
-        may turn them off)."""
-        return (ENABLED and FEATURES <= device.features and device.info.max_per_stage_storage_buffers >= BUFFERS
-                and not spirv.requirements(self.kernels[1] + device.geometry.suffix).subgroup_operations
-                & ~device.info.subgroup_operations and 8 * self.span <= device._whole_max)
+        """Whether ``device`` runs them (Device.supports each, and the slots fit one block; tests may turn them
+        off)."""
+        return ENABLED and all(map(device.supports, self.kernels)) and 8 * self.span <= device._whole_max
 
     def dispatches(self, params, take, indices: Buffer, output: Buffer, updates: Buffer | None) -> list:
         """The three dispatches (after the copy of the input into the output, if any): ``params(words)`` gives

@@ -113,12 +113,11 @@ def test_each_radix_scatter(profile, variant, monkeypatch):
     each pair stored in its chunk), each where the device's profile leaves it the choice, give the same bits:
     partial tiles, one to three passes, many equal keys."""
     monkeypatch.setattr(radix_sort, "CPU_DIRECT", False)      # (CPU devices take the last one by default)
-    radix_sort.scatter_kernel.cache_clear()
     with dmlgpu.Device(profile=profile) as dev:
         if variant == "radix_scatter_match" and not (kernels.MIN_SUBGROUP <= dev.info.subgroup_size and
                                                      not kernels.SUBGROUP_OPERATIONS & ~dev.info.subgroup_operations):
             pytest.skip(f"{dev.info.name} has no subgroup ballots and arithmetic in compute shaders")
-        assert radix_sort.scatter_kernel(dev.info, dev.geometry, False) == variant
+        assert radix_sort.scatter_kernel(dev, False) == variant
         rng = np.random.default_rng(len(profile))
         for m, n in [(2, 5), (300, TILE - 1), (65537, 3 * TILE + 17), (70_000, 2 * TILE)]:
             data = rng.standard_normal(m).astype(np.float32)
@@ -127,7 +126,6 @@ def test_each_radix_scatter(profile, variant, monkeypatch):
             out = dmlgpu.scatter_elements(data, idx, upd, device=dev, reduction="add")
             assert same(out, sequential(data, idx, upd, "add"), loose_nan=False), (m, n)
             assert not dev.zeroed(radix_sort.COUNTS, 4).read()[:4 * dev.geometry.radix].any()   # the totals
-    radix_sort.scatter_kernel.cache_clear()
 
 
 def test_more_than_2_24_targets(device):

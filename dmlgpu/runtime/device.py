@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
-from .. import kernels, spirv
+from .. import kernels
 from ..errors import DeviceError
 from . import profiles, transfers
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
@@ -103,6 +103,7 @@ class Device(Runs, Scratch):
                               f"--force'")
         # whether a run's kernels must be checked against the limits (_admit): where a limit is below what
         # some variant of the device's geometry needs
+        self._supported: dict = {}  # supports(): variant stem -> whether this device runs it
         self._admitted: Any = None if (
             self.info.max_per_stage_storage_buffers >= kernels.MOST_STORAGE_BUFFERS
             and self.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES
@@ -307,7 +308,7 @@ class Device(Runs, Scratch):
         -------
         (list of str, list of str)
             The variants built, and those skipped because the device lacks a feature or a limit they need
-            (profiles.check_limits: they never run on it).
+            (Device.supports: they never run on it).
 
         Examples
         --------
@@ -326,11 +327,7 @@ class Device(Runs, Scratch):
                 name = stem + self.geometry.suffix
                 if step is not None:
                     step(name)
-                need = spirv.requirements(name)
-                try:
-                    profiles.check_limits(self, name, need._replace(
-                        storage_buffers=max(need.storage_buffers, need.bindings)))
-                except DeviceError:
+                if not self.supports(stem):
                     skipped.append(name)
                     continue
                 self._pipelines.build(name, self._dummy._block.tensor)

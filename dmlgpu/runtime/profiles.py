@@ -115,24 +115,29 @@ def apply(info, profile: Profile):
     return dataclasses.replace(info, **changes)
 
 
-def check_limits(device, kernel: str, need) -> None:
-    """DeviceError, naming the limit or feature and both sizes, unless the device (its profile's DeviceInfo
-    and enabled features) can run a kernel of these spirv.Requirements."""
-    info, problem = device.info, None
+def limit_problem(info, features: frozenset, need) -> str | None:
+    """What keeps a device (its profile's DeviceInfo and enabled features) from running a kernel of these
+    spirv.Requirements, naming the limit or feature and both sizes; None where nothing does."""
     for needed, limit, what in ((need.invocations, "maxComputeWorkGroupInvocations", "invocations per workgroup"),
                                 (need.shared_bytes, "maxComputeSharedMemorySize", "bytes of shared memory"),
                                 (need.storage_buffers, "maxPerStageDescriptorStorageBuffers", "storage buffers"),
                                 (need.push_constant_bytes, "maxPushConstantsSize", "bytes of push constants")):
         have = getattr(info, LIMITS[limit])
         if needed > have:
-            problem = f"{needed} {what}, over its {limit} ({have})"
-            break
-    else:
-        if need.subgroup_operations & ~info.subgroup_operations:
-            problem = (f"the subgroup operations {need.subgroup_operations:#x} in compute shaders, over its "
-                       f"subgroupSupportedOperations ({info.subgroup_operations:#x})")
-        elif not need.features <= device.features:
-            problem = f"the features {', '.join(sorted(need.features - device.features))}, which it lacks"
+            return f"{needed} {what}, over its {limit} ({have})"
+    if need.subgroup_operations & ~info.subgroup_operations:
+        return (f"the subgroup operations {need.subgroup_operations:#x} in compute shaders, over its "
+                f"subgroupSupportedOperations ({info.subgroup_operations:#x})")
+    if not need.features <= features:
+        return f"the features {', '.join(sorted(need.features - features))}, which it lacks"
+    return None
+
+
+def check_limits(device, kernel: str, need) -> None:
+    """DeviceError, naming the limit or feature and both sizes (limit_problem), unless the device (its
+    profile's DeviceInfo and enabled features) can run a kernel of these spirv.Requirements."""
+    info = device.info
+    problem = limit_problem(info, device.features, need)
     if problem:
         raise DeviceError(f"this operation needs kernel {kernel}, which needs {problem} on {info.name} "
                           f"(profile {device.profile.name}); see README's device feature matrix")

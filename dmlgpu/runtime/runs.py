@@ -31,7 +31,7 @@ from ..errors import DeviceError
 from .. import kernels, spirv
 from . import profiles, transfers
 from .buffer import Dispatch, _block_ids
-from .devices import kp
+from .devices import DeviceInfo, kp
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class Runs:
 
     if TYPE_CHECKING:       # the Device's, which these methods use
         _admitted: Any
+        _supported: dict
         _barrier: Any
         _batches: Batch
         _closed: bool
@@ -79,7 +80,9 @@ class Runs:
         _zeroed: dict
         _zeroed_clean: bool
         direct_memory: bool
+        features: frozenset
         geometry: kernels.Geometry
+        info: DeviceInfo
         max_queued: int
 
         def _open(self) -> Any: ...
@@ -231,6 +234,17 @@ class Runs:
                     raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in "
                                       f"several (a large-tensor variant must be chosen for it)")
         return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
+
+    def supports(self, stem: str) -> bool:
+        """Whether this device, as its profile shows it, can run the kernel variant ``stem`` of its geometry
+        (its SPIR-V's needs, every binding a storage buffer: profiles.limit_problem); each stem is checked once.
+        Plans ask it to choose between variants where a device may lack what the faster one needs."""
+        ok = self._supported.get(stem)
+        if ok is None:
+            need = spirv.requirements(stem + self.geometry.suffix)
+            need = need._replace(storage_buffers=max(need.storage_buffers, need.bindings))
+            ok = self._supported[stem] = profiles.limit_problem(self.info, self.features, need) is None
+        return ok
 
     def _admit(self, dispatches, uploads) -> None:
         """DeviceError, before anything of the run is recorded, if a dispatch's kernel needs more than the
