@@ -23,7 +23,9 @@ SMALL_RADIX_BITS = 7
 UNITS = (1, 2, 4, 8, 16)      # bytes per access of the index-map kernels (shaders/units.glsl)
 KERNELS = ("gather", "scatter_claim", "scatter_write")
 LINE_CLAIM_WORDS = 4096       # shared claim words of scatter_lines.comp (16 KiB: Vulkan's minimum maximum)
-GRID_UNROLL = 4               # iterations per loop turn of the gather's unrolled variants (grid_loop.glsl)
+RUN_UNROLL = 4                # units per invocation of the gather's run variants (gather.comp's RUN_UNROLL) ...
+RUN_LANES = 32                # ... RUN_LANES apart (a block of RUN_LANES invocations moves adjacent units)
+RUN_UNIFORM_WORDS = 1024      # 32-bit words of the ADDR and WIDE run variants' uniform buffer, block lists included
 LINE_ITEMS = 4                # updates per invocation that scatter_lines.comp's workgroups aim at (ScatterLinesPlan)
 REDUCE_OPS = ("add", "mul", "min", "max")    # arith.glsl's OP codes 0..3
 REDUCE_TYPES = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32", "f64")
@@ -36,6 +38,7 @@ RADIX_BITS = 8                # bits sorted per pass; one invocation per digit: 
 RADIX_ITEMS = 8               # pairs per invocation in a tile of the histogram and scatter passes
 RADIX_SCAN_ITEMS = 8          # tile counts per invocation in a step of the scan pass (its shared memory: 4 per count)
 ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i", "max")}
+WINDOW_LANES = 8              # invocations per row of the gather's WINDOW variants (CPU devices: a SIMD width)
 CPU_LANES = 8                 # scatter_fold_cpu.comp (dmlgpu/reduction_cpu.py): invocations per workgroup that work
 
 
@@ -69,7 +72,7 @@ NARROW_FEATURES = {1: "storageBuffer8BitAccess", 2: "storageBuffer16BitAccess"}
 
 def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int | None = None,
             wide: bool = False, addr: bool = False, few: bool = False, narrow: bool = False,
-            unrolled: bool = False) -> str:
+            run: bool = False, window: bool = False) -> str:
     """File stem of an index-map kernel (gather.comp, scatter_claim.comp, scatter_write.comp) for an access
     unit (1-16 bytes) and an index width (4 or 8 bytes); ``vec`` (vec_sizes()): the gather writing that many
     bytes of a packed dense tensor per iteration, for tuples of ``tuple_k`` (1) components or any (None).
@@ -79,9 +82,11 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     ``wide`` and ``addr`` variants have the ``vec`` ones too. ``few``: a scatter pass for devices that bind at
     most 4 storage buffers (scatter_claim.comp's and scatter_write.comp's FEW: the writes by output unit).
     ``narrow``: the one-unit gather of 1- or 2-byte units that loads and stores them as such (gather.comp's
-    NARROW: no sub-word atomics; needs NARROW_FEATURES[unit]). ``unrolled``: the one-unit gather of 16-byte
-    units whose invocations each take GRID_UNROLL units a grid step apart (grid_loop.glsl; the launch has
-    GRID_UNROLL times fewer invocations)."""
+    NARROW: no sub-word atomics; needs NARROW_FEATURES[unit]). ``run``: the gather of whole rows of 16-byte
+    units whose invocations each take RUN_UNROLL units RUN_LANES apart (gather.comp's RUN_UNROLL; the launch
+    has RUN_UNROLL times fewer invocations), also ``wide`` or ``addr``; every run variant reads its parameters
+    from a uniform buffer (RUN_UNIFORM_WORDS words where they list blocks). ``window``: the whole-row gather of
+    CPU devices bound to one block of a data tensor held in several (gather.comp's WINDOW)."""
     assert kernel in KERNELS and unit in UNITS and index_bytes in (4, 8) and not (wide and addr)
     assert kernel == "gather" or not addr
     if few:
@@ -90,10 +95,13 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     if narrow:
         assert kernel == "gather" and unit in NARROW_FEATURES and not (vec or wide or addr)
         return f"gather_u{unit}_i{index_bytes * 8}_narrow"
-    if unrolled:
-        assert kernel == "gather" and unit == 16 and not (vec or wide or addr)
-        return f"gather_u16_i{index_bytes * 8}_x{GRID_UNROLL}"
     suffix = "_wide" if wide else "_addr" if addr else ""
+    if run:
+        assert kernel == "gather" and unit == 16 and not vec
+        return f"gather_u16_i{index_bytes * 8}_run" + suffix
+    if window:
+        assert kernel == "gather" and unit >= 4 and not (vec or wide or addr)
+        return f"gather_u{unit}_i{index_bytes * 8}_window"
     if vec:
         assert kernel == "gather" and vec in vec_sizes(unit) and tuple_k in (None, 1)
         return f"gather_vec{vec}{'_k1' if tuple_k else ''}_u{unit}_i{index_bytes * 8}" + suffix
@@ -309,8 +317,16 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                         IDX64=index_bytes // 8, VEC=vec, PARAMS_UNIFORM=1, **({"TUPLE_K": k} if k else {}))
         if unit == 16:
             for index_bytes in (4, 8):
-                add(variant("gather", unit, index_bytes, unrolled=True), "gather.comp", UNIT=unit,
-                    IDX64=index_bytes // 8, PARAMS_UNIFORM=1, GRID_UNROLL=GRID_UNROLL)
+                add(variant("gather", unit, index_bytes, run=True), "gather.comp", UNIT=unit,
+                    IDX64=index_bytes // 8, PARAMS_UNIFORM=1, RUN_UNROLL=RUN_UNROLL, RUN_LANES=RUN_LANES)
+                for mode in ("wide", "addr"):
+                    add(variant("gather", unit, index_bytes, run=True, **{mode: True}), "gather.comp", UNIT=unit,
+                        IDX64=index_bytes // 8, PARAMS_UNIFORM=1, UNIFORM_WORDS=RUN_UNIFORM_WORDS,
+                        RUN_UNROLL=RUN_UNROLL, RUN_LANES=RUN_LANES, **{mode.upper(): 1})
+        if unit >= 4:
+            for index_bytes in (4, 8):
+                add(variant("gather", unit, index_bytes, window=True), "gather.comp", UNIT=unit,
+                    IDX64=index_bytes // 8, PARAMS_UNIFORM=1, WINDOW=1, WINDOW_LANES=WINDOW_LANES)
         if unit in NARROW_FEATURES:
             for index_bytes in (4, 8):
                 add(variant("gather", unit, index_bytes, narrow=True), "gather.comp", UNIT=unit,

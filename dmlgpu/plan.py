@@ -57,13 +57,23 @@ def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool
     return buf, fresh
 
 
-def addr_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
-    """Device._params for an ADDR variant of the gather kernel (index_map.glsl's WIDE_LISTS): its uint32 words
-    (P_END of them) and zeros up to P_ADDR, seen as P_ADDR / 2 uint64 words, then the block lists as
-    wide_params places them (so that a call template remakes them alike: its ``recipe``)."""
+def uniform_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool] | None:
+    """The same for the run variants, whose uniform buffer has kernels.RUN_UNIFORM_WORDS 32-bit words: padded
+    to that size; None where the block lists do not fit it. No recipe: another call's buffers could outgrow it
+    (such calls get no call template)."""
+    body = np.concatenate([words, device._block_table(slots, len(words))])
+    size = kernels.RUN_UNIFORM_WORDS // 2
+    if body.size > size:
+        return None
+    return device._params(np.concatenate([body, np.zeros(size - body.size, np.uint64)]))
+
+
+def addr_words(words: np.ndarray) -> np.ndarray:
+    """The words of an ADDR variant of the gather kernel (index_map.glsl's WIDE_LISTS) as wide_params and
+    uniform_params take them: its uint32 words (P_END of them) and zeros up to P_ADDR, seen as P_ADDR / 2 uint64
+    words, so that the block lists lie as in the WIDE variants (and a call template remakes them alike)."""
     assert words.dtype == np.uint32 and words.size == P_END and P_ADDR % 2 == 0
-    return wide_params(device, np.concatenate([words, np.zeros(P_ADDR - P_END, np.uint32)]).view(np.uint64),
-                       *slots)
+    return np.concatenate([words, np.zeros(P_ADDR - P_END, np.uint32)]).view(np.uint64)
 
 
 def _chunked(*buffers) -> bool:
@@ -101,17 +111,28 @@ class _MapPlan(Plan):
 # along a short last axis) and on CPU devices the VEC variant wins.
 SPREAD_UNITS = 1 << 16
 NARROW = -1           # GatherPlan.kernels' key of the NARROW variant (the others: their VEC bytes, 0 for none)
-# On a GPU, rows of at least this many 16-byte units, gathered whole, take the unrolled variant (GRID_UNROLL
-# units a grid step apart per invocation): measured 3 % faster from L2-resident tables and 8 % from large
-# ones with rows of 512 B and 4 KiB; with rows of 128 B, 8 % slower from L2-resident ones.
-UNROLL_ROW_UNITS = 32
-UNROLLED = -2         # GatherPlan.kernels' key of the unrolled variant
+# On a GPU, rows of at least this many 16-byte units, gathered whole, take the run variants (kernels.RUN_UNROLL
+# units RUN_LANES apart per invocation, one decode for those of one row), held in one block or several
+# (bench/RESULTS.md: 1.00-1.05x the grid-step unrolled kernel they replace, 1.06-1.17x the one-unit ADDR one,
+# rows of 512 B to 8 KiB); with rows of 128 B, unrolling was 8 % slower than one unit per invocation.
+RUN_ROW_UNITS = 32
+# The WIDE run variant (64-bit offsets) only where an invocation's units share a row (rows of a whole block of
+# RUN_LANES x RUN_UNROLL units or more): from a 2 GiB table it was 1.17x the one-unit WIDE kernel with rows of
+# 8 KiB, 0.79x with rows of 512 B (a 64-bit decode per unit).
+RUN_WIDE_ROW_UNITS = kernels.RUN_LANES * kernels.RUN_UNROLL
+RUN = -2              # GatherPlan.kernels' key of the run variant
+# CPU devices gather whole rows from a data tensor held in at most this many blocks (its indices and output in one)
+# with one dispatch of the WINDOW variant per block, bound to it: lavapipe reaches storage buffers several times
+# faster than device addresses (bench/RESULTS.md)
+WINDOW_BLOCKS = 16
+P_WINDOW = P_END      # gather.comp's WINDOW words: the data tensor's units that the bound block holds, [lo, hi)
 
 
 class GatherPlan(_MapPlan):
     """dense (output) <- data (input) through ``index_map``. Tensors held in several blocks take the ADDR
     variants of the same kernels (the map fits 32 bits) or the WIDE ones (it does not): the same paths (VEC,
-    whole rows on CPU devices), the tensors reached through their blocks' device addresses."""
+    whole rows on CPU devices, runs of rows on GPUs), the tensors reached through their blocks' device
+    addresses; on CPU devices, whole rows from a data tensor in a few blocks take ``windows``."""
 
     output_from_input = False
 
@@ -134,10 +155,9 @@ class GatherPlan(_MapPlan):
         self.narrow_feature = kernels.NARROW_FEATURES.get(self.map.unit) if self.spread else None
         if self.narrow_feature:
             self.kernels[NARROW] = kernels.variant("gather", self.map.unit, self.index_bytes, narrow=True)
-        self.unrolled = self.words is not None and self.map.unit == 16 and bool(self.map.tuple_dims) and \
-            self.map.row_units() >= UNROLL_ROW_UNITS
-        if self.unrolled:
-            self.kernels[UNROLLED] = kernels.variant("gather", 16, self.index_bytes, unrolled=True)
+        self.run = self.map.unit == 16 and bool(self.map.tuple_dims) and self.map.row_units() >= RUN_ROW_UNITS
+        if self.run:
+            self.kernels[RUN] = kernels.variant("gather", 16, self.index_bytes, run=True)
 
     def _rows(self, device: Device) -> bool:
         """Whole rows per iteration: on CPU devices, where the map allows."""
@@ -145,22 +165,24 @@ class GatherPlan(_MapPlan):
 
     def _words(self, device: Device, addressed: bool = False) -> tuple[np.ndarray, int]:
         """(the parameter words for this device, the bytes per iteration of their VEC variant, 0, or the key
-        of the NARROW or unrolled variant, which have no ``addressed`` twins; NARROW where the device has its
-        feature)."""
+        of the NARROW variant, which has no ``addressed`` twin, where the device has its feature, or of the run
+        variant, which has)."""
         if device.info.type == "CPU":
             return (self.row_words, 0) if self.row_words is not None else (self.words, self.vec)
         if self.spread and not self.narrow_feature:
             return self.unit_words, 0
         if self.spread and not addressed and self.narrow_feature in device.features:
             return self.unit_words, NARROW
-        if self.unrolled and not addressed:
-            return self.words, UNROLLED
+        if self.run:
+            return self.words, RUN
         return self.words, self.vec
 
     def _words_wide(self, device: Device) -> tuple[np.ndarray, int]:
         """The WIDE variant's parameter words for this device, and their VEC width (as _words)."""
         if self._rows(device):
             return self.wide_words(row_loop=True), 0
+        if self.run and self.map.row_units() >= RUN_WIDE_ROW_UNITS:
+            return self.wide_words(), RUN
         return self.wide_words(vec=self.vec), self.vec
 
     def addressed(self, device: Device, indices: Buffer, input: Buffer, output: Buffer,
@@ -168,30 +190,58 @@ class GatherPlan(_MapPlan):
         """(dispatches, uploads) of the gather through the ADDR variant (``wide``: the WIDE one, which
         maps past 32 bits need) on any buffers, held in several blocks or not (the benchmarks force it on
         one-block tensors to measure what addressing costs)."""
-        unit, ib = self.map.unit, self.index_bytes
-        if wide or not self.narrow:
-            words, vec = self._words_wide(device)
-            params, fresh = wide_params(device, words, indices, input, output, None)
-            kernel = kernels.variant("gather", unit, ib, vec, self.tuple_k if vec else None, wide=True)
-        else:
-            words, vec = self._words(device, addressed=True)
-            params, fresh = addr_params(device, words, indices, input, output, None)
-            kernel = kernels.variant("gather", unit, ib, vec, self.tuple_k if vec else None, addr=True)
-        return ([Dispatch(kernel, (params, indices, input, output), int(words[P_TOTAL]), wide=True)],
+        wide = wide or not self.narrow
+        words, vec = self._words_wide(device) if wide else self._words(device, addressed=True)
+        slots = (indices, input, output, None)
+        words64 = words if wide else addr_words(words)
+        made = uniform_params(device, words64, *slots) if vec == RUN else None
+        if made is None:                # not the run variant, or its uniform buffer cannot hold the block lists:
+            vec = 0 if vec == RUN else vec              # one unit per iteration (the same words)
+            made = wide_params(device, words64, *slots)
+        params, fresh = made
+        mode = {"wide" if wide else "addr": True}
+        kernel = kernels.variant("gather", self.map.unit, self.index_bytes, run=True, **mode) if vec == RUN else \
+            kernels.variant("gather", self.map.unit, self.index_bytes, vec, self.tuple_k if vec else None, **mode)
+        return ([Dispatch(kernel, (params, indices, input, output), _count(words, vec), wide=True)],
                 [params] if fresh else [])
+
+    def windows(self, device: Device, indices: Buffer, input: Buffer, output: Buffer) -> tuple[list, list]:
+        """(dispatches, uploads) of the whole-row gather (CPU devices) from a data tensor held in several blocks:
+        one WINDOW dispatch per block, bound to it, each copying the rows' units that the block holds."""
+        per_block = device.chunk_bytes // self.map.unit
+        kernel = kernels.variant("gather", self.map.unit, self.index_bytes, window=True)
+        dispatches, uploads = [], []
+        for i in range(len(input._blocks)):
+            window = np.array([i * per_block, (i + 1) * per_block, 0, 0], np.uint64).clip(max=0xFFFFFFFF)
+            params, fresh = device._params(np.concatenate([self.row_words, window.astype(np.uint32)]))
+            dispatches.append(Dispatch(kernel, (params, indices, input, output),
+                                       int(self.row_words[P_TOTAL]) * kernels.WINDOW_LANES,
+                                       barrier=not i, blocks=(None, None, i, None)))
+            uploads += [params] if fresh else []
+        return dispatches, uploads
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         if self.empty:
             return [], []
         if needs_wide(device, self.map, indices, input, output):
+            if self._rows(device) and self.row_words is not None and input.chunked and not indices.chunked and \
+                    not output.chunked and len(input._blocks) <= WINDOW_BLOCKS:
+                return self.windows(device, indices, input, output)
             return self.addressed(device, indices, input, output)
         words, vec = self._words(device)
         params, fresh = device._params(words)
-        count = int(words[P_TOTAL])
-        if vec == UNROLLED:
-            count = -(-count // kernels.GRID_UNROLL)
-        return [Dispatch(self.kernels[vec], (params, indices, input, output), count)], [params] if fresh else []
+        return [Dispatch(self.kernels[vec], (params, indices, input, output), _count(words, vec))], \
+            [params] if fresh else []
+
+
+def _count(words: np.ndarray, vec: int) -> int:
+    """The invocations of a gather of these words through the variant of key ``vec`` (the run variant's blocks
+    of RUN_LANES invocations each move RUN_LANES x RUN_UNROLL units)."""
+    count = int(words[P_TOTAL])
+    if vec == RUN:
+        return -(-count // (kernels.RUN_LANES * kernels.RUN_UNROLL)) * kernels.RUN_LANES
+    return count
 
 
 P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
@@ -378,7 +428,7 @@ class CopyPlan:
         unit, inputs = self.map.unit, (device._dummy, input, output)
         if needs_wide(device, self.map, input, output):
             if self.narrow:
-                params, fresh = addr_params(device, self.words, None, input, output, None)
+                params, fresh = wide_params(device, addr_words(self.words), None, input, output, None)
                 kernel, count = kernels.variant("gather", unit, 4, self.vec, addr=True), self.words[P_TOTAL]
             else:
                 if self.wide_words is None:

@@ -6,15 +6,18 @@
 // (VEC: 4 or 16), its VEC / UNIT units decoded once and then stepped along the innermost dimension
 // (index_map.glsl's advance), their index loads, then their data loads, then the one store. TUPLE_K: the
 // tuple size fixed (index_map.glsl's data_offset). Else one unit per iteration, or (FLAG_ROWS, CPU
-// devices) one row of the innermost dimension per iteration.
+// devices) one row of the innermost dimension per iteration, or (RUN_UNROLL, GPUs: rows of 16-byte units)
+// several units of a row per invocation, below.
 // The ADDR variants (tensors held in several blocks, maps under 2^32 units: 32-bit offsets) and the WIDE ones
 // (maps past 2^32 units: 64-bit offsets) have the same paths. They reach the tensors through their blocks' device
 // addresses (index_map.glsl's place), finding the block once per unit (data loads), per group of VEC bytes (a
-// group never straddles a block), or per run of a row inside one block of both tensors (FLAG_ROWS: a row that
+// group never straddles a block), per invocation of a RUN_UNROLL variant (again for a unit past the first
+// one's block or row), or per run of a row inside one block of both tensors (FLAG_ROWS: a row that
 // straddles a block boundary is copied as several runs). In that row loop a tensor held in one block is reached
 // through its binding, as in the 32-bit kernels; elsewhere it is not, because CPU devices (lavapipe) run both
-// sides of such a branch for every unit: measured slower there (on a GPU the block lookup of a one-block tensor
-// adds no dependent load: its address does not depend on the data; not measured).
+// sides of such a branch for every unit: measured slower there. On an H200 (gathers of 8 KiB rows from a 20 GiB
+// table, the indices and output each in one block), reaching those two through their bindings made the one-unit
+// ADDR kernel 1.02x as fast and the RUN_UNROLL one 0.87x (both with their parameters in a storage buffer).
 #include "units.glsl"
 #include "bindings.glsl"
 #define WIDE_LISTS 1             // ADDR variants: the block lists in the WIDE layout (index_map.glsl)
@@ -51,7 +54,16 @@ layout(std430, binding = 3) restrict buffer Dense { uint DENSE[]; };
 #else
 layout(std430, binding = 3) restrict buffer Dense { MOVE_T DENSE[]; };
 #endif
+#if WINDOW
+#define PARAMS_OWN 4u            // P_WINDOW's words (in the uniform buffer after the index map's)
+#endif
 #include "index_map.glsl"
+#if WINDOW
+// WINDOW (a define: the row loop of CPU devices on a data tensor held in several blocks, one dispatch per block,
+// bound to it: plan.GatherPlan): the units [PW(P_WINDOW), PW(P_WINDOW + 1)) of the data tensor are those its
+// bound block holds; each row copies its part of them (a row straddling blocks is copied by two dispatches).
+const uint P_WINDOW = P_END;
+#endif
 
 const uint LOG2_UNIT = UNIT == 16 ? 4u : UNIT == 8 ? 3u : UNIT == 4 ? 2u : UNIT == 2 ? 1u : 0u;
 
@@ -214,4 +226,88 @@ void process(OFF_T i) {
     store_dense(o.dense, load_data(o.data));
 }
 #endif
+
+#if RUN_UNROLL
+#if UNIT != 16
+#error "RUN_UNROLL moves 16-byte units"
+#endif
+// RUN_UNROLL (a define: whole rows of 16-byte units, GPUs): the loop's invocations go in blocks of RUN_LANES
+// (lanes of a subgroup), and a block takes RUN_LANES x RUN_UNROLL adjacent units: its invocation at ``lane``
+// moves units base + lane + k RUN_LANES (k < RUN_UNROLL), so that each of its loads is coalesced with the
+// block's others, and all of them are in flight before the first store. An invocation decodes its first unit
+// (one index load) and reaches the next ones from it where they lie further along the same row (and, in ADDR
+// and WIDE variants, inside the same blocks); a unit of another row is decoded afresh. Every RUN_UNROLL variant
+// reads its parameters from a uniform buffer (with the block lists in ADDR and WIDE ones: UNIFORM_WORDS): with
+// them in a storage buffer, the ADDR one ran at 0.69x from a 20 GiB table on an H200 (bench/RESULTS.md).
+const uint RUN_SPAN = RUN_LANES * RUN_UNROLL;
+
+void run(OFF_T first, OFF_T count) {   // units first + k RUN_LANES that are less than ``count`` past first
+    Position p = locate(first);
+    Offsets o = Offsets(p.dense, data_offset(p));
+    OFF_T n = PW(P_SHAPE + uint(PW(P_RANK)) - 1u);
+#if ADDRESSED
+    Place s = place(SLOT_DATA, o.data, 4u), t = place(SLOT_DENSE, o.dense, 4u);
+    uint64_t to[RUN_UNROLL];
+#else
+    OFF_T to[RUN_UNROLL];
+#endif
+    MOVE_T v[RUN_UNROLL];
+    [[unroll]] for (uint k = 0u; k < RUN_UNROLL; ++k) {
+        uint ahead = k * RUN_LANES;
+        if (ahead < count) {
+            bool same = p.inner + ahead < n;
+            Offsets q = Offsets(o.dense + ahead, o.data + ahead);
+            if (!same)
+                q = map_offsets(first + ahead);
+#if ADDRESSED
+            uint64_t from = same && ahead < s.left ? s.address + (uint64_t(ahead) << 4u)
+                                                   : place(SLOT_DATA, q.data, 4u).address;
+            to[k] = same && ahead < t.left ? t.address + (uint64_t(ahead) << 4u) : place(SLOT_DENSE, q.dense, 4u).address;
+            v[k] = UnitsRef(from).v[0];
+#else
+            to[k] = q.dense;
+            v[k] = DATA[q.data];
+#endif
+        }
+    }
+    [[unroll]] for (uint k = 0u; k < RUN_UNROLL; ++k) {
+        if (k * RUN_LANES < count) {
+#if ADDRESSED
+            UnitsRef(to[k]).v[0] = v[k];
+#else
+            DENSE[to[k]] = v[k];
+#endif
+        }
+    }
+}
+
+void main() {
+    OFF_T total = PW(P_TOTAL);
+    uint lane = gl_LocalInvocationID.x % RUN_LANES;
+    OFF_T blocks = (total - 1u) / RUN_SPAN + 1u;          // total >= 1
+    OFF_T step = (gl_NumWorkGroups.x * gl_WorkGroupSize.x) / RUN_LANES;
+    for (OFF_T b = gl_GlobalInvocationID.x / RUN_LANES; b < blocks; b += step) {
+        OFF_T base = b * RUN_SPAN;                        // < total: no wrap
+        if (lane < total - base)
+            run(base + lane, total - base - lane);
+    }
+}
+#elif WINDOW
+// WINDOW_LANES invocations (a define) take each row together, their units WINDOW_LANES apart: on CPU devices an
+// invocation is a SIMD lane, and a lane left idle in a loop that others run costs as much as a busy one (one
+// row per invocation, with rows of random blocks: each dispatch took nearly as long as a gather from one block).
+void main() {
+    uint total = PW(P_TOTAL), n = PW(P_SHAPE + PW(P_RANK) - 1u), lo = PW(P_WINDOW), hi = PW(P_WINDOW + 1u);
+    uint lane = gl_GlobalInvocationID.x % WINDOW_LANES, step = gl_NumWorkGroups.x * (WORKGROUP_SIZE / WINDOW_LANES);
+    for (uint r = gl_GlobalInvocationID.x / WINDOW_LANES; r < total;) {
+        Offsets o = map_offsets(r * n);
+        uint from = max(o.data, lo), to = min(o.data + n, hi), dense = o.dense - o.data;
+        for (uint k = from + lane; k < to; k += WINDOW_LANES)
+            DENSE[dense + k] = DATA[k - lo];
+        if (total - r <= step) break;
+        r += step;
+    }
+}
+#else
 #include "grid_loop.glsl"
+#endif

@@ -27,12 +27,19 @@ const uint P_TDATA = 48u;   // [8] data-tensor stride of that dimension
 const uint P_MAGIC = 56u;   // [8] magic multiplier of iteration size d (sizes are >= 2 after folding) ...
 const uint P_SHIFT = 64u;   // [8] ... and its shift l = ceil(log2(size)): see divide()
 const uint P_END = 72u;     // kernels with parameters of their own put them from here on
-#if PARAMS_UNIFORM          // (bindings.glsl) P_END + PARAMS_OWN words in a uniform buffer, std140: 4 to a uvec4
+#if PARAMS_UNIFORM          // (bindings.glsl) UNIFORM_WORDS 32-bit words in a uniform buffer, std140: 4 to a uvec4
+#ifndef UNIFORM_WORDS       // (a define where the words vary in number: the ADDR and WIDE run variants' block lists)
 #ifndef PARAMS_OWN
 #define PARAMS_OWN 0u       // the kernel's own words after P_END (a multiple of 4), defined before this include
 #endif
-layout(std140, binding = 0) uniform Params { uvec4 P4[(P_END + PARAMS_OWN) / 4u]; };
+#define UNIFORM_WORDS (P_END + PARAMS_OWN)
+#endif
+layout(std140, binding = 0) uniform Params { uvec4 P4[UNIFORM_WORDS / 4u]; };
+#if WIDE                    // 64-bit word i: 32-bit words 2i (low half) and 2i + 1
+#define PW(i) (uint64_t(P4[(i) >> 1u][2u * ((i) & 1u)]) | (uint64_t(P4[(i) >> 1u][2u * ((i) & 1u) + 1u]) << 32u))
+#else
 #define PW(i) P4[(i) >> 2u][(i) & 3u]
+#endif
 #endif
 const uint P_BLOCKS = P_END; // WIDE: the tensors' block lists, 64-bit words (see address())
 const uint P_ADDR = P_END + 8u; // ADDR: the same as pairs of 32-bit words (little-endian), after the reduction

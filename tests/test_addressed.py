@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 import dmlgpu
 from dmlgpu import plan
 
-PATHS = ("auto", "rows", "vec", "unit")
+PATHS = ("auto", "rows", "vec", "unit", "run")
 
 
 @pytest.fixture(scope="module", params=[256, 4096], ids=["256B-blocks", "4KiB-blocks"])
@@ -26,10 +26,19 @@ def blocks(request):
 @contextlib.contextmanager
 def forced(path: str, wide: bool):
     """GatherPlan's choices forced on any device: whole rows (where the map allows: ``row_loop_ok``), VEC groups
-    (where it allows: ``vec_ok``), one unit per iteration, or the device's own choice ("auto"); ``wide``: the
-    WIDE variants (64-bit offsets) instead of the ADDR ones."""
+    (where it allows: ``vec_ok``), one unit per iteration, the GPUs' run variants (rows of 16-byte units of any
+    length: plan.RUN_ROW_UNITS = 1; else the device's choice), or the device's own choice ("auto"); ``wide``:
+    the WIDE variants (64-bit offsets) instead of the ADDR ones."""
     with pytest.MonkeyPatch.context() as mp:
         G = plan.GatherPlan
+        plan.make_plan.cache_clear()
+        mp.setattr(plan, "RUN_ROW_UNITS", 1)
+        if path == "run":
+            words, words_wide = G._words, G._words_wide
+            mp.setattr(G, "_words", lambda self, device, addressed=False: (self.words, plan.RUN) if self.run
+                       else words(self, device, addressed))
+            mp.setattr(G, "_words_wide", lambda self, device: (self.wide_words(), plan.RUN) if self.run
+                       else words_wide(self, device))
         if path == "rows":
             mp.setattr(G, "_rows", lambda self, device: self.map.row_loop_ok())
             mp.setattr(G, "_words", lambda self, device, addressed=False: (self.row_words, 0) if self.row_words is not None
@@ -44,7 +53,10 @@ def forced(path: str, wide: bool):
         if wide:
             addressed = G.addressed
             mp.setattr(G, "addressed", lambda self, *args, wide=False: addressed(self, *args, wide=True))
-        yield
+        try:
+            yield
+        finally:
+            plan.make_plan.cache_clear()
 
 
 def random_table(rng, shape, dtype) -> np.ndarray:
@@ -69,7 +81,7 @@ def check_gather(dev, table, ids, axis, path, wide):
         assert out.numpy().tobytes() == want.tobytes(), (path, wide, ran)
         assert out.buffer.canary_intact() and t.buffer.canary_intact()
     chunked = t.buffer.chunked or i.buffer.chunked or out.buffer.chunked
-    assert all(k.endswith("_wide" if wide else "_addr") for k in ran) or not chunked, ran
+    assert all(k.endswith(("_wide" if wide else "_addr", "_window")) for k in ran) or not chunked, ran
     return ran
 
 
@@ -83,6 +95,8 @@ LAYOUTS = [  # (table shape, dtype, number of indices, what it exercises), for 2
     ((1000, 7), np.uint8, 301, "bytes: VEC words across block boundaries, a partial last word"),
     ((500, 3), np.float16, 333, "2-byte units, rows of 6 bytes"),
     ((70, 1030), np.float32, 65, "rows of 4120 bytes: longer than a 4 KiB block, 65 rows"),
+    ((60, 1028), np.float32, 45, "rows of 4112 bytes of 16-byte units: runs across block boundaries"),
+    ((333, 24), np.float32, 500, "rows of 96 bytes of 16-byte units: runs across rows"),
 ]
 
 
@@ -110,6 +124,40 @@ def test_each_path_runs_its_variant(blocks):
     ids = np.arange(2000) * 7 % 3000
     assert check_gather(blocks, bytes_, ids, 0, "vec", True) == ["gather_vec4_k1_u1_i64_wide"]
     assert check_gather(blocks, bytes_, ids.astype(np.int32), 0, "unit", False) == ["gather_u1_i32_addr"]
+    # the run variants, where the block lists fit their uniform buffer (kernels.RUN_UNIFORM_WORDS); else one
+    # unit per iteration
+    small, large = np.zeros((40, 8), np.float32), np.zeros((700, 512), np.float32)   # outputs 9.4 KiB, 180 KiB
+    for wide in (False, True):
+        suffix = "_wide" if wide else "_addr"
+        assert check_gather(blocks, small, np.arange(300) % 40, 0, "run", wide) == ["gather_u16_i64_run" + suffix]
+        # the large table's lists: with 4 KiB blocks 351 + 45 (output) + 1 (indices) addresses, 8 head words and
+        # the 72 (WIDE) or 40 (ADDR) 64-bit parameter words fit 512 (1024 32-bit words); with 256-byte blocks not
+        assert dmlgpu.kernels.RUN_UNIFORM_WORDS == 1024
+        want = "gather_u16_i64_run" if blocks.chunk_bytes == 4096 else "gather_u16_i64"
+        assert check_gather(blocks, large, np.arange(90) % 700, 0, "run", wide) == [want + suffix]
+
+
+@pytest.mark.parametrize("rows, row_bytes, dtype, n, itype", [
+    (1280, 8192, np.float16, 100, np.int64),     # 10 blocks of 1 MiB, rows inside blocks
+    (1500, 3000, np.float32, 333, np.int32),     # 5 blocks, rows straddling their boundaries
+    (4096, 4096, np.uint64, 64, np.int64),       # 16 blocks (plan.WINDOW_BLOCKS)
+    (4100, 4096, np.uint64, 64, np.int64),       # 17 blocks: ADDR
+])
+def test_cpu_rows_from_a_table_in_few_blocks(rows, row_bytes, dtype, n, itype):
+    """On CPU devices, whole rows gathered from a table held in at most plan.WINDOW_BLOCKS blocks (indices and
+    output in one) take one dispatch of the WINDOW variant per block, bound to it; more blocks take ADDR."""
+    with dmlgpu.Device(chunk_bytes=1 << 20, max_queued=0) as dev:
+        dev.canary_words = 4
+        rng = np.random.default_rng(rows)
+        table = random_table(rng, (rows, row_bytes // np.dtype(dtype).itemsize), dtype)
+        ids = rng.integers(-rows, rows, size=n).astype(itype)
+        ids[:2] = [0, rows - 1]
+        ran = check_gather(dev, table, ids, 0, "auto", False)
+        if dev.info.type == "CPU":
+            blocks = -(-(table.nbytes + 16) // (1 << 20))
+            unit = 16 if row_bytes % 16 == 0 else 8
+            want = [f"gather_u{unit}_i{np.dtype(itype).itemsize * 8}_window"] * blocks
+            assert ran == (want if blocks <= plan.WINDOW_BLOCKS else [f"gather_u{unit}_i64_addr"]), ran
 
 
 def test_gather_elements_and_gather_nd_paths(blocks):
@@ -176,7 +224,7 @@ def test_fuzz_addressed_gather(blocks, data):
 
 def test_repeated_calls_remake_the_block_lists():
     """A repeated gather on Tensors held in several blocks runs from a call template (dmlgpu/calls.py), which
-    makes the ADDR variant's parameters again for each call's buffers (plan.addr_params' recipe)."""
+    makes the ADDR variant's parameters again for each call's buffers (plan.wide_params' recipe of plan.addr_words)."""
     with dmlgpu.Device(chunk_bytes=4096) as dev:
         rng = np.random.default_rng(9)
         tables = [dmlgpu.tensor(random_table(rng, (500, 37), np.float32), device=dev) for _ in range(2)]

@@ -584,9 +584,9 @@ def test_spread_units_take_one_unit_per_invocation_on_gpus(call, dtype, shape, k
 
 @pytest.mark.parametrize("shape, n, idx_dtype", [((300, 160), 1001, np.int64), ((50, 3, 128), 77, np.int32),
                                                  ((40, 128), 3, np.int64)])
-def test_long_rows_take_the_unrolled_gather_on_gpus(gpu_like, shape, n, idx_dtype):
-    """On a GPU, rows of at least plan.UNROLL_ROW_UNITS 16-byte units gathered whole take the unrolled variant
-    (kernels.GRID_UNROLL units a grid step apart per invocation, a partial last turn included)."""
+def test_long_rows_take_the_run_gather_on_gpus(gpu_like, shape, n, idx_dtype):
+    """On a GPU, rows of at least plan.RUN_ROW_UNITS 16-byte units gathered whole take the run variant
+    (kernels.RUN_UNROLL units kernels.RUN_LANES apart per invocation, a partial last block included)."""
     from dmlgpu import plan
     rng = np.random.default_rng(n)
     x = random_data(rng, shape, np.float32)
@@ -594,6 +594,6 @@ def test_long_rows_take_the_unrolled_gather_on_gpus(gpu_like, shape, n, idx_dtyp
     with gpu_like.record() as rec:
         got = dmlgpu.gather(dmlgpu.tensor(x, device=gpu_like), idx, axis=0)
     ran = [w.kernel for k, w in rec._steps if k == "dispatch"]
-    assert ran == [f"gather_u16_i{np.dtype(idx_dtype).itemsize * 8}_x{dmlgpu.kernels.GRID_UNROLL}"], ran
-    assert np.prod(shape[1:]) * 4 // 16 >= plan.UNROLL_ROW_UNITS
+    assert ran == [f"gather_u16_i{np.dtype(idx_dtype).itemsize * 8}_run"], ran
+    assert np.prod(shape[1:]) * 4 // 16 >= plan.RUN_ROW_UNITS
     same_bytes(got.numpy(), np.take(x, idx, axis=0))

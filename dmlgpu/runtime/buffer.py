@@ -222,4 +222,6 @@ class Dispatch:
                           # recorded before that one then covers this one's buffers too
     wide: bool = False    # a WIDE or ADDR variant (shaders/addressing.glsl): reaches its operands through the
                           # device addresses listed in its parameters (chunked ones too), so its barrier covers
-                          # every block; the others bind each buffer's one block and refuse chunked buffers
+                          # every block; the others bind each buffer's one block and refuse chunked buffers ...
+    blocks: tuple | None = None   # ... unless this names the block to bind of each buffer (its index; None
+                                  # for the first), for a kernel that reaches one block of a chunked buffer

@@ -141,7 +141,7 @@ class Runs:
         _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
         parts: list[Any] = []
         for d in dispatches:
-            parts += (d.kernel, d.count, d.barrier, *_block_ids(d.buffers))
+            parts += (d.kernel, d.count, d.barrier, d.blocks, *_block_ids(d.buffers))
         if up_slot is not None:
             parts += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
         if down_slot is not None:
@@ -228,6 +228,8 @@ class Runs:
         """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
         its ops (pipelines.Bound)."""
         groups = self.geometry.workgroups(d.count, self._max_groups)
+        if d.blocks is not None:
+            return self._pipelines.algorithm(d.kernel, groups, [b._blocks[i or 0] for b, i in zip(d.buffers, d.blocks)])
         if not d.wide:
             for b in d.buffers:
                 if b.chunked:
