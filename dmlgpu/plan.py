@@ -211,7 +211,7 @@ class GatherPlan(_MapPlan):
         per_block = device.chunk_bytes // self.map.unit
         kernel = kernels.variant("gather", self.map.unit, self.index_bytes, window=True)
         dispatches, uploads = [], []
-        for i in range(len(input._blocks)):
+        for i in range(input.block_count):
             window = np.array([i * per_block, (i + 1) * per_block, 0, 0], np.uint64).clip(max=0xFFFFFFFF)
             params, fresh = device._params(np.concatenate([self.row_words, window.astype(np.uint32)]))
             dispatches.append(Dispatch(kernel, (params, indices, input, output),
@@ -226,7 +226,7 @@ class GatherPlan(_MapPlan):
             return [], []
         if needs_wide(device, self.map, indices, input, output):
             if self._rows(device) and self.row_words is not None and input.chunked and not indices.chunked and \
-                    not output.chunked and len(input._blocks) <= WINDOW_BLOCKS:
+                    not output.chunked and input.block_count <= WINDOW_BLOCKS:
                 return self.windows(device, indices, input, output)
             return self.addressed(device, indices, input, output)
         words, vec = self._words(device)

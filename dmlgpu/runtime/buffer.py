@@ -118,6 +118,11 @@ class Buffer:
         return self.device._run([], downloads=[self])[0]
 
     @property
+    def block_count(self) -> int:
+        """The blocks that hold it (1 unless ``chunked``); block i holds bytes [i * Device.chunk_bytes, ...)."""
+        return len(self._blocks)
+
+    @property
     def _tensors(self) -> list:
         """The kp buffers of its blocks."""
         return [b.tensor for b in self._blocks]
