@@ -121,10 +121,12 @@ RUN_ROW_UNITS = 32
 # 8 KiB, 0.79x with rows of 512 B (a 64-bit decode per unit).
 RUN_WIDE_ROW_UNITS = kernels.RUN_LANES * kernels.RUN_UNROLL
 RUN = -2              # GatherPlan.kernels' key of the run variant
-# CPU devices gather whole rows from a data tensor held in at most this many blocks (its indices and output in one)
-# with one dispatch of the WINDOW variant per block, bound to it: lavapipe reaches storage buffers several times
-# faster than device addresses (bench/RESULTS.md)
+# CPU devices gather whole rows of at least WINDOW_ROW_BYTES from a data tensor held in at most WINDOW_BLOCKS blocks
+# (its indices and output in one) with one dispatch of the WINDOW variant per block, bound to it: lavapipe reaches
+# storage buffers faster than device addresses. From 2.5 blocks (bench/RESULTS.md): 0.38x the ADDR row loop's time
+# with rows of 8 KiB, 0.76x with 512 B; 1.23x with 256 B, 2.2x with 64 B (the WINDOW lanes' share of short rows).
 WINDOW_BLOCKS = 16
+WINDOW_ROW_BYTES = 512
 P_WINDOW = P_END      # gather.comp's WINDOW words: the data tensor's units that the bound block holds, [lo, hi)
 
 
@@ -226,7 +228,8 @@ class GatherPlan(_MapPlan):
             return [], []
         if needs_wide(device, self.map, indices, input, output):
             if self._rows(device) and self.row_words is not None and input.chunked and not indices.chunked and \
-                    not output.chunked and input.block_count <= WINDOW_BLOCKS:
+                    not output.chunked and input.block_count <= WINDOW_BLOCKS and \
+                    self.map.row_units() * self.map.unit >= WINDOW_ROW_BYTES:
                 return self.windows(device, indices, input, output)
             return self.addressed(device, indices, input, output)
         words, vec = self._words(device)

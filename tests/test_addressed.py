@@ -142,10 +142,12 @@ def test_each_path_runs_its_variant(blocks):
     (1500, 3000, np.float32, 333, np.int32),     # 5 blocks, rows straddling their boundaries
     (4096, 4096, np.uint64, 64, np.int64),       # 16 blocks (plan.WINDOW_BLOCKS)
     (4100, 4096, np.uint64, 64, np.int64),       # 17 blocks: ADDR
+    (20000, 256, np.float32, 2000, np.int64),    # 5 blocks, rows under plan.WINDOW_ROW_BYTES: ADDR
 ])
 def test_cpu_rows_from_a_table_in_few_blocks(rows, row_bytes, dtype, n, itype):
-    """On CPU devices, whole rows gathered from a table held in at most plan.WINDOW_BLOCKS blocks (indices and
-    output in one) take one dispatch of the WINDOW variant per block, bound to it; more blocks take ADDR."""
+    """On CPU devices, whole rows of plan.WINDOW_ROW_BYTES or more gathered from a table held in at most
+    plan.WINDOW_BLOCKS blocks (indices and output in one) take one dispatch of the WINDOW variant per block, bound
+    to it; more blocks or shorter rows take ADDR."""
     with dmlgpu.Device(chunk_bytes=1 << 20, max_queued=0) as dev:
         dev.canary_words = 4
         rng = np.random.default_rng(rows)
@@ -157,7 +159,8 @@ def test_cpu_rows_from_a_table_in_few_blocks(rows, row_bytes, dtype, n, itype):
             blocks = -(-(table.nbytes + 16) // (1 << 20))
             unit = 16 if row_bytes % 16 == 0 else 8
             want = [f"gather_u{unit}_i{np.dtype(itype).itemsize * 8}_window"] * blocks
-            assert ran == (want if blocks <= plan.WINDOW_BLOCKS else [f"gather_u{unit}_i64_addr"]), ran
+            windows = blocks <= plan.WINDOW_BLOCKS and row_bytes >= plan.WINDOW_ROW_BYTES
+            assert ran == (want if windows else [f"gather_u{unit}_i64_addr"]), ran
 
 
 def test_gather_elements_and_gather_nd_paths(blocks):
