@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .plan import CLAIMS as CLAIMS_KEY
+from .plan import CLAIMS as CLAIMS_KEY, block_params
 from .runtime import Buffer, Device
 from .tensor import Tensor
 
@@ -47,13 +47,13 @@ class Template:
         self.out_nbytes = out_nbytes
         self.scratch = scratch        # sizes of the scratch buffers, in the order the plan took them
         self.owner = owner            # Device.zeroed_serial of the claim buffer the launches use, or None
-        self.recipes = recipes        # large-tensor launches' parameters, made per call: (words, block-list slots),
-                                      # their buffers in the slots after the scratch, in order
+        self.recipes = recipes        # large-tensor launches' parameters, made per call: (words, block-list slots,
+                                      # words padded to or 0), their buffers in the slots after the scratch, in order
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
             self.owner == other.owner and self.out_nbytes == other.out_nbytes and \
-            [(w.tobytes(), s) for w, s in self.recipes] == [(w.tobytes(), s) for w, s in other.recipes]
+            [(w.tobytes(), s, n) for w, s, n in self.recipes] == [(w.tobytes(), s, n) for w, s, n in other.recipes]
 
     def run(self, operands: tuple, out: Tensor | None = None):
         """The result Tensor of the call on ``operands`` (data, indices[, updates]: Tensors of the traced
@@ -84,13 +84,19 @@ class Template:
             bufs.append(dev._zeroed.get(CLAIMS_KEY))
             taken = [take(dev, n) for n in self.scratch]
             bufs += taken
-            if recipes:                 # large tensors: parameters that list these buffers' blocks
-                for words, slots in recipes:
-                    params, fresh = dev._params(np.concatenate(
-                        [words, dev._block_table([None if s is None else bufs[s] for s in slots], len(words))]))
-                    bufs.append(params)
-                    if fresh:
-                        dev._batches.stage([params])
+            # large tensors: parameters that list these buffers' blocks (padded as traced: None where these
+            # buffers' lists outgrow that, e.g. an operand held in more blocks than its shape needs)
+            bodies = [block_params(words, dev._block_table([None if s is None else bufs[s] for s in slots],
+                                                           len(words)), size) for words, slots, size in recipes]
+            made = [body for body in bodies if body is not None]
+            if len(made) < len(bodies):
+                dev._give(*taken, *([out_buf] if out is None else []))
+                return None
+            for body in made:
+                params, fresh = dev._params(body)
+                bufs.append(params)
+                if fresh:
+                    dev._batches.stage([params])
             dev.queue_steps(self.steps, bufs, owner is not None)
             if taken:
                 dev._give(*taken)
@@ -112,7 +118,7 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
             if not d.wide or recipe is None or any(s is not None and s not in slots for s in recipe[1]):
                 return
             bound = (len(per_call) + len(recipes),) + bound[1:]
-            recipes.append((recipe[0], tuple(None if s is None else slots[s] for s in recipe[1])))
+            recipes.append((recipe[0], tuple(None if s is None else slots[s] for s in recipe[1]), recipe[2]))
         steps.append((d.kernel, dev.workgroups(d.count), d.barrier, bound))
     uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
     out = buffers[2]

@@ -50,22 +50,30 @@ WIDE_SLOTS = ("IDX", "DATA", "DENSE", "OWNER")
 
 def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
     """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
-    ``slots`` (WIDE_SLOTS' order; None: absent). The buffer's ``recipe`` (its words and the ids of the ``slots`` it was made for) lets a call
-    template make it again for other buffers (dmlgpu/calls.py)."""
-    buf, fresh = device._params(np.concatenate([words, device._block_table(slots, len(words))]))
-    buf.recipe = (words, tuple(None if b is None else id(b) for b in slots))
+    ``slots`` (WIDE_SLOTS' order; None: absent). The buffer's ``recipe`` (its words, the ids of the ``slots`` it
+    was made for, the size padded to) lets a call template make it again for other buffers (dmlgpu/calls.py)."""
+    made = uniform_params(device, words, *slots, size=0)
+    assert made is not None               # (not padded: always made)
+    return made
+
+
+def uniform_params(device: Device, words: np.ndarray, *slots,
+                   size: int = kernels.RUN_UNIFORM_WORDS // 2) -> tuple[Buffer, bool] | None:
+    """The same for the run variants, whose uniform buffer has kernels.RUN_UNIFORM_WORDS 32-bit words: padded
+    to ``size`` uint64 words (0: not padded); None where the block lists do not fit."""
+    body = block_params(words, device._block_table(slots, len(words)), size)
+    if body is None:
+        return None
+    buf, fresh = device._params(body)
+    buf.recipe = (words, tuple(None if b is None else id(b) for b in slots), size)
     return buf, fresh
 
 
-def uniform_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool] | None:
-    """The same for the run variants, whose uniform buffer has kernels.RUN_UNIFORM_WORDS 32-bit words: padded
-    to that size; None where the block lists do not fit it. No recipe: another call's buffers could outgrow it
-    (such calls get no call template)."""
-    body = np.concatenate([words, device._block_table(slots, len(words))])
-    size = kernels.RUN_UNIFORM_WORDS // 2
-    if body.size > size:
-        return None
-    return device._params(np.concatenate([body, np.zeros(size - body.size, np.uint64)]))
+def block_params(words: np.ndarray, table: np.ndarray, size: int) -> np.ndarray | None:
+    """``words`` then the block lists ``table`` (uint64), zero-padded to ``size`` words unless 0; None past it."""
+    body = np.concatenate([words, table])
+    return body if not size else None if body.size > size else np.concatenate([body, np.zeros(size - body.size,
+                                                                                              np.uint64)])
 
 
 def addr_words(words: np.ndarray) -> np.ndarray:
@@ -111,20 +119,16 @@ class _MapPlan(Plan):
 # along a short last axis) and on CPU devices the VEC variant wins.
 SPREAD_UNITS = 1 << 16
 NARROW = -1           # GatherPlan.kernels' key of the NARROW variant (the others: their VEC bytes, 0 for none)
-# On a GPU, rows of at least this many 16-byte units, gathered whole, take the run variants (kernels.RUN_UNROLL
-# units RUN_LANES apart per invocation, one decode for those of one row), held in one block or several
-# (bench/RESULTS.md: 1.00-1.05x the grid-step unrolled kernel they replace, 1.06-1.17x the one-unit ADDR one,
-# rows of 512 B to 8 KiB); with rows of 128 B, unrolling was 8 % slower than one unit per invocation.
+# On a GPU, rows of at least this many 16-byte units, gathered whole, take the run variants, in one block or several
+# (bench/RESULTS.md: 1.00-1.05x the grid-step unrolling they replace, 1.06-1.17x one unit per invocation in ADDR).
 RUN_ROW_UNITS = 32
-# The WIDE run variant (64-bit offsets) only where an invocation's units share a row (rows of a whole block of
-# RUN_LANES x RUN_UNROLL units or more): from a 2 GiB table it was 1.17x the one-unit WIDE kernel with rows of
-# 8 KiB, 0.79x with rows of 512 B (a 64-bit decode per unit).
+# The WIDE run variant only where an invocation's units share a row: against one unit per invocation, 1.17x with
+# rows of 8 KiB, 0.79x with 512 B (a 64-bit decode per unit).
 RUN_WIDE_ROW_UNITS = kernels.RUN_LANES * kernels.RUN_UNROLL
 RUN = -2              # GatherPlan.kernels' key of the run variant
-# CPU devices gather whole rows of at least WINDOW_ROW_BYTES from a data tensor held in at most WINDOW_BLOCKS blocks
-# (its indices and output in one) with one dispatch of the WINDOW variant per block, bound to it: lavapipe reaches
-# storage buffers faster than device addresses. From 2.5 blocks (bench/RESULTS.md): 0.38x the ADDR row loop's time
-# with rows of 8 KiB, 0.76x with 512 B; 1.23x with 256 B, 2.2x with 64 B (the WINDOW lanes' share of short rows).
+# CPU devices gather rows of WINDOW_ROW_BYTES or more from a data tensor in at most WINDOW_BLOCKS blocks (indices and
+# output in one) by one WINDOW dispatch per block, bound to it: lavapipe reads storage buffers faster than device
+# addresses (RESULTS: 0.38-0.76x the ADDR row loop's time from 8 KiB to 512 B rows, 1.23-2.2x at 256-64 B).
 WINDOW_BLOCKS = 16
 WINDOW_ROW_BYTES = 512
 P_WINDOW = P_END      # gather.comp's WINDOW words: the data tensor's units that the bound block holds, [lo, hi)

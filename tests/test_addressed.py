@@ -236,3 +236,25 @@ def test_repeated_calls_remake_the_block_lists():
             out = dmlgpu.gather(tables[k % 2], dmlgpu.tensor(ids, device=dev))
             assert out.numpy().tobytes() == tables[k % 2].numpy()[ids].tobytes(), k
         assert out.buffer.chunked and any(type(t).__name__ == "Template" for t in dev.templates.values())
+
+
+def test_repeated_run_gathers_remake_their_uniform_block_lists():
+    """The run variants' padded uniform parameters (plan.uniform_params) are remade per call by a call template
+    too: a GPU's repeated gather of rows of 1 KiB from tables held in 4 KiB blocks (lavapipe shown to the plans as
+    an integrated GPU), two tables in turn, each result checked."""
+    import dataclasses
+    with dmlgpu.Device(chunk_bytes=4096) as dev:
+        dev.info = dataclasses.replace(dev.info, type="integrated GPU")
+        rng = np.random.default_rng(10)
+        tables = [dmlgpu.tensor(random_table(rng, (300, 256), np.float32), device=dev) for _ in range(2)]
+        for k in range(6):
+            ids = rng.integers(-300, 300, size=100)
+            with dev.record() as rec:
+                out = dmlgpu.gather(tables[k % 2], dmlgpu.tensor(ids, device=dev))
+            assert [w.kernel for kind, w in rec._steps if kind == "dispatch"] == ["gather_u16_i64_run_addr"]
+            assert out.numpy().tobytes() == tables[k % 2].numpy()[ids].tobytes(), k
+            out = dmlgpu.gather(tables[k % 2], dmlgpu.tensor(ids, device=dev))       # eager: templates
+            assert out.numpy().tobytes() == tables[k % 2].numpy()[ids].tobytes(), k
+        padded = [t for t in dev.templates.values() if type(t).__name__ == "Template"
+                  and any(size for _, _, size in t.recipes)]
+        assert padded and out.buffer.chunked
