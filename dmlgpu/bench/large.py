@@ -22,7 +22,8 @@ Sections (``--sections``, comma-separated):
   PyTorch's ``index_select`` (first call, then steady) beside it on a CUDA table of the same shape with the same
   ids. The tables' block sizes and the alignment of their blocks' device addresses are printed.
   ``--chunk-mib`` sets the block size (Device(chunk_bytes=)); ``--sweep-chunks-mib`` repeats the sweep in the
-  same process for each block size listed (a new Device each; 0: the default blocks).
+  same process for each block size listed (a new Device each; 0: the default blocks). GPUs are kept busy
+  copying for a second first (``warm_up``).
 * ``small``: the 32-bit kernels on tensors under one binding, 64 MiB and 1 GiB moved (gather of rows of 1 KiB,
   gather of single float32 elements, scatter_nd of rows of 1 KiB): run it with an older tree on PYTHONPATH
   to compare (``python3 path/to/large.py --sections small``: it uses only what every tree has).
