@@ -84,19 +84,19 @@ class Template:
             bufs.append(dev._zeroed.get(CLAIMS_KEY))
             taken = [take(dev, n) for n in self.scratch]
             bufs += taken
-            # large tensors: parameters that list these buffers' blocks (padded as traced: None where these
-            # buffers' lists outgrow that, e.g. an operand held in more blocks than its shape needs)
-            bodies = [block_params(words, dev._block_table([None if s is None else bufs[s] for s in slots],
-                                                           len(words)), size) for words, slots, size in recipes]
-            made = [body for body in bodies if body is not None]
-            if len(made) < len(bodies):
-                dev._give(*taken, *([out_buf] if out is None else []))
-                return None
-            for body in made:
-                params, fresh = dev._params(body)
-                bufs.append(params)
-                if fresh:
-                    dev._batches.stage([params])
+            if recipes:     # large tensors: parameters that list these buffers' blocks (padded as traced: None
+                            # where their lists outgrow that, e.g. an operand held in more blocks than its shape needs)
+                bodies = [block_params(words, dev._block_table([None if s is None else bufs[s] for s in slots],
+                                                               len(words)), size) for words, slots, size in recipes]
+                made = [body for body in bodies if body is not None]
+                if len(made) < len(bodies):
+                    dev._give(*taken, *([out_buf] if out is None else []))
+                    return None
+                for body in made:
+                    params, fresh = dev._params(body)
+                    bufs.append(params)
+                    if fresh:
+                        dev._batches.stage([params])
             dev.queue_steps(self.steps, bufs, owner is not None)
             if taken:
                 dev._give(*taken)

@@ -52,15 +52,14 @@ def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool
     """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
     ``slots`` (WIDE_SLOTS' order; None: absent). The buffer's ``recipe`` (its words, the ids of the ``slots`` it
     was made for, the size padded to) lets a call template make it again for other buffers (dmlgpu/calls.py)."""
-    made = uniform_params(device, words, *slots, size=0)
+    made = listed_params(device, words, *slots)
     assert made is not None               # (not padded: always made)
     return made
 
 
-def uniform_params(device: Device, words: np.ndarray, *slots,
-                   size: int = kernels.RUN_UNIFORM_WORDS // 2) -> tuple[Buffer, bool] | None:
-    """The same for the run variants, whose uniform buffer has kernels.RUN_UNIFORM_WORDS 32-bit words: padded
-    to ``size`` uint64 words (0: not padded); None where the block lists do not fit."""
+def listed_params(device: Device, words: np.ndarray, *slots, size: int = 0) -> tuple[Buffer, bool] | None:
+    """The same, padded to ``size`` uint64 words where it is not 0 (the run variants' uniform buffer:
+    kernels.RUN_UNIFORM_WORDS 32-bit words); None where the block lists do not fit that."""
     body = block_params(words, device._block_table(slots, len(words)), size)
     if body is None:
         return None
@@ -78,7 +77,7 @@ def block_params(words: np.ndarray, table: np.ndarray, size: int) -> np.ndarray 
 
 def addr_words(words: np.ndarray) -> np.ndarray:
     """The words of an ADDR variant of the gather kernel (index_map.glsl's WIDE_LISTS) as wide_params and
-    uniform_params take them: its uint32 words (P_END of them) and zeros up to P_ADDR, seen as P_ADDR / 2 uint64
+    listed_params take them: its uint32 words (P_END of them) and zeros up to P_ADDR, seen as P_ADDR / 2 uint64
     words, so that the block lists lie as in the WIDE variants (and a call template remakes them alike)."""
     assert words.dtype == np.uint32 and words.size == P_END and P_ADDR % 2 == 0
     return np.concatenate([words, np.zeros(P_ADDR - P_END, np.uint32)]).view(np.uint64)
@@ -200,7 +199,7 @@ class GatherPlan(_MapPlan):
         words, vec = self._words_wide(device) if wide else self._words(device, addressed=True)
         slots = (indices, input, output, None)
         words64 = words if wide else addr_words(words)
-        made = uniform_params(device, words64, *slots) if vec == RUN else None
+        made = listed_params(device, words64, *slots, size=kernels.RUN_UNIFORM_WORDS // 2) if vec == RUN else None
         if made is None:                # not the run variant, or its uniform buffer cannot hold the block lists:
             vec = 0 if vec == RUN else vec              # one unit per iteration (the same words)
             made = wide_params(device, words64, *slots)
@@ -217,6 +216,7 @@ class GatherPlan(_MapPlan):
         per_block = device.chunk_bytes // self.map.unit
         kernel = kernels.variant("gather", self.map.unit, self.index_bytes, window=True)
         dispatches, uploads = [], []
+        assert self.row_words.size == P_WINDOW     # (the window's words follow the row words)
         for i in range(input.block_count):
             window = np.array([i * per_block, (i + 1) * per_block, 0, 0], np.uint64).clip(max=0xFFFFFFFF)
             params, fresh = device._params(np.concatenate([self.row_words, window.astype(np.uint32)]))

@@ -239,7 +239,7 @@ def test_repeated_calls_remake_the_block_lists():
 
 
 def test_repeated_run_gathers_remake_their_uniform_block_lists():
-    """The run variants' padded uniform parameters (plan.uniform_params) are remade per call by a call template
+    """The run variants' padded uniform parameters (plan.listed_params) are remade per call by a call template
     too: a GPU's repeated gather of rows of 1 KiB from tables held in 4 KiB blocks (lavapipe shown to the plans as
     an integrated GPU), two tables in turn, each result checked."""
     import dataclasses

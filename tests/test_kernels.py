@@ -41,6 +41,7 @@ def test_index_map_words_match_the_glsl():
     ("scatter_tree.comp", reduction, ["P_SLICE", "P_FOLD_SHIFT", "P_ROWS", "P_PASS", "P_MODE", "MODE_EXCLUDE_SELF",
                                       "MODE_MEAN"]),
     ("radix.glsl", radix_sort, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_SCAN_DIGITS"]),
+    ("gather.comp", plan, ["P_WINDOW"]),
     ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
     ("scatter_write.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS", "P_CLAIM_WORDS"]),
     ("scatter_lines.comp", lines_plan, ["P_LINE_M", "P_LINE_DENSE", "P_LINE_INDEX", "P_LINE_N", "P_LINE_DATA",

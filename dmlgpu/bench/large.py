@@ -186,8 +186,9 @@ def first_and_steady(dev, dispatches, uploads, repeats: int) -> tuple[float, flo
 
 
 def warm_up(dev, seconds: float = 1.0) -> None:
-    """Keeps the GPU busy copying 256 MiB for about ``seconds`` (not on CPU devices): a sweep's first case
-    measured 1,590 GB/s in steady state without it, 4,100 after it (H200: its clocks rise under load)."""
+    """Keeps the GPU busy copying 256 MiB for about ``seconds`` (not on CPU devices), so that a sweep's first
+    case does not meet an idle GPU. On freshly started H200 machines the first case still measured cold after
+    it (1,670-1,690 GB/s steady against 4,030; bench/RESULTS.md): the cause was not found."""
     from dmlgpu.plan import CopyPlan
     from dmlgpu.index_map import Layout, copy_map
     if dev.info.type == "CPU":
