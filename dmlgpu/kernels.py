@@ -1,12 +1,11 @@
 """The kernel variants: one table (``VARIANTS``) that the build and the package both read, the names the
 plans ask for, and how to launch them.
 
-Each variant is a shader of shaders/ compiled with a set of defines into dmlgpu/shaders/<stem>.spv.
-CMakeLists.txt runs this file as a script (``python -I dmlgpu/kernels.py``: standard library only, no
-package import) and compiles every line it prints, ``stem source NAME=VALUE ...``; the package looks the
-same stems up in ``VARIANTS``. A new variant is one row of ``_table()``. Facts the shaders share with the
-host (the workgroup size, the radix sort's digit and tile sizes) are defines given to every variant from
-here, so they are written once.
+Each variant is a shader of shaders/ compiled with a set of defines into dmlgpu/shaders/<stem>.spv. CMakeLists.txt
+runs this file as a script (``python -I dmlgpu/kernels.py``: standard library only, no package import) and compiles
+every line it prints, ``stem source NAME=VALUE ...``; the package looks the same stems up in ``VARIANTS``. A new
+variant is one row of ``_table()``. Facts the shaders share with the host (the workgroup size, the radix sort's
+digit and tile sizes) are defines given to every variant from here, so they are written once.
 """
 from __future__ import annotations
 
@@ -41,32 +40,29 @@ ATOMIC_REDUCTIONS = {("u", "add"), ("u", "min"), ("u", "max"), ("i", "min"), ("i
 WINDOW_LANES = 8              # invocations per row of the gather's WINDOW variants (CPU devices: a SIMD width)
 CPU_LANES = 8                 # scatter_fold_cpu.comp (dmlgpu/reduction_cpu.py): invocations per workgroup that work
 
-
 WIDE_FEATURES = frozenset({"shaderInt64", "bufferDeviceAddress"})   # what the WIDE variants need
 # The most that any variant needs of the limits a device may have too little of (tests/test_kernels.py checks
 # them against the SPIR-V): on a device with at least these, the runtime checks no run's kernels
 MOST_STORAGE_BUFFERS = 8      # scatter_reduce.comp's PARTIALS variants
 MOST_SHARED_BYTES = 4 * (2 * RADIX_ITEMS * WORKGROUP_SIZE + (WORKGROUP_SIZE // 32 + 4) * (1 << RADIX_BITS)
-                         + WORKGROUP_SIZE // 16)
-                              # radix_scatter_local: the sorted tile, the chunk's masks, four words per digit, the
-                              # scan's group sums (radix.glsl)
+                         + WORKGROUP_SIZE // 16)   # radix_scatter_local: the sorted tile, the chunk's masks, four
+                                                   # words per digit, the scan's group sums (radix.glsl)
 SUBGROUP_OPERATIONS = 0x1 | 0x4 | 0x8   # the subgroup operations some variants use (radix_scatter_match,
                                         # scatter_minmax.comp's pass 2): basic, arithmetic, ballot
 SCATTER_BUFFERS = 5           # the claim-and-write scatter's passes bind (plans take the FEW ones below this)
 MIN_SUBGROUP = 8              # radix_scatter_match: the smallest subgroup it takes (its shared memory is sized so)
 SORT_BUFFERS = 6              # a sorted reduction's radix_scatter binds (below: its FEW kernels, no PARTIALS)
+BUCKET_MAX_E = 4              # scatter_bucket.comp: keys per invocation at most 2^BUCKET_MAX_E
 
 
 def vec_sizes(unit: int) -> tuple:
-    """Bytes of a packed dense tensor that a VEC gather of ``unit``-byte units writes per iteration: a word
-    for 1- and 2-byte units, 16 bytes for 4- and 8-byte units; none for 16-byte units (why: bench/RESULTS.md,
-    "Design notes moved from docstrings")."""
+    """Bytes of a packed dense tensor that a VEC gather of ``unit``-byte units writes per iteration: a word for 1-
+    and 2-byte units, 16 for 4- and 8-byte ones; none for 16 (why: bench/RESULTS.md, "Design notes moved ...")."""
     return (4,) if unit < 4 else (16,) if unit < 16 else ()
 
 
-# The device feature that the gather's NARROW variants (1- and 2-byte units loaded and stored as such) need,
-# by unit. They are SPIR-V 1.3 (TARGET_ENV vulkan1.1), where storage buffers are their own storage class: in
-# SPIR-V 1.0 an 8-bit store would need uniformAndStorageBuffer8BitAccess as well.
+# The device feature that the gather's NARROW variants (1- and 2-byte units loaded and stored as such) need, by unit.
+# They are SPIR-V 1.3 (vulkan1.1): in SPIR-V 1.0 an 8-bit store would need uniformAndStorageBuffer8BitAccess too.
 NARROW_FEATURES = {1: "storageBuffer8BitAccess", 2: "storageBuffer16BitAccess"}
 
 
@@ -124,22 +120,19 @@ def copy_rows_variant(unit: int) -> str:
 
 
 def small_scatter_variant(unit: int, index_bytes: int) -> str:
-    """File stem of a scatter of at most WORKGROUP_SIZE whole rows in one workgroup (scatter_write.comp's
-    SMALL) for ``unit``-byte units and an index width."""
+    """File stem of a scatter of at most WORKGROUP_SIZE rows in one workgroup (scatter_write.comp's SMALL)."""
     assert unit in UNITS and index_bytes in (4, 8)
     return f"scatter_small_rows_u{unit}_i{index_bytes * 8}"
 
 
 def unique_variant(unit: int, index_bytes: int) -> str:
-    """File stem of a scatter whose updates promise distinct targets (scatter_write.comp's UNIQUE: one pass, no
-    claims) for ``unit``-byte units and an index width."""
+    """File stem of a scatter whose targets are distinct (scatter_write.comp's UNIQUE: one pass, no claims)."""
     assert unit in UNITS and index_bytes in (4, 8)
     return f"scatter_unique_u{unit}_i{index_bytes * 8}"
 
 
 def lines_variant(unit: int, index_bytes: int) -> str:
-    """File stem of the one-pass SCATTER_ELEMENTS (shaders/scatter_lines.comp) for an element size (1-16
-    bytes) and an index width (4 or 8 bytes)."""
+    """File stem of the one-pass SCATTER_ELEMENTS (scatter_lines.comp) for an element size and an index width."""
     assert unit in UNITS and index_bytes in (4, 8)
     return f"scatter_lines_u{unit}_i{index_bytes * 8}"
 
@@ -164,17 +157,16 @@ def minmax_variants(name: str, index_bytes: int) -> tuple[str, str, str] | None:
     return stem + "_s1", f"{stem}_s2_i{index_bytes * 8}", f"{stem}_s3_i{index_bytes * 8}"
 
 
-def keys_variant(index_bytes: int, values: int = 0) -> str:
-    """File stem of a scatter reduction's key kernel (shaders/reduce_keys.comp) for an index width (4 or 8),
-    carrying the update values of ``values`` (1, 2 or 4) bytes, or the updates offsets (0)."""
+def keys_variant(index_bytes: int, values: int = 0, hist: bool = False) -> str:
+    """File stem of a scatter reduction's key kernel (shaders/reduce_keys.comp) for an index width (4 or 8), with
+    update values of ``values`` (1, 2, 4) bytes or offsets (0); ``hist``: the sort's first histogram too."""
     assert index_bytes in (4, 8) and values in (0, 1, 2, 4)
-    return f"reduce_keys{f'_v{values}' if values else ''}_i{index_bytes * 8}"
+    return f"reduce_keys{f'_v{values}' if values else ''}_i{index_bytes * 8}" + ("_hist" if hist else "")
 
 
 def atomic_variant(kind: str, op: str, index_bytes: int, wide: bool = False) -> str | None:
-    """File stem of the 32-bit atomic scatter reduction (shaders/scatter_atomic.comp) for integers of ``kind``
-    ("u" or "i") and an operation, or None where there is none. Integer add does not depend on sign.
-    ``wide``: the large-tensor variant (see variant())."""
+    """File stem of the 32-bit atomic scatter reduction (shaders/scatter_atomic.comp) for integers of ``kind`` ("u"
+    or "i", one for add) and an operation, or None where there is none; ``wide``: the large-tensor variant."""
     kind = "u" if kind == "i" and op == "add" else kind
     if (kind, op) not in ATOMIC_REDUCTIONS:
         return None
@@ -196,10 +188,14 @@ def _has_values(name: str) -> bool:
     return not name.endswith(("64_add", "64_mul", "64_min", "64_max", "64_add_mean"))
 
 
-def fold_variant(name: str, blocks: bool, values: bool) -> str:
+def fold_variant(name: str, blocks: bool, values: bool, bucket: bool = False) -> str:
     """The variant of a scatter reduction kernel (reduce_variant) that folds long runs by blocks where it
     has one (float32 add and mul: scatter_reduce.comp's FOLD_BLOCKS) if ``blocks``, and reads the update
-    values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``."""
+    values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``; ``bucket``: float add,
+    mul (or their mean_variant) by a fold per bucket of keys (scatter_bucket.comp: values carried)."""
+    if bucket:
+        assert has_tree(name.removesuffix("_mean")) and values
+        return name + "_bucket"
     if blocks and _has_blocks(name):
         name += "_blocks"
     assert _has_values(name) or not values
@@ -284,6 +280,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
         assert stem not in table, stem
         table[stem] = (source, {"WORKGROUP_SIZE": WORKGROUP_SIZE, **defines})
 
+    radix = dict(RADIX_BITS=RADIX_BITS, RADIX_ITEMS=RADIX_ITEMS, RADIX_SCAN_ITEMS=RADIX_SCAN_ITEMS)   # radix.glsl's
     for kernel in KERNELS:
         for unit in UNITS:
             for index_bytes in (4, 8):
@@ -355,6 +352,9 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             if _has_values(name):
                 add(fold_variant(name, False, True), "scatter_reduce.comp", **defines, VALUES=1)
                 add(name + "_cpu_values", "scatter_fold_cpu.comp", **defines, CPU_LANES=CPU_LANES, VALUES=1)
+            for of_mean in ((False, True) if op == "add" else (False,)) if has_tree(name) and _has_values(name) else ():
+                add(fold_variant(mean_variant(name) if of_mean else name, True, True, True), "scatter_bucket.comp",
+                    **defines, **({"MEAN": 1} if of_mean else {}), **radix, MAX_E=BUCKET_MAX_E)
             if _has_blocks(name):
                 add(fold_variant(name, True, False), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1)
                 add(fold_variant(name, True, True), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1, VALUES=1)
@@ -392,13 +392,15 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
     # a reduction's grouping: each update row's sort key, then the passes of the radix sort
     for index_bytes in (4, 8):
         for values in (0, 1, 2, 4):
-            add(keys_variant(index_bytes, values), "reduce_keys.comp", IDX64=index_bytes // 8,
-                **({"VALUES": values} if values else {}))
+            for hist in (False, True):
+                add(keys_variant(index_bytes, values, hist), "reduce_keys.comp", IDX64=index_bytes // 8,
+                    **({"VALUES": values} if values else {}), **(dict(FIRST_HIST=1, **radix) if hist else {}))
     for step in ("hist", "scan", "scatter", "scatter_local"):
-        add(f"radix_{step}", f"radix_{step.split('_')[0]}.comp", RADIX_BITS=RADIX_BITS, RADIX_ITEMS=RADIX_ITEMS,
-            RADIX_SCAN_ITEMS=RADIX_SCAN_ITEMS, **({"LOCAL": 1} if step == "scatter_local" else {}))
-    add("radix_scatter_match", "radix_scatter_match.comp", RADIX_BITS=RADIX_BITS, RADIX_ITEMS=RADIX_ITEMS,
-        RADIX_SCAN_ITEMS=RADIX_SCAN_ITEMS, MIN_SUBGROUP=MIN_SUBGROUP, TARGET_ENV="vulkan1.1")
+        add(f"radix_{step}", f"radix_{step.split('_')[0]}.comp", **radix,
+            **({"LOCAL": 1} if step == "scatter_local" else {}))
+    for tiles in (0, 1):        # TILE_LOCAL: the tiles sorted in place (reduction_buckets.py)
+        add(radix_scatter_variant(False, False, True, bool(tiles)), "radix_scatter_match.comp", **radix,
+            MIN_SUBGROUP=MIN_SUBGROUP, TARGET_ENV="vulkan1.1", **({"TILE_LOCAL": 1} if tiles else {}))
     # order-free 32-bit integer reductions by atomics
     for index_bytes in (4, 8):
         for kind, op in sorted(ATOMIC_REDUCTIONS):
@@ -409,36 +411,34 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                     SIGNED=int(kind == "i"), IDX64=index_bytes // 8, **({"WIDE": 1} if wide else {}))
     # the scatter reductions' kernels that touch the operands, for operands held in several blocks: ADDR
     for stem, (source, defines) in list(table.items()):
-        if source in ("scatter_reduce.comp", "reduce_keys.comp"):
+        if source in ("scatter_reduce.comp", "reduce_keys.comp") and "FIRST_HIST" not in defines:
             add(addr_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, ADDR=1)
     # the sort's kernels with their keys and rows in one buffer, for devices that bind fewer than SORT_BUFFERS
     for stem, (source, defines) in list(table.items()):
         if (source == "reduce_keys.comp" or source.startswith("radix_scatter") or source == "scatter_reduce.comp"
-                and "PARTIALS" not in defines) and "ADDR" not in defines:
+                and "PARTIALS" not in defines) and not {"ADDR", "TILE_LOCAL", "FIRST_HIST"} & defines.keys():
             add(few_variant(stem), source, **{k: v for k, v in defines.items() if k != "WORKGROUP_SIZE"}, FEW=1)
     return table
 
 
 def few_variant(name: str) -> str:
-    """The variant of a scatter reduction's key, radix scatter or fold kernel (reduce_keys.comp,
-    radix_scatter.comp, scatter_reduce.comp without PARTIALS) for devices that bind fewer than SORT_BUFFERS
-    storage buffers (FEW): each pair's row follows the keys in the keys' buffer."""
+    """The variant of a scatter reduction's key, radix scatter or fold kernel (without PARTIALS) for devices that
+    bind fewer than SORT_BUFFERS storage buffers (FEW): each pair's row follows the keys in the keys' buffer."""
     return name + "_few"
 
 
-def radix_scatter_variant(few: bool, local: bool, match: bool = False) -> str:
+def radix_scatter_variant(few: bool, local: bool, match: bool = False, tiles: bool = False) -> str:
     """The radix sort's scatter pass: FEW (see few_variant) or not; ``match``: radix_scatter_match.comp (ranks by
-    subgroup ballots: for devices with the subgroup operations and sizes it takes), else radix_scatter.comp,
-    LOCAL (the tile sorted in shared memory, then written out in order: for devices with the shared memory it
-    declares) or not."""
+    subgroup ballots: for devices with the subgroup operations and sizes it takes; ``tiles``: its TILE_LOCAL),
+    else radix_scatter.comp, LOCAL (the tile sorted in shared memory, then written out in order) or not."""
     name = "radix_scatter_match" if match else "radix_scatter_local" if local else "radix_scatter"
+    name += "_tiles" if tiles else ""
     return few_variant(name) if few else name
 
 
 def addr_variant(name: str) -> str:
-    """The variant of a scatter reduction kernel (reduce_keys.comp, scatter_reduce.comp) that reaches the
-    operands through their blocks' device addresses (addressing.glsl's ADDR): for tensors held in several
-    blocks, with 32-bit offsets."""
+    """The variant of a scatter reduction kernel (reduce_keys.comp, scatter_reduce.comp) that reaches the operands
+    through their blocks' device addresses (addressing.glsl's ADDR): tensors in several blocks, 32-bit offsets."""
     return name + "_addr"
 
 

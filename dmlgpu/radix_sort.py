@@ -24,9 +24,9 @@ class RadixSort:
     (kernels.Geometry: its workgroup size and digit bits): ``tiles`` of geometry.radix_tile pairs, ``hist_bytes``
     of totals, counts and places, ``scan_groups`` workgroups of the scan (as many digits each as one step of
     it holds rows of counts: a power of two, at least one), the parameter words of each pass
-    (``pass_words``: none for keys of no bits)."""
+    (``pass_words``: none for keys of no bits), from bit ``low`` up (the bits below it stay unsorted)."""
 
-    def __init__(self, pairs: int, key_bits: int, geometry: kernels.Geometry):
+    def __init__(self, pairs: int, key_bits: int, geometry: kernels.Geometry, low: int = 0):
         self.geometry = geometry
         self.tiles = tiles = -(-pairs // geometry.radix_tile)
         digits = (min(geometry.radix, 1 << ((geometry.radix_scan_step // tiles).bit_length() - 1))
@@ -34,25 +34,39 @@ class RadixSort:
         self.hist_bytes = 4 * geometry.radix * (2 * tiles + 1)
         self.scan_groups = geometry.radix // digits
         self.pass_words = []
-        for b in range(0, key_bits, geometry.radix_bits):
+        for b in range(low, key_bits, geometry.radix_bits):
             words = np.zeros(R_SCAN_DIGITS + 1, dtype=np.uint32)
             words[[R_COUNT, R_SHIFT, R_MASK, R_TILES, R_SCAN_DIGITS]] = (
                 pairs, b, (1 << min(geometry.radix_bits, key_bits - b)) - 1, tiles, digits)
             self.pass_words.append(words)
+        self.hist_invocations = min(self.tiles, HIST_GROUPS) * geometry.workgroup_size   # a histogram's launch
+        self._keyed: dict = {}
+
+    def keyed_words(self, words: np.ndarray, at: int) -> np.ndarray:
+        """A key kernel's parameter words ``words`` with the first pass's from ``at`` on (reduce_keys.comp's
+        FIRST_HIST, which makes the first histogram as it writes the keys; kept for the last words given)."""
+        kept = self._keyed.get(at)
+        if kept is None or kept[0] is not words:
+            out = words.copy()
+            out[at:at + self.pass_words[0].size] = self.pass_words[0]
+            kept = self._keyed[at] = (words, out)
+        return kept[1]
 
     def dispatches(self, device: Device, params, keys: Buffer, rows: Buffer | None, other_keys: Buffer,
-                   other_rows: Buffer | None, few: bool) -> tuple[list, Buffer, Buffer | None]:
+                   other_rows: Buffer | None, few: bool, counted: bool = False) -> tuple[list, Buffer, Buffer | None]:
         """(the dispatches of every pass, the buffers that then hold the sorted keys and rows): the pairs move
         between (keys, rows) and (other_keys, other_rows) each pass. ``params(words)``: their parameter buffer;
-        ``few``: the FEW variants (each pair's row after the keys, in the keys' buffer; rows None)."""
+        ``few``: the FEW variants (each pair's row after the keys, in the keys' buffer; rows None); ``counted``:
+        the key kernel made the first pass's histogram (keyed_words)."""
         size = self.geometry.workgroup_size
         hist = device.zeroed(COUNTS, self.hist_bytes)
         scatter = scatter_kernel(device, few)
         out: list = []
         for words in self.pass_words:
             p = params(words)
-            out += [Dispatch("radix_hist", (p, keys, hist), min(self.tiles, HIST_GROUPS) * size),
-                    Dispatch("radix_scan", (p, hist), self.scan_groups * size),
+            if not counted or words is not self.pass_words[0]:
+                out.append(Dispatch("radix_hist", (p, keys, hist), self.hist_invocations))
+            out += [Dispatch("radix_scan", (p, hist), self.scan_groups * size),
                     Dispatch(scatter, (p, keys, other_keys, hist) if few else
                              (p, keys, rows, other_keys, other_rows, hist), self.tiles * size)]
             keys, rows, other_keys, other_rows = other_keys, other_rows, keys, rows

@@ -1,18 +1,18 @@
 """Scatter reductions: SCATTER_ND and SCATTER_ELEMENTS with a ``reduction``.
 
-Contract. Layer 1 (the descriptors' Reduction member: REDUCTIONS) has ONNX's semantics (ScatterND and
-ScatterElements, opset 18): "add", "mul", "min", "max"; the output starts as a copy of the data and each update
-is combined into its target with the data's value taking part, duplicates included. Layer 2 (scatter_nd,
-scatter_elements: LAYER2_REDUCTIONS) adds PyTorch's scatter_reduce options: ``include_self=False`` (a target
-with updates starts from its first update instead of its own value; a target without keeps its value) and
-"mean" (float dtypes: the "add" sum, then one division by the target's count of updates, + 1 for its own value
-with include_self). Order: the updates of one target combine in the row-major order of the updates, after the
-output's value (include_self): the sequential left fold of ``reference.scatter_nd`` / ``scatter_elements``.
-With ``order="tree"`` (layer 2) float add, mul and mean combine a target's L updates u_0..u_{L-1} (row-major
-order) in a pairwise tree shaped by L alone: T(u_0) = u_0, T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}),
-T(u_H..u_{L-1})) with H the largest power of two below L (``reference.tree``), then combine(output's value, T)
-with include_self (T alone without); other reductions give the same bits in any order and ignore it. The
-result is the same bits on every device and every run. Arithmetic (shaders/arith.glsl):
+Contract. Layer 1 (the descriptors' Reduction member: REDUCTIONS) has ONNX's semantics (ScatterND and ScatterElements,
+opset 18): "add", "mul", "min", "max"; the output starts as a copy of the data and each update is combined into its
+target with the data's value taking part, duplicates included. Layer 2 (scatter_nd, scatter_elements:
+LAYER2_REDUCTIONS) adds PyTorch's scatter_reduce options: ``include_self=False`` (a target with updates starts from
+its first update instead of its own value; a target without keeps its value) and "mean" (float dtypes: the "add" sum,
+then one division by the target's count of updates, + 1 for its own value with include_self). Order: the updates of
+one target combine in the row-major order of the updates, after the output's value (include_self): the sequential left
+fold of ``reference.scatter_nd`` / ``scatter_elements``. With ``order="tree"`` (layer 2) float add, mul and mean
+combine a target's L updates u_0..u_{L-1} (row-major order) in a pairwise tree shaped by L alone: T(u_0) = u_0,
+T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}), T(u_H..u_{L-1})) with H the largest power of two below L
+(``reference.tree``), then combine(output's value, T) with include_self (T alone without); other reductions give the
+same bits in any order and ignore it. The result is the same bits on every device and every run. Arithmetic
+(shaders/arith.glsl):
 
 * integers (int8..int64, uint8..uint64) wrap like NumPy's fixed-width arithmetic;
 * float16, float32, float64: IEEE round to nearest even. float16 goes through an exact conversion to
@@ -43,7 +43,7 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    (rows of one element of at most 4 bytes: the update itself, which the sort then carries).
 2. a stable LSD radix sort of the (key, row) pairs by key (dmlgpu/radix_sort.py, shaders/radix*.comp), over
    only the bits the largest key has: each target's rows become a run in row-major order, whatever the
-   scheduling.
+   scheduling. With operands in one block and SORT_BUFFERS bound, step 1 makes the first pass's histogram too.
 3. fold (shaders/scatter_reduce.comp, chunks of FOLD_CHUNK sorted rows per invocation): each run is folded by
    exactly one invocation in order, from the output's value (or its first row without include_self),
    and written once (no value atomics; 1- and 2-byte outputs use units.glsl's race-free sub-word stores).
@@ -55,32 +55,32 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    PARTIAL_CHUNK elements of the one below, until one level has a single chunk; every row is combined once,
    in order, grouped into consecutive partials, which gives the sequential fold's bits because combine is
    associative there (integers modulo 2^bits; min/max return the first NaN of the sequence, else the
-   least/greatest value of a total order).
+   least/greatest value of a total order). With reduction_buckets.ENABLED (off by default: it says why), GPUs
+   fold float add, mul and mean of one-element rows per bucket of keys after one pass instead (that module).
 4. Order-free reductions: 32-bit integer add (wrapping), min and max with include_self, on rows of fewer
    than ATOMIC_MAX_SLICE elements, skip the grouping: shaders/scatter_atomic.comp combines each update into
    its target with one atomic (every order gives the same bits).
-5. order="tree" (float add, mul, mean; shaders/scatter_tree.comp) replaces step 3: the sorted updates are
-   copied into a scratch array (one element per sorted row and slice position), ceil(log2 n) passes of
-   strides 1, 2, 4, ... combine, at each run position p that is a multiple of 2 stride, the element p + stride
-   of its run into p (each run's head found by binary search in the sorted keys), and a last pass writes
-   each run head's value into its target. Operands held in several blocks: DeviceError (not supported).
-6. CPU devices (DeviceInfo.type "CPU": lavapipe) replace steps 2 and 3, for the default order, with a fold
-   without a sort (dmlgpu/reduction_cpu.py, shaders/scatter_fold_cpu.comp): a few invocations each own a
-   range of keys and go through the keys of step 1 in row-major order, folding their own rows into the output
-   (the same bits); include_self=False and "mean" count in zeroed scratch (Device.zeroed), left zero. Where
-   it does not apply (operands in several blocks, fewer storage buffers, too many keys to count), the steps
-   above run there too.
-7. min and max of elements of at most 4 bytes (other than those of step 4), where the output's span is at most
-   a few times the updates and the device has 64-bit atomics, replace steps 1-3 on every device: a 64-bit slot
-   per output element that the updates combine into by atomicMin, ordered so that the least slot names the
-   sequential fold's result (dmlgpu/reduction_minmax.py, shaders/scatter_minmax.comp).
+5. order="tree" (float add, mul, mean; shaders/scatter_tree.comp) replaces step 3: the sorted updates are copied
+   into a scratch array (one element per sorted row and slice position), ceil(log2 n) passes of strides 1, 2, 4,
+   ... combine, at each run position p that is a multiple of 2 stride, the element p + stride of its run into p
+   (each run's head found by binary search in the sorted keys), and a last pass writes each run head's value
+   into its target. Operands held in several blocks: DeviceError (not supported).
+6. CPU devices (DeviceInfo.type "CPU": lavapipe) replace steps 2 and 3, for the default order, with a fold without
+   a sort (dmlgpu/reduction_cpu.py, shaders/scatter_fold_cpu.comp): a few invocations each own a range of keys and
+   go through the keys of step 1 in row-major order, folding their own rows into the output (the same bits);
+   include_self=False and "mean" count in zeroed scratch (Device.zeroed), left zero. Where it does not apply
+   (operands in several blocks, fewer storage buffers, too many keys to count), the steps above run there too.
+7. min and max of elements of at most 4 bytes (other than those of step 4), where the output's span is at most a
+   few times the updates and the device has 64-bit atomics, replace steps 1-3 on every device: a 64-bit slot per
+   output element that the updates combine into by atomicMin, ordered so that the least slot names the sequential
+   fold's result (dmlgpu/reduction_minmax.py, shaders/scatter_minmax.comp).
 
-Scratch comes from the device (Device._take) and goes back after the run: two key and two row arrays of n
-words and the levels' partials (step 7: its slots); the sort's counts are zeroed scratch (Device.zeroed:
-radix_sort.COUNTS). Operands held in several blocks take the key and fold kernels' ADDR variants (the
-atomics: WIDE). Limits (DeviceError before any GPU work): n * m < 2^32 - 1 and
-offsets below 2^32 (past that, the order-free reductions only), 4 n bytes within one block. The design notes,
-measurements and history: bench/RESULTS.md, "Reduction design notes (moved from reduction.py)".
+Scratch comes from the device (Device._take) and goes back after the run: two key and two row arrays of n words
+and the levels' partials (step 7: its slots); the sort's counts are zeroed scratch (Device.zeroed:
+radix_sort.COUNTS). Operands held in several blocks take the key and fold kernels' ADDR variants (the atomics:
+WIDE). Limits (DeviceError before any GPU work): n * m < 2^32 - 1 and offsets below 2^32 (past that, the
+order-free reductions only), 4 n bytes within one block. The design notes, measurements and history:
+bench/RESULTS.md, "Reduction design notes (moved from reduction.py)".
 """
 from __future__ import annotations
 
@@ -88,11 +88,12 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels
+from . import kernels, radix_sort
 from .errors import DeviceError
 from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
 from .plan import CopyPlan, Plan, needs_wide, wide_params
 from .radix_sort import RadixSort
+from .reduction_buckets import Buckets
 from .reduction_cpu import CpuFold
 from .reduction_minmax import MinMax
 from .runtime import Buffer, Device, Dispatch
@@ -144,9 +145,8 @@ def check_include_self(include_self) -> bool:
 
 
 def self_key(include_self):
-    """``include_self`` as the planned-call signature takes it (exact strings: "include_self" or
-    "exclude_self" for a bool; anything else as it is, which keeps the call out of the caches, so that its
-    checks raise)."""
+    """``include_self`` as the planned-call signature takes it ("include_self" or "exclude_self" for a bool; anything
+    else as it is, which keeps the call out of the caches, so that its checks raise)."""
     if isinstance(include_self, (bool, np.bool_)):
         return "include_self" if include_self else "exclude_self"
     return include_self
@@ -236,6 +236,7 @@ class ReducePlan(Plan):
                               "split it into smaller ones")
         self.level_words, self.part_words = [], 2 if dtype.itemsize == 8 else 1   # words per element
         self.cpu: CpuFold | None = None      # CPU devices' fold without a sort (step 6)
+        self.buckets: Buckets | None = None  # GPUs: one sort pass and a fold per bucket (step 3)
         self.minmax: MinMax | None = None    # min/max by 64-bit atomics (step 7)
         if self.atomic is not None:
             return
@@ -251,6 +252,7 @@ class ReducePlan(Plan):
         # reads them in order instead of gathering them
         self.values = self.slice_count == 1 and elem <= 4
         self.keys_kernel = kernels.keys_variant(index_bytes, elem if self.values else 0)
+        self.keys_hist_kernel = kernels.keys_variant(index_bytes, elem if self.values else 0, True)
         self.keys_words = np.zeros(P_END + EXTRA_WORDS, dtype=np.uint32)
         self.keys_words[:P_END] = row_map.params(signed)
         self.keys_words[P_KEY_SHIFT] = shift
@@ -282,6 +284,8 @@ class ReducePlan(Plan):
                 self.level_words.append(words)
                 count = groups
         self._sorts: dict = {}
+        self.buckets = None if self.tree else Buckets.of(self.fold_kernel, self.values, self.rows, last >> shift, shift,
+                                                         mode)
         self.cpu = None if self.tree else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
                                                      self.slice_count, last >> shift, shift, self.fold_words)
 
@@ -321,11 +325,10 @@ class ReducePlan(Plan):
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)``
-        gives scratch buffers (Device._take); the caller gives them back once the dispatches have run.
-        DeviceError, before any GPU work, if the scratch exceeds one block (Device.max_block). Operands held
-        in several blocks take the ADDR variants, whose words are followed by the operands' block lists
-        (``slots``: addressing.glsl's order)."""
+        """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)`` gives scratch
+        buffers (Device._take); the caller gives them back once the dispatches have run. DeviceError, before any
+        GPU work, if the scratch exceeds one block (Device.max_block). Operands held in several blocks take the
+        ADDR variants, whose words are followed by the operands' block lists (``slots``: addressing.glsl's order)."""
         out, uploads = [], []
         addr = self.atomic is None and needs_wide(device, self.full_map, input, indices, output, updates)
         if addr and self.tree:
@@ -385,21 +388,34 @@ class ReducePlan(Plan):
                 out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
                                     int(self.full_words[P_TOTAL])))
             return out, uploads
+        cpu = self.cpu if self.cpu is not None and not addr and self.cpu.usable(device) else None   # CPUs: no sort
+        buckets = self.buckets if self.buckets and not (cpu or few or addr) and self.buckets.usable(device) else None
+        grouping = buckets.sort(device.geometry) if buckets else sort               # the sort after the keys
+        counted = not (cpu or few or addr) and bool(grouping.pass_words)           # its first histogram: here
+        values = (updates,) if self.values else ()
+        keys, rows = take(key_bytes), None if few else take(key_bytes)
         if few:                                   # the keys, then the rows, in one buffer
-            keys, rows = take(key_bytes), None
             out.append(Dispatch(kernels.few_variant(self.keys_kernel), (params(self.keys_words), indices, keys)
-                                + ((updates,) if self.values else ()), self.rows, barrier=not out))
+                                + values, self.rows, barrier=not out))
+        elif counted:
+            hist = device.zeroed(radix_sort.COUNTS, grouping.hist_bytes)
+            out.append(Dispatch(self.keys_hist_kernel, (params(grouping.keyed_words(self.keys_words, P_KEY_SHIFT + 1)),
+                                                        indices, keys, rows) + values + (hist,),
+                                grouping.hist_invocations, barrier=not out))
         else:
-            keys, rows = take(key_bytes), take(key_bytes)
             out.append(Dispatch(kernel(self.keys_kernel), (params(self.keys_words, (indices, None, updates, None)),
-                                                           indices, keys, rows) + ((updates,) if self.values else ()),
+                                                           indices, keys, rows) + values,
                                 self.rows, barrier=not out, wide=addr))   # independent of the copy: may overlap
-        if self.cpu is not None and not addr and self.cpu.usable(device):    # CPU devices: no sort
+        if cpu:
             assert rows is not None                 # (usable binds FOLD_BUFFERS >= SORT_BUFFERS: not few)
-            return out + self.cpu.dispatches(device, params, keys, rows, output, updates), uploads
+            return out + cpu.dispatches(device, params, keys, rows, output, updates), uploads
+        if buckets:
+            assert rows is not None
+            return out + buckets.dispatches(device, params, keys, rows, take(key_bytes), take(key_bytes), output,
+                                            take, counted), uploads
         if sort.pass_words:
             passes, keys, rows = sort.dispatches(device, params, keys, rows, take(key_bytes),
-                                                 None if few else take(key_bytes), few)
+                                                 None if few else take(key_bytes), few, counted)
             out += passes
         if self.tree:          # the tree's elements, its passes, then the runs' heads write
             init, step, final = kernels.tree_variants(self.kernel, self.values, few)

@@ -16,14 +16,19 @@
 // written before they are read and left as they are.
 // A tile is ITEMS chunks of WORKGROUP_SIZE consecutive pairs. Parameters: PW(R_COUNT) pairs, digit
 // (key >> PW(R_SHIFT)) & PW(R_MASK), PW(R_TILES) tiles, PW(R_SCAN_DIGITS) digits per scan workgroup.
+// A kernel with parameters of its own (reduce_keys.comp's FIRST_HIST) defines R_BASE, the first of these words, and
+// declares the parameters itself.
 #include "workgroup.glsl"
+#ifndef R_BASE
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
 #define PW(i) P[i]      // parameter word i (bindings.glsl)
-const uint R_COUNT = 0u;
-const uint R_SHIFT = 1u;
-const uint R_MASK = 2u;
-const uint R_TILES = 3u;
-const uint R_SCAN_DIGITS = 4u;     // radix_scan.comp: digits (rows of counts) per workgroup
+#define R_BASE 0u
+#endif
+const uint R_COUNT = R_BASE;
+const uint R_SHIFT = R_BASE + 1u;
+const uint R_MASK = R_BASE + 2u;
+const uint R_TILES = R_BASE + 3u;
+const uint R_SCAN_DIGITS = R_BASE + 4u;     // radix_scan.comp: digits (rows of counts) per workgroup
 // RADIX_BITS, RADIX_ITEMS (pairs per invocation in a tile), RADIX_SCAN_ITEMS (counts per invocation in a step
 // of the scan): defines from the variant table (dmlgpu/kernels.py).
 const uint RADIX = 1u << RADIX_BITS;
@@ -76,3 +81,26 @@ uint scan_inclusive(uint v, out uint total) {
     barrier();
     return r;
 }
+
+#ifdef HIST_KEY
+// The histogram pass (radix_hist.comp; reduce_keys.comp's FIRST_HIST makes the keys in it): HIST_KEY(i), pair i's key;
+// HIST declared before this include. Workgroups take tiles in turn, each tile's digit counts go to COUNTS, and
+// each workgroup adds its tiles' totals once.
+shared uint s_count[RADIX];
+void histogram() {
+    uint t = gl_LocalInvocationID.x, n = PW(R_COUNT), tiles = PW(R_TILES), total = 0u;
+    for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
+        s_count[t] = 0u;
+        barrier();
+        uint end = min(n, (tile + 1u) * TILE);
+        for (uint i = tile * TILE + t; i < end; i += WORKGROUP_SIZE)
+            atomicAdd(s_count[digit(HIST_KEY(i))], 1u);
+        barrier();
+        uint c = s_count[t];                   // thread t alone reads and next zeroes count t
+        HIST[counts_at(t, tile)] = c;
+        total += c;
+    }
+    if (total != 0u)      // the workgroup's tiles at once
+        atomicAdd(HIST[totals_at(t)], total);
+}
+#endif

@@ -17,8 +17,20 @@
 // 4. The pairs go to the tile sorted by digit in shared memory (the counters' memory), then out in that order:
 //    a digit's pairs of the tile to consecutive places.
 // The order of a digit's pairs is that of the tile (subgroup, item, lane), whatever the scheduling.
+// Variant TILE_LOCAL (the fold per bucket, dmlgpu/reduction_buckets.py): each tile is sorted in its own place
+// (a pair's place: the tile's first + its place in the tile sorted by digit), its digit counts come from the
+// counters (no histogram pass), and TILE_DIGITS[tile * RADIX + d] = (digit d's first place in the sorted tile)
+// | (its count << 16) says where each digit's pairs are.
 #include "radix.glsl"
-#if FEW
+#if TILE_LOCAL
+layout(std430, binding = 1) restrict readonly buffer KeysIn { uint KEYS_IN[]; };
+layout(std430, binding = 2) restrict readonly buffer ValsIn { uint VALS_IN[]; };
+layout(std430, binding = 3) restrict writeonly buffer KeysOut { uint KEYS_OUT[]; };
+layout(std430, binding = 4) restrict writeonly buffer ValsOut { uint VALS_OUT[]; };
+layout(std430, binding = 5) restrict writeonly buffer TileDigits { uint TILE_DIGITS[]; };
+#define VAL_IN(i) VALS_IN[i]
+#define VAL_OUT(i) VALS_OUT[i]
+#elif FEW
 layout(std430, binding = 1) restrict readonly buffer KeysIn { uint KEYS_IN[]; };
 layout(std430, binding = 2) restrict writeonly buffer KeysOut { uint KEYS_OUT[]; };
 layout(std430, binding = 3) restrict buffer Hist { uint HIST[]; };   // after radix_scan.comp
@@ -49,16 +61,20 @@ void main() {
     uint t = gl_LocalInvocationID.x, n = PW(R_COUNT), tiles = PW(R_TILES);
     uint s = gl_SubgroupID, S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
     uint me = s * S + lane;                 // this invocation's digit in step 1 (in subgroup order: full subgroups)
+#if !TILE_LOCAL
     if (gl_WorkGroupID.x == 0u)
         HIST[totals_at(me)] = 0u;
+#endif
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
         uint first = tile * TILE, segment = first + s * ITEMS * S;
+#if !TILE_LOCAL
         // 1. the tile's count of digit me and their exclusive sum over the digits (subgroup sums, then the
         // sums of the earlier subgroups)
         uint here = HIST[places_at(me, tile)], c = HIST[counts_at(me, tile)];
         uint within = subgroupInclusiveAdd(c);
         if (lane == S - 1u)
             s_sums[s] = within;
+#endif
         for (uint w = t; w < COUNTER_WORDS; w += WORKGROUP_SIZE)
             s_mem[w] = 0u;
         uint keys[ITEMS], vals[ITEMS], ranks[ITEMS];
@@ -68,11 +84,13 @@ void main() {
             vals[k] = i < n ? VAL_IN(i) : 0u;
         }
         barrier();
+#if !TILE_LOCAL
         uint start = within - c;
         for (uint w = 0u; w < s; ++w)
             start += s_sums[w];
         s_start[me] = start;
         s_base[me] = here - start;
+#endif
         // 2. ranks within the subgroup's pairs (every lane takes part in the ballots; those past n match none)
         for (uint k = 0u; k < ITEMS; ++k) {
             uint d = digit(keys[k]);
@@ -89,6 +107,17 @@ void main() {
             subgroupBarrier();
         }
         barrier();
+#if TILE_LOCAL
+        // the tile's count of digit t (the counters' sum) and its first place in the sorted tile
+        uint mine = 0u, total;
+        for (uint w = 0u; w < gl_NumSubgroups; ++w)
+            mine += counter(w, t);
+        uint start = scan_inclusive(mine, total) - mine;
+        s_start[t] = start;
+        s_base[t] = first;
+        TILE_DIGITS[tile * RADIX + t] = start | (mine << 16u);
+        barrier();
+#endif
         // 3. counters -> places: invocation t < RADIX / 2 takes digits 2t and 2t + 1 (one word per subgroup)
         if (t < RADIX / 2u) {
             uint lo = s_start[2u * t], hi = s_start[2u * t + 1u];

@@ -8,6 +8,8 @@
 //             order instead of gathering them
 // Bindings as bindings.glsl, with KEYS and ROWS in place of the data and dense tensors, then the updates.
 // FEW (devices that bind at most 4 storage buffers): ROWS follow the PW(P_TOTAL) keys in the KEYS buffer.
+// FIRST_HIST: also the radix sort's first histogram (radix_hist.comp's, over the keys as they are written: one pass
+// fewer over them), its words (radix.glsl's) from PW(P_END + 1); a workgroup per tile of the sort, as there.
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict writeonly buffer Keys { uint KEYS[]; };
 #if FEW
@@ -25,13 +27,29 @@ layout(std430, binding = B_DENSE) restrict readonly buffer Dense { UNIT_T DENSE[
 #endif
 #include "index_map.glsl"
 const uint P_KEY_SHIFT = P_END;
-void process(uint r) {
+uint process(uint r) {
     Offsets o = map_offsets(r);
-    KEYS[r] = o.data >> PW(P_KEY_SHIFT);
+    uint key = o.data >> PW(P_KEY_SHIFT);
+    KEYS[r] = key;
 #if VALUES
     ROW_AT(r) = LOAD_UNIT(DENSE, o.dense);
 #else
     ROW_AT(r) = o.dense;
 #endif
+    return key;
 }
+#if FIRST_HIST
+#if VALUES
+layout(std430, binding = B_DENSE + 1) restrict buffer Hist { uint HIST[]; };
+#else
+layout(std430, binding = B_DENSE) restrict buffer Hist { uint HIST[]; };
+#endif
+#define R_BASE (P_END + 1u)
+#define HIST_KEY(i) process(i)
+#include "radix.glsl"
+void main() {
+    histogram();
+}
+#else
 #include "grid_loop.glsl"
+#endif

@@ -1,0 +1,184 @@
+"""Float add, mul and mean by one sort pass, tiles sorted in place and a fold per bucket of keys
+(dmlgpu/reduction_buckets.py, shaders/scatter_bucket.comp, radix_scatter_match.comp's TILE_LOCAL), and the key
+kernel that makes the sort's first histogram (reduce_keys.comp's FIRST_HIST). GPUs take these by default; here
+they are forced on every device that runs them (CPU devices fold without a sort by default). Results are compared
+bit for bit with the sequential reference: key counts at the layout's edges (one owner's key, 2^k +- 1, 16 keys
+per owner), buckets sharing a tile, owners with whole blocks and partial ones, skew, NaN payloads, infinities,
+signed zeros and invalid operations, include_self=False and "mean", and targets with gaps between them."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu import kernels, reduction_buckets, reduction_cpu, reference
+from dmlgpu.bench.gpu_timing import capture
+from dmlgpu.index_map import Layout
+from dmlgpu.reduction import ReducePlan
+
+from test_reductions import same, values
+from test_reductions_gpu import sequential
+
+TILE = kernels.FULL_GEOMETRY.radix_tile
+FLOATS = [np.dtype(t) for t in (np.float16, np.float32, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
+                                 ml_dtypes.float8_e5m2)]
+
+
+@pytest.fixture(autouse=True)
+def buckets(monkeypatch):
+    """The bucket plan wherever the device runs its kernels (not the CPU devices' fold without a sort)."""
+    monkeypatch.setattr(reduction_buckets, "ENABLED", True)
+    monkeypatch.setattr(reduction_cpu, "CPU_FOLD", False)
+    dmlgpu.default_device().templates.clear()
+
+
+@pytest.fixture
+def bucket_device(device):
+    plan = ReducePlan.elements("add", np.float32, np.int64, Layout.packed((1000,)), Layout.packed((10,)),
+                               Layout.packed((10,)), 0)
+    if not plan.buckets.usable(device):
+        pytest.skip(f"{device.info.name} does not run the bucket kernels")
+    return device
+
+
+def plan_for(n, m, dtype=np.float32, reduction="add", include_self=True):
+    lay = Layout.packed
+    return ReducePlan.elements(reduction, dtype, np.int64, lay((m,)), lay((n,)), lay((n,)), 0,
+                               include_self=include_self)
+
+
+def test_which_reductions_take_buckets():
+    """Float add, mul and mean on elements of at most 4 bytes, keys of more than a small digit's bits and at
+    most two digits' and BUCKET_MAX_E; the others keep the sorted plan."""
+    assert plan_for(10, 1 << 16).buckets.kernel == "scatter_reduce_f32_add_bucket"
+    assert plan_for(10, 1 << 16, reduction="mean").buckets.kernel == "scatter_reduce_f32_add_mean_bucket"
+    assert plan_for(10, 1 << 16, ml_dtypes.bfloat16, "mul").buckets.kernel == "scatter_reduce_bf16_mul_bucket"
+    assert plan_for(10, 1 << 16, np.float64).buckets is None          # not carried as values
+    assert plan_for(10, 1 << 16, np.int16).buckets is None            # associative: levels of partials
+    assert plan_for(10, 1 << 16, reduction="max").buckets is None
+    assert plan_for(10, 1 << kernels.SMALL_RADIX_BITS).buckets is None    # one pass sorts them: the sorted plan
+    assert plan_for(10, 1 << (2 * kernels.RADIX_BITS + kernels.BUCKET_MAX_E)).buckets is not None
+    assert plan_for(10, (1 << (2 * kernels.RADIX_BITS + kernels.BUCKET_MAX_E)) + 1).buckets is None
+    lay = Layout.packed
+    tree = ReducePlan.elements("add", np.float32, np.int64, lay((1 << 16,)), lay((10,)), lay((10,)), 0, order="tree")
+    assert tree.buckets is None
+
+
+@pytest.mark.parametrize("m", [129, 255, 257, 1000, 4095, 4097, 1 << 16, (1 << 16) + 1, 300_000])
+def test_key_counts(bucket_device, m):
+    """Key counts from a few owners per bucket to 16 keys per owner (and, in the small geometry, the same
+    counts in its own layout)."""
+    low, owner_bits = plan_for(10, m).buckets.layout(bucket_device.geometry) or (None, None)
+    if low is None:
+        pytest.skip("keys past this geometry's layout")
+    rng = np.random.default_rng(m)
+    n = 3 * TILE + 77
+    data = values(rng, (m,), np.dtype(np.float32), "add")
+    idx = rng.integers(0, m, size=n)
+    upd = values(rng, (n,), np.dtype(np.float32), "add")
+    out = dmlgpu.scatter_elements(data, idx, upd, device=bucket_device, reduction="add")
+    assert same(out, sequential(data, idx, upd, "add"), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("reduction", ["add", "mul", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_every_float_dtype_with_specials(bucket_device, dtype, reduction, include_self):
+    """Every float dtype the buckets take, with infinities, signed zeros, NaN payloads and invalid
+    operations; owners with whole blocks of rows (a hot key) and partial ones; a target without updates."""
+    rng = np.random.default_rng(7)
+    m, n = 3000, 2 * TILE + 300
+    data = values(rng, (m,), dtype, reduction)
+    idx = rng.integers(0, m, size=n)
+    idx[:200] = 17                                         # a hot key: whole blocks of 32 rows
+    idx[idx == 2] = 1                                      # target 2 keeps its data
+    upd = values(rng, (n,), dtype, reduction)
+    specials = np.array([np.inf, -np.inf, 0.0, -0.0], dtype=np.float32).astype(dtype)
+    upd[rng.integers(0, n, size=40)] = rng.choice(specials, size=40)
+    if dtype.itemsize >= 2:                                # a NaN with a payload (quieted where it propagates)
+        nan = {2: 0x7D01, 4: 0x7FA01234}[dtype.itemsize] if dtype != np.dtype(ml_dtypes.bfloat16) else 0x7F81
+        upd[rng.integers(0, n, size=3)] = np.array([nan], dtype=f"u{dtype.itemsize}").view(dtype)[0]
+    else:
+        upd[rng.integers(0, n, size=3)] = np.array([np.nan], dtype=np.float32).astype(dtype)[0]
+    data[5] = dtype.type(-0.0)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=bucket_device, reduction=reduction,
+                                  include_self=include_self)
+    assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)
+
+
+@pytest.mark.parametrize("dist", ["zipf", "one-bucket", "few-rows"])
+@pytest.mark.parametrize("reduction", ["add", "mean"])
+def test_skew_and_shared_tiles(bucket_device, dist, reduction):
+    """Skewed keys (buckets of many tiles, owners of thousands of rows), all rows in one bucket, and buckets
+    of a few rows each (several buckets in one tile: rows of other buckets before and after an owner's)."""
+    rng = np.random.default_rng(11)
+    m = 1 << 14
+    n = 5 * TILE + 3
+    if dist == "zipf":
+        idx = (rng.zipf(1.1, size=n) - 1) % m
+    elif dist == "one-bucket":
+        idx = rng.integers(0, 64, size=n) * 3
+    else:
+        n = 2 * TILE + 1
+        idx = rng.integers(0, m, size=n)
+    data = values(rng, (m,), np.dtype(np.float32), "add")
+    upd = values(rng, (n,), np.dtype(np.float32), "add")
+    for include_self in (True, False):
+        out = dmlgpu.scatter_elements(data, idx, upd, device=bucket_device, reduction=reduction,
+                                      include_self=include_self)
+        assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)
+
+
+def test_targets_with_gaps(bucket_device):
+    """scatter_nd onto single elements of a [m, 3] table: the keys are row numbers (target offset = 3 x key
+    has no common low zero bits), and the elements between targets keep their values."""
+    rng = np.random.default_rng(5)
+    m, n = 5000, TILE + 999
+    table = values(rng, (m, 3), np.dtype(np.float32), "add")
+    idx = np.stack([rng.integers(0, m, size=n), np.full(n, 1)], axis=1)
+    upd = values(rng, (n,), np.dtype(np.float32), "add")
+    out = dmlgpu.scatter_nd(table, idx, upd, device=bucket_device, reduction="add")
+    assert same(out, reference.scatter_nd(table, idx, upd, "add"), loose_nan=False)
+
+
+def test_keys_of_sixteen_per_owner(bucket_device):
+    """The most keys per owner (BUCKET_MAX_E): keys of two digits' bits and BUCKET_MAX_E."""
+    bits = 2 * bucket_device.geometry.radix_bits + kernels.BUCKET_MAX_E
+    m = 1 << bits
+    low, owner_bits = plan_for(10, m).buckets.layout(bucket_device.geometry)
+    assert low - owner_bits == kernels.BUCKET_MAX_E
+    rng = np.random.default_rng(3)
+    n = 4 * TILE + 5
+    idx = rng.integers(0, m, size=n)
+    idx[: n // 2] = rng.integers(0, 64, size=n // 2) << (bits - 6)    # several keys of one owner: runs by key
+    data = np.zeros(m, np.float32)
+    data[idx] = values(rng, (n,), np.dtype(np.float32), "add")
+    upd = values(rng, (n,), np.dtype(np.float32), "add")
+    for reduction in ("add", "mean"):
+        out = dmlgpu.scatter_elements(data, idx, upd, device=bucket_device, reduction=reduction)
+        assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
+
+
+def dispatched(device, call, *args) -> tuple:
+    """(the result of a layer-2 call on Tensors, the kernels it dispatched)."""
+    result, dispatches = capture(device, call, *args)
+    return result.numpy(), [d.kernel for d in dispatches]
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_the_key_kernel_makes_the_first_histogram(bucket_device, monkeypatch, on):
+    """The key kernel makes the sort's first histogram (reduce_keys.comp's FIRST_HIST: no radix_hist before the
+    first scan), in the sorted plan (three passes here) and the bucket plan (one): the same bits."""
+    monkeypatch.setattr(reduction_buckets, "ENABLED", on)
+    rng = np.random.default_rng(9)
+    m, n = 70_000, 3 * TILE + 11
+    data = values(rng, (m,), np.dtype(np.float32), "add")
+    idx = rng.integers(0, m, size=n)
+    upd = values(rng, (n,), np.dtype(np.float32), "add")
+    t = [dmlgpu.tensor(x, device=bucket_device) for x in (data, idx, upd)]
+    out, names = dispatched(bucket_device, lambda *a: dmlgpu.scatter_elements(*a, reduction="add"), *t)
+    assert same(out, sequential(data, idx, upd, "add"), loose_nan=False)
+    keys = [k for k in names if k.startswith("reduce_keys")]
+    assert keys == ["reduce_keys_v4_i64_hist"]
+    assert names.count("radix_scan") == (1 if on else 3) and names.count("radix_hist") == (0 if on else 2)
+    assert names.index("radix_scan") > names.index(keys[0])
+    assert (names[-1] == "scatter_reduce_f32_add_bucket") == on
