@@ -30,16 +30,6 @@ const uint B_OWNERS = R_SCAN_DIGITS + 5u;       // invocations: buckets << O
 const uint MODE_EXCLUDE_SELF = 1u;
 const uint KEYS_PER_OWNER = 1u << MAX_E;
 
-// The output's element at ``target`` (scatter_reduce.comp's: an atomic read of the word for 1- and 2-byte ones).
-ELEM_T load_target(uint target) {
-#if UNIT < 4
-    uint b = target * UNIT;
-    return (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
-#else
-    return UNIT_AT(DATA, target);
-#endif
-}
-
 const uint BLOCK = 32u;                         // rows loaded at once
 
 // The owner's one key (keys per owner: 1) folded with the rows [p, p + rows) of the tile that are in bucket b,
@@ -102,7 +92,7 @@ void main() {
         count[j] = 0u;
         acc[j] = ELEM_T(0u);
         if (!exclude && key <= PW(B_LAST_KEY))
-            acc[j] = load_target(key << shift);
+            acc[j] = LOAD_UNIT_ATOMIC(DATA, key << shift);
     }
     a0 = acc[0];
     uint last = (end - 1u) / TILE, where = TILE_DIGITS[first / TILE * RADIX + o];

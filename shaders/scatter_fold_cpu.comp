@@ -49,15 +49,6 @@ const uint P_MODE = P_END + 6u;       // MODE_ bits (scatter_reduce.comp's):
 const uint MODE_EXCLUDE_SELF = 1u;
 const uint MODE_MEAN = 2u;
 
-ELEM_T load_target(uint target) {     // 1- and 2-byte elements: an atomic read of the word others update
-#if UNIT < 4
-    uint b = target * UNIT;
-    return (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
-#else
-    return UNIT_AT(DATA, target);
-#endif
-}
-
 #if FINISH
 void process(uint i) {                // (key, slice position) i
     uint count = COUNTS[i];
@@ -68,7 +59,7 @@ void process(uint i) {                // (key, slice position) i
         uint slice = PW(P_SLICE), key = i / slice;
         uint target = (key << PW(P_FOLD_SHIFT)) + map_offsets(i - key * slice).data;
         count += (PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u ? 0u : 1u;
-        ELEM_T mean = mean_of(load_target(target), count);
+        ELEM_T mean = mean_of(LOAD_UNIT_ATOMIC(DATA, target), count);
         STORE_UNIT(DATA, target, mean);
     }
 }
@@ -97,7 +88,7 @@ void fold(uint j, uint key) {
         first = g_exclude && COUNTS[c] == 0u;
         COUNTS[c] += 1u;
     }
-    ELEM_T acc = first ? x : combine(load_target(target), x);   // (STORE_UNIT clears before it stores)
+    ELEM_T acc = first ? x : combine(LOAD_UNIT_ATOMIC(DATA, target), x);   // (STORE_UNIT clears before it stores)
     STORE_UNIT(DATA, target, acc);
 }
 

@@ -112,17 +112,6 @@ const uint P_MODE = P_END + 6u;       // MODE_ bits:
 const uint MODE_EXCLUDE_SELF = 1u;    // include_self=False: a run starts from its first update, not the output
 const uint MODE_MEAN = 2u;            // reduction "mean" (float add variants): a run writes mean_of(sum, count)
 
-// The output's element at ``target``: for 1- and 2-byte elements an atomic read of its word, whose other
-// bits threads of neighbouring targets update concurrently.
-ELEM_T load_target(uint target) {
-#if UNIT < 4
-    uint b = target * UNIT;
-    return (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
-#else
-    return UNIT_AT(DATA, target);
-#endif
-}
-
 // What a run that has ended writes: its accumulator, or in the MEAN variants (reduction "mean", float add:
 // a variant of their own, so that add's carries none of the division's code) the accumulator divided by
 // ``count`` (its rows, plus one for the output's value unless MODE_EXCLUDE_SELF).
@@ -166,7 +155,7 @@ void process(uint i) {
         if ((PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u)
             acc = update(j++, o.dense);
         else
-            acc = load_target(target);
+            acc = LOAD_UNIT_ATOMIC(DATA, target);
 #endif
         for (; j < end && IDX[j] == key; ++j)
             acc = combine(acc, update(j, o.dense));
@@ -209,7 +198,7 @@ void process(uint i) {
         if (head == end || j >= rows || IDX[j] != IDX[head])
             return;                   // no run headed here, or it ended in an earlier piece
         uint target = (IDX[head] << PW(P_FOLD_SHIFT)) + o.data;
-        fold_run(j, head, min(rows, j + piece), target, o.dense, load_target(target));
+        fold_run(j, head, min(rows, j + piece), target, o.dense, LOAD_UNIT_ATOMIC(DATA, target));
         return;
     }
     if (j != 0u) {                    // the rest of a run whose head lies in an earlier chunk
@@ -223,7 +212,7 @@ void process(uint i) {
         if ((PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u)
             acc = update(j++, o.dense);
         else
-            acc = load_target(target);
+            acc = LOAD_UNIT_ATOMIC(DATA, target);
 #ifdef FAST_BLOCK
         // GPUs: the whole run in this loop, written out as before include_self and "mean" (through fold_run
         // the long runs of skewed targets measured 19-24 % slower on an H200)

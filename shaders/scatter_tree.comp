@@ -95,12 +95,7 @@ void process(uint i) {
     bool exclude = (PW(P_MODE) & MODE_EXCLUDE_SELF) != 0u;
     ELEM_T acc = V[i];
     if (!exclude) {
-#if UNIT < 4                              // an atomic read: neighbouring targets' runs write this word too
-        uint b = target * UNIT;
-        ELEM_T self_ = (atomicOr(WORD_AT(DATA, b >> 2u), 0u) >> ((b & 3u) * 8u)) & UNIT_MASK;
-#else
-        ELEM_T self_ = UNIT_AT(DATA, target);
-#endif
+        ELEM_T self_ = LOAD_UNIT_ATOMIC(DATA, target);   // neighbouring targets' runs write its word too
         acc = combine(self_, acc);
     }
 #if OP == OP_ADD

@@ -22,12 +22,17 @@ layout(buffer_reference, std430, buffer_reference_align = UNIT) buffer UnitRef {
 #define WORD_AT(ARR, w) ARR[w]
 #endif
 
+// LOAD_UNIT_ATOMIC: the same read as LOAD_UNIT, but of 1- and 2-byte units by an atomic read of their word, for
+// words whose other units other invocations write (STORE_UNIT) at the same time.
 #if UNIT >= 4
 #define LOAD_UNIT(ARR, off) UNIT_AT(ARR, off)
+#define LOAD_UNIT_ATOMIC(ARR, off) UNIT_AT(ARR, off)
 #define STORE_UNIT(ARR, off, v) UNIT_AT(ARR, off) = (v)
 #else
 const uint UNIT_MASK = (1u << (8u * UNIT)) - 1u;
 #define LOAD_UNIT(ARR, off) ((WORD_AT(ARR, ((off) * UNIT) >> 2u) >> (uint(((off) * UNIT) & 3u) * 8u)) & UNIT_MASK)
+#define LOAD_UNIT_ATOMIC(ARR, off) \
+    ((atomicOr(WORD_AT(ARR, ((off) * UNIT) >> 2u), 0u) >> (uint(((off) * UNIT) & 3u) * 8u)) & UNIT_MASK)
 #define STORE_UNIT(ARR, off, v) { \
     OFF_T b_ = (off) * UNIT; uint sh_ = uint(b_ & 3u) * 8u; \
     atomicAnd(WORD_AT(ARR, b_ >> 2u), ~(UNIT_MASK << sh_)); \
