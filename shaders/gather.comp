@@ -252,10 +252,13 @@ void run(OFF_T first, OFF_T count) {   // units first + k RUN_LANES that are les
     OFF_T to[RUN_UNROLL];
 #endif
     MOVE_T v[RUN_UNROLL];
+    // how far the units go, and how far the row does, in 32 bits (the WIDE variant's 64-bit compares per unit
+    // cost it 7 % from a 2 GiB table: bench/RESULTS.md, issue 23)
+    uint ahead_max = uint(min(count, OFF_T(RUN_SPAN))), row_left = uint(min(n - p.inner, OFF_T(RUN_SPAN)));
     [[unroll]] for (uint k = 0u; k < RUN_UNROLL; ++k) {
         uint ahead = k * RUN_LANES;
-        if (ahead < count) {
-            bool same = p.inner + ahead < n;
+        if (ahead < ahead_max) {
+            bool same = ahead < row_left;
             Offsets q = Offsets(o.dense + ahead, o.data + ahead);
             if (!same)
                 q = map_offsets(first + ahead);
@@ -271,7 +274,7 @@ void run(OFF_T first, OFF_T count) {   // units first + k RUN_LANES that are les
         }
     }
     [[unroll]] for (uint k = 0u; k < RUN_UNROLL; ++k) {
-        if (k * RUN_LANES < count) {
+        if (k * RUN_LANES < ahead_max) {
 #if ADDRESSED
             UnitsRef(to[k]).v[0] = v[k];
 #else
@@ -286,6 +289,16 @@ void main() {
     uint lane = gl_LocalInvocationID.x % RUN_LANES;
     OFF_T blocks = (total - 1u) / RUN_SPAN + 1u;          // total >= 1
     OFF_T step = (gl_NumWorkGroups.x * gl_WorkGroupSize.x) / RUN_LANES;
+#if WIDE
+    if (blocks <= 0xFFFFFFFFu - step) {   // block numbers in 32 bits (maps of up to 2^39 units)
+        for (uint b = gl_GlobalInvocationID.x / RUN_LANES; b < uint(blocks); b += uint(step)) {
+            OFF_T base = OFF_T(b) * RUN_SPAN;
+            if (lane < total - base)
+                run(base + lane, total - base - lane);
+        }
+        return;
+    }
+#endif
     for (OFF_T b = gl_GlobalInvocationID.x / RUN_LANES; b < blocks; b += step) {
         OFF_T base = b * RUN_SPAN;                        // < total: no wrap
         if (lane < total - base)
