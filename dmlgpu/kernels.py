@@ -121,20 +121,19 @@ def copy_rows_variant(unit: int) -> str:
 
 def small_scatter_variant(unit: int, index_bytes: int) -> str:
     """File stem of a scatter of at most WORKGROUP_SIZE rows in one workgroup (scatter_write.comp's SMALL)."""
-    assert unit in UNITS and index_bytes in (4, 8)
     return f"scatter_small_rows_u{unit}_i{index_bytes * 8}"
 
 
 def unique_variant(unit: int, index_bytes: int) -> str:
     """File stem of a scatter whose targets are distinct (scatter_write.comp's UNIQUE: one pass, no claims)."""
-    assert unit in UNITS and index_bytes in (4, 8)
     return f"scatter_unique_u{unit}_i{index_bytes * 8}"
 
 
-def lines_variant(unit: int, index_bytes: int) -> str:
-    """File stem of the one-pass SCATTER_ELEMENTS (scatter_lines.comp) for an element size and an index width."""
-    assert unit in UNITS and index_bytes in (4, 8)
-    return f"scatter_lines_u{unit}_i{index_bytes * 8}"
+def lines_variant(unit: int, index_bytes: int, copy: bool = False) -> str:
+    """File stem of the one-pass SCATTER_ELEMENTS (scatter_lines.comp) for an element size and an index width;
+    ``copy``: its COPY variant (4-byte units), which copies the input too."""
+    assert unit in UNITS and index_bytes in (4, 8) and (unit == 4 or not copy)
+    return f"scatter_lines_u{unit}_i{index_bytes * 8}" + ("_copy" if copy else "")
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
@@ -305,8 +304,9 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             add(unique_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8, UNIQUE=1)
     for unit in UNITS:
         for index_bytes in (4, 8):
-            add(lines_variant(unit, index_bytes), "scatter_lines.comp", UNIT=unit, IDX64=index_bytes // 8,
-                CLAIM_WORDS=LINE_CLAIM_WORDS, LINE_ITEMS=LINE_ITEMS, PARAMS_UNIFORM=1)
+            for copy in (0, 1)[:1 + (unit == 4)]:
+                add(lines_variant(unit, index_bytes, bool(copy)), "scatter_lines.comp", UNIT=unit, COPY=copy,
+                    IDX64=index_bytes // 8, CLAIM_WORDS=LINE_CLAIM_WORDS, LINE_ITEMS=LINE_ITEMS, PARAMS_UNIFORM=1)
         for vec in vec_sizes(unit):
             for index_bytes in (4, 8):
                 for k in (None, 1):

@@ -14,13 +14,19 @@ from .runtime import Buffer, Device, Dispatch
 P_LINE_M, P_LINE_DENSE, P_LINE_INDEX, P_LINE_N, P_LINE_DATA, P_LINE_GROUP, P_LINE_MAGIC, P_LINE_SHIFT = \
     range(P_END, P_END + 8)
 SPARSE_LINES = 16     # lines with fewer updates than 1/SPARSE_LINES of their length are sparse (ScatterLinesPlan)
+COPY_LINES: bool | None = None   # the lines' own copy (scatter_lines.comp's COPY) where it applies: None on devices
+                                 # other than CPUs (lavapipe: 1.5x the copy and the lines pass), True on every
+                                 # device (tests), False never
 
 
 class ScatterLinesPlan(Plan):
     """SCATTER_ELEMENTS in one pass after the copy (shaders/scatter_lines.comp): a workgroup takes whole lines
     along the axis, where alone updates can collide, and settles their claims in shared memory. Needs the
     output's axis to have at most kernels.LINE_CLAIM_WORDS elements and a disjoint output layout
-    (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines()."""
+    (scatter_elements_plan checks). ``lines``, ``axis``: index_map.elements_lines(). Where the lines are the
+    output's innermost dimension and cover it, in 4-byte elements, with half as many at most, and the output has
+    the input's packed layout, GPUs (COPY_LINES) take one pass that copies the input too (scatter_lines.comp's
+    COPY)."""
 
     output_from_input = True
 
@@ -44,6 +50,16 @@ class ScatterLinesPlan(Plan):
         self.sparse = m * SPARSE_LINES < n
         self.groups = -(-lines.count // group)
         self.copy = CopyPlan(copy_map)
+        # the lines one after the other along the output's innermost dimension, covering an output of the input's
+        # packed layout, in 4-byte elements: the lines copy the input themselves (scatter_lines.comp's COPY)
+        self.copy_words: np.ndarray | None = None
+        if (lines.unit == 4 and n <= kernels.LINE_CLAIM_WORDS // 2 and axis[4] == 1 and self.copy.identity()
+                and lines.count * n == copy_map.count and len(lines.dims) <= 1
+                and all(d.data == n for d in lines.dims)):
+            self.copy_words = self.words.copy()
+            self.copy_words[P_LINE_GROUP] = max(1, min(kernels.LINE_CLAIM_WORDS // 2 // n, group))
+            self.copy_kernel = kernels.lines_variant(4, index_dtype.itemsize, True)
+            self.copy_groups = -(-lines.count // int(self.copy_words[P_LINE_GROUP]))
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
@@ -51,6 +67,11 @@ class ScatterLinesPlan(Plan):
                 device.info.max_compute_shared_memory_size < kernels.MOST_SHARED_BYTES:
             return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
                                             take=take)
+        if self.copy_words is not None and input is not output and (
+                COPY_LINES or COPY_LINES is None and device.info.type != "CPU"):
+            params, fresh = device._params(self.copy_words)
+            return [Dispatch(self.copy_kernel, (params, indices, output, updates, input),
+                             self.copy_groups * kernels.WORKGROUP_SIZE)], [params] if fresh else []
         params, fresh = device._params(self.words)
         return self.copy.then(device, input, output, [params] if fresh else [],
                               Dispatch(self.kernel, (params, indices, output, updates),

@@ -358,15 +358,25 @@ LINE_CASES = [  # (data shape, dtype, indices shape, axis): claims in shared mem
     ((2, 4097), np.float32, (2, 30), 1),         # one more: the claim-and-write plan instead
     ((70000,), np.uint16, (70000,), 0),          # rank 1: one line of 70,000 updates onto 70,000 targets
     ((6, 10, 3), np.float32, (4, 12, 2), 1),     # lines that do not cover the output
+    # the lines' own copy (COPY: 4-byte elements, lines along the last axis covering the output)
+    ((7, 9, 300), np.int32, (7, 9, 500), 2),     # more updates than targets, several lines per workgroup
+    ((5, 2048), np.float32, (5, 3000), 1),       # the longest line whose claims and values fit
+    ((3, 2049), np.float32, (3, 100), 1),        # one more: a copy, then the lines
+    ((1, 5), np.float32, (1, 9), 1),             # one line
 ]
 
 
+@pytest.mark.parametrize("copy_lines", [None, True], ids=["default", "copy_lines"])
 @pytest.mark.parametrize("shape, dtype, idx_shape, axis", LINE_CASES)
-def test_scatter_elements_lines(device, shape, dtype, idx_shape, axis):
+def test_scatter_elements_lines(device, monkeypatch, copy_lines, shape, dtype, idx_shape, axis):
     """The one-pass SCATTER_ELEMENTS (lines_plan.ScatterLinesPlan) against the sequential reference: every
     line has duplicate targets (the last update along the axis wins), indices negative and out of range
-    (clamped); the plan falls back to claims in memory past kernels.LINE_CLAIM_WORDS."""
+    (clamped); the plan falls back to claims in memory past kernels.LINE_CLAIM_WORDS. With COPY_LINES forced, the
+    lines copy the input themselves wherever scatter_lines.comp's COPY applies (one dispatch)."""
     from dmlgpu import kernels, lines_plan
+    from dmlgpu.bench.gpu_timing import capture
+    monkeypatch.setattr(lines_plan, "COPY_LINES", copy_lines)
+    device.templates.clear()
     rng = np.random.default_rng(sum(shape) + sum(idx_shape))
     x = random_data(rng, shape, dtype)
     n = shape[axis]
@@ -378,6 +388,18 @@ def test_scatter_elements_lines(device, shape, dtype, idx_shape, axis):
     chosen = lines_plan.scatter_elements_plan(*layouts, axis, np.dtype(dtype).itemsize, np.int64,
                                         dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
     assert isinstance(chosen, lines_plan.ScatterLinesPlan) == (n <= kernels.LINE_CLAIM_WORDS)
+    copies = np.dtype(dtype).itemsize == 4 and axis == len(shape) - 1 and n <= kernels.LINE_CLAIM_WORDS // 2 \
+        and idx_shape[:-1] == shape[:-1]
+    assert (getattr(chosen, "copy_words", None) is not None) == copies
+    if copies and copy_lines:
+        t = [dmlgpu.tensor(a, device=device) for a in (x, np.clip(idx, -n, n - 1), upd)]
+        got, dispatches = capture(device, lambda *a: dmlgpu.scatter_elements(*a, axis=axis), *t)
+        assert [d.kernel for d in dispatches] == [kernels.lines_variant(4, 8, True)]
+        same_bytes(got.numpy(), reference.scatter_elements(x, np.where(idx < 0, idx + n, idx).clip(0, n - 1), upd,
+                                                           axis))
+        same_bytes(t[0].numpy(), x)                # the input is left alone
+        dmlgpu.scatter_elements(*t, axis=axis, out=t[0])      # in place: no copy, the lines pass alone
+        same_bytes(t[0].numpy(), got.numpy())
 
 
 def test_scatter_elements_lines_leave_the_input_and_overlapping_layouts(device):
