@@ -107,16 +107,15 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
 def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
     """File stems of a scatter of whole rows (ROWS: scatter_claim.comp, scatter_write.comp): (the rows'
     claims, the units' writes for ``unit``-byte units, the claims' clearing), for an index width."""
-    assert unit in UNITS and index_bytes in (4, 8)
     bits = index_bytes * 8
     return f"scatter_claim_rows_i{bits}", f"scatter_write_rows_u{unit}_i{bits}", f"scatter_clear_rows_i{bits}"
 
 
-def copy_rows_variant(unit: int) -> str:
+def copy_rows_variant(unit: int, clears: bool = False) -> str:
     """File stem of the pass that copies the input into the output and writes the claimed rows in one go
-    (scatter_write.comp's ROWS with COPY) for ``unit``-byte units (it reads no index)."""
-    assert unit in UNITS
-    return f"scatter_copy_rows_u{unit}"
+    (scatter_write.comp's ROWS with COPY) for ``unit``-byte units (it reads no index); ``clears``: it clears
+    the claims too (CLEARS: rows whose units divide the workgroup)."""
+    return f"scatter_copy_rows_u{unit}" + ("_clears" if clears else "")
 
 
 def small_scatter_variant(unit: int, index_bytes: int) -> str:
@@ -299,8 +298,9 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 ROWS=1)
             add(small_scatter_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8,
                 ROWS=1, SMALL=1)
-            if index_bytes == 4:
-                add(copy_rows_variant(unit), "scatter_write.comp", UNIT=unit, IDX64=0, ROWS=1, COPY=1)
+            for clears in (0, 1)[:2 * (index_bytes == 4)]:
+                add(copy_rows_variant(unit, bool(clears)), "scatter_write.comp", UNIT=unit, IDX64=0, ROWS=1, COPY=1,
+                    CLEARS=clears)
             add(unique_variant(unit, index_bytes), "scatter_write.comp", UNIT=unit, IDX64=index_bytes // 8, UNIQUE=1)
     for unit in UNITS:
         for index_bytes in (4, 8):

@@ -253,6 +253,7 @@ def _count(words: np.ndarray, vec: int) -> int:
 
 P_OWNER_SHIFT, P_ROW_UNITS = P_END, P_END + 1    # scatter_claim.comp's and scatter_write.comp's ROWS words
 P_CLAIM_WORDS = P_END + 2                          # scatter_write.comp's COPY: the claim words
+COPY_CLEARS: bool | None = None    # ScatterPlan's CLEARS: None on GPUs (lavapipe: 1.4x slower), True everywhere (tests)
 # The scatters' claim words (Device.zeroed scratch under this key): one 32-bit word per unit of the output (a
 # scatter of 1-byte elements needs 4 bytes of it per element), or per target row (ROWS); the write pass (or
 # the ROWS clearing pass) leaves them all zeros again.
@@ -261,16 +262,15 @@ CLAIMS = "scatter claims"
 
 class ScatterPlan(_MapPlan):
     """output = input (a strided copy through ``copy_map``, skipped when the output is bound to the input's
-    buffer), then every update claims its target and the last claim writes. Where the updates are whole
-    rows (an innermost dimension contiguous in updates and output, not indexed) whose targets either
-    coincide or are disjoint (every other output stride a multiple of the row), each row claims its target
-    row once (one claim word per row, ROWS variants), and a last pass clears the claims; at most
-    kernels.WORKGROUP_SIZE such rows settle their claims in one workgroup that also writes them (SMALL: the
-    copy, then one dispatch). More rows, into an output of the input's packed layout: the claims, then one pass
-    over the output that copies the input or takes the claimed row's update (COPY: ``copy_words``), then the
-    clearing; updates that promise distinct targets (``unique``) take it too, else one pass after the copy
-    with no claims. Tensors held in several blocks, or maps past 32 bits, take the WIDE claim-and-write
-    variants (claims per unit)."""
+    buffer), then every update claims its target and the last claim writes. Where the updates are whole rows
+    (an innermost dimension contiguous in updates and output, not indexed) whose targets either coincide or
+    are disjoint (every other output stride a multiple of the row), each row claims its target row once (one
+    claim word per row, ROWS variants), and a last pass clears the claims; at most kernels.WORKGROUP_SIZE such
+    rows settle their claims in one workgroup that also writes them (SMALL: the copy, then one dispatch). More
+    rows, into an output of the input's packed layout: the claims, then one pass over the output that copies
+    the input or takes the claimed row's update (COPY: ``copy_words``) and, where a workgroup holds whole rows,
+    clears the claims (CLEARS); updates promising distinct targets (``unique``) too, else one pass after the
+    copy, no claims. Tensors in several blocks or maps past 32 bits: WIDE claim-and-write (claims per unit)."""
 
     output_from_input = True
 
@@ -355,16 +355,16 @@ class ScatterPlan(_MapPlan):
         else:
             rows = int(self.row_words[P_TOTAL])
             claim, write, clear = kernels.row_claim_variants(m.unit, self.index_bytes)
-            if fused:                         # the copy and the writes in one pass (unique or not: fewer bytes)
+            row_claims, clearing = (Dispatch(k, (words[1], indices, output, updates, claims), rows)
+                                    for k in (claim, clear))
+            if fused:     # the copy and the writes in one pass (unique or not: fewer bytes), and the clearing
                 copy, fresh = device._params(self.copy_words)
-                return [Dispatch(claim, (words[1], indices, output, updates, claims), rows),
-                        Dispatch(kernels.copy_rows_variant(m.unit), (copy, input, output, updates, claims),
-                                 int(self.copy_words[P_TOTAL])),
-                        Dispatch(clear, (words[1], indices, output, updates, claims), rows)], \
-                    uploads + [copy] * fresh
-            scatter = [Dispatch(claim, (words[1], indices, output, updates, claims), rows),
-                       Dispatch(write, (words[0], indices, output, updates, claims), m.count),
-                       Dispatch(clear, (words[1], indices, output, updates, claims), rows)]
+                clears = device.geometry.workgroup_size % int(self.copy_words[P_ROW_UNITS]) == 0 and (
+                    COPY_CLEARS or COPY_CLEARS is None and device.info.type != "CPU")
+                copies = Dispatch(kernels.copy_rows_variant(m.unit, clears), (copy, input, output, updates, claims),
+                                  int(self.copy_words[P_TOTAL]))
+                return [row_claims, copies] + [clearing] * (not clears), uploads + [copy] * fresh
+            scatter = [row_claims, Dispatch(write, (words[0], indices, output, updates, claims), m.count), clearing]
         return self._with_copy(device, input, output, scatter, uploads)
 
     def _few_buffers(self, device, input, indices, output, updates, claims, units) -> tuple[list, list]:

@@ -16,7 +16,10 @@
 // of a row window that an update row claimed (the window [u - u % L, +L) of L = PW(P_ROW_UNITS) units starts a
 // target row when its claim word, start >> PW(P_OWNER_SHIFT), is set) takes that row's update, every other unit
 // the input's. Bindings: 0 params, 1 input (no index is read), 2 output, 3 updates, 4 claims. PW(P_TOTAL):
-// the output's units; PW(P_CLAIM_WORDS): the claim words.
+// the output's units; PW(P_CLAIM_WORDS): the claim words. COPY with CLEARS (rows of L units where L divides
+// WORKGROUP_SIZE): the claims are cleared in the same pass, so no clearing pass follows: a workgroup takes
+// WORKGROUP_SIZE consecutive units at a time (whole row windows), and after a barrier (every unit of a window
+// has read its claim) the first unit of each claimed window clears its claim word.
 // FEW (devices that bind at most 4 storage buffers; after scatter_claim.comp's FEW): an iteration per unit of
 // the output (PW(P_TOTAL): the claim words), which reads no index: a claimed unit takes the update of the
 // iteration that claimed it (its dense offset: locate(claim - 1)) and clears the claim. Bindings: 0 params,
@@ -45,7 +48,9 @@ const uint P_OWNER_SHIFT = P_END;        // scatter_claim.comp's ROWS words
 const uint P_ROW_UNITS = P_END + 1u;
 const uint P_CLAIM_WORDS = P_END + 2u;   // claim words (the windows past them start no target row)
 
-void process(uint u) {
+// Unit u copied or taken from its window's claimed row; the claim word it read if u is the first unit of a
+// claimed window, else ~0u.
+uint copy_unit(uint u) {
     uint units = PW(P_ROW_UNITS), shift = PW(P_OWNER_SHIFT);
     uint c = u % units, start = u - c, w = start >> shift;
     uint claim = (start & ((1u << shift) - 1u)) == 0u && w < PW(P_CLAIM_WORDS) ? OWNER[w] : 0u;
@@ -54,7 +59,27 @@ void process(uint u) {
     } else {
         STORE_UNIT(DATA, u, LOAD_UNIT(INPUT, u));
     }
+    return claim != 0u && c == 0u ? w : ~0u;
 }
+#if CLEARS
+void main() {
+    uint total = PW(P_TOTAL), step = gl_NumWorkGroups.x * WORKGROUP_SIZE;
+    for (uint base = gl_WorkGroupID.x * WORKGROUP_SIZE; base < total;) {   // (uniform in the workgroup)
+        uint u = base + gl_LocalInvocationID.x;
+        uint w = u < total ? copy_unit(u) : ~0u;
+        barrier();
+        if (w != ~0u)
+            OWNER[w] = 0u;
+        if (total - base <= step)
+            break;                      // base + step would reach or pass total (or wrap)
+        base += step;
+    }
+}
+#else
+void process(uint u) {
+    copy_unit(u);
+}
+#endif
 #elif FEW
 void process(uint t) {
     uint claim = OWNER[t];
@@ -118,6 +143,6 @@ void process(OFF_T i) {
     }
 }
 #endif
-#if !SMALL
+#if !SMALL && !CLEARS
 #include "grid_loop.glsl"
 #endif

@@ -436,16 +436,22 @@ ROW_CLAIM_CASES = [  # (data shape, dtype, indices shape): slices of whole rows,
     ((1000, 3, 5), np.float32, (600, 1)),     # rows of 15 four-byte units, negative and duplicate targets
     ((40, 30, 24), np.float16, (500, 2)),     # tuples of 2: rows of 3 sixteen-byte units
     ((400, 6), np.int8, (700, 1)),            # rows of 3 two-byte units
+    ((500, 64), np.float32, (700, 1)),        # rows of 16 sixteen-byte units: the copy clears the claims (CLEARS)
+    ((300, 16), np.uint16, (600, 1)),         # rows of 2 sixteen-byte units: CLEARS
+    ((200, 4, 16), np.int8, (900, 1)),        # rows of 4 sixteen-byte units: CLEARS
 ]
 
 
+@pytest.mark.parametrize("copy_clears", [None, True], ids=["default", "copy_clears"])
 @pytest.mark.parametrize("shape, dtype, idx_shape", ROW_CLAIM_CASES)
-def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
+def test_scatter_nd_row_claims(device, monkeypatch, copy_clears, shape, dtype, idx_shape):
     """A scatter of whole rows claims each target row once (ScatterPlan's ROWS variants, cleared by a last
     pass; at most a workgroup of rows in shared memory, SMALL; more rows: the copy of the input and the
-    claimed rows' writes in one pass, COPY): the last update row of a target wins, and the claims are clean
-    for the next scatter."""
+    claimed rows' writes in one pass, COPY, which clears the claims itself where a workgroup holds whole rows,
+    CLEARS): the last update row of a target wins, and the claims are clean for the next scatter."""
     from dmlgpu import plan
+    monkeypatch.setattr(plan, "COPY_CLEARS", copy_clears)
+    device.templates.clear()
     rng = np.random.default_rng(sum(shape) + sum(idx_shape))
     x = random_data(rng, shape, dtype)
     k = idx_shape[-1]
@@ -466,6 +472,10 @@ def test_scatter_nd_row_claims(device, shape, dtype, idx_shape):
         not (p.small and p.small <= device.geometry.workgroup_size) and \
         not any(k.endswith("_wide") for k in ran)     # (the device's claim scratch may be held in several blocks)
     assert any(k.startswith("scatter_copy_rows") for k in ran) == fused, ran
+    clears = fused and device.geometry.workgroup_size % int(p.copy_words[plan.P_ROW_UNITS]) == 0 and (
+        copy_clears or device.info.type != "CPU")
+    assert any(k.endswith("_clears") for k in ran) == clears, ran       # no clearing pass after it
+    assert any(k.startswith("scatter_clear_rows") for k in ran) == (fused and not clears), ran
     same_bytes(got.numpy(), reference.scatter_nd(x, idx, upd))
 
 
