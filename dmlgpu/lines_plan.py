@@ -31,9 +31,9 @@ class ScatterLinesPlan(Plan):
     output_from_input = True
 
     def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: Plan):
-        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks and
+        self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks,
                                         # devices with less shared memory than its claims (none: 16 KiB is Vulkan's
-                                        # minimum; a device profile may lower it)
+                                        # minimum; a device profile may lower it), and unique updates without COPY
         index_dtype = np.dtype(index_dtype)
         m, n = axis[0], axis[3]
         assert n <= kernels.LINE_CLAIM_WORDS
@@ -63,15 +63,16 @@ class ScatterLinesPlan(Plan):
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
-        if _chunked(input, indices, output, updates) or self.sparse and device.info.type == "CPU" or \
-                device.info.max_compute_shared_memory_size < kernels.MOST_SHARED_BYTES:
-            return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
-                                            take=take)
-        if self.copy_words is not None and input is not output and (
+        runs = not _chunked(input, indices, output, updates) and \
+            device.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES
+        if runs and self.copy_words is not None and input is not output and (
                 COPY_LINES or COPY_LINES is None and device.info.type != "CPU"):
             params, fresh = device._params(self.copy_words)
             return [Dispatch(self.copy_kernel, (params, indices, output, updates, input),
                              self.copy_groups * kernels.WORKGROUP_SIZE)], [params] if fresh else []
+        if not runs or self.sparse and device.info.type == "CPU" or self.fallback.unique:
+            return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
+                                            take=take)
         params, fresh = device._params(self.words)
         return self.copy.then(device, input, output, [params] if fresh else [],
                               Dispatch(self.kernel, (params, indices, output, updates),
@@ -82,8 +83,12 @@ def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: in
                           copy_map: IndexMap, unique: bool = False) -> Plan:
     """SCATTER_ELEMENTS (reduction "none") of these layouts (as index_map.elements_map takes them): the
     one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
-    the claim-and-write ScatterPlan (``unique``: updates that promise distinct targets, ScatterPlan's)."""
+    the claim-and-write ScatterPlan (``unique``: updates that promise distinct targets, ScatterPlan's, which
+    the lines plan runs where it does not take its COPY, one pass that beats the copy and the claim-free
+    write)."""
     plan = ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map, unique)
-    if not unique and data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow:
-        return ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map, plan)
+    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow:
+        lines = ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map, plan)
+        if not unique or lines.copy_words is not None:    # unique: the lines' own copy (COPY) where it applies
+            return lines
     return plan

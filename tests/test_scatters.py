@@ -402,6 +402,29 @@ def test_scatter_elements_lines(device, monkeypatch, copy_lines, shape, dtype, i
         same_bytes(t[0].numpy(), got.numpy())
 
 
+@pytest.mark.parametrize("copy_lines", [None, True], ids=["default", "copy_lines"])
+def test_scatter_elements_unique_by_lines(device, monkeypatch, copy_lines):
+    """unique_indices=True takes the lines' one pass where its COPY applies (4-byte elements along the last
+    axis), else the claim-free scatter after the copy; in place, the claim-free scatter alone."""
+    from dmlgpu import kernels, lines_plan
+    from dmlgpu.bench.gpu_timing import capture
+    monkeypatch.setattr(lines_plan, "COPY_LINES", copy_lines)
+    device.templates.clear()
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((70, 256)).astype(np.float32)
+    cols = np.argsort(rng.random((70, 256)), axis=1)[:, :64]
+    upd = rng.standard_normal((70, 64)).astype(np.float32)
+    want = reference.scatter_elements(x, cols, upd, 1)
+    t = [dmlgpu.tensor(a, device=device) for a in (x, cols, upd)]
+    got, dispatches = capture(device, lambda *a: dmlgpu.scatter_elements(*a, axis=1, unique_indices=True), *t)
+    copies = bool(copy_lines) or device.info.type != "CPU"
+    assert [d.kernel for d in dispatches][-1] == (kernels.lines_variant(4, 8, True) if copies else
+                                                  kernels.unique_variant(4, 8)), dispatches
+    same_bytes(got.numpy(), want)
+    dmlgpu.scatter_elements(*t, axis=1, unique_indices=True, out=t[0])
+    same_bytes(t[0].numpy(), want)
+
+
 def test_scatter_elements_lines_leave_the_input_and_overlapping_layouts(device):
     """The input Tensor is left alone; an output layout whose elements overlap (a stride of 0) takes the
     claim-and-write plan."""
