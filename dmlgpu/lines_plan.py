@@ -30,7 +30,7 @@ class ScatterLinesPlan(Plan):
 
     output_from_input = True
 
-    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: Plan):
+    def __init__(self, lines: IndexMap, axis: tuple, index_dtype, copy_map: IndexMap, fallback: ScatterPlan):
         self.fallback = fallback        # the claim-and-write ScatterPlan, for tensors held in several blocks,
                                         # devices with less shared memory than its claims (none: 16 KiB is Vulkan's
                                         # minimum; a device profile may lower it), and unique updates without COPY
