@@ -70,10 +70,10 @@ void main() {
                 kept[k] = INPUT[base + j];
         }
 #endif
-        barrier();
         // The first LINE_ITEMS updates of an invocation (all of them where the plan's group allows: count
         // <= LINE_ITEMS * WORKGROUP_SIZE unless one line is longer) keep their claim slot, claim, target
-        // offset and value from the claiming loop to the writing one; the others are decoded again.
+        // offset and value from the claiming loop to the writing one; the others are decoded again. Their
+        // loads are issued before the barrier that ends the zeroing of the claims, their claims after it.
         uint slot[LINE_ITEMS], claim[LINE_ITEMS], at[LINE_ITEMS];
         UNIT_T value[LINE_ITEMS];
         [[unroll]] for (uint k = 0u; k < LINE_ITEMS; ++k) {
@@ -86,8 +86,12 @@ void main() {
                 claim[k] = a + 1u;
                 at[k] = p.data + target * PW(P_LINE_DATA);
                 value[k] = LOAD_UNIT(DENSE, p.dense + a * PW(P_LINE_DENSE));
-                atomicMax(s_claim[slot[k]], claim[k]);
             }
+        }
+        barrier();
+        [[unroll]] for (uint k = 0u; k < LINE_ITEMS; ++k) {
+            if (claim[k] != 0u)
+                atomicMax(s_claim[slot[k]], claim[k]);
         }
         for (uint j = t + LINE_ITEMS * WORKGROUP_SIZE; j < count; j += WORKGROUP_SIZE) {
             uint l, a, target;
