@@ -112,9 +112,8 @@ def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
 
 
 def copy_rows_variant(unit: int, clears: bool = False) -> str:
-    """File stem of the pass that copies the input into the output and writes the claimed rows in one go
-    (scatter_write.comp's ROWS with COPY) for ``unit``-byte units (it reads no index); ``clears``: it clears
-    the claims too (CLEARS: rows whose units divide the workgroup)."""
+    """File stem of the pass that copies the input and writes the claimed rows in one go (scatter_write.comp's
+    ROWS with COPY) for ``unit``-byte units (no index read); ``clears``: it clears the claims too (CLEARS)."""
     return f"scatter_copy_rows_u{unit}" + ("_clears" if clears else "")
 
 
@@ -173,7 +172,8 @@ def atomic_variant(kind: str, op: str, index_bytes: int, wide: bool = False) -> 
 
 
 def _has_blocks(name: str) -> bool:
-    return name in ("scatter_reduce_f32_add", "scatter_reduce_f32_mul", "scatter_reduce_f32_add_mean")
+    """Float add and mul (and "mean") of at most 4 bytes fold long runs by blocks (FOLD_BLOCKS) on GPUs."""
+    return has_tree(name.removesuffix("_mean")) and _has_values(name)
 
 
 def _has_partials(name: str) -> bool:
@@ -188,7 +188,7 @@ def _has_values(name: str) -> bool:
 
 def fold_variant(name: str, blocks: bool, values: bool, bucket: bool = False) -> str:
     """The variant of a scatter reduction kernel (reduce_variant) that folds long runs by blocks where it
-    has one (float32 add and mul: scatter_reduce.comp's FOLD_BLOCKS) if ``blocks``, and reads the update
+    has one (float add and mul: scatter_reduce.comp's FOLD_BLOCKS) if ``blocks``, and reads the update
     values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``; ``bucket``: float add,
     mul (or their mean_variant) by a fold per bucket of keys (scatter_bucket.comp: values carried)."""
     if bucket:

@@ -47,8 +47,8 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
 3. fold (shaders/scatter_reduce.comp, chunks of FOLD_CHUNK sorted rows per invocation): each run is folded by
    exactly one invocation in order, from the output's value (or its first row without include_self),
    and written once (no value atomics; 1- and 2-byte outputs use units.glsl's race-free sub-word stores).
-   Float add and mul (their order is part of the result) fold so; float32 add and mul have a variant that
-   folds long runs by blocks on GPUs (FOLD_BLOCKS: the same bits). CPU devices fold in passes of
+   Float add and mul (their order is part of the result) fold so; on GPUs those of at most 4 bytes fold long
+   runs by blocks (FOLD_BLOCKS: the same bits; a block's loads first). CPU devices fold in passes of
    CPU_PIECE rows of a run (llvmpipe ends an invocation's loops after 65535 iterations in all).
    Associative reductions (min and max of every dtype, integer and bool add and mul) fold long runs by
    levels of partials instead (PARTIALS): level 0 folds the rows of each chunk, each level above folds
@@ -112,7 +112,7 @@ CPU_PIECE = 60000     # CPU devices: rows of a run one pass of the sequential fo
                       # limit; at least FOLD_CHUNK: only the last run headed in a chunk can be longer)
 FOLD_CHUNK = 16       # sorted rows per invocation of the fold
 ATOMIC_MAX_SLICE = 8  # rows of fewer elements take the atomics where they can (see "Order-free reductions")
-FOLD_BLOCKS = None    # fold float32 add/mul runs by blocks: None = on every device but CPUs (lavapipe), or a bool
+FOLD_BLOCKS = None    # fold float add/mul runs by blocks: None = on every device but CPUs (lavapipe), or a bool
 PARTIAL_CHUNK = 16    # elements per invocation on the levels of partials (see "Associative reductions")
 PARTIALS = True       # fold associative reductions by levels of partials (False: one invocation per run, for tests)
 NO_KEY = 0xFFFFFFFF   # scatter_reduce.comp's "no element" key: keys stay below it

@@ -77,7 +77,7 @@ ELEM_T update(uint j, uint dense) {
 #endif
 }
 #if defined(FOLD_BLOCKS) && ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)
-// Variant FOLD_BLOCKS (float32 add and mul, for GPUs): inside a run, blocks of FAST_BLOCK updates, their
+// Variant FOLD_BLOCKS (float32 add and mul, for GPUs; the other float types' below): inside a run, blocks of FAST_BLOCK updates, their
 // loads issued together and the device's own operations in a row (a long run's critical path: one add
 // per update instead of loads and NaN tests), and the NaN rules of combine() only when the block's result
 // is a NaN. A NaN comes only from a NaN operand or an invalid operation, and stays NaN through every later
@@ -99,6 +99,19 @@ uint fold_block(uint acc, uint j, uint dense) {
     for (uint k = 0u; k < redo; ++k)
         acc = combine(acc, update(j + k, dense));
     return redo == 0u ? bits : acc;
+}
+#elif defined(FOLD_BLOCKS)
+// Variant FOLD_BLOCKS of the other float types (float16, bfloat16, float8 add and mul, for GPUs): inside a run,
+// blocks of FAST_BLOCK updates whose loads are all issued before the block's combine() steps, which then run
+// in order: the bits of the plain loop, with the loads off a long run's critical path.
+#define FAST_BLOCK 16u
+ELEM_T fold_block(ELEM_T acc, uint j, uint dense) {
+    ELEM_T v[FAST_BLOCK];
+    for (uint k = 0u; k < FAST_BLOCK; ++k)
+        v[k] = update(j + k, dense);
+    for (uint k = 0u; k < FAST_BLOCK; ++k)
+        acc = combine(acc, v[k]);
+    return acc;
 }
 #endif
 const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/reduction.py's)

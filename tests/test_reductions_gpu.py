@@ -278,24 +278,30 @@ def test_layer2_tensor_indices_never_downloaded(device, monkeypatch, op):
     assert same(out.numpy(), sequential(data, idx, upd, "add"), loose_nan=False)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
+                                   ml_dtypes.float8_e5m2])
 @pytest.mark.parametrize("blocks", [False, True])
 @pytest.mark.parametrize("reduction, include_self", [("add", True), ("mul", True), ("add", False), ("mul", False),
                                                      ("mean", True), ("mean", False)])
-def test_fold_variants(device, monkeypatch, blocks, reduction, include_self):
-    """float32 add and mul fold long runs plainly or by blocks (the GPU variant, forced here): the same bits,
-    infinities, invalid operations (inf - inf, 0 * inf), NaN operands and signed zeros included; with
-    include_self=False and "mean" too."""
+def test_fold_variants(device, monkeypatch, dtype, blocks, reduction, include_self):
+    """Float add and mul fold long runs plainly or by blocks (the GPU variants, forced here; float32's with its
+    own arithmetic, the others' loads issued a block at a time): the same bits, infinities, invalid operations
+    (inf - inf, 0 * inf), NaN operands and signed zeros included; with include_self=False and "mean" too."""
     monkeypatch.setattr(dmlgpu.reduction, "FOLD_BLOCKS", blocks)
+    dtype = np.dtype(dtype)
     rng = np.random.default_rng(31)
     m, n = 7, 6000
-    data = values(rng, (m,), np.dtype(np.float32), reduction)
-    data[3] = np.float32(-0.0)
+    data = values(rng, (m,), dtype, reduction)
+    data[3] = -0.0
     idx = rng.integers(0, m, size=n)
     idx[:40] = 5                                       # a run whose first blocks are clean
-    upd = values(rng, (n,), np.dtype(np.float32), reduction)
-    specials = np.array([np.inf, -np.inf, 0.0, -0.0], dtype=np.float32)
+    upd = values(rng, (n,), dtype, reduction)
+    specials = np.array([np.inf, -np.inf, 0.0, -0.0], dtype=np.float32).astype(dtype)   # (e4m3fn: inf is NaN)
     upd[rng.integers(40, n, size=30)] = rng.choice(specials, size=30)
-    upd[rng.integers(40, n, size=3)] = np.array([0x7FC01234], dtype=np.uint32).view(np.float32)[0]
+    nan = np.array([0x7FC01234], dtype=np.uint32).view(np.float32) if dtype == np.float32 else \
+        np.array([np.nan], dtype=np.float32).astype(dtype)
+    if dtype != np.float16:        # (NumPy's float16 add picks either NaN of two: its SIMD loop's choice)
+        upd[rng.integers(40, n, size=3)] = nan[0]
     idx[idx == 2] = 1                                  # target 2 keeps its data
     out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction, include_self=include_self)
     assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)
