@@ -100,8 +100,32 @@ uint fold_block(uint acc, uint j, uint dense) {
         acc = combine(acc, update(j + k, dense));
     return redo == 0u ? bits : acc;
 }
+#elif defined(FOLD_BLOCKS) && ELEM_KIND == 3 && (OP == OP_ADD || OP == OP_MUL)
+// Variant FOLD_BLOCKS of bfloat16 add and mul: a block's loads first, then its steps as the device's float32
+// operation (combine()'s) and the rounding to nearest even of its result in integers, which is combine()'s
+// whenever no operand is a NaN, an infinity or subnormal and no result a zero, a subnormal, an infinity or a
+// NaN in float32 (the steps combine() takes in software or by its NaN rules); a block that met one is redone
+// with combine(), from the same accumulator.
+#define FAST_BLOCK 16u
+uint fold_block(uint acc, uint j, uint dense) {
+    uint v[FAST_BLOCK];
+    for (uint k = 0u; k < FAST_BLOCK; ++k)
+        v[k] = update(j + k, dense);
+    uint s = acc;
+    bool plain = !bf16_subnormal(acc);
+    for (uint k = 0u; k < FAST_BLOCK; ++k) {
+        uint bits = f32_op(uintBitsToFloat(s << 16), uintBitsToFloat(v[k] << 16)), e = bits & 0x7F800000u;
+        plain = plain && e != 0u && e != 0x7F800000u && !bf16_subnormal(v[k]);
+        s = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    }
+    if (plain)
+        return s;
+    for (uint k = 0u; k < FAST_BLOCK; ++k)
+        acc = combine(acc, v[k]);
+    return acc;
+}
 #elif defined(FOLD_BLOCKS)
-// Variant FOLD_BLOCKS of the other float types (float16, bfloat16, float8 add and mul, for GPUs): inside a run,
+// Variant FOLD_BLOCKS of the other float types (float16, float8 add and mul, for GPUs): inside a run,
 // blocks of FAST_BLOCK updates whose loads are all issued before the block's combine() steps, which then run
 // in order: the bits of the plain loop, with the loads off a long run's critical path.
 #define FAST_BLOCK 16u

@@ -311,6 +311,28 @@ def test_fold_variants(device, monkeypatch, dtype, blocks, reduction, include_se
     assert same(out, reference.scatter_nd(table, idx[:, None], rows, reduction, include_self), loose_nan=False)
 
 
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_bfloat16_blocks_round_as_ml_dtypes(device, monkeypatch, reduction):
+    """bfloat16's block fold (the device's float32 step, then a rounding to nearest even in integers) against
+    ml_dtypes' sequential fold: random mantissas over many exponents (ties included), runs that overflow to
+    infinity and go on (the block is redone), and runs that reach zero or subnormals (float32 cannot say)."""
+    monkeypatch.setattr(dmlgpu.reduction, "FOLD_BLOCKS", True)
+    rng = np.random.default_rng(47)
+    n, m = 8000, 5
+    spread = (118, 136) if reduction == "add" else (126, 128)
+    bits = (rng.integers(*spread, size=n) << 7) | rng.integers(0, 128, size=n) | (rng.integers(0, 2, size=n) << 15)
+    upd = bits.astype(np.uint16).view(ml_dtypes.bfloat16)
+    idx = rng.integers(0, m, size=n)
+    idx[:600] = 3                                                      # a long run from the start
+    big = np.array([0x7F70, 0x7F7F, 0x7F60], dtype=np.uint16).view(ml_dtypes.bfloat16)
+    idx[1000:1200], upd[1000:1200] = 4, np.resize(big, 200)           # target 4 overflows, then meets -inf, NaN
+    tiny = np.array([0x0081, 0x8080, 0x0100], dtype=np.uint16).view(ml_dtypes.bfloat16)
+    idx[2000:2100], upd[2000:2100] = 2, np.resize(tiny, 100)           # near and below the smallest normal
+    data = np.array([1, -2, 0.5, 3, 100], dtype=np.float32).astype(ml_dtypes.bfloat16)
+    out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
+    assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
+
+
 @pytest.mark.parametrize("n, m", [(1, 1), (TILE + 1, 300), (3 * TILE + 5, 70_000)])
 def test_scratch_guard_words(n, m):
     """With guard words after every buffer (Device.canary_words), no pass of the sort or the fold writes
