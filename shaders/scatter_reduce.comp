@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // Scatter reduction, last step (dmlgpu/reduction.py): output[target] = combine(... combine(output[target],
 // u_0) ..., u_m) over the updates of each target, in row-major order of the updates: deterministic, no
 // atomics on values. Its input is the (key, row) pairs of reduce_keys.comp stably sorted by key, so each
@@ -100,23 +101,37 @@ uint fold_block(uint acc, uint j, uint dense) {
         acc = combine(acc, update(j + k, dense));
     return redo == 0u ? bits : acc;
 }
-#elif defined(FOLD_BLOCKS) && ELEM_KIND == 3 && (OP == OP_ADD || OP == OP_MUL)
-// Variant FOLD_BLOCKS of bfloat16 add and mul: a block's loads first, then its steps as the device's float32
-// operation (combine()'s) and the rounding to nearest even of its result in integers, which is combine()'s
-// whenever no operand is a NaN, an infinity or subnormal and no result a zero, a subnormal, an infinity or a
-// NaN in float32 (the steps combine() takes in software or by its NaN rules); a block that met one is redone
-// with combine(), from the same accumulator.
+#elif defined(FOLD_BLOCKS) && (ELEM_KIND == 3 || ELEM_KIND == 2 && ELEM_BYTES == 2) && (OP == OP_ADD || OP == OP_MUL)
+// Variant FOLD_BLOCKS of bfloat16 and float16 add and mul: a block's loads first, then its steps as the device's
+// float32 operation (combine()'s) on operands converted by shifts, and the rounding to nearest even of its
+// result in integers. That is combine()'s step whenever every operand is finite and normal (bfloat16: or zero)
+// and every result a normal of the type in float32 (what combine() would take in software, by its NaN rules or
+// with a subnormal rounding); a block that met anything else is redone with combine(), from the same accumulator.
+#if ELEM_KIND == 3
+uint fast_f32(uint v) { return v << 16; }
+bool fast_operand(uint v) { return (v & 0x7F80u) != 0x7F80u && !bf16_subnormal(v); }
+bool fast_result(uint f) { uint e = f & 0x7F800000u; return e != 0u && e != 0x7F800000u; }
+uint fast_round(uint f) { return (f + 0x7FFFu + ((f >> 16) & 1u)) >> 16; }
+#else
+uint fast_f32(uint h) { return ((h & 0x8000u) << 16) | (((h & 0x7FFFu) << 13) + 0x38000000u); }
+bool fast_operand(uint h) { uint e = h & 0x7C00u; return e != 0u && e != 0x7C00u; }
+bool fast_result(uint f) { uint e = (f >> 23) & 0xFFu; return e >= 113u && e <= 142u; }
+uint fast_round(uint f) {
+    uint r = (f & 0x7FFFFFFFu) - 0x38000000u;
+    return ((f >> 16) & 0x8000u) | ((r + 0xFFFu + ((r >> 13) & 1u)) >> 13);
+}
+#endif
 #define FAST_BLOCK 16u
 uint fold_block(uint acc, uint j, uint dense) {
     uint v[FAST_BLOCK];
-    for (uint k = 0u; k < FAST_BLOCK; ++k)
+    [[unroll]] for (uint k = 0u; k < FAST_BLOCK; ++k)
         v[k] = update(j + k, dense);
     uint s = acc;
-    bool plain = !bf16_subnormal(acc);
-    for (uint k = 0u; k < FAST_BLOCK; ++k) {
-        uint bits = f32_op(uintBitsToFloat(s << 16), uintBitsToFloat(v[k] << 16)), e = bits & 0x7F800000u;
-        plain = plain && e != 0u && e != 0x7F800000u && !bf16_subnormal(v[k]);
-        s = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    bool plain = true;
+    [[unroll]] for (uint k = 0u; k < FAST_BLOCK; ++k) {
+        uint bits = f32_op(uintBitsToFloat(fast_f32(s)), uintBitsToFloat(fast_f32(v[k])));
+        plain = plain && fast_operand(s) && fast_operand(v[k]) && fast_result(bits);
+        s = fast_round(bits);
     }
     if (plain)
         return s;
@@ -125,13 +140,13 @@ uint fold_block(uint acc, uint j, uint dense) {
     return acc;
 }
 #elif defined(FOLD_BLOCKS)
-// Variant FOLD_BLOCKS of the other float types (float16, float8 add and mul, for GPUs): inside a run,
-// blocks of FAST_BLOCK updates whose loads are all issued before the block's combine() steps, which then run
-// in order: the bits of the plain loop, with the loads off a long run's critical path.
+// Variant FOLD_BLOCKS of float8 add and mul (for GPUs): inside a run, blocks of FAST_BLOCK updates whose loads
+// are all issued before the block's combine() steps, which then run in order: the bits of the plain loop, with
+// the loads off a long run's critical path.
 #define FAST_BLOCK 16u
 ELEM_T fold_block(ELEM_T acc, uint j, uint dense) {
     ELEM_T v[FAST_BLOCK];
-    for (uint k = 0u; k < FAST_BLOCK; ++k)
+    [[unroll]] for (uint k = 0u; k < FAST_BLOCK; ++k)
         v[k] = update(j + k, dense);
     for (uint k = 0u; k < FAST_BLOCK; ++k)
         acc = combine(acc, v[k]);

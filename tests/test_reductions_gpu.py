@@ -311,24 +311,30 @@ def test_fold_variants(device, monkeypatch, dtype, blocks, reduction, include_se
     assert same(out, reference.scatter_nd(table, idx[:, None], rows, reduction, include_self), loose_nan=False)
 
 
+# (dtype, exponent bits' shift, exponent bias, the largest finite, values near the smallest normal)
+HALF_FLOATS = [(ml_dtypes.bfloat16, 7, 127, [0x7F70, 0x7F7F, 0x7F60], [0x0081, 0x8080, 0x0100, 0x0000]),
+               (np.float16, 10, 15, [0x7BF0, 0x7BFF, 0x7B00], [0x0401, 0x8400, 0x0800, 0x0001, 0x0000])]
+
+
+@pytest.mark.parametrize("dtype, shift, bias, big, tiny", HALF_FLOATS, ids=["bfloat16", "float16"])
 @pytest.mark.parametrize("reduction", ["add", "mul"])
-def test_bfloat16_blocks_round_as_ml_dtypes(device, monkeypatch, reduction):
-    """bfloat16's block fold (the device's float32 step, then a rounding to nearest even in integers) against
-    ml_dtypes' sequential fold: random mantissas over many exponents (ties included), runs that overflow to
-    infinity and go on (the block is redone), and runs that reach zero or subnormals (float32 cannot say)."""
+def test_half_float_blocks_round_as_reference(device, monkeypatch, reduction, dtype, shift, bias, big, tiny):
+    """bfloat16's and float16's block fold (the device's float32 step, then a rounding to nearest even in
+    integers) against the sequential reference (ml_dtypes, NumPy): random mantissas over many exponents (ties
+    included), runs that overflow to infinity and go on (the block is redone), runs near the smallest normal,
+    subnormals and zeros."""
     monkeypatch.setattr(dmlgpu.reduction, "FOLD_BLOCKS", True)
     rng = np.random.default_rng(47)
     n, m = 8000, 5
-    spread = (118, 136) if reduction == "add" else (126, 128)
-    bits = (rng.integers(*spread, size=n) << 7) | rng.integers(0, 128, size=n) | (rng.integers(0, 2, size=n) << 15)
-    upd = bits.astype(np.uint16).view(ml_dtypes.bfloat16)
+    spread = (bias - 9, bias + 9) if reduction == "add" else (bias - 1, bias + 1)
+    bits = (rng.integers(*spread, size=n) << shift) | rng.integers(0, 1 << shift, size=n) | \
+        (rng.integers(0, 2, size=n) << 15)
+    upd = bits.astype(np.uint16).view(dtype)
     idx = rng.integers(0, m, size=n)
     idx[:600] = 3                                                      # a long run from the start
-    big = np.array([0x7F70, 0x7F7F, 0x7F60], dtype=np.uint16).view(ml_dtypes.bfloat16)
-    idx[1000:1200], upd[1000:1200] = 4, np.resize(big, 200)           # target 4 overflows, then meets -inf, NaN
-    tiny = np.array([0x0081, 0x8080, 0x0100], dtype=np.uint16).view(ml_dtypes.bfloat16)
-    idx[2000:2100], upd[2000:2100] = 2, np.resize(tiny, 100)           # near and below the smallest normal
-    data = np.array([1, -2, 0.5, 3, 100], dtype=np.float32).astype(ml_dtypes.bfloat16)
+    idx[1000:1200], upd[1000:1200] = 4, np.resize(np.array(big, np.uint16).view(dtype), 200)   # overflows
+    idx[2000:2100], upd[2000:2100] = 2, np.resize(np.array(tiny, np.uint16).view(dtype), 100)
+    data = np.array([1, -2, 0.5, 3, 100], dtype=np.float32).astype(dtype)
     out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
     assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
 
