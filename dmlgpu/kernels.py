@@ -47,8 +47,7 @@ MOST_STORAGE_BUFFERS = 8      # scatter_reduce.comp's PARTIALS variants
 MOST_SHARED_BYTES = 4 * (2 * RADIX_ITEMS * WORKGROUP_SIZE + (WORKGROUP_SIZE // 32 + 4) * (1 << RADIX_BITS)
                          + WORKGROUP_SIZE // 16)   # radix_scatter_local: the sorted tile, the chunk's masks, four
                                                    # words per digit, the scan's group sums (radix.glsl)
-SUBGROUP_OPERATIONS = 0x1 | 0x4 | 0x8   # the subgroup operations some variants use (radix_scatter_match,
-                                        # scatter_minmax.comp's pass 2): basic, arithmetic, ballot
+SUBGROUP_OPERATIONS = 0x1 | 0x4 | 0x8   # basic, arithmetic, ballot: radix_scatter_match, scatter_minmax.comp's pass 2
 SCATTER_BUFFERS = 5           # the claim-and-write scatter's passes bind (plans take the FEW ones below this)
 MIN_SUBGROUP = 8              # radix_scatter_match: the smallest subgroup it takes (its shared memory is sized so)
 SORT_BUFFERS = 6              # a sorted reduction's radix_scatter binds (below: its FEW kernels, no PARTIALS)
@@ -107,6 +106,7 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
 def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
     """File stems of a scatter of whole rows (ROWS: scatter_claim.comp, scatter_write.comp): (the rows'
     claims, the units' writes for ``unit``-byte units, the claims' clearing), for an index width."""
+    assert unit in UNITS and index_bytes in (4, 8)
     bits = index_bytes * 8
     return f"scatter_claim_rows_i{bits}", f"scatter_write_rows_u{unit}_i{bits}", f"scatter_clear_rows_i{bits}"
 
@@ -114,16 +114,19 @@ def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
 def copy_rows_variant(unit: int, clears: bool = False) -> str:
     """File stem of the pass that copies the input and writes the claimed rows in one go (scatter_write.comp's
     ROWS with COPY) for ``unit``-byte units (no index read); ``clears``: it clears the claims too (CLEARS)."""
+    assert unit in UNITS
     return f"scatter_copy_rows_u{unit}" + ("_clears" if clears else "")
 
 
 def small_scatter_variant(unit: int, index_bytes: int) -> str:
     """File stem of a scatter of at most WORKGROUP_SIZE rows in one workgroup (scatter_write.comp's SMALL)."""
+    assert unit in UNITS and index_bytes in (4, 8)
     return f"scatter_small_rows_u{unit}_i{index_bytes * 8}"
 
 
 def unique_variant(unit: int, index_bytes: int) -> str:
     """File stem of a scatter whose targets are distinct (scatter_write.comp's UNIQUE: one pass, no claims)."""
+    assert unit in UNITS and index_bytes in (4, 8)
     return f"scatter_unique_u{unit}_i{index_bytes * 8}"
 
 
@@ -135,9 +138,8 @@ def lines_variant(unit: int, index_bytes: int, copy: bool = False) -> str:
 
 
 def reduce_variant(kind: str, bits: int, op: str) -> str:
-    """File stem of the scatter reduction kernel for an element type (kind "u", "i" or "f"; 8-64 bits; or a
-    NARROW_FLOATS kind with its bits: "bf" 16, "f8e4m3fn" 8, "f8e5m2" 8) and an operation
-    (shaders/scatter_reduce.comp). Integer add and mul share the unsigned variant."""
+    """File stem of the scatter reduction kernel (shaders/scatter_reduce.comp) for an element type (kind "u", "i" or
+    "f", 8-64 bits; or a NARROW_FLOATS kind and its bits) and an operation; integer add and mul share "u"'s."""
     assert (f"{kind}{bits}" in REDUCE_TYPES or NARROW_FLOATS.get(kind, (0, 0))[1] == bits) and op in REDUCE_OPS
     if kind in NARROW_FLOATS:
         return f"scatter_reduce_{kind if kind != 'bf' else 'bf16'}_{op}"
@@ -187,10 +189,9 @@ def _has_values(name: str) -> bool:
 
 
 def fold_variant(name: str, blocks: bool, values: bool, bucket: bool = False) -> str:
-    """The variant of a scatter reduction kernel (reduce_variant) that folds long runs by blocks where it
-    has one (float add and mul: scatter_reduce.comp's FOLD_BLOCKS) if ``blocks``, and reads the update
-    values that the sort carried (element types of at most 4 bytes: VALUES) if ``values``; ``bucket``: float add,
-    mul (or their mean_variant) by a fold per bucket of keys (scatter_bucket.comp: values carried)."""
+    """The variant of a scatter reduction kernel (reduce_variant) that folds long runs by blocks where it has one
+    (scatter_reduce.comp's FOLD_BLOCKS) if ``blocks``, and reads the values the sort carried (VALUES) if ``values``;
+    ``bucket``: float add, mul (or their mean_variant) by a fold per bucket of keys (scatter_bucket.comp)."""
     if bucket:
         assert has_tree(name.removesuffix("_mean")) and values
         return name + "_bucket"
@@ -222,9 +223,8 @@ def tree_variants(name: str, values: bool, few: bool = False) -> tuple[str, str,
 
 
 def partials_variants(name: str, values: bool) -> tuple[str, str]:
-    """The variants of an associative scatter reduction kernel (reduce_variant: min/max, integer add/mul) that
-    fold long runs by levels of partials (scatter_reduce.comp's PARTIALS): (level 0, over the sorted rows,
-    reading the update values that the sort carried if ``values``; the levels above it)."""
+    """The variants of an associative reduction kernel (min/max, integer add/mul) folding long runs by levels of
+    partials (scatter_reduce.comp's PARTIALS): (level 0 over the sorted rows, carried values if ``values``; above)."""
     assert _has_partials(name)
     return name + ("_partials_values" if values else "_partials"), name + "_up"
 

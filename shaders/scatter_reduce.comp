@@ -78,10 +78,10 @@ ELEM_T update(uint j, uint dense) {
 #endif
 }
 #if defined(FOLD_BLOCKS) && ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)
-// Variant FOLD_BLOCKS (float32 add and mul, for GPUs; the other float types' below): inside a run, blocks of FAST_BLOCK updates, their
-// loads issued together and the device's own operations in a row (a long run's critical path: one add
-// per update instead of loads and NaN tests), and the NaN rules of combine() only when the block's result
-// is a NaN. A NaN comes only from a NaN operand or an invalid operation, and stays NaN through every later
+// Variant FOLD_BLOCKS (float32 add and mul, for GPUs; the other float types': below): inside a run, blocks of
+// FAST_BLOCK updates, their loads issued together and the device's own operations in a row (a long run's
+// critical path: one add per update instead of loads and NaN tests), and the NaN rules of combine() only when
+// the block's result is a NaN. A NaN comes only from a NaN operand or an invalid operation, and stays NaN through every later
 // add or multiply, so a result that is not a NaN had none on the way: combine() gives the same bits
 // then. A NaN result redoes the block with combine(), from the same accumulator. (On lavapipe the blocks
 // measure 2x slower: dmlgpu/reduction.py picks the variant by device type.)
@@ -101,18 +101,22 @@ uint fold_block(uint acc, uint j, uint dense) {
         acc = combine(acc, update(j + k, dense));
     return redo == 0u ? bits : acc;
 }
-#elif defined(FOLD_BLOCKS) && (ELEM_KIND == 3 || ELEM_KIND == 2 && ELEM_BYTES == 2) && (OP == OP_ADD || OP == OP_MUL)
-// Variant FOLD_BLOCKS of bfloat16 and float16 add and mul: a block's loads first, then its steps as the device's
-// float32 operation (combine()'s) on operands converted by shifts, and the rounding to nearest even of its
-// result in integers. That is combine()'s step whenever every operand is finite and normal (bfloat16: or zero)
-// and every result a normal of the type in float32 (what combine() would take in software, by its NaN rules or
-// with a subnormal rounding); a block that met anything else is redone with combine(), from the same accumulator.
+#elif defined(FOLD_BLOCKS)
+// Variant FOLD_BLOCKS of the other float add and mul (float16, bfloat16, float8; for GPUs): inside a run, blocks of
+// FAST_BLOCK updates whose loads are all issued first. float8 then takes combine()'s steps in order. bfloat16 and
+// float16 (FAST_STEP) take each step as the device's float32 operation (combine()'s) on operands converted by shifts,
+// and the rounding to nearest even of its result in integers. That is combine()'s step whenever every operand is
+// finite and normal (bfloat16: or zero) and every result a normal of the type in float32 (what combine() would take
+// in software, by its NaN rules or with a subnormal rounding); a block that met anything else is redone with
+// combine(), from the same accumulator. The bits of the plain loop either way.
 #if ELEM_KIND == 3
+#define FAST_STEP 1
 uint fast_f32(uint v) { return v << 16; }
 bool fast_operand(uint v) { return (v & 0x7F80u) != 0x7F80u && !bf16_subnormal(v); }
 bool fast_result(uint f) { uint e = f & 0x7F800000u; return e != 0u && e != 0x7F800000u; }
 uint fast_round(uint f) { return (f + 0x7FFFu + ((f >> 16) & 1u)) >> 16; }
-#else
+#elif ELEM_KIND == 2 && ELEM_BYTES == 2
+#define FAST_STEP 1
 uint fast_f32(uint h) { return ((h & 0x8000u) << 16) | (((h & 0x7FFFu) << 13) + 0x38000000u); }
 bool fast_operand(uint h) { uint e = h & 0x7C00u; return e != 0u && e != 0x7C00u; }
 bool fast_result(uint f) { uint e = (f >> 23) & 0xFFu; return e >= 113u && e <= 142u; }
@@ -122,10 +126,11 @@ uint fast_round(uint f) {
 }
 #endif
 #define FAST_BLOCK 16u
-uint fold_block(uint acc, uint j, uint dense) {
-    uint v[FAST_BLOCK];
+ELEM_T fold_block(ELEM_T acc, uint j, uint dense) {
+    ELEM_T v[FAST_BLOCK];
     [[unroll]] for (uint k = 0u; k < FAST_BLOCK; ++k)
         v[k] = update(j + k, dense);
+#ifdef FAST_STEP
     uint s = acc;
     bool plain = true;
     [[unroll]] for (uint k = 0u; k < FAST_BLOCK; ++k) {
@@ -135,19 +140,7 @@ uint fold_block(uint acc, uint j, uint dense) {
     }
     if (plain)
         return s;
-    for (uint k = 0u; k < FAST_BLOCK; ++k)
-        acc = combine(acc, v[k]);
-    return acc;
-}
-#elif defined(FOLD_BLOCKS)
-// Variant FOLD_BLOCKS of float8 add and mul (for GPUs): inside a run, blocks of FAST_BLOCK updates whose loads
-// are all issued before the block's combine() steps, which then run in order: the bits of the plain loop, with
-// the loads off a long run's critical path.
-#define FAST_BLOCK 16u
-ELEM_T fold_block(ELEM_T acc, uint j, uint dense) {
-    ELEM_T v[FAST_BLOCK];
-    [[unroll]] for (uint k = 0u; k < FAST_BLOCK; ++k)
-        v[k] = update(j + k, dense);
+#endif
     for (uint k = 0u; k < FAST_BLOCK; ++k)
         acc = combine(acc, v[k]);
     return acc;
