@@ -47,7 +47,7 @@ MOST_STORAGE_BUFFERS = 8      # scatter_reduce.comp's PARTIALS variants
 MOST_SHARED_BYTES = 4 * (2 * RADIX_ITEMS * WORKGROUP_SIZE + (WORKGROUP_SIZE // 32 + 4) * (1 << RADIX_BITS)
                          + WORKGROUP_SIZE // 16)   # radix_scatter_local: the sorted tile, the chunk's masks, four
                                                    # words per digit, the scan's group sums (radix.glsl)
-SUBGROUP_OPERATIONS = 0x1 | 0x4 | 0x8   # basic, arithmetic, ballot: radix_scatter_match, scatter_minmax.comp's pass 2
+SUBGROUP_OPERATIONS = 0x1 | 0x4 | 0x8 | 0x10  # basic, arithmetic, ballot, shuffle: the most any variant needs
 SCATTER_BUFFERS = 5           # the claim-and-write scatter's passes bind (plans take the FEW ones below this)
 MIN_SUBGROUP = 8              # radix_scatter_match: the smallest subgroup it takes (its shared memory is sized so)
 SORT_BUFFERS = 6              # a sorted reduction's radix_scatter binds (below: its FEW kernels, no PARTIALS)
@@ -354,7 +354,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 add(name + "_cpu_values", "scatter_fold_cpu.comp", **defines, CPU_LANES=CPU_LANES, VALUES=1)
             for of_mean in ((False, True) if op == "add" else (False,)) if has_tree(name) and _has_values(name) else ():
                 add(fold_variant(mean_variant(name) if of_mean else name, True, True, True), "scatter_bucket.comp",
-                    **defines, **({"MEAN": 1} if of_mean else {}), **radix, MAX_E=BUCKET_MAX_E)
+                    **defines, **({"MEAN": 1} if of_mean else {}), **radix, MAX_E=BUCKET_MAX_E, TARGET_ENV="vulkan1.1")
             if _has_blocks(name):
                 add(fold_variant(name, True, False), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1)
                 add(fold_variant(name, True, True), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1, VALUES=1)

@@ -3,14 +3,20 @@ bucket of keys: reduction.py's ReducePlan runs these steps in place of its sort'
 they apply (reduction.py's docstring, "Plan", step 3).
 
 Contract: the bits of the sorted plan (each target's updates folded in row-major order, from the output's value
-or, with include_self=False, from its first update; "mean": that sum, then mean_of(sum, count)):
+or, with include_self=False, from its first update; "mean": that sum, then mean_of(sum, count)). A key is
+j << (R + owner_bits) | owner << R | bucket, R the geometry's radix bits (``layout``):
 
-1. one pass of the radix sort (radix_sort.py) over the keys' top bits, key >> ``low``: the bucket. The pass is
-   stable, so each bucket's rows are in row-major order, and its places give each bucket's first row.
-2. each tile of those rows sorted stably in its place by owner, key & (2^``owner_bits`` - 1) (radix_scatter_match
+1. one pass of the radix sort (radix_sort.py) over the keys' low digit: the bucket. The pass is stable, so each
+   bucket's rows are in row-major order, and its places give each bucket's first row. Neighbouring keys land in
+   different buckets, so that the hot keys of a skewed input (Zipf's are the first ones) are folded by different
+   workgroups.
+2. each tile of those rows sorted stably in its place by owner, the next ``owner_bits`` bits (radix_scatter_match
    .comp's TILE_LOCAL: no histogram or scan), with each owner's first place and count in the tile.
-3. an invocation per owner of a bucket (shaders/scatter_bucket.comp) goes through the bucket's tiles and its rows
-   in each, in order, folding them into the accumulators of its 2^(low - owner_bits) keys, which it writes once.
+3. shaders/scatter_bucket.comp, a workgroup per bucket: an invocation per owner goes through the bucket's tiles and
+   its rows in each, in order, folding them into the accumulators of its 2^``extra_bits`` keys, which it writes
+   once. A heavy owner (more than HEAVY_ROWS rows and HEAVY_SHARE times the mean, estimated from four of its
+   tiles) is left to a whole subgroup instead, which loads its rows together and folds each key's in order in
+   one lane (subgroups of at most 32: fold_heavy's ballots are one word).
 
 So step 2 is a sort pass without its histogram and scan, and step 3 takes the place of the sort's last passes
 and of the fold: keys of up to 2 RADIX_BITS + kernels.BUCKET_MAX_E bits take one pass and steps 2 and 3, where
@@ -18,17 +24,13 @@ the sorted plan takes two or three passes and its fold. A plan has Buckets (``Bu
 and mean (the order is part of the result) on rows of one element of at most 4 bytes (the sort carries the
 values), default order, keys of more than a digit's bits (fewer keys take the sorted plan's one pass and its
 fold) and at most that many; a device runs it (``usable``) where it runs the kernels (Device.supports: subgroup
-ballot and arithmetic in compute shaders), its subgroups are at least kernels.MIN_SUBGROUP and divide the
-workgroup (as radix_sort.scatter_kernel's), and it is no CPU device (they fold without a sort:
-reduction_cpu.py); every operand is in one block.
-
-Off by default (ENABLED): on an H200 (bench/RESULTS.md, issue 20's section of 2026-11-26) it took 0.79x the
-sorted plan's GPU time with uniform keys (1M float32 adds onto 65,536 targets: 78.6 against 99.5 us; 16M onto
-1M: 811 against 1,041 us), but 3.2x with Zipf-skewed keys (9.1 against 2.8 ms): the hot keys are owned by
-neighbouring invocations of one subgroup, each reading its own rows, so every load of the subgroup touches 32
-cache lines, all in one multiprocessor. The sorted plan folds each hot key in an invocation of a subgroup of
-its own. Skew cannot be known before the call (the host reads no index), so the plan that does not lose on
-either stays the default.
+ballot, arithmetic and shuffle in compute shaders), its subgroups are at least kernels.MIN_SUBGROUP and divide the
+workgroup (as radix_sort.scatter_kernel's), and every operand is in one block. By default (ENABLED None) only GPUs
+with subgroups of at most 32 take them, for float32 and bfloat16 (DEFAULT_TYPES): on an H200 (bench/RESULTS.md,
+issue 20's section of 2026-11-26, afternoon) they took 0.08 ms of GPU time against the sorted plan's 0.10 for 1M
+float32 adds onto 65,536 uniform targets, 1.40 against 2.72 ms with Zipf-skewed targets, and bfloat16 4.98
+against 5.73 ms; float16's Zipf case took 7.4 against 5.8 ms, so float16 and float8 keep the sorted plan. CPU
+devices fold without a sort (reduction_cpu.py).
 
 Examples
 --------
@@ -39,8 +41,8 @@ Examples
 >>> n = 1 << 20                                 # float32 adds onto 2^20 targets: 256 buckets of 4,096 keys
 >>> plan = ReducePlan.elements("add", np.float32, np.int64, Layout.packed((n,)), Layout.packed((n,)),
 ...                            Layout.packed((n,)), 0)
->>> plan.buckets.layout(kernels.FULL_GEOMETRY)            # (low, owner_bits): 16 keys per owner
-(12, 8)
+>>> plan.buckets.layout(kernels.FULL_GEOMETRY)     # (owner_bits, extra_bits): 256 owners of 16 keys a bucket
+(8, 4)
 """
 from __future__ import annotations
 
@@ -50,10 +52,12 @@ from . import kernels
 from .radix_sort import COUNTS, R_COUNT, R_MASK, R_SCAN_DIGITS, R_SHIFT, R_TILES, RadixSort
 from .runtime import Buffer, Device, Dispatch
 
-ENABLED: bool | None = False    # False: never (see above); None: on devices other than CPUs; True: also on CPU
-                                # devices (tests)
+ENABLED: bool | None = None     # None: GPUs, for DEFAULT_TYPES; True: every device and type (tests); False: never
+DEFAULT_TYPES = ("f32", "bf16")     # element types whose fold measured faster than the sorted plan's, skew or none
 TILES = kernels.radix_scatter_variant(False, False, True, True)     # step 2's kernel
-B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS = range(R_SCAN_DIGITS + 1, R_SCAN_DIGITS + 6)  # step 3's
+B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY = range(R_SCAN_DIGITS + 1, R_SCAN_DIGITS + 7)
+HEAVY_ROWS = 128    # step 3: an owner of more rows than this and HEAVY_SHARE times its share is heavy (0: every one,
+HEAVY_SHARE = 8     # tests)
 
 
 class Buckets:
@@ -77,30 +81,35 @@ class Buckets:
         return cls(kernel, rows, key_bits, last_key, shift, mode)
 
     def layout(self, geometry: kernels.Geometry) -> tuple[int, int] | None:
-        """(low: bits of a bucket's keys, owner_bits) in a geometry, or None where the keys do not fit."""
-        low = self.key_bits - geometry.radix_bits        # one pass sorts the rest
-        owner_bits = min(low, geometry.radix_bits)
-        return (low, owner_bits) if 0 < low and low - owner_bits <= kernels.BUCKET_MAX_E else None
+        """(owner_bits, extra_bits) in a geometry, or None where the keys do not fit: a key is
+        j << (R + owner_bits) | owner << R | bucket, with R the geometry's radix bits and j < 2^extra_bits."""
+        rest = self.key_bits - geometry.radix_bits        # the bucket is the low digit: one pass sorts by it
+        owner_bits = min(rest, geometry.radix_bits)
+        return (owner_bits, rest - owner_bits) if 0 < rest and rest - owner_bits <= kernels.BUCKET_MAX_E else None
 
     def usable(self, device: Device) -> bool:
         """Whether ``device`` runs them (see the module's docstring)."""
         info, size = device.info, device.geometry.workgroup_size
-        return ((ENABLED or (ENABLED is None and info.type != "CPU")) and self.layout(device.geometry) is not None
+        default = (info.type != "CPU" and info.subgroup_size <= 32     # (where heavy owners take a subgroup)
+                   and self.kernel.split("_")[2] in DEFAULT_TYPES)
+        return ((ENABLED or (ENABLED is None and default)) and self.layout(device.geometry) is not None
                 and kernels.MIN_SUBGROUP <= info.subgroup_size <= size and size % info.subgroup_size == 0
                 and device.supports(TILES) and device.supports(self.kernel))
 
     def _plan(self, geometry: kernels.Geometry) -> tuple:
-        plan = self._plans.get(geometry.suffix)
+        plan = self._plans.get((geometry.suffix, HEAVY_ROWS))
         if plan is None:
-            low, owner_bits = self.layout(geometry) or (0, 0)
-            sort = RadixSort(self.rows, self.key_bits, geometry, low)
+            owner_bits, extra_bits = self.layout(geometry) or (0, 0)
+            sort = RadixSort(self.rows, geometry.radix_bits, geometry)
             tiles = sort.pass_words[0].copy()
-            tiles[[R_SHIFT, R_MASK]] = 0, (1 << owner_bits) - 1
-            words = np.zeros(B_OWNERS + 1, dtype=np.uint32)
-            words[[R_COUNT, R_SHIFT, R_TILES]] = sort.pass_words[0][[R_COUNT, R_SHIFT, R_TILES]]
-            words[[B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS]] = (
-                owner_bits, self.shift, self.mode, self.last_key, 1 << (self.key_bits - low + owner_bits))
-            plan = self._plans[geometry.suffix] = (sort, tiles, words)
+            tiles[[R_SHIFT, R_MASK]] = geometry.radix_bits, (1 << owner_bits) - 1
+            words = np.zeros(B_HEAVY + 1, dtype=np.uint32)
+            words[[R_COUNT, R_TILES]] = sort.pass_words[0][[R_COUNT, R_TILES]]
+            owners = geometry.radix << owner_bits
+            heavy = HEAVY_ROWS and max(HEAVY_ROWS, HEAVY_SHARE * -(-self.rows // owners))
+            words[[R_SHIFT, B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY]] = (
+                extra_bits, owner_bits, self.shift, self.mode, self.last_key, owners, heavy)
+            plan = self._plans[geometry.suffix, HEAVY_ROWS] = (sort, tiles, words)
         return plan
 
     def sort(self, geometry: kernels.Geometry) -> RadixSort:

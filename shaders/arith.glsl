@@ -248,6 +248,34 @@ uint f32_op(float a, float b) {
     return floatBitsToUint(r);
 }
 
+// FAST_STEP (bfloat16 and float16 add and mul): a step as the device's float32 operation (f32_op, combine()'s) on
+// operands converted by shifts (fast_f32), and the rounding to nearest even of its result in integers (fast_round;
+// fast_keep: the same rounding, the result kept in float32 form).
+// That is combine()'s step whenever both operands are finite and normal (bfloat16: or zero; fast_operand) and the
+// result a normal of the type in float32 (fast_result): what combine() would otherwise take in software, by its
+// NaN rules or with a subnormal rounding. Callers take it only where every step of theirs passed both checks.
+// (The checks are range compares without && or ||, which glslang compiles to branches.)
+#if OP == OP_ADD || OP == OP_MUL
+#if ELEM_KIND == 3
+#define FAST_STEP 1
+uint fast_f32(uint v) { return v << 16; }
+bool fast_operand(uint v) { return any(bvec2(((v >> 7) & 0xFFu) - 1u < 0xFEu, (v & 0x7FFFu) == 0u)); }
+bool fast_result(uint f) { return ((f >> 23) & 0xFFu) - 1u < 0xFEu; }
+uint fast_round(uint f) { return (f + 0x7FFFu + ((f >> 16) & 1u)) >> 16; }
+uint fast_keep(uint f) { return (f + 0x7FFFu + ((f >> 16) & 1u)) & 0xFFFF0000u; }
+#elif ELEM_KIND == 2 && ELEM_BYTES == 2
+#define FAST_STEP 1
+uint fast_f32(uint h) { return ((h & 0x8000u) << 16) | (((h & 0x7FFFu) << 13) + 0x38000000u); }
+bool fast_operand(uint h) { return ((h >> 10) & 0x1Fu) - 1u < 0x1Eu; }
+bool fast_result(uint f) { return ((f >> 23) & 0xFFu) - 113u < 30u; }
+uint fast_round(uint f) {
+    uint r = (f & 0x7FFFFFFFu) - 0x38000000u;
+    return ((f >> 16) & 0x8000u) | ((r + 0xFFFu + ((r >> 13) & 1u)) >> 13);
+}
+uint fast_keep(uint f) { return (f + 0xFFFu + ((f >> 13) & 1u)) & 0xFFFFE000u; }
+#endif
+#endif
+
 ELEM_T combine(ELEM_T acc, ELEM_T x) {
 #if OP == OP_MIN || OP == OP_MAX
     if (is_nan(acc)) return acc;

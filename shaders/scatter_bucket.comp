@@ -1,17 +1,22 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Scatter reduction, the fold per bucket (dmlgpu/reduction_buckets.py). Before it: one pass of the radix sort
-// over the keys' top bits (key >> PW(R_SHIFT): the bucket; stable, so a bucket's rows are in row-major order;
-// HIST: its counts and places, bucket b's rows from places_at(b, 0)), then radix_scatter_match.comp's TILE_LOCAL
-// over the same tiles, which sorts each tile stably by owner, key & (2^O - 1) with O = PW(B_OWNER_BITS), and
-// says where each owner's rows are in it (TILE_DIGITS). Invocation i is owner o = i & (2^O - 1) of bucket
-// b = i >> O: the keys (b << PW(R_SHIFT)) | (j << O) | o for j < 2^E, E = PW(R_SHIFT) - O <= MAX_E. It goes
-// through its bucket's tiles in order and, in each, through its rows in order (rows of other buckets, in a
-// tile that two buckets share, come before or after them), folding each into its key's accumulator: from
-// the output's value, or with MODE_EXCLUDE_SELF from the key's first row; then writes the keys that had rows
-// (the MEAN variants: mean_of(sum, rows + 1, or rows with MODE_EXCLUDE_SELF)). So each key's rows are folded by
-// one invocation in row-major order: the bits of scatter_reduce.comp. Element type and operation: ELEM_KIND,
-// ELEM_BYTES, OP (arith.glsl).
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
+// Scatter reduction, the fold per bucket (dmlgpu/reduction_buckets.py). A key is (j << (RADIX_BITS + O)) |
+// (o << RADIX_BITS) | b: bucket b, owner o (O = PW(B_OWNER_BITS) bits), key j < 2^E of the owner (E = PW(R_SHIFT)
+// <= MAX_E). Before it: one pass of the radix sort over the buckets (stable, so a bucket's rows are in row-major
+// order; HIST: bucket b's rows from places_at(b, 0)), then radix_scatter_match.comp's TILE_LOCAL over the same
+// tiles, which sorts each tile stably by owner and says where each owner's rows are in it (TILE_DIGITS).
+// Invocation i is owner o = i & (2^O - 1) of bucket b = i >> O. It goes through its bucket's tiles in order and,
+// in each, through its rows in order (rows of other buckets, in a tile that two buckets share, come before or
+// after them), folding each into its key's accumulator (fold_owner): from the output's value, or with
+// MODE_EXCLUDE_SELF from the key's first row; then writes the keys that had rows (the MEAN variants: mean_of(sum,
+// rows + 1, or rows with MODE_EXCLUDE_SELF)). A heavy owner (more than PW(B_HEAVY) rows) is folded by a whole
+// subgroup instead (fold_heavy), after the light ones. So each key's rows are folded in one invocation in
+// row-major order: the bits of scatter_reduce.comp. Element type and operation: ELEM_KIND, ELEM_BYTES, OP
+// (arith.glsl).
 #define UNIT ELEM_BYTES
 #define IDX64 0
 #include "units.glsl"
@@ -27,68 +32,94 @@ const uint B_FOLD_SHIFT = R_SCAN_DIGITS + 2u;   // target offset = key << PW(B_F
 const uint B_MODE = R_SCAN_DIGITS + 3u;         // MODE_ bits (scatter_reduce.comp's)
 const uint B_LAST_KEY = R_SCAN_DIGITS + 4u;     // the largest key (the output's value of none past it is read)
 const uint B_OWNERS = R_SCAN_DIGITS + 5u;       // invocations: buckets << O
+const uint B_HEAVY = R_SCAN_DIGITS + 6u;        // an owner of more rows is folded by a subgroup (fold_heavy)
 const uint MODE_EXCLUDE_SELF = 1u;
 const uint KEYS_PER_OWNER = 1u << MAX_E;
 
 const uint BLOCK = 32u;                         // rows loaded at once
 
-// The owner's one key (keys per owner: 1) folded with the rows [p, p + rows) of the tile that are in bucket b,
-// in order: every lane of a subgroup runs the same instructions whatever its rows (a row that is not the key's
-// is skipped by a select, not a branch), so that owners with many rows and owners with few in one subgroup do
-// not take turns. float32 add and mul: the device's own arithmetic, redone by combine() if the result is a NaN
-// (scatter_reduce.comp's FOLD_BLOCKS says why the bits are the same otherwise).
-void fold_block(inout ELEM_T acc, inout uint count, uint p, uint rows, uint b, uint low, bool exclude) {
-#if ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)
-    precise float s = uintBitsToFloat(acc);
-    uint c = count;
-    for (uint k = 0u; k < BLOCK; ++k) {
-        uint q = p + min(k, rows - 1u);
-        bool use = k < rows && KEYS[q] >> low == b;
-        precise float x = uintBitsToFloat(VALS[q]);
-#if OP == OP_ADD
-        precise float r = s + x;
-#else
-        precise float r = s * x;
-#endif
-        s = use ? (exclude && c == 0u ? x : r) : s;
-        c += use ? 1u : 0u;
-    }
-    uint bits = floatBitsToUint(s);
-    if (!f32_is_nan(bits)) {
-        acc = bits;
-        count = c;
-        return;
-    }
-#endif
-    for (uint k = 0u; k < BLOCK; ++k) {
-        uint q = p + min(k, rows - 1u);
-        bool use = k < rows && KEYS[q] >> low == b;
-        ELEM_T v = ELEM_T(VALS[q]);
-        acc = use ? (exclude && count == 0u ? v : combine(acc, v)) : acc;
-        count += use ? 1u : 0u;
-    }
-}
+// Key j of owner o of bucket b (O: owner bits), whether a key is in bucket b.
+uint key_of(uint b, uint o, uint j, uint O) { return (((j << O) | o) << RADIX_BITS) | b; }
+bool in_bucket(uint key, uint b) { return (key & (RADIX - 1u)) == b; }
 
 // One row of value ``v`` for a key (owners of several keys): its accumulator and count.
 #define FOLD_ROW(ACC, COUNT, v) { ACC = exclude && COUNT == 0u ? (v) : combine(ACC, (v)); COUNT += 1u; }
 
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= PW(B_OWNERS))
+// FAST_FOLD (float32, bfloat16 and float16 add and mul): a step of a block of rows, taken with a select (``use``)
+// so that every lane of a subgroup runs the same instructions, on an accumulator in float32 form (fast_begin,
+// fast_end) and a row's value in float32 form (fast_in) that passed fast_operand (``ok``). float32: the device's
+// own arithmetic, a block whose result is a NaN redone with combine() (scatter_reduce.comp's FOLD_BLOCKS says why
+// the bits are the same otherwise). bfloat16 and float16: arith.glsl's FAST_STEP, its result rounded to the type
+// in float32 form (fast_keep) and checked before and after that rounding (so that it is a fast operand of the next
+// step); a block where a step did not pass the checks is redone. fast_done: whether the block's result stands.
+#if ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)
+#define FAST_FOLD 1
+const uint FOLD_UNROLL = 32u;
+uint fast_in(uint x) { return x; }
+bool fast_operand(uint x) { return true; }
+uint fast_begin(uint acc, uint c, bool exclude, inout bool slow) { return acc; }
+uint fast_end(uint f) { return f; }
+void fast_step(inout uint f, inout uint c, inout bool slow, uint x, bool ok, bool use, bool exclude) {
+    uint r = f32_op(uintBitsToFloat(f), uintBitsToFloat(x));
+    f = use ? (all(bvec2(exclude, c == 0u)) ? x : r) : f;
+    c += use ? 1u : 0u;
+}
+bool fast_done(uint f, bool slow) { return !f32_is_nan(f); }
+#elif defined(FAST_STEP)
+#define FAST_FOLD 1
+const uint FOLD_UNROLL = ELEM_KIND == 3 ? 32u : 8u;  // (H200: bfloat16 5.0 ms against 6.7 with 8; float16 7.4
+                                                    // against 8.1 with 32: reduction_buckets.py's Zipf case)
+uint fast_in(uint x) { return fast_f32(x); }
+uint fast_begin(uint acc, uint c, bool exclude, inout bool slow) {
+    slow = any(bvec2(slow, !any(bvec2(fast_operand(acc), all(bvec2(exclude, c == 0u))))));
+    return fast_f32(acc);
+}
+uint fast_end(uint f) { return fast_round(f); }
+void fast_step(inout uint f, inout uint c, inout bool slow, uint x, bool ok, bool use, bool exclude) {
+    bool first = all(bvec2(exclude, c == 0u));
+    uint r = f32_op(uintBitsToFloat(f), uintBitsToFloat(x)), kept = fast_keep(r);
+    bool good = all(bvec2(ok, any(bvec2(first, all(bvec2(fast_result(r), fast_result(kept)))))));
+    slow = any(bvec2(slow, all(bvec2(use, !good))));
+    f = use ? (first ? x : kept) : f;
+    c += use ? 1u : 0u;
+}
+bool fast_done(uint f, bool slow) { return !slow; }
+#endif
+
+// The owner's one key (keys per owner: 1) folded with the rows [p, p + rows) of the tile that are in bucket b,
+// in order: every lane of a subgroup runs the same FAST_FOLD steps whatever its rows, so that owners with many
+// rows and owners with few in one subgroup do not take turns; other types (and blocks to redo) row by row.
+void fold_block(inout ELEM_T acc, inout uint count, uint p, uint rows, uint b, bool exclude) {
+#ifdef FAST_FOLD
+    uint c = count;
+    bool slow = false;
+    uint f = fast_begin(acc, c, exclude, slow);
+    for (uint k = 0u; k < BLOCK; ++k) {
+        uint q = p + min(k, rows - 1u), x = VALS[q];
+        fast_step(f, c, slow, fast_in(x), fast_operand(x), k < rows && in_bucket(KEYS[q], b), exclude);
+    }
+    if (fast_done(f, slow)) {
+        acc = fast_end(f);
+        count = c;
         return;
-    uint low = PW(R_SHIFT), O = PW(B_OWNER_BITS), shift = PW(B_FOLD_SHIFT);
-    uint b = i >> O, o = i & ((1u << O) - 1u), keys = 1u << (low - O);
-    bool exclude = (PW(B_MODE) & MODE_EXCLUDE_SELF) != 0u;
-    uint first = HIST[places_at(b, 0u)];
-    uint end = b + 1u < RADIX ? HIST[places_at(b + 1u, 0u)] : PW(R_COUNT);
-    if (first == end)
-        return;
-    // key j's accumulator and count: a0, c0 for j = 0 (registers: the one key of an owner where keys are few, and
-    // the hot keys of skewed inputs), acc[j], count[j] for the others
+    }
+#endif
+    for (uint k = 0u; k < rows; ++k) {
+        if (in_bucket(KEYS[p + k], b)) {
+            ELEM_T v = ELEM_T(VALS[p + k]);
+            FOLD_ROW(acc, count, v)
+        }
+    }
+}
+
+// Owner o of bucket b, by its own invocation: [first, end) are the bucket's places.
+void fold_owner(uint b, uint o, uint first, uint end, uint O, uint keys, uint shift, bool exclude) {
+    // key j's accumulator and count: a0, c0 for j = 0 (registers: the one key of an owner where keys are few),
+    // acc[j], count[j] for the others
     ELEM_T acc[KEYS_PER_OWNER], a0 = ELEM_T(0u);
     uint count[KEYS_PER_OWNER], c0 = 0u;
     for (uint j = 0u; j < keys; ++j) {    // the output's values first, all loads at once
-        uint key = (b << low) | (j << O) | o;
+        uint key = key_of(b, o, j, O);
         count[j] = 0u;
         acc[j] = ELEM_T(0u);
         if (!exclude && key <= PW(B_LAST_KEY))
@@ -105,13 +136,13 @@ void main() {
         for (; p < stop; p += BLOCK) {
             uint rows = min(BLOCK, stop - p);
             if (keys == 1u) {
-                fold_block(a0, c0, p, rows, b, low, exclude);
+                fold_block(a0, c0, p, rows, b, exclude);
                 continue;
             }
             for (uint k = 0u; k < rows; ++k) {
                 uint key = KEYS[p + k];
-                if (key >> low == b) {
-                    uint j = (key & ((1u << low) - 1u)) >> O;
+                if (in_bucket(key, b)) {
+                    uint j = key >> (RADIX_BITS + O);
                     ELEM_T v = ELEM_T(VALS[p + k]);
                     if (j == 0u)
                         FOLD_ROW(a0, c0, v)
@@ -128,7 +159,142 @@ void main() {
 #if defined(MEAN) && MEAN
             acc[j] = mean_of(acc[j], count[j] + (exclude ? 0u : 1u));
 #endif
-            STORE_UNIT(DATA, ((b << low) | (j << O) | o) << shift, acc[j]);
+            STORE_UNIT(DATA, key_of(b, o, j, O) << shift, acc[j]);
         }
+    }
+}
+
+// A heavy owner's rows, by a whole subgroup (S: its size; keys <= S): lane j holds key j's accumulator and
+// folds, in order, the rows of key j. The bucket's tiles are taken S at a time, lane l reading tile l's digits
+// (the owner's first place and count there), so that the owner's rows in S tiles are one sequence (row r is in
+// the tile of the last lane whose earlier rows, ``before``, are at most r: place_of). The subgroup loads
+// HEAVY_ITEMS S rows of it at a time (lane l: rows c + u S + l), the next ones while these are folded, and hands
+// each row's value to every lane by a shuffle; each lane knows which rows are its key's by ballots. No shared
+// memory, and so no subgroup barrier: llvmpipe takes those for workgroup barriers.
+shared uint s_heavy[WORKGROUP_SIZE];            // the workgroup's heavy owners (local invocation ids)
+shared uint s_heavy_count;
+const uint NOT_MINE = 0xFFFFFFFFu;              // a row of another bucket (or past the sequence)
+
+uint place_of(uint r, uint before, uint start) {
+    uint l = 0u;
+    for (uint step = gl_SubgroupSize >> 1u; step > 0u; step >>= 1u)
+        l = subgroupShuffle(before, l + step) <= r ? l + step : l;
+    return subgroupShuffle(start, l) + (r - subgroupShuffle(before, l));
+}
+
+// Row r of the sequence (``total`` rows): its key index in the owner (or NOT_MINE) and value. (Four rows per lane
+// at a time, LOAD_CHUNK, in scalars: arrays indexed in loops go to local memory.)
+void load_row(uint r, uint total, uint before, uint start, uint b, uint O, out uint j, out uint v) {
+    uint q = place_of(min(r, total - 1u), before, start);
+    uint key = r < total ? KEYS[q] : NOT_MINE;
+    v = r < total ? VALS[q] : 0u;
+    j = key != NOT_MINE && in_bucket(key, b) ? key >> (RADIX_BITS + O) : NOT_MINE;
+}
+#define LOAD_CHUNK(c, j0, v0, j1, v1, j2, v2, j3, v3) { uint r_ = (c) + gl_SubgroupInvocationID, S_ = gl_SubgroupSize; \
+    load_row(r_, total, before, start, b, O, j0, v0); load_row(r_ + S_, total, before, start, b, O, j1, v1); \
+    load_row(r_ + 2u * S_, total, before, start, b, O, j2, v2); \
+    load_row(r_ + 3u * S_, total, before, start, b, O, j3, v3); }
+
+// S loaded rows (lane k: key index j, value v), in order, each into its key's lane.
+void fold_rows(inout ELEM_T acc, inout uint count, uint j, uint v, uint keys, bool exclude) {
+    uint lane = gl_SubgroupInvocationID, mine = 0u;     // bit k: row k is this lane's key's (S <= 32 here)
+    for (uint k = 0u; k < keys; ++k) {
+        uint m = subgroupBallot(j == k).x;
+        mine = lane == k ? m : mine;
+    }
+    if (subgroupBallot(mine != 0u).x == 0u)
+        return;
+    bool done = false;
+#ifdef FAST_FOLD
+    uint c = count, ok = subgroupBallot(fast_operand(v)).x, x = fast_in(v);    // (each lane its own row's)
+    bool slow = false;
+    uint f = fast_begin(acc, c, exclude, slow);
+    // (unrolled, so that the shuffles are issued ahead of the steps; rows past S are no lane's)
+    [[dont_unroll]] for (uint k0 = 0u; k0 < 32u; k0 += FOLD_UNROLL)
+        [[unroll]] for (uint k = k0; k < k0 + FOLD_UNROLL; ++k)
+            fast_step(f, c, slow, subgroupShuffle(x, k), ((ok >> k) & 1u) != 0u, ((mine >> k) & 1u) != 0u, exclude);
+    done = fast_done(f, slow);
+    if (done) {
+        acc = fast_end(f);
+        count = c;
+    }
+#endif
+    if (subgroupBallot(!done).x == 0u)
+        return;
+    for (uint k = 0u; k < gl_SubgroupSize; ++k) {
+        ELEM_T x = ELEM_T(subgroupShuffle(v, k));
+        if (!done && ((mine >> k) & 1u) != 0u)
+            FOLD_ROW(acc, count, x)
+    }
+}
+
+void fold_heavy(uint b, uint o, uint first, uint end, uint O, uint keys, uint shift, bool exclude) {
+    uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize, chunk = 4u * S;
+    uint mine = key_of(b, o, lane, O);       // lane j's key (j < keys)
+    ELEM_T acc = ELEM_T(0u);
+    uint count = 0u;
+    if (lane < keys && !exclude && mine <= PW(B_LAST_KEY))
+        acc = LOAD_UNIT_ATOMIC(DATA, mine << shift);
+    uint last = (end - 1u) / TILE;
+    for (uint group = first / TILE; group <= last; group += S) {
+        uint tile = group + lane;
+        uint where = tile <= last ? TILE_DIGITS[tile * RADIX + o] : 0u;
+        uint start = tile * TILE + (where & 0xFFFFu), before = subgroupExclusiveAdd(where >> 16u);
+        uint total = subgroupAdd(where >> 16u);
+        if (total == 0u)
+            continue;
+        uint j0, v0, j1, v1, j2, v2, j3, v3, n0, w0, n1, w1, n2, w2, n3, w3;
+        LOAD_CHUNK(0u, n0, w0, n1, w1, n2, w2, n3, w3)
+        for (uint c = 0u; c < total; c += chunk) {
+            j0 = n0; v0 = w0; j1 = n1; v1 = w1; j2 = n2; v2 = w2; j3 = n3; v3 = w3;
+            if (c + chunk < total)                 // the next rows' loads, in flight during the fold
+                LOAD_CHUNK(c + chunk, n0, w0, n1, w1, n2, w2, n3, w3)
+            [[dont_unroll]] for (uint u = 0u; u < 4u; ++u)      // (one copy of fold_rows' code)
+                fold_rows(acc, count, u == 0u ? j0 : u == 1u ? j1 : u == 2u ? j2 : j3,
+                          u == 0u ? v0 : u == 1u ? v1 : u == 2u ? v2 : v3, keys, exclude);
+        }
+    }
+    if (lane < keys && count != 0u) {
+#if defined(MEAN) && MEAN
+        acc = mean_of(acc, count + (exclude ? 0u : 1u));
+#endif
+        STORE_UNIT(DATA, mine << shift, acc);
+    }
+}
+
+void main() {
+    uint i = gl_GlobalInvocationID.x, t = gl_LocalInvocationID.x;
+    uint O = PW(B_OWNER_BITS), shift = PW(B_FOLD_SHIFT), keys = 1u << PW(R_SHIFT);
+    bool exclude = (PW(B_MODE) & MODE_EXCLUDE_SELF) != 0u;
+    if (t == 0u)
+        s_heavy_count = 0u;
+    uint b = i >> O, o = i & ((1u << O) - 1u), first = 0u, end = 0u;
+    if (i < PW(B_OWNERS)) {
+        first = HIST[places_at(b, 0u)];
+        end = b + 1u < RADIX ? HIST[places_at(b + 1u, 0u)] : PW(R_COUNT);
+    }
+    // heavy: more than PW(B_HEAVY) rows in its bucket's tiles, as estimated from four of them spread over the
+    // bucket (the rows of buckets that share a tile counted too; a choice of speed only, not of the result)
+    uint rows = 0u, tiles = first == end ? 0u : (end - 1u) / TILE - first / TILE + 1u, samples = min(tiles, 4u);
+    for (uint k = 0u; k < samples; ++k)
+        rows += TILE_DIGITS[(first / TILE + k * (tiles - 1u) / max(samples - 1u, 1u)) * RADIX + o] >> 16u;
+    bool heavy = float(rows) * float(tiles) > float(PW(B_HEAVY)) * float(samples) && keys <= gl_SubgroupSize
+        && gl_SubgroupSize <= 32u;
+    barrier();
+    if (heavy)
+        s_heavy[atomicAdd(s_heavy_count, 1u)] = t;
+    barrier();
+    if (first != end && !heavy)
+        fold_owner(b, o, first, end, O, keys, shift, exclude);
+    // then the subgroups take the workgroup's heavy owners in turn (each folded by one subgroup; not claimed by
+    // atomics: llvmpipe runs a subgroup until a barrier, so that one subgroup would take them all and meet its
+    // limit of loop iterations)
+    uint heavies = s_heavy_count;
+    for (uint k = gl_SubgroupID; k < heavies; k += gl_NumSubgroups) {
+        uint h = i - t + s_heavy[k];
+        uint hb = h >> O;
+        uint hfirst = HIST[places_at(hb, 0u)];
+        uint hend = hb + 1u < RADIX ? HIST[places_at(hb + 1u, 0u)] : PW(R_COUNT);
+        fold_heavy(hb, h & ((1u << O) - 1u), hfirst, hend, O, keys, shift, exclude);
     }
 }

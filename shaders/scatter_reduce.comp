@@ -103,28 +103,9 @@ uint fold_block(uint acc, uint j, uint dense) {
 }
 #elif defined(FOLD_BLOCKS)
 // Variant FOLD_BLOCKS of the other float add and mul (float16, bfloat16, float8; for GPUs): inside a run, blocks of
-// FAST_BLOCK updates whose loads are all issued first. float8 then takes combine()'s steps in order. bfloat16 and
-// float16 (FAST_STEP) take each step as the device's float32 operation (combine()'s) on operands converted by shifts,
-// and the rounding to nearest even of its result in integers. That is combine()'s step whenever every operand is
-// finite and normal (bfloat16: or zero) and every result a normal of the type in float32 (what combine() would take
-// in software, by its NaN rules or with a subnormal rounding); a block that met anything else is redone with
-// combine(), from the same accumulator. The bits of the plain loop either way.
-#if ELEM_KIND == 3
-#define FAST_STEP 1
-uint fast_f32(uint v) { return v << 16; }
-bool fast_operand(uint v) { return (v & 0x7F80u) != 0x7F80u && !bf16_subnormal(v); }
-bool fast_result(uint f) { uint e = f & 0x7F800000u; return e != 0u && e != 0x7F800000u; }
-uint fast_round(uint f) { return (f + 0x7FFFu + ((f >> 16) & 1u)) >> 16; }
-#elif ELEM_KIND == 2 && ELEM_BYTES == 2
-#define FAST_STEP 1
-uint fast_f32(uint h) { return ((h & 0x8000u) << 16) | (((h & 0x7FFFu) << 13) + 0x38000000u); }
-bool fast_operand(uint h) { uint e = h & 0x7C00u; return e != 0u && e != 0x7C00u; }
-bool fast_result(uint f) { uint e = (f >> 23) & 0xFFu; return e >= 113u && e <= 142u; }
-uint fast_round(uint f) {
-    uint r = (f & 0x7FFFFFFFu) - 0x38000000u;
-    return ((f >> 16) & 0x8000u) | ((r + 0xFFFu + ((r >> 13) & 1u)) >> 13);
-}
-#endif
+// FAST_BLOCK updates whose loads are all issued first. float8 then takes combine()'s steps in order, bfloat16 and
+// float16 arith.glsl's FAST_STEP; a block that met anything it does not take is redone with combine(), from the
+// same accumulator. The bits of the plain loop either way.
 #define FAST_BLOCK 16u
 ELEM_T fold_block(ELEM_T acc, uint j, uint dense) {
     ELEM_T v[FAST_BLOCK];

@@ -16,7 +16,7 @@ from dmlgpu.index_map import Layout
 from dmlgpu.reduction import ReducePlan
 
 from test_reductions import same, values
-from test_reductions_gpu import sequential
+from test_reductions_gpu import HALF_FLOATS, sequential
 
 TILE = kernels.FULL_GEOMETRY.radix_tile
 FLOATS = [np.dtype(t) for t in (np.float16, np.float32, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
@@ -29,6 +29,16 @@ def buckets(monkeypatch):
     monkeypatch.setattr(reduction_buckets, "ENABLED", True)
     monkeypatch.setattr(reduction_cpu, "CPU_FOLD", False)
     dmlgpu.default_device().templates.clear()
+
+
+@pytest.fixture(params=["owners", "subgroups", "default"])
+def heavy(request, monkeypatch):
+    """scatter_bucket.comp's two folds: each owner by its own invocation (no owner heavy), every owner with rows by
+    a whole subgroup (HEAVY_ROWS 0: every one heavy, where it has at most a subgroup's keys), or as the plan
+    chooses (skewed keys: the hot owners by subgroups, the others by their own invocations, in one workgroup)."""
+    rows = {"owners": 10**9, "subgroups": 0, "default": reduction_buckets.HEAVY_ROWS}[request.param]
+    monkeypatch.setattr(reduction_buckets, "HEAVY_ROWS", rows)
+    return request.param
 
 
 @pytest.fixture
@@ -64,11 +74,10 @@ def test_which_reductions_take_buckets():
 
 
 @pytest.mark.parametrize("m", [129, 255, 257, 1000, 4095, 4097, 1 << 16, (1 << 16) + 1, 300_000])
-def test_key_counts(bucket_device, m):
+def test_key_counts(bucket_device, heavy, m):
     """Key counts from a few owners per bucket to 16 keys per owner (and, in the small geometry, the same
     counts in its own layout)."""
-    low, owner_bits = plan_for(10, m).buckets.layout(bucket_device.geometry) or (None, None)
-    if low is None:
+    if plan_for(10, m).buckets.layout(bucket_device.geometry) is None:
         pytest.skip("keys past this geometry's layout")
     rng = np.random.default_rng(m)
     n = 3 * TILE + 77
@@ -82,7 +91,7 @@ def test_key_counts(bucket_device, m):
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("reduction", ["add", "mul", "mean"])
 @pytest.mark.parametrize("include_self", [True, False])
-def test_every_float_dtype_with_specials(bucket_device, dtype, reduction, include_self):
+def test_every_float_dtype_with_specials(bucket_device, heavy, dtype, reduction, include_self):
     """Every float dtype the buckets take, with infinities, signed zeros, NaN payloads and invalid
     operations; owners with whole blocks of rows (a hot key) and partial ones; a target without updates."""
     rng = np.random.default_rng(7)
@@ -107,7 +116,7 @@ def test_every_float_dtype_with_specials(bucket_device, dtype, reduction, includ
 
 @pytest.mark.parametrize("dist", ["zipf", "one-bucket", "few-rows"])
 @pytest.mark.parametrize("reduction", ["add", "mean"])
-def test_skew_and_shared_tiles(bucket_device, dist, reduction):
+def test_skew_and_shared_tiles(bucket_device, heavy, dist, reduction):
     """Skewed keys (buckets of many tiles, owners of thousands of rows), all rows in one bucket, and buckets
     of a few rows each (several buckets in one tile: rows of other buckets before and after an owner's)."""
     rng = np.random.default_rng(11)
@@ -116,7 +125,7 @@ def test_skew_and_shared_tiles(bucket_device, dist, reduction):
     if dist == "zipf":
         idx = (rng.zipf(1.1, size=n) - 1) % m
     elif dist == "one-bucket":
-        idx = rng.integers(0, 64, size=n) * 3
+        idx = rng.integers(0, 64, size=n) << 8                    # bucket: the keys' low digit
     else:
         n = 2 * TILE + 1
         idx = rng.integers(0, m, size=n)
@@ -128,7 +137,7 @@ def test_skew_and_shared_tiles(bucket_device, dist, reduction):
         assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)
 
 
-def test_targets_with_gaps(bucket_device):
+def test_targets_with_gaps(bucket_device, heavy):
     """scatter_nd onto single elements of a [m, 3] table: the keys are row numbers (target offset = 3 x key
     has no common low zero bits), and the elements between targets keep their values."""
     rng = np.random.default_rng(5)
@@ -140,12 +149,12 @@ def test_targets_with_gaps(bucket_device):
     assert same(out, reference.scatter_nd(table, idx, upd, "add"), loose_nan=False)
 
 
-def test_keys_of_sixteen_per_owner(bucket_device):
+def test_keys_of_sixteen_per_owner(bucket_device, heavy):
     """The most keys per owner (BUCKET_MAX_E): keys of two digits' bits and BUCKET_MAX_E."""
     bits = 2 * bucket_device.geometry.radix_bits + kernels.BUCKET_MAX_E
     m = 1 << bits
-    low, owner_bits = plan_for(10, m).buckets.layout(bucket_device.geometry)
-    assert low - owner_bits == kernels.BUCKET_MAX_E
+    owner_bits, extra_bits = plan_for(10, m).buckets.layout(bucket_device.geometry)
+    assert (owner_bits, extra_bits) == (bucket_device.geometry.radix_bits, kernels.BUCKET_MAX_E)
     rng = np.random.default_rng(3)
     n = 4 * TILE + 5
     idx = rng.integers(0, m, size=n)
@@ -156,6 +165,35 @@ def test_keys_of_sixteen_per_owner(bucket_device):
     for reduction in ("add", "mean"):
         out = dmlgpu.scatter_elements(data, idx, upd, device=bucket_device, reduction=reduction)
         assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype, shift, bias, big, tiny", HALF_FLOATS, ids=["bfloat16", "float16"])
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_half_float_steps_round_as_reference(bucket_device, heavy, reduction, dtype, shift, bias, big, tiny):
+    """bfloat16's and float16's steps (scatter_bucket.comp's FAST_FOLD: the device's float32 step, rounded to
+    nearest even in float32 form and checked) against the sequential reference, on test_reductions_gpu's data
+    of its block fold: ties, runs that overflow to infinity and go on, the smallest normals, subnormals, zeros."""
+    rng = np.random.default_rng(47)
+    n, m = 8000, 70_000
+    spread = (bias - 9, bias + 9) if reduction == "add" else (bias - 1, bias + 1)
+    bits = (rng.integers(*spread, size=n) << shift) | rng.integers(0, 1 << shift, size=n) | \
+        (rng.integers(0, 2, size=n) << 15)
+    upd = bits.astype(np.uint16).view(dtype)
+    idx = rng.integers(0, 5, size=n)
+    idx[:600] = 3                                                      # a long run from the start
+    idx[1000:1200], upd[1000:1200] = 4, np.resize(np.array(big, np.uint16).view(dtype), 200)   # overflows
+    idx[2000:2100], upd[2000:2100] = 2, np.resize(np.array(tiny, np.uint16).view(dtype), 100)
+    idx = idx * 13_001 + 7                                             # five keys in five buckets
+    data = rng.uniform(-2, 2, size=m).astype(np.float32).astype(dtype)
+    # target 11: a step whose float32 result is finite in the type's range but rounds up to infinity, then a
+    # step that would bring it back (float16: 65472 + 60 or * (1 + 2^-10), then - 100 or * 0.5)
+    top, steps = {7: (0x7F7F, {"add": [0x7B00, 0xFB00], "mul": [0x3F81, 0x3F00]}),
+                  10: (0x7BFE, {"add": [0x5380, 0xD640], "mul": [0x3C01, 0x3800]})}[shift]
+    data[11] = np.array([top], np.uint16).view(dtype)[0]
+    idx = np.concatenate([idx, [11, 11]])
+    upd = np.concatenate([upd, np.array(steps[reduction], np.uint16).view(dtype)])
+    out = dmlgpu.scatter_elements(data, idx, upd, device=bucket_device, reduction=reduction)
+    assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
 
 
 def dispatched(device, call, *args) -> tuple:

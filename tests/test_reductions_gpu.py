@@ -115,7 +115,7 @@ def test_each_radix_scatter(profile, variant, monkeypatch):
     monkeypatch.setattr(radix_sort, "CPU_DIRECT", False)      # (CPU devices take the last one by default)
     with dmlgpu.Device(profile=profile) as dev:
         if variant == "radix_scatter_match" and not (kernels.MIN_SUBGROUP <= dev.info.subgroup_size and
-                                                     not kernels.SUBGROUP_OPERATIONS & ~dev.info.subgroup_operations):
+                                                     dev.supports("radix_scatter_match")):
             pytest.skip(f"{dev.info.name} has no subgroup ballots and arithmetic in compute shaders")
         assert radix_sort.scatter_kernel(dev, False) == variant
         rng = np.random.default_rng(len(profile))

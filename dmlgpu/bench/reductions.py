@@ -10,7 +10,7 @@ Until issue 19 the wall column timed the call alone: since eager calls on Tensor
 waiting for the GPU (a call with 30 ms of GPU time showed 0.2 ms).
 
 Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
-                                         [--dist uniform,zipf,one] [--repeat 5] [--sorted] [--buckets]
+                                         [--dist uniform,zipf,one] [--repeat 5] [--sorted] [--no-buckets]
 --width W > 1 scatters rows: scatter_nd of (updates) rows of W elements onto a [targets, W] table.
 --dtype takes NumPy's names and ml_dtypes' (bfloat16, float8_e4m3fn, float8_e5m2: no torch peer for those).
 "mean" runs on float dtypes only; "add (no self)" is include_self=False; "add (tree)" is order="tree" (float
@@ -19,8 +19,8 @@ Distributions of the targets: uniform; zipf (Zipf-like, exponent 1.1: a few targ
 one (every update onto target 0).
 --sorted: CPU devices run the sorted plan (reduction_cpu.CPU_FOLD off), the one they ran before their fold
 without a sort (the same bits): the two side by side in one tree.
---buckets: GPUs take the fold per bucket of keys for float add, mul and mean (dmlgpu/reduction_buckets.py, off
-by default: it says why).
+--no-buckets: GPUs fold float add, mul and mean by the sorted plan (reduction.py's step 3) where they would take
+the fold per bucket of keys (dmlgpu/reduction_buckets.py): the two side by side in one tree.
 """
 from __future__ import annotations
 
@@ -143,14 +143,14 @@ def main(argv=None) -> int:
     ap.add_argument("--dist", default="uniform,zipf,one")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sorted", action="store_true", help="CPU devices: the sorted plan, not the sort-free fold")
-    ap.add_argument("--buckets", action="store_true",
-                    help="GPUs: float add, mul and mean by a fold per bucket of keys (reduction_buckets.py, off by "
-                         "default)")
+    ap.add_argument("--no-buckets", action="store_true",
+                    help="GPUs: float add, mul and mean by the sorted plan, not the fold per bucket of keys "
+                         "(reduction_buckets.py)")
     args = ap.parse_args(argv)
     if args.sorted:                 # (for the rest of the process)
         reduction_cpu.CPU_FOLD = False
-    if args.buckets:
-        reduction_buckets.ENABLED = None
+    if args.no_buckets:
+        reduction_buckets.ENABLED = False
     n, m, w = count(args.updates), count(args.targets), args.width
     dev = dmlgpu.default_device()
     peer = torch_peer()
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
     print(f"{dev.info.name}: {n} update rows of {w} onto {m} targets, device Tensors, median wall time of "
           f"{args.repeat} calls" + ("" if peer else " (no torch with CUDA: no peer)") +
           (", the sorted plan on CPU devices" if args.sorted else "") +
-          (", float add, mul and mean by a fold per bucket on GPUs" if args.buckets else ""))
+          (", float add, mul and mean by the sorted plan on GPUs" if args.no_buckets else ""))
     print("wall: call + synchronize, median; GPU: Vulkan timestamps of the recorded call, first to last (one after "
           "every command, their cost included); torch: call + torch.cuda.synchronize(), median")
     print(f"{'dtype':8} {'dist':8} {'reduction':13} {'wall':>10} {'GPU':>10} {'vs none':>8}  torch (wall)")
