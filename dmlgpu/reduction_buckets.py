@@ -29,7 +29,7 @@ workgroup (as radix_sort.scatter_kernel's), and every operand is in one block. B
 with subgroups of at most 32 take them, for float32 and bfloat16 (DEFAULT_TYPES): on an H200 (bench/RESULTS.md,
 issue 20's section of 2026-11-26, afternoon) they took 0.08 ms of GPU time against the sorted plan's 0.10 for 1M
 float32 adds onto 65,536 uniform targets, 1.40 against 2.72 ms with Zipf-skewed targets, and bfloat16 4.98
-against 5.73 ms; float16's Zipf case took 7.4 against 5.8 ms, so float16 and float8 keep the sorted plan. CPU
+against 5.73 ms; float16's Zipf case took 6.3 against 5.6 ms, so float16 and float8 keep the sorted plan. CPU
 devices fold without a sort (reduction_cpu.py).
 
 Examples

@@ -46,12 +46,14 @@ bool in_bucket(uint key, uint b) { return (key & (RADIX - 1u)) == b; }
 #define FOLD_ROW(ACC, COUNT, v) { ACC = exclude && COUNT == 0u ? (v) : combine(ACC, (v)); COUNT += 1u; }
 
 // FAST_FOLD (float32, bfloat16 and float16 add and mul): a step of a block of rows, taken with a select (``use``)
-// so that every lane of a subgroup runs the same instructions, on an accumulator in float32 form (fast_begin,
-// fast_end) and a row's value in float32 form (fast_in) that passed fast_operand (``ok``). float32: the device's
-// own arithmetic, a block whose result is a NaN redone with combine() (scatter_reduce.comp's FOLD_BLOCKS says why
-// the bits are the same otherwise). bfloat16 and float16: arith.glsl's FAST_STEP, its result rounded to the type
-// in float32 form (fast_keep) and checked before and after that rounding (so that it is a fast operand of the next
-// step); a block where a step did not pass the checks is redone. fast_done: whether the block's result stands.
+// so that every lane of a subgroup runs the same instructions, on an accumulator in a working form (fast_begin,
+// fast_end) and a row's value in that form (fast_in) that passed fast_operand (``ok``). float32: the device's own
+// arithmetic, a block whose result is a NaN redone with combine() (scatter_reduce.comp's FOLD_BLOCKS says why the
+// bits are the same otherwise). bfloat16 and float16: arith.glsl's FAST_STEP; bfloat16 keeps the accumulator in
+// float32 form, rounded to the type there (fast_keep) and checked before and after that rounding (so that it is a
+// fast operand of the next step), float16 in its own bits, checked as an operand at each step (each form measured
+// the faster for its type). A block where a step did not pass the checks is redone. fast_done: whether the
+// block's result stands.
 #if ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)
 #define FAST_FOLD 1
 const uint FOLD_UNROLL = 32u;
@@ -65,10 +67,9 @@ void fast_step(inout uint f, inout uint c, inout bool slow, uint x, bool ok, boo
     c += use ? 1u : 0u;
 }
 bool fast_done(uint f, bool slow) { return !f32_is_nan(f); }
-#elif defined(FAST_STEP)
+#elif defined(FAST_STEP) && ELEM_KIND == 3
 #define FAST_FOLD 1
-const uint FOLD_UNROLL = ELEM_KIND == 3 ? 32u : 8u;  // (H200: bfloat16 5.0 ms against 6.7 with 8; float16 7.4
-                                                    // against 8.1 with 32: reduction_buckets.py's Zipf case)
+const uint FOLD_UNROLL = 32u;                   // (H200, reduction_buckets.py's Zipf case: 5.0 ms against 6.7 with 8)
 uint fast_in(uint x) { return fast_f32(x); }
 uint fast_begin(uint acc, uint c, bool exclude, inout bool slow) {
     slow = any(bvec2(slow, !any(bvec2(fast_operand(acc), all(bvec2(exclude, c == 0u))))));
@@ -84,6 +85,21 @@ void fast_step(inout uint f, inout uint c, inout bool slow, uint x, bool ok, boo
     c += use ? 1u : 0u;
 }
 bool fast_done(uint f, bool slow) { return !slow; }
+#elif defined(FAST_STEP)                        // float16: the accumulator in its own bits, each step checking it
+#define FAST_FOLD 1
+const uint FOLD_UNROLL = 8u;                    // (the code of 32 of these steps outgrows the instruction cache)
+uint fast_in(uint x) { return x; }
+uint fast_begin(uint acc, uint c, bool exclude, inout bool slow) { return acc; }
+uint fast_end(uint h) { return h; }
+void fast_step(inout uint h, inout uint c, inout bool slow, uint x, bool ok, bool use, bool exclude) {
+    bool first = all(bvec2(exclude, c == 0u));
+    uint r = f32_op(uintBitsToFloat(fast_f32(h)), uintBitsToFloat(fast_f32(x)));
+    bool good = all(bvec2(ok, any(bvec2(first, all(bvec2(fast_operand(h), fast_result(r)))))));
+    slow = any(bvec2(slow, all(bvec2(use, !good))));
+    h = use ? (first ? x : fast_round(r)) : h;
+    c += use ? 1u : 0u;
+}
+bool fast_done(uint h, bool slow) { return !slow; }
 #endif
 
 // The owner's one key (keys per owner: 1) folded with the rows [p, p + rows) of the tile that are in bucket b,
