@@ -16,7 +16,7 @@ from dmlgpu.index_map import Layout
 from dmlgpu.reduction import ReducePlan
 
 from test_reductions import same, values
-from test_reductions_gpu import HALF_FLOATS, sequential
+from test_reductions_gpu import HALF_FLOATS, half_float_rows, sequential
 
 TILE = kernels.FULL_GEOMETRY.radix_tile
 FLOATS = [np.dtype(t) for t in (np.float16, np.float32, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
@@ -174,15 +174,8 @@ def test_half_float_steps_round_as_reference(bucket_device, heavy, reduction, dt
     nearest even in float32 form and checked) against the sequential reference, on test_reductions_gpu's data
     of its block fold: ties, runs that overflow to infinity and go on, the smallest normals, subnormals, zeros."""
     rng = np.random.default_rng(47)
-    n, m = 8000, 70_000
-    spread = (bias - 9, bias + 9) if reduction == "add" else (bias - 1, bias + 1)
-    bits = (rng.integers(*spread, size=n) << shift) | rng.integers(0, 1 << shift, size=n) | \
-        (rng.integers(0, 2, size=n) << 15)
-    upd = bits.astype(np.uint16).view(dtype)
-    idx = rng.integers(0, 5, size=n)
-    idx[:600] = 3                                                      # a long run from the start
-    idx[1000:1200], upd[1000:1200] = 4, np.resize(np.array(big, np.uint16).view(dtype), 200)   # overflows
-    idx[2000:2100], upd[2000:2100] = 2, np.resize(np.array(tiny, np.uint16).view(dtype), 100)
+    m = 70_000
+    idx, upd = half_float_rows(rng, reduction, dtype, shift, bias, big, tiny)
     idx = idx * 13_001 + 7                                             # five keys in five buckets
     data = rng.uniform(-2, 2, size=m).astype(np.float32).astype(dtype)
     # target 11: a step whose float32 result is finite in the type's range but rounds up to infinity, then a

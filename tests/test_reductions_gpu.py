@@ -316,6 +316,21 @@ HALF_FLOATS = [(ml_dtypes.bfloat16, 7, 127, [0x7F70, 0x7F7F, 0x7F60], [0x0081, 0
                (np.float16, 10, 15, [0x7BF0, 0x7BFF, 0x7B00], [0x0401, 0x8400, 0x0800, 0x0001, 0x0000])]
 
 
+def half_float_rows(rng, reduction, dtype, shift, bias, big, tiny, n=8000):
+    """(targets among 0-4, updates) of a HALF_FLOATS dtype: random mantissas over many exponents (ties included),
+    a long run from the start (target 3), a run that overflows to infinity and goes on (4), one near the smallest
+    normal, subnormals and zeros (2)."""
+    spread = (bias - 9, bias + 9) if reduction == "add" else (bias - 1, bias + 1)
+    bits = (rng.integers(*spread, size=n) << shift) | rng.integers(0, 1 << shift, size=n) | \
+        (rng.integers(0, 2, size=n) << 15)
+    upd = bits.astype(np.uint16).view(dtype)
+    idx = rng.integers(0, 5, size=n)
+    idx[:600] = 3
+    idx[1000:1200], upd[1000:1200] = 4, np.resize(np.array(big, np.uint16).view(dtype), 200)
+    idx[2000:2100], upd[2000:2100] = 2, np.resize(np.array(tiny, np.uint16).view(dtype), 100)
+    return idx, upd
+
+
 @pytest.mark.parametrize("dtype, shift, bias, big, tiny", HALF_FLOATS, ids=["bfloat16", "float16"])
 @pytest.mark.parametrize("reduction", ["add", "mul"])
 def test_half_float_blocks_round_as_reference(device, monkeypatch, reduction, dtype, shift, bias, big, tiny):
@@ -324,16 +339,7 @@ def test_half_float_blocks_round_as_reference(device, monkeypatch, reduction, dt
     included), runs that overflow to infinity and go on (the block is redone), runs near the smallest normal,
     subnormals and zeros."""
     monkeypatch.setattr(dmlgpu.reduction, "FOLD_BLOCKS", True)
-    rng = np.random.default_rng(47)
-    n, m = 8000, 5
-    spread = (bias - 9, bias + 9) if reduction == "add" else (bias - 1, bias + 1)
-    bits = (rng.integers(*spread, size=n) << shift) | rng.integers(0, 1 << shift, size=n) | \
-        (rng.integers(0, 2, size=n) << 15)
-    upd = bits.astype(np.uint16).view(dtype)
-    idx = rng.integers(0, m, size=n)
-    idx[:600] = 3                                                      # a long run from the start
-    idx[1000:1200], upd[1000:1200] = 4, np.resize(np.array(big, np.uint16).view(dtype), 200)   # overflows
-    idx[2000:2100], upd[2000:2100] = 2, np.resize(np.array(tiny, np.uint16).view(dtype), 100)
+    idx, upd = half_float_rows(np.random.default_rng(47), reduction, dtype, shift, bias, big, tiny)
     data = np.array([1, -2, 0.5, 3, 100], dtype=np.float32).astype(dtype)
     out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
     assert same(out, sequential(data, idx, upd, reduction), loose_nan=False)
