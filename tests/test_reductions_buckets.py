@@ -1,10 +1,12 @@
 """Float add, mul and mean by one sort pass, tiles sorted in place and a fold per bucket of keys
 (dmlgpu/reduction_buckets.py, shaders/scatter_bucket.comp, radix_scatter_match.comp's TILE_LOCAL), and the key
-kernel that makes the sort's first histogram (reduce_keys.comp's FIRST_HIST). GPUs take these by default; here
-they are forced on every device that runs them (CPU devices fold without a sort by default). Results are compared
-bit for bit with the sequential reference: key counts at the layout's edges (one owner's key, 2^k +- 1, 16 keys
-per owner), buckets sharing a tile, owners with whole blocks and partial ones, skew, NaN payloads, infinities,
-signed zeros and invalid operations, include_self=False and "mean", and targets with gaps between them."""
+kernel that makes the sort's first histogram (reduce_keys.comp's FIRST_HIST). GPUs take these by default for
+float32 and bfloat16; here they are forced for every float type on every device that runs them (CPU devices fold
+without a sort by default), with owners folded by their own invocations, by whole subgroups, or as the plan
+chooses. Results are compared bit for bit with the sequential reference: key counts at the layout's edges (one
+owner's key, 2^k +- 1, 16 keys per owner), buckets sharing a tile, owners with whole blocks and partial ones,
+skew, NaN payloads, infinities, signed zeros and invalid operations, half-float steps that round up to infinity,
+include_self=False and "mean", and targets with gaps between them."""
 import ml_dtypes
 import numpy as np
 import pytest
