@@ -191,6 +191,6 @@ def main(argv=None) -> int:
                     peers["np.add.at (host)"] = median_time(lambda: np.add.at(data.copy(), idx, upd), args.repeat) * 1e3
                 shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else f"{k}: {v}"
                                   for k, v in peers.items())
-                print(f"{str(dtype):8} {dist:8} {reduction:13} {t * 1e3:7.2f} ms {g * 1e3:7.2f} ms {g / base:7.2f}x  "
+                print(f"{str(dtype):8} {dist:8} {reduction:13} {t * 1e3:7.3f} ms {g * 1e3:7.3f} ms {g / base:7.2f}x  "
                       f"{shown}", flush=True)
     return 0
