@@ -56,7 +56,7 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    in order, grouped into consecutive partials, which gives the sequential fold's bits because combine is
    associative there (integers modulo 2^bits; min/max return the first NaN of the sequence, else the
    least/greatest value of a total order). GPUs fold float32 and bfloat16 add, mul and mean of one-element rows
-   per bucket of keys after one pass instead, where reduction_buckets.py says (its steps 1-3).
+   onto many targets per bucket of keys after one pass instead, where reduction_buckets.py says (its steps 1-3).
 4. Order-free reductions: 32-bit integer add (wrapping), min and max with include_self, on rows of fewer
    than ATOMIC_MAX_SLICE elements, skip the grouping: shaders/scatter_atomic.comp combines each update into
    its target with one atomic (every order gives the same bits).

@@ -26,11 +26,13 @@ values), default order, keys of more than a digit's bits (fewer keys take the so
 fold) and at most that many; a device runs it (``usable``) where it runs the kernels (Device.supports: subgroup
 ballot, arithmetic and shuffle in compute shaders), its subgroups are at least kernels.MIN_SUBGROUP and divide the
 workgroup (as radix_sort.scatter_kernel's), and every operand is in one block. By default (ENABLED None) only GPUs
-with subgroups of at most 32 take them, for float32 and bfloat16 (DEFAULT_TYPES): on an H200 (bench/RESULTS.md,
+with subgroups of at most 32 take them, for float32 and bfloat16 (DEFAULT_TYPES), with keys of at least two
+digits' bits (a whole digit of owners per bucket: 65,536 invocations at 8-bit digits). On an H200 (bench/RESULTS.md,
 issue 20's section of 2026-11-26, afternoon) they took 0.08 ms of GPU time against the sorted plan's 0.10 for 1M
 float32 adds onto 65,536 uniform targets, 1.40 against 2.72 ms with Zipf-skewed targets, and bfloat16 4.98
-against 5.73 ms; float16's Zipf case took 6.3 against 5.6 ms, so float16 and float8 keep the sorted plan. CPU
-devices fold without a sort (reduction_cpu.py).
+against 5.73 ms; with fewer keys they keep too few invocations busy (1M adds onto 300, 1,000 and 4,096 targets
+and 4M onto 16,384: 6.0x, 4.0x, 1.9x and 1.2x the sorted plan's time), and float16's Zipf case took 6.3 against
+5.6 ms, so those and float8 keep the sorted plan. CPU devices fold without a sort (reduction_cpu.py).
 
 Examples
 --------
@@ -90,9 +92,11 @@ class Buckets:
     def usable(self, device: Device) -> bool:
         """Whether ``device`` runs them (see the module's docstring)."""
         info, size = device.info, device.geometry.workgroup_size
+        layout = self.layout(device.geometry)
         default = (info.type != "CPU" and info.subgroup_size <= 32     # (where heavy owners take a subgroup)
-                   and self.kernel.split("_")[2] in DEFAULT_TYPES)
-        return ((ENABLED or (ENABLED is None and default)) and self.layout(device.geometry) is not None
+                   and self.kernel.split("_")[2] in DEFAULT_TYPES and layout is not None
+                   and layout[0] == device.geometry.radix_bits)       # (a digit's owners a bucket)
+        return ((ENABLED or (ENABLED is None and default)) and layout is not None
                 and kernels.MIN_SUBGROUP <= info.subgroup_size <= size and size % info.subgroup_size == 0
                 and device.supports(TILES) and device.supports(self.kernel))
 
