@@ -12,11 +12,11 @@ j << (R + owner_bits) | owner << R | bucket, R the geometry's radix bits (``layo
    workgroups.
 2. each tile of those rows sorted stably in its place by owner, the next ``owner_bits`` bits (radix_scatter_match
    .comp's TILE_LOCAL: no histogram or scan), with each owner's first place and count in the tile.
-3. shaders/scatter_bucket.comp, a workgroup per bucket: an invocation per owner goes through the bucket's tiles and
-   its rows in each, in order, folding them into the accumulators of its 2^``extra_bits`` keys, which it writes
-   once. A heavy owner (more than HEAVY_ROWS rows and HEAVY_SHARE times the mean, estimated from four of its
-   tiles) is left to a whole subgroup instead, which loads its rows together and folds each key's in order in
-   one lane (subgroups of at most 32: fold_heavy's ballots are one word).
+3. shaders/scatter_bucket.comp, a bucket's owners in one workgroup: an invocation per owner goes through the
+   bucket's tiles and its rows in each, in order, folding them into the accumulators of its 2^``extra_bits`` keys,
+   which it writes once. A heavy owner (more than HEAVY_ROWS rows and HEAVY_SHARE times the mean, estimated from
+   four of its tiles) is left to a whole subgroup instead, which loads its rows together and folds each key's in
+   order in one lane (subgroups of at most 32: fold_heavy's ballots are one word).
 
 So step 2 is a sort pass without its histogram and scan, and step 3 takes the place of the sort's last passes
 and of the fold: keys of up to 2 RADIX_BITS + kernels.BUCKET_MAX_E bits take one pass and steps 2 and 3, where
@@ -54,7 +54,7 @@ from . import kernels
 from .radix_sort import COUNTS, R_COUNT, R_MASK, R_SCAN_DIGITS, R_SHIFT, R_TILES, RadixSort
 from .runtime import Buffer, Device, Dispatch
 
-ENABLED: bool | None = None     # None: GPUs, for DEFAULT_TYPES; True: every device and type (tests); False: never
+ENABLED: bool | None = None     # None: where the docstring says; True: every device and type (tests); False: never
 DEFAULT_TYPES = ("f32", "bf16")     # element types whose fold measured faster than the sorted plan's, skew or none
 TILES = kernels.radix_scatter_variant(False, False, True, True)     # step 2's kernel
 B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY = range(R_SCAN_DIGITS + 1, R_SCAN_DIGITS + 7)
