@@ -65,8 +65,8 @@ class ScatterLinesPlan(Plan):
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         runs = not _chunked(input, indices, output, updates) and \
             device.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES
-        if runs and self.copy_words is not None and input is not output and (
-                COPY_LINES or COPY_LINES is None and device.info.type != "CPU") and device.supports(self.copy_kernel):
+        if runs and self.copy_words is not None and input is not output and \
+                device.info.gpu_choice(COPY_LINES) and device.supports(self.copy_kernel):
             params, fresh = device._params(self.copy_words)
             return [Dispatch(self.copy_kernel, (params, indices, output, updates, input),
                              self.copy_groups * kernels.WORKGROUP_SIZE)], [params] if fresh else []

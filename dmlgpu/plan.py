@@ -359,8 +359,8 @@ class ScatterPlan(_MapPlan):
                                     for k in (claim, clear))
             if fused:     # the copy and the writes in one pass (unique or not: fewer bytes), and the clearing
                 copy, fresh = device._params(self.copy_words)
-                clears = device.geometry.workgroup_size % int(self.copy_words[P_ROW_UNITS]) == 0 and (
-                    COPY_CLEARS or COPY_CLEARS is None and device.info.type != "CPU")
+                clears = (device.geometry.workgroup_size % int(self.copy_words[P_ROW_UNITS]) == 0
+                          and device.info.gpu_choice(COPY_CLEARS))
                 copies = Dispatch(kernels.copy_rows_variant(m.unit, clears), (copy, input, output, updates, claims),
                                   int(self.copy_words[P_TOTAL]))
                 return [row_claims, copies] + [clearing] * (not clears), uploads + [copy] * fresh

@@ -425,7 +425,7 @@ class ReducePlan(Plan):
             out += [Dispatch(step, (params(words), keys, tree), total) for words in self.tree_passes]
             out.append(Dispatch(final, (params(self.tree_words), keys, output, tree), total))
             return out, uploads
-        blocks = FOLD_BLOCKS if FOLD_BLOCKS is not None else device.info.type != "CPU"
+        blocks = device.info.gpu_choice(FOLD_BLOCKS)
         if not partials:
             fold = kernels.fold_variant(self.fold_kernel, blocks, self.values)
             fold = kernels.few_variant(fold) if few else kernel(fold)

@@ -114,6 +114,11 @@ class DeviceInfo:
         """True when some memory type has all of these VkMemoryPropertyFlags."""
         return any(t & flags == flags for t, _ in self.memory_types)
 
+    def gpu_choice(self, switch: bool | None) -> bool:
+        """A plan's choice that measured faster on GPUs and slower on CPU devices (lavapipe): ``switch`` where it
+        is a bool (tests force it so on every device), else whether this is no CPU device."""
+        return switch if switch is not None else self.type != "CPU"
+
     @property
     def unified_memory(self) -> bool:
         """True for a device whose device-local memory is the host's own (a CPU or an integrated GPU) and can
