@@ -42,6 +42,31 @@ const uint BLOCK = 32u;                         // rows loaded at once
 uint key_of(uint b, uint o, uint j, uint O) { return (((j << O) | o) << RADIX_BITS) | b; }
 bool in_bucket(uint key, uint b) { return (key & (RADIX - 1u)) == b; }
 
+// Bucket b's places [first, end) in the sorted rows.
+void bucket_places(uint b, out uint first, out uint end) {
+    first = HIST[places_at(b, 0u)];
+    end = b + 1u < RADIX ? HIST[places_at(b + 1u, 0u)] : PW(R_COUNT);
+}
+
+// A key's accumulator before its rows: the output's value (none with MODE_EXCLUDE_SELF, or past the last key).
+ELEM_T output_of(uint key, uint shift, bool exclude) {
+    ELEM_T acc = ELEM_T(0u);
+    if (!exclude && key <= PW(B_LAST_KEY))      // (a branch, not a select: no load past the output)
+        acc = LOAD_UNIT_ATOMIC(DATA, key << shift);
+    return acc;
+}
+
+// A key's result, where it had rows: its accumulator (the MEAN variants: mean_of(sum, rows + 1, or rows with
+// MODE_EXCLUDE_SELF)).
+void store_key(uint key, uint shift, ELEM_T acc, uint count, bool exclude) {
+    if (count != 0u) {
+#if defined(MEAN) && MEAN
+        acc = mean_of(acc, count + (exclude ? 0u : 1u));
+#endif
+        STORE_UNIT(DATA, key << shift, acc);
+    }
+}
+
 // One row of value ``v`` for a key (owners of several keys): its accumulator and count.
 #define FOLD_ROW(ACC, COUNT, v) { ACC = exclude && COUNT == 0u ? (v) : combine(ACC, (v)); COUNT += 1u; }
 
@@ -135,11 +160,8 @@ void fold_owner(uint b, uint o, uint first, uint end, uint O, uint keys, uint sh
     ELEM_T acc[KEYS_PER_OWNER], a0 = ELEM_T(0u);
     uint count[KEYS_PER_OWNER], c0 = 0u;
     for (uint j = 0u; j < keys; ++j) {    // the output's values first, all loads at once
-        uint key = key_of(b, o, j, O);
         count[j] = 0u;
-        acc[j] = ELEM_T(0u);
-        if (!exclude && key <= PW(B_LAST_KEY))
-            acc[j] = LOAD_UNIT_ATOMIC(DATA, key << shift);
+        acc[j] = output_of(key_of(b, o, j, O), shift, exclude);
     }
     a0 = acc[0];
     uint last = (end - 1u) / TILE, where = TILE_DIGITS[first / TILE * RADIX + o];
@@ -170,21 +192,15 @@ void fold_owner(uint b, uint o, uint first, uint end, uint O, uint keys, uint sh
     }
     acc[0] = a0;
     count[0] = c0;
-    for (uint j = 0u; j < keys; ++j) {
-        if (count[j] != 0u) {
-#if defined(MEAN) && MEAN
-            acc[j] = mean_of(acc[j], count[j] + (exclude ? 0u : 1u));
-#endif
-            STORE_UNIT(DATA, key_of(b, o, j, O) << shift, acc[j]);
-        }
-    }
+    for (uint j = 0u; j < keys; ++j)
+        store_key(key_of(b, o, j, O), shift, acc[j], count[j], exclude);
 }
 
 // A heavy owner's rows, by a whole subgroup (S: its size; keys <= S): lane j holds key j's accumulator and
 // folds, in order, the rows of key j. The bucket's tiles are taken S at a time, lane l reading tile l's digits
 // (the owner's first place and count there), so that the owner's rows in S tiles are one sequence (row r is in
 // the tile of the last lane whose earlier rows, ``before``, are at most r: place_of). The subgroup loads
-// HEAVY_ITEMS S rows of it at a time (lane l: rows c + u S + l), the next ones while these are folded, and hands
+// 4 S rows of it at a time (lane l: rows c + u S + l, u < 4), the next ones while these are folded, and hands
 // each row's value to every lane by a shuffle; each lane knows which rows are its key's by ballots. No shared
 // memory, and so no subgroup barrier: llvmpipe takes those for workgroup barriers.
 shared uint s_heavy[WORKGROUP_SIZE];            // the workgroup's heavy owners (local invocation ids)
@@ -249,8 +265,8 @@ void fold_heavy(uint b, uint o, uint first, uint end, uint O, uint keys, uint sh
     uint mine = key_of(b, o, lane, O);       // lane j's key (j < keys)
     ELEM_T acc = ELEM_T(0u);
     uint count = 0u;
-    if (lane < keys && !exclude && mine <= PW(B_LAST_KEY))
-        acc = LOAD_UNIT_ATOMIC(DATA, mine << shift);
+    if (lane < keys)
+        acc = output_of(mine, shift, exclude);
     uint last = (end - 1u) / TILE;
     for (uint group = first / TILE; group <= last; group += S) {
         uint tile = group + lane;
@@ -270,12 +286,8 @@ void fold_heavy(uint b, uint o, uint first, uint end, uint O, uint keys, uint sh
                           u == 0u ? v0 : u == 1u ? v1 : u == 2u ? v2 : v3, keys, exclude);
         }
     }
-    if (lane < keys && count != 0u) {
-#if defined(MEAN) && MEAN
-        acc = mean_of(acc, count + (exclude ? 0u : 1u));
-#endif
-        STORE_UNIT(DATA, mine << shift, acc);
-    }
+    if (lane < keys)
+        store_key(mine, shift, acc, count, exclude);
 }
 
 void main() {
@@ -285,10 +297,8 @@ void main() {
     if (t == 0u)
         s_heavy_count = 0u;
     uint b = i >> O, o = i & ((1u << O) - 1u), first = 0u, end = 0u;
-    if (i < PW(B_OWNERS)) {
-        first = HIST[places_at(b, 0u)];
-        end = b + 1u < RADIX ? HIST[places_at(b + 1u, 0u)] : PW(R_COUNT);
-    }
+    if (i < PW(B_OWNERS))
+        bucket_places(b, first, end);
     // heavy: more than PW(B_HEAVY) rows in its bucket's tiles, as estimated from four of them spread over the
     // bucket (the rows of buckets that share a tile counted too; a choice of speed only, not of the result)
     uint rows = 0u, tiles = first == end ? 0u : (end - 1u) / TILE - first / TILE + 1u, samples = min(tiles, 4u);
@@ -308,9 +318,8 @@ void main() {
     uint heavies = s_heavy_count;
     for (uint k = gl_SubgroupID; k < heavies; k += gl_NumSubgroups) {
         uint h = i - t + s_heavy[k];
-        uint hb = h >> O;
-        uint hfirst = HIST[places_at(hb, 0u)];
-        uint hend = hb + 1u < RADIX ? HIST[places_at(hb + 1u, 0u)] : PW(R_COUNT);
+        uint hb = h >> O, hfirst, hend;
+        bucket_places(hb, hfirst, hend);
         fold_heavy(hb, h & ((1u << O) - 1u), hfirst, hend, O, keys, shift, exclude);
     }
 }
