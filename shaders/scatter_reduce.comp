@@ -81,8 +81,8 @@ ELEM_T update(uint j, uint dense) {
 // Variant FOLD_BLOCKS (float32 add and mul, for GPUs; the other float types': below): inside a run, blocks of
 // FAST_BLOCK updates, their loads issued together and the device's own operations in a row (a long run's
 // critical path: one add per update instead of loads and NaN tests), and the NaN rules of combine() only when
-// the block's result is a NaN. A NaN comes only from a NaN operand or an invalid operation, and stays NaN through every later
-// add or multiply, so a result that is not a NaN had none on the way: combine() gives the same bits
+// the block's result is a NaN. A NaN comes only from a NaN operand or an invalid operation, and stays NaN
+// through every later add or multiply, so a result that is not a NaN had none on the way: combine() gives the same bits
 // then. A NaN result redoes the block with combine(), from the same accumulator. (On lavapipe the blocks
 // measure 2x slower: dmlgpu/reduction.py picks the variant by device type.)
 #define FAST_BLOCK 16u
