@@ -116,7 +116,7 @@ ELEM_T fold_block(ELEM_T acc, uint j, uint dense) {
     bool plain = true;
     [[unroll]] for (uint k = 0u; k < FAST_BLOCK; ++k) {
         uint bits = f32_op(uintBitsToFloat(fast_f32(s)), uintBitsToFloat(fast_f32(v[k])));
-        plain = plain && fast_operand(s) && fast_operand(v[k]) && fast_result(bits);
+        plain = all(bvec4(plain, fast_operand(s), fast_operand(v[k]), fast_result(bits)));   // (no branches)
         s = fast_round(bits);
     }
     if (plain)
