@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 
-
 WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
 # A device whose maxComputeWorkGroupInvocations is below WORKGROUP_SIZE (Vulkan requires 128) runs the twin of
 # every variant compiled with SMALL_WORKGROUP (stem + SMALL_SUFFIX; the radix sort then sorts SMALL_RADIX_BITS
@@ -279,6 +278,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
         table[stem] = (source, {"WORKGROUP_SIZE": WORKGROUP_SIZE, **defines})
 
     radix = dict(RADIX_BITS=RADIX_BITS, RADIX_ITEMS=RADIX_ITEMS, RADIX_SCAN_ITEMS=RADIX_SCAN_ITEMS)   # radix.glsl's
+    ranks = dict(MIN_SUBGROUP=MIN_SUBGROUP, TARGET_ENV="vulkan1.1")     # tile_rank.glsl's (subgroup operations)
     for kernel in KERNELS:
         for unit in UNITS:
             for index_bytes in (4, 8):
@@ -354,7 +354,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 add(name + "_cpu_values", "scatter_fold_cpu.comp", **defines, CPU_LANES=CPU_LANES, VALUES=1)
             for of_mean in ((False, True) if op == "add" else (False,)) if has_tree(name) and _has_values(name) else ():
                 add(fold_variant(mean_variant(name) if of_mean else name, True, True, True), "scatter_bucket.comp",
-                    **defines, **({"MEAN": 1} if of_mean else {}), **radix, MAX_E=BUCKET_MAX_E, TARGET_ENV="vulkan1.1")
+                    **defines, **({"MEAN": 1} if of_mean else {}), **radix, **ranks, MAX_E=BUCKET_MAX_E)
             if _has_blocks(name):
                 add(fold_variant(name, True, False), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1)
                 add(fold_variant(name, True, True), "scatter_reduce.comp", **defines, FOLD_BLOCKS=1, VALUES=1)
@@ -396,11 +396,10 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 add(keys_variant(index_bytes, values, hist), "reduce_keys.comp", IDX64=index_bytes // 8,
                     **({"VALUES": values} if values else {}), **(dict(FIRST_HIST=1, **radix) if hist else {}))
     for step in ("hist", "scan", "scatter", "scatter_local"):
-        add(f"radix_{step}", f"radix_{step.split('_')[0]}.comp", **radix,
-            **({"LOCAL": 1} if step == "scatter_local" else {}))
+        add(f"radix_{step}", f"radix_{step.split('_')[0]}.comp", **radix, **({"LOCAL": 1} if "local" in step else {}))
     for tiles in (0, 1):        # TILE_LOCAL: the tiles sorted in place (reduction_buckets.py)
         add(radix_scatter_variant(False, False, True, bool(tiles)), "radix_scatter_match.comp", **radix,
-            MIN_SUBGROUP=MIN_SUBGROUP, TARGET_ENV="vulkan1.1", **({"TILE_LOCAL": 1} if tiles else {}))
+            **ranks, **({"TILE_LOCAL": 1} if tiles else {}))
     # order-free 32-bit integer reductions by atomics
     for index_bytes in (4, 8):
         for kind, op in sorted(ATOMIC_REDUCTIONS):

@@ -18,6 +18,11 @@ j << (R + owner_bits) | owner << R | bucket, R the geometry's radix bits (``layo
    four of its tiles) is left to a whole subgroup instead, which loads its rows together and folds each key's in
    order in one lane (subgroups of at most 32: fold_heavy's ballots are one word).
 
+Where each owner has one key and a bucket's owners are a whole digit (keys of two digits' bits: 32,769 to 65,536
+keys at 8-bit digits; RANKED), steps 2 and 3 are one: the fold ranks its bucket's rows by owner, a tile at a
+time, in shared memory (tile_rank.glsl, radix_scatter_match.comp's ranking), where each owner's invocation folds
+its rows in order; an owner of many rows then needs no subgroup to load them.
+
 So step 2 is a sort pass without its histogram and scan, and step 3 takes the place of the sort's last passes
 and of the fold: keys of up to 2 RADIX_BITS + kernels.BUCKET_MAX_E bits take one pass and steps 2 and 3, where
 the sorted plan takes two or three passes and its fold. A plan has Buckets (``Buckets.of``) for float add, mul
@@ -28,9 +33,8 @@ ballot, arithmetic and shuffle in compute shaders), its subgroups are at least k
 workgroup (as radix_sort.scatter_kernel's), and every operand is in one block. By default (ENABLED None) only GPUs
 with subgroups of at most 32 take them, for float32 and bfloat16 (DEFAULT_TYPES), with keys of at least two
 digits' bits (a whole digit of owners per bucket: 65,536 invocations at 8-bit digits). On an H200 (bench/RESULTS.md,
-issue 20's section of 2026-11-26, afternoon) they took 0.08 ms of GPU time against the sorted plan's 0.10 for 1M
-float32 adds onto 65,536 uniform targets, 1.40 against 2.72 ms with Zipf-skewed targets, and bfloat16 4.98
-against 5.73 ms; with fewer keys they keep too few invocations busy (1M adds onto 300, 1,000 and 4,096 targets
+issue 20's sections of 2026-11-26) they beat the sorted plan with uniform and with Zipf-skewed targets; with fewer
+keys they keep too few invocations busy (1M adds onto 300, 1,000 and 4,096 targets
 and 4M onto 16,384: 6.0x, 4.0x, 1.9x and 1.2x the sorted plan's time), and float16's Zipf case took 6.3 against
 5.6 ms, so those and float8 keep the sorted plan. CPU devices fold without a sort (reduction_cpu.py).
 
@@ -57,9 +61,11 @@ from .runtime import Buffer, Device, Dispatch
 ENABLED: bool | None = None     # None: where the docstring says; True: every device and type (tests); False: never
 DEFAULT_TYPES = ("f32", "bf16")     # element types whose fold measured faster than the sorted plan's, skew or none
 TILES = kernels.radix_scatter_variant(False, False, True, True)     # step 2's kernel
-B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY = range(R_SCAN_DIGITS + 1, R_SCAN_DIGITS + 7)
+B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY, B_RANKED = range(R_SCAN_DIGITS + 1,
+                                                                                     R_SCAN_DIGITS + 8)
 HEAVY_ROWS = 128    # step 3: an owner of more rows than this and HEAVY_SHARE times its share is heavy (0: every one,
 HEAVY_SHARE = 8     # tests)
+RANKED = True       # keys of two digits' bits: steps 2 and 3 in one (False: as others, tests)
 
 
 class Buckets:
@@ -101,19 +107,20 @@ class Buckets:
                 and device.supports(TILES) and device.supports(self.kernel))
 
     def _plan(self, geometry: kernels.Geometry) -> tuple:
-        plan = self._plans.get((geometry.suffix, HEAVY_ROWS))
+        plan = self._plans.get((geometry.suffix, HEAVY_ROWS, RANKED))
         if plan is None:
             owner_bits, extra_bits = self.layout(geometry) or (0, 0)
             sort = RadixSort(self.rows, geometry.radix_bits, geometry)
             tiles = sort.pass_words[0].copy()
             tiles[[R_SHIFT, R_MASK]] = geometry.radix_bits, (1 << owner_bits) - 1
-            words = np.zeros(B_HEAVY + 1, dtype=np.uint32)
+            ranked = RANKED and (owner_bits, extra_bits) == (geometry.radix_bits, 0)
+            words = np.zeros(B_RANKED + 1, dtype=np.uint32)
             words[[R_COUNT, R_TILES]] = sort.pass_words[0][[R_COUNT, R_TILES]]
             owners = geometry.radix << owner_bits
             heavy = HEAVY_ROWS and max(HEAVY_ROWS, HEAVY_SHARE * -(-self.rows // owners))
-            words[[R_SHIFT, B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY]] = (
-                extra_bits, owner_bits, self.shift, self.mode, self.last_key, owners, heavy)
-            plan = self._plans[geometry.suffix, HEAVY_ROWS] = (sort, tiles, words)
+            words[[R_SHIFT, B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY, B_RANKED]] = (
+                extra_bits, owner_bits, self.shift, self.mode, self.last_key, owners, heavy, ranked)
+            plan = self._plans[geometry.suffix, HEAVY_ROWS, RANKED] = (sort, tiles, words)
         return plan
 
     def sort(self, geometry: kernels.Geometry) -> RadixSort:
@@ -122,7 +129,8 @@ class Buckets:
 
     def dispatches(self, device: Device, params, keys: Buffer, rows: Buffer, other_keys: Buffer,
                    other_rows: Buffer, output: Buffer, take, counted: bool = False) -> list:
-        """Steps 1-3 (keys, rows -> other_keys, other_rows -> keys, rows, then the fold) into ``output``:
+        """Steps 1-3 (keys, rows -> other_keys, other_rows -> keys, rows, then the fold; ranked: step 1, then the
+        fold of other_keys, other_rows) into ``output``:
         ``params(words)`` gives parameter buffers, ``take(nbytes)`` scratch; ``counted``: the key kernel made the
         pass's histogram (RadixSort.keyed_words)."""
         geometry = device.geometry
@@ -131,7 +139,11 @@ class Buckets:
                                                          counted)
         assert by_bucket is other_keys and by_bucket_rows is other_rows      # (one pass)
         hist = device.zeroed(COUNTS, sort.hist_bytes)
-        digits = take(4 * geometry.radix * sort.tiles)
-        return out + [Dispatch(TILES, (params(tiles), other_keys, other_rows, keys, rows, digits),
-                               sort.tiles * geometry.workgroup_size),
-                      Dispatch(self.kernel, (params(words), keys, rows, hist, digits, output), int(words[B_OWNERS]))]
+        digits = hist           # (bound, not read, where the fold ranks the tiles itself)
+        if not words[B_RANKED]:     # step 2
+            digits = take(4 * geometry.radix * sort.tiles)
+            out.append(Dispatch(TILES, (params(tiles), other_keys, other_rows, keys, rows, digits),
+                                sort.tiles * geometry.workgroup_size))
+            other_keys, other_rows = keys, rows
+        return out + [Dispatch(self.kernel, (params(words), other_keys, other_rows, hist, digits, output),
+                               int(words[B_OWNERS]))]

@@ -45,17 +45,11 @@ layout(std430, binding = 5) restrict buffer Hist { uint HIST[]; };   // after ra
 #define VAL_IN(i) VALS_IN[i]
 #define VAL_OUT(i) VALS_OUT[i]
 #endif
-const uint MAX_SUBGROUPS = WORKGROUP_SIZE / MIN_SUBGROUP;
-// The counters (16 bits each, two per word: subgroup s, digit d at (s * RADIX + d) / 2, the odd digit high;
-// a count of a subgroup's pairs is at most ITEMS * S <= WORKGROUP_SIZE * ITEMS < 2^16), then the sorted tile,
-// keys then values, in the same words.
-const uint COUNTER_WORDS = MAX_SUBGROUPS * RADIX / 2u;
-shared uint s_mem[max(COUNTER_WORDS, 2u * TILE)];
-shared uint s_start[RADIX];                 // digit's first place in the tile sorted by digit
+const uint RANK_ITEMS = ITEMS;
+const uint RANK_WORDS = 2u * TILE;          // the sorted tile: keys, then values
+#include "tile_rank.glsl"
 shared uint s_base[RADIX];                  // digit's place in the output minus its first place in the tile
 shared uint s_sums[MAX_SUBGROUPS];
-
-uint counter(uint s, uint d) { return (s_mem[(s * RADIX + d) >> 1u] >> ((d & 1u) * 16u)) & 0xFFFFu; }
 
 void main() {
     uint t = gl_LocalInvocationID.x, n = PW(R_COUNT), tiles = PW(R_TILES);
@@ -75,13 +69,13 @@ void main() {
         if (lane == S - 1u)
             s_sums[s] = within;
 #endif
-        for (uint w = t; w < COUNTER_WORDS; w += WORKGROUP_SIZE)
-            s_mem[w] = 0u;
-        uint keys[ITEMS], vals[ITEMS], ranks[ITEMS];
+        clear_counters();
+        uint keys[ITEMS], vals[ITEMS], ranks[ITEMS], digits[ITEMS];
         for (uint k = 0u; k < ITEMS; ++k) {
             uint i = segment + k * S + lane;
             keys[k] = i < n ? KEYS_IN[i] : 0u;
             vals[k] = i < n ? VAL_IN(i) : 0u;
+            digits[k] = digit(keys[k]);
         }
         barrier();
 #if !TILE_LOCAL
@@ -91,46 +85,22 @@ void main() {
         s_start[me] = start;
         s_base[me] = here - start;
 #endif
-        // 2. ranks within the subgroup's pairs (every lane takes part in the ballots; those past n match none)
-        for (uint k = 0u; k < ITEMS; ++k) {
-            uint d = digit(keys[k]);
-            uvec4 match = subgroupBallot(segment + k * S + lane < n);
-            for (uint b = 0u; b < RADIX_BITS; ++b) {
-                uvec4 ones = subgroupBallot(((d >> b) & 1u) != 0u);
-                match &= ((d >> b) & 1u) != 0u ? ones : ~ones;
-            }
-            ranks[k] = counter(s, d) + subgroupBallotExclusiveBitCount(match);
-            subgroupBarrier();                 // every lane has read the counter before it moves on
-            if (segment + k * S + lane < n && subgroupBallotFindLSB(match) == lane)
-                atomicAdd(s_mem[(s * RADIX + d) >> 1u], subgroupBallotBitCount(match) << ((d & 1u) * 16u));
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-        }
+        // 2. ranks within the subgroup's pairs
+        subgroup_ranks(digits, segment, n, ranks);
         barrier();
 #if TILE_LOCAL
         // the tile's count of digit t (the counters' sum) and its first place in the sorted tile
-        uint mine = 0u, total;
-        for (uint w = 0u; w < gl_NumSubgroups; ++w)
-            mine += counter(w, t);
-        uint start = scan_inclusive(mine, total) - mine;
-        s_start[t] = start;
+        uint mine, start;
+        tile_digit(mine, start);
         s_base[t] = first;
         TILE_DIGITS[tile * RADIX + t] = start | (mine << 16u);
         barrier();
 #endif
-        // 3. counters -> places: invocation t < RADIX / 2 takes digits 2t and 2t + 1 (one word per subgroup)
-        if (t < RADIX / 2u) {
-            uint lo = s_start[2u * t], hi = s_start[2u * t + 1u];
-            for (uint w = 0u; w < gl_NumSubgroups; ++w) {
-                uint word = s_mem[w * RADIX / 2u + t];
-                s_mem[w * RADIX / 2u + t] = lo | (hi << 16u);
-                lo += word & 0xFFFFu;
-                hi += word >> 16u;
-            }
-        }
+        // 3. counters -> places
+        counters_to_places();
         barrier();
         for (uint k = 0u; k < ITEMS; ++k)
-            ranks[k] += counter(s, digit(keys[k]));
+            ranks[k] += counter(s, digits[k]);
         barrier();
         // 4. the tile sorted by digit, then out in that order
         for (uint k = 0u; k < ITEMS; ++k) {

@@ -14,13 +14,21 @@
 // after them), folding each into its key's accumulator (fold_owner): from the output's value, or with
 // MODE_EXCLUDE_SELF from the key's first row; then writes the keys that had rows (the MEAN variants: mean_of(sum,
 // rows + 1, or rows with MODE_EXCLUDE_SELF)). A heavy owner (more than PW(B_HEAVY) rows) is folded by a whole
-// subgroup instead (fold_heavy), after the light ones. So each key's rows are folded in one invocation in
-// row-major order: the bits of scatter_reduce.comp. Element type and operation: ELEM_KIND, ELEM_BYTES, OP
-// (arith.glsl).
+// subgroup instead (fold_heavy), after the light ones. With PW(B_RANKED) (an owner has one key, a workgroup is a
+// bucket: O = RADIX_BITS, E = 0) there is no TILE_LOCAL pass: KEYS and VALS are the radix pass's output, and each
+// bucket's tiles are ranked by owner here, one at a time, in shared memory (fold_ranked). So each key's rows are
+// folded in one invocation in row-major order: the bits of scatter_reduce.comp. Element type and operation:
+// ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
 #define UNIT ELEM_BYTES
 #define IDX64 0
 #include "units.glsl"
 #include "radix.glsl"
+// fold_ranked's tiles: the radix pass's (ITEMS rows per invocation; 24 took the fold from 23.8 to 31.7 us on an
+// H200, 1M rows onto 65,536 targets, and the other folds of the kernel too: its registers), values sorted by owner
+const uint RANK_ITEMS = ITEMS;
+const uint RANK_TILE = TILE;
+const uint RANK_WORDS = TILE;
+#include "tile_rank.glsl"
 layout(std430, binding = 1) restrict readonly buffer Keys { uint KEYS[]; };
 layout(std430, binding = 2) restrict readonly buffer Vals { uint VALS[]; };
 layout(std430, binding = 3) restrict readonly buffer Hist { uint HIST[]; };
@@ -33,10 +41,12 @@ const uint B_MODE = R_SCAN_DIGITS + 3u;         // MODE_ bits (scatter_reduce.co
 const uint B_LAST_KEY = R_SCAN_DIGITS + 4u;     // the largest key (the output's value of none past it is read)
 const uint B_OWNERS = R_SCAN_DIGITS + 5u;       // invocations: buckets << O
 const uint B_HEAVY = R_SCAN_DIGITS + 6u;        // an owner of more rows is folded by a subgroup (fold_heavy)
+const uint B_RANKED = R_SCAN_DIGITS + 7u;       // 1: every bucket by fold_ranked (O = RADIX_BITS, E = 0)
 const uint MODE_EXCLUDE_SELF = 1u;
 const uint KEYS_PER_OWNER = 1u << MAX_E;
 
 const uint BLOCK = 32u;                         // rows loaded at once
+const uint KEYS_BLOCK = 8u;                     // rows loaded at once by an owner of several keys
 
 // Key j of owner o of bucket b (O: owner bits), whether a key is in bucket b.
 uint key_of(uint b, uint o, uint j, uint O) { return (((j << O) | o) << RADIX_BITS) | b; }
@@ -127,17 +137,22 @@ void fast_step(inout uint h, inout uint c, inout bool slow, uint x, bool ok, boo
 bool fast_done(uint h, bool slow) { return !slow; }
 #endif
 
+// Row q of a tile: its value and whether it is in bucket b; ``ranked``: of fold_ranked's tile in shared memory
+// (every row is; a constant at each call).
+uint row_value(uint q, bool ranked) { return ranked ? s_mem[q] : VALS[q]; }
+bool row_in(uint q, uint b, bool ranked) { return ranked || in_bucket(KEYS[q], b); }
+
 // The owner's one key (keys per owner: 1) folded with the rows [p, p + rows) of the tile that are in bucket b,
 // in order: every lane of a subgroup runs the same FAST_FOLD steps whatever its rows, so that owners with many
 // rows and owners with few in one subgroup do not take turns; other types (and blocks to redo) row by row.
-void fold_block(inout ELEM_T acc, inout uint count, uint p, uint rows, uint b, bool exclude) {
+void fold_block(inout ELEM_T acc, inout uint count, uint p, uint rows, uint b, bool exclude, bool ranked) {
 #ifdef FAST_FOLD
     uint c = count;
     bool slow = false;
     uint f = fast_begin(acc, c, exclude, slow);
     for (uint k = 0u; k < BLOCK; ++k) {
-        uint q = p + min(k, rows - 1u), x = VALS[q];
-        fast_step(f, c, slow, fast_in(x), fast_operand(x), k < rows && in_bucket(KEYS[q], b), exclude);
+        uint q = p + min(k, rows - 1u), x = row_value(q, ranked);
+        fast_step(f, c, slow, fast_in(x), fast_operand(x), k < rows && row_in(q, b, ranked), exclude);
     }
     if (fast_done(f, slow)) {
         acc = fast_end(f);
@@ -146,11 +161,49 @@ void fold_block(inout ELEM_T acc, inout uint count, uint p, uint rows, uint b, b
     }
 #endif
     for (uint k = 0u; k < rows; ++k) {
-        if (in_bucket(KEYS[p + k], b)) {
-            ELEM_T v = ELEM_T(VALS[p + k]);
+        if (row_in(p + k, b, ranked)) {
+            ELEM_T v = ELEM_T(row_value(p + k, ranked));
             FOLD_ROW(acc, count, v)
         }
     }
+}
+
+// Bucket b's places [first, end) of the radix pass's output (KEYS, VALS: in row-major order), where an owner has
+// one key and the workgroup is the bucket (invocation o: owner o), a tile of rows at a time: ranked by owner
+// (tile_rank.glsl) into shared memory, where invocation o folds owner o's rows of the tile in order (an owner of
+// many rows makes its subgroup wait, not load: its rows are in shared memory).
+void fold_ranked(uint b, uint o, uint first, uint end, uint shift, bool exclude) {
+    uint s = gl_SubgroupID, S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
+    uint key = key_of(b, o, 0u, RADIX_BITS), count = 0u;
+    ELEM_T acc = output_of(key, shift, exclude);
+    for (uint tile = first; tile < end; tile += RANK_TILE) {
+        uint segment = tile + s * RANK_ITEMS * S, vals[RANK_ITEMS], digits[RANK_ITEMS], ranks[RANK_ITEMS];
+        clear_counters();
+        for (uint k = 0u; k < RANK_ITEMS; ++k) {
+            uint i = segment + k * S + lane;
+            digits[k] = i < end ? (KEYS[i] >> RADIX_BITS) & (RADIX - 1u) : 0u;
+            vals[k] = i < end ? VALS[i] : 0u;
+        }
+        barrier();
+        subgroup_ranks(digits, segment, end, ranks);
+        barrier();
+        uint rows, start;
+        tile_digit(rows, start);
+        barrier();
+        counters_to_places();
+        barrier();
+        for (uint k = 0u; k < RANK_ITEMS; ++k)
+            ranks[k] += counter(s, digits[k]);
+        barrier();
+        for (uint k = 0u; k < RANK_ITEMS; ++k)
+            if (segment + k * S + lane < end)
+                s_mem[ranks[k]] = vals[k];
+        barrier();
+        for (uint p = start; p < start + rows; p += BLOCK)
+            fold_block(acc, count, p, min(BLOCK, start + rows - p), b, exclude, true);
+        barrier();
+    }
+    store_key(key, shift, acc, count, exclude);
 }
 
 // Owner o of bucket b, by its own invocation: [first, end) are the bucket's places.
@@ -174,18 +227,27 @@ void fold_owner(uint b, uint o, uint first, uint end, uint O, uint keys, uint sh
         for (; p < stop; p += BLOCK) {
             uint rows = min(BLOCK, stop - p);
             if (keys == 1u) {
-                fold_block(a0, c0, p, rows, b, exclude);
+                fold_block(a0, c0, p, rows, b, exclude, false);
                 continue;
             }
-            for (uint k = 0u; k < rows; ++k) {
-                uint key = KEYS[p + k];
-                if (in_bucket(key, b)) {
-                    uint j = key >> (RADIX_BITS + O);
-                    ELEM_T v = ELEM_T(VALS[p + k]);
-                    if (j == 0u)
-                        FOLD_ROW(a0, c0, v)
-                    else
-                        FOLD_ROW(acc[j], count[j], v)
+            // several keys: KEYS_BLOCK rows' keys and values loaded at once, then each row into its key's
+            // accumulator in order
+            for (uint q = p; q < p + rows; q += KEYS_BLOCK) {
+                uint at_key[KEYS_BLOCK], at_val[KEYS_BLOCK];
+                [[unroll]] for (uint k = 0u; k < KEYS_BLOCK; ++k) {
+                    uint r = min(q + k, stop - 1u);
+                    at_key[k] = KEYS[r];
+                    at_val[k] = VALS[r];
+                }
+                [[unroll]] for (uint k = 0u; k < KEYS_BLOCK; ++k) {
+                    if (q + k < stop && in_bucket(at_key[k], b)) {
+                        uint j = at_key[k] >> (RADIX_BITS + O);
+                        ELEM_T v = ELEM_T(at_val[k]);
+                        if (j == 0u)
+                            FOLD_ROW(a0, c0, v)
+                        else
+                            FOLD_ROW(acc[j], count[j], v)
+                    }
                 }
             }
         }
@@ -299,6 +361,10 @@ void main() {
     uint b = i >> O, o = i & ((1u << O) - 1u), first = 0u, end = 0u;
     if (i < PW(B_OWNERS))
         bucket_places(b, first, end);
+    if (PW(B_RANKED) != 0u) {
+        fold_ranked(b, o, first, end, shift, exclude);
+        return;
+    }
     // heavy: more than PW(B_HEAVY) rows in its bucket's tiles, as estimated from four of them spread over the
     // bucket (the rows of buckets that share a tile counted too; a choice of speed only, not of the result)
     uint rows = 0u, tiles = first == end ? 0u : (end - 1u) / TILE - first / TILE + 1u, samples = min(tiles, 4u);

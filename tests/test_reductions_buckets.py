@@ -37,11 +37,13 @@ def buckets(monkeypatch):
 
 @pytest.fixture(params=["owners", "subgroups", "default"])
 def heavy(request, monkeypatch):
-    """scatter_bucket.comp's two folds: each owner by its own invocation (no owner heavy), every owner with rows by
-    a whole subgroup (HEAVY_ROWS 0: every one heavy, where it has at most a subgroup's keys), or as the plan
-    chooses (skewed keys: the hot owners by subgroups, the others by their own invocations, in one workgroup)."""
+    """scatter_bucket.comp's folds: each owner by its own invocation (no owner heavy), every owner with rows by
+    a whole subgroup (HEAVY_ROWS 0: every one heavy, where it has at most a subgroup's keys), both over the tiles
+    sorted in place (not RANKED), or as the plan chooses (skewed keys: the hot owners by subgroups, the others by
+    their own invocations, in one workgroup; keys of two digits' bits: each bucket's tiles ranked in the fold)."""
     rows = {"owners": 10**9, "subgroups": 0, "default": reduction_buckets.HEAVY_ROWS}[request.param]
     monkeypatch.setattr(reduction_buckets, "HEAVY_ROWS", rows)
+    monkeypatch.setattr(reduction_buckets, "RANKED", request.param == "default")
     return request.param
 
 
@@ -155,6 +157,29 @@ def test_skew_and_shared_tiles(bucket_device, heavy, dist, reduction):
     data = values(rng, (m,), np.dtype(np.float32), "add")
     upd = values(rng, (n,), np.dtype(np.float32), "add")
     for include_self in (True, False):
+        out = dmlgpu.scatter_elements(data, idx, upd, device=bucket_device, reduction=reduction,
+                                      include_self=include_self)
+        assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.float16], ids=str)
+@pytest.mark.parametrize("hot", [0.0, 0.4])
+def test_tiles_ranked_in_the_fold(bucket_device, dtype, hot):
+    """Keys of two digits' bits (a workgroup per bucket, a key per owner): each bucket's rows ranked by owner in
+    the fold, a tile at a time (fold_ranked). A hot key (a share ``hot`` of the rows) has its bucket's rows over
+    several tiles; the other buckets have a few rows each."""
+    assert reduction_buckets.RANKED
+    dtype = np.dtype(dtype)
+    m = 1 << (2 * bucket_device.geometry.radix_bits)
+    words = plan_for(10, m, dtype).buckets._plan(bucket_device.geometry)[2]
+    assert words[reduction_buckets.B_RANKED] == 1
+    rng = np.random.default_rng(9)
+    n = 20 * TILE + 5
+    idx = rng.integers(0, m, size=n)
+    idx[rng.random(n) < hot] = 3 << bucket_device.geometry.radix_bits
+    data = values(rng, (m,), dtype, "add")
+    upd = values(rng, (n,), dtype, "add")
+    for reduction, include_self in (("add", True), ("add", False), ("mean", True)):
         out = dmlgpu.scatter_elements(data, idx, upd, device=bucket_device, reduction=reduction,
                                       include_self=include_self)
         assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)
