@@ -35,8 +35,8 @@ with subgroups of at most 32 take them, for float32 and bfloat16 (DEFAULT_TYPES)
 digits' bits (a whole digit of owners per bucket: 65,536 invocations at 8-bit digits). On an H200 (bench/RESULTS.md,
 issue 20's sections of 2026-11-26) they beat the sorted plan with uniform and with Zipf-skewed targets; with fewer
 keys they keep too few invocations busy (1M adds onto 300, 1,000 and 4,096 targets
-and 4M onto 16,384: 6.0x, 4.0x, 1.9x and 1.2x the sorted plan's time), and float16's Zipf case took 6.3 against
-5.6 ms, so those and float8 keep the sorted plan. CPU devices fold without a sort (reduction_cpu.py).
+and 4M onto 16,384: 6.0x, 4.0x, 1.9x and 1.2x the sorted plan's time), and float16's Zipf case took 6.4 against
+5.3 ms, so those and float8 keep the sorted plan. CPU devices fold without a sort (reduction_cpu.py).
 
 Examples
 --------
