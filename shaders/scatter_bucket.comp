@@ -46,7 +46,6 @@ const uint MODE_EXCLUDE_SELF = 1u;
 const uint KEYS_PER_OWNER = 1u << MAX_E;
 
 const uint BLOCK = 32u;                         // rows loaded at once
-const uint KEYS_BLOCK = 8u;                     // rows loaded at once by an owner of several keys
 
 // Key j of owner o of bucket b (O: owner bits), whether a key is in bucket b.
 uint key_of(uint b, uint o, uint j, uint O) { return (((j << O) | o) << RADIX_BITS) | b; }
@@ -230,24 +229,15 @@ void fold_owner(uint b, uint o, uint first, uint end, uint O, uint keys, uint sh
                 fold_block(a0, c0, p, rows, b, exclude, false);
                 continue;
             }
-            // several keys: KEYS_BLOCK rows' keys and values loaded at once, then each row into its key's
-            // accumulator in order
-            for (uint q = p; q < p + rows; q += KEYS_BLOCK) {
-                uint at_key[KEYS_BLOCK], at_val[KEYS_BLOCK];
-                [[unroll]] for (uint k = 0u; k < KEYS_BLOCK; ++k) {
-                    uint r = min(q + k, stop - 1u);
-                    at_key[k] = KEYS[r];
-                    at_val[k] = VALS[r];
-                }
-                [[unroll]] for (uint k = 0u; k < KEYS_BLOCK; ++k) {
-                    if (q + k < stop && in_bucket(at_key[k], b)) {
-                        uint j = at_key[k] >> (RADIX_BITS + O);
-                        ELEM_T v = ELEM_T(at_val[k]);
-                        if (j == 0u)
-                            FOLD_ROW(a0, c0, v)
-                        else
-                            FOLD_ROW(acc[j], count[j], v)
-                    }
+            for (uint k = 0u; k < rows; ++k) {
+                uint key = KEYS[p + k];
+                if (in_bucket(key, b)) {
+                    uint j = key >> (RADIX_BITS + O);
+                    ELEM_T v = ELEM_T(VALS[p + k]);
+                    if (j == 0u)
+                        FOLD_ROW(a0, c0, v)
+                    else
+                        FOLD_ROW(acc[j], count[j], v)
                 }
             }
         }
