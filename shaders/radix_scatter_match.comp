@@ -45,7 +45,6 @@ layout(std430, binding = 5) restrict buffer Hist { uint HIST[]; };   // after ra
 #define VAL_IN(i) VALS_IN[i]
 #define VAL_OUT(i) VALS_OUT[i]
 #endif
-const uint RANK_ITEMS = ITEMS;
 const uint RANK_WORDS = 2u * TILE;          // the sorted tile: keys, then values
 #include "tile_rank.glsl"
 shared uint s_base[RADIX];                  // digit's place in the output minus its first place in the tile
@@ -85,23 +84,23 @@ void main() {
         s_start[me] = start;
         s_base[me] = here - start;
 #endif
+#if TILE_LOCAL
+        // 2 and 3, the tile's digit counts from the counters: digit t's count and first place in the sorted tile
+        uint mine, start;
+        tile_places(digits, segment, n, ranks, mine, start);
+        s_base[t] = first;
+        TILE_DIGITS[tile * RADIX + t] = start | (mine << 16u);
+#else
         // 2. ranks within the subgroup's pairs
         subgroup_ranks(digits, segment, n, ranks);
         barrier();
-#if TILE_LOCAL
-        // the tile's count of digit t (the counters' sum) and its first place in the sorted tile
-        uint mine, start;
-        tile_digit(mine, start);
-        s_base[t] = first;
-        TILE_DIGITS[tile * RADIX + t] = start | (mine << 16u);
-        barrier();
-#endif
         // 3. counters -> places
         counters_to_places();
         barrier();
         for (uint k = 0u; k < ITEMS; ++k)
             ranks[k] += counter(s, digits[k]);
         barrier();
+#endif
         // 4. the tile sorted by digit, then out in that order
         for (uint k = 0u; k < ITEMS; ++k) {
             if (segment + k * S + lane < n) {

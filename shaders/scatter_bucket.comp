@@ -23,10 +23,8 @@
 #define IDX64 0
 #include "units.glsl"
 #include "radix.glsl"
-// fold_ranked's tiles: the radix pass's (ITEMS rows per invocation; 24 took the fold from 23.8 to 31.7 us on an
-// H200, 1M rows onto 65,536 targets, and the other folds of the kernel too: its registers), values sorted by owner
-const uint RANK_ITEMS = ITEMS;
-const uint RANK_TILE = TILE;
+// fold_ranked's tiles: the radix pass's (ITEMS rows per invocation: more took more registers, and every fold of the
+// kernel slowed; bench/RESULTS.md), their values sorted by owner
 const uint RANK_WORDS = TILE;
 #include "tile_rank.glsl"
 layout(std430, binding = 1) restrict readonly buffer Keys { uint KEYS[]; };
@@ -175,26 +173,17 @@ void fold_ranked(uint b, uint o, uint first, uint end, uint shift, bool exclude)
     uint s = gl_SubgroupID, S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
     uint key = key_of(b, o, 0u, RADIX_BITS), count = 0u;
     ELEM_T acc = output_of(key, shift, exclude);
-    for (uint tile = first; tile < end; tile += RANK_TILE) {
-        uint segment = tile + s * RANK_ITEMS * S, vals[RANK_ITEMS], digits[RANK_ITEMS], ranks[RANK_ITEMS];
+    for (uint tile = first; tile < end; tile += TILE) {
+        uint segment = tile + s * ITEMS * S, vals[ITEMS], digits[ITEMS], ranks[ITEMS], rows, start;
         clear_counters();
-        for (uint k = 0u; k < RANK_ITEMS; ++k) {
+        for (uint k = 0u; k < ITEMS; ++k) {
             uint i = segment + k * S + lane;
             digits[k] = i < end ? (KEYS[i] >> RADIX_BITS) & (RADIX - 1u) : 0u;
             vals[k] = i < end ? VALS[i] : 0u;
         }
         barrier();
-        subgroup_ranks(digits, segment, end, ranks);
-        barrier();
-        uint rows, start;
-        tile_digit(rows, start);
-        barrier();
-        counters_to_places();
-        barrier();
-        for (uint k = 0u; k < RANK_ITEMS; ++k)
-            ranks[k] += counter(s, digits[k]);
-        barrier();
-        for (uint k = 0u; k < RANK_ITEMS; ++k)
+        tile_places(digits, segment, end, ranks, rows, start);
+        for (uint k = 0u; k < ITEMS; ++k)
             if (segment + k * S + lane < end)
                 s_mem[ranks[k]] = vals[k];
         barrier();

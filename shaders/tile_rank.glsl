@@ -1,13 +1,13 @@
 // Stable ranks of a tile's pairs by digit with subgroup ballots (steps 2 and 3 of radix_scatter_match.comp, whose
-// comment describes them; scatter_bucket.comp's fold of a small bucket ranks its rows so too). Item k of lane
-// ``lane`` of subgroup s is the tile's pair segment + k * S + lane (segment = s * ITEMS * S; S the subgroup
-// size, ITEMS here RANK_ITEMS), one of the tile's while below ``n``. Needs GL_KHR_shader_subgroup_ballot, radix.glsl
-// and MIN_SUBGROUP (the smallest subgroup: the counters' memory is sized by it); the includer declares RANK_ITEMS
-// (pairs per invocation in a tile) and RANK_WORDS (the words of the sorted tile, kept in the counters' memory).
+// comment describes them; scatter_bucket.comp's fold_ranked ranks its tiles so too). Item k of lane ``lane`` of
+// subgroup s is the tile's pair segment + k * S + lane (segment = s * ITEMS * S; S the subgroup size), one of the
+// tile's while below ``n``. Needs GL_KHR_shader_subgroup_ballot, radix.glsl and MIN_SUBGROUP (the smallest
+// subgroup: the counters' memory is sized by it); the includer declares RANK_WORDS (the words of the sorted tile,
+// kept in the counters' memory).
 const uint MAX_SUBGROUPS = WORKGROUP_SIZE / MIN_SUBGROUP;
 // The counters (16 bits each, two per word: subgroup s, digit d at (s * RADIX + d) / 2, the odd digit high;
-// a count of a subgroup's pairs, or a place in the tile, is below RANK_ITEMS * WORKGROUP_SIZE < 2^16), then the
-// sorted tile, in the same words.
+// a count of a subgroup's pairs, or a place in the tile, is below TILE < 2^16), then the sorted tile, in the same
+// words.
 const uint COUNTER_WORDS = MAX_SUBGROUPS * RADIX / 2u;
 shared uint s_mem[max(COUNTER_WORDS, RANK_WORDS)];
 shared uint s_start[RADIX];                 // digit's first place in the tile sorted by digit
@@ -21,9 +21,9 @@ void clear_counters() {
 
 // Step 2 (after clear_counters and a barrier): ranks[k], item k's rank among the subgroup's earlier items of its
 // digit d[k] (every lane takes part in the ballots; those past n match none), the subgroup's counters their counts.
-void subgroup_ranks(uint d[RANK_ITEMS], uint segment, uint n, out uint ranks[RANK_ITEMS]) {
+void subgroup_ranks(uint d[ITEMS], uint segment, uint n, out uint ranks[ITEMS]) {
     uint s = gl_SubgroupID, S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
-    for (uint k = 0u; k < RANK_ITEMS; ++k) {
+    for (uint k = 0u; k < ITEMS; ++k) {
         uvec4 match = subgroupBallot(segment + k * S + lane < n);
         for (uint b = 0u; b < RADIX_BITS; ++b) {
             uvec4 ones = subgroupBallot(((d[k] >> b) & 1u) != 0u);
@@ -63,4 +63,19 @@ void counters_to_places() {
             hi += word >> 16u;
         }
     }
+}
+
+// Steps 2 and 3 where the tile's digit counts come from the counters (radix_scatter_match.comp's TILE_LOCAL,
+// scatter_bucket.comp's fold_ranked; after clear_counters, the items' loads and a barrier): ranks[k], item k's
+// place in the tile sorted by digit; count, start: digit t's count in the tile and its first place there.
+void tile_places(uint d[ITEMS], uint segment, uint n, out uint ranks[ITEMS], out uint count, out uint start) {
+    subgroup_ranks(d, segment, n, ranks);
+    barrier();
+    tile_digit(count, start);
+    barrier();
+    counters_to_places();
+    barrier();
+    for (uint k = 0u; k < ITEMS; ++k)
+        ranks[k] += counter(gl_SubgroupID, d[k]);
+    barrier();
 }
