@@ -14,7 +14,6 @@ from .index_map import U32 as _U32     # 2^32 (index_map's)
 from .runtime import Buffer, Device, Dispatch
 
 
-
 class Plan:
     """A validated operation, ready to run: what operators.py and functions.py use of every plan.
     ``output_from_input``: the output starts as a copy of the input and may be bound to the input's own
@@ -426,9 +425,10 @@ class CopyPlan:
         copy, more = self.dispatch(device, input, output)
         return [copy, launch], uploads + more
 
-    def identity(self) -> bool:
-        """True when the copy moves unit u of the input to unit u of the output (one packed layout)."""
-        return len(self.map.dims) == 1 and self.map.dims[0][1:] == (1, 1, 0) and not self.map.tuple_dims
+    def identity(self, nbytes: int | None = None) -> bool:
+        """True when the copy moves unit u of the input to unit u of the output (one packed layout[, of ``nbytes``])."""
+        return (len(self.map.dims) == 1 and self.map.dims[0][1:] == (1, 1, 0) and not self.map.tuple_dims
+                and nbytes in (None, self.map.count * self.map.unit))
 
     def dispatch(self, device: Device, input: Buffer, output: Buffer, barrier: bool = True) -> tuple[Dispatch, list]:
         """(the copy's dispatch, [its parameter buffer] if it must be uploaded first, else [])."""

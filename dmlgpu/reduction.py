@@ -56,7 +56,8 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    in order, grouped into consecutive partials, which gives the sequential fold's bits because combine is
    associative there (integers modulo 2^bits; min/max return the first NaN of the sequence, else the
    least/greatest value of a total order). GPUs fold float32 and bfloat16 add, mul and mean of one-element rows
-   onto many targets per bucket of keys after one pass instead, where reduction_buckets.py says (its steps 1-3).
+   onto many targets per bucket of keys after one pass instead, where reduction_buckets.py says (its steps 1-3;
+   where the keys are every output offset, its fold takes the output's values from the data: no copy).
 4. Order-free reductions: 32-bit integer add (wrapping), min and max with include_self, on rows of fewer
    than ATOMIC_MAX_SLICE elements, skip the grouping: shaders/scatter_atomic.comp combines each update into
    its target with one atomic (every order gives the same bits).
@@ -284,8 +285,9 @@ class ReducePlan(Plan):
                 self.level_words.append(words)
                 count = groups
         self._sorts: dict = {}
+        covers = bool(self.copy and self.copy.identity((last + 1) * elem))       # (the copy: every key's offset)
         self.buckets = None if self.tree else Buckets.of(self.fold_kernel, self.values, self.rows, last >> shift, shift,
-                                                         mode)
+                                                         mode, covers)
         self.cpu = None if self.tree else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
                                                      self.slice_count, last >> shift, shift, self.fold_words)
 
@@ -314,13 +316,9 @@ class ReducePlan(Plan):
 
     def piece_words(self, pieces: int) -> list:
         """The sequential fold's parameter words for each of ``pieces`` passes (one pass: unbounded runs)."""
-        if pieces == 1:
-            return [self.fold_words]
-        out = []
-        for k in range(pieces):
-            words = self.fold_words.copy()
+        out = [self.fold_words.copy() for _ in range(pieces)] if pieces > 1 else [self.fold_words]
+        for k, words in enumerate(out if pieces > 1 else ()):
             words[P_PIECE], words[P_PASS] = CPU_PIECE, k
-            out.append(words)
         return out
 
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
@@ -371,7 +369,11 @@ class ReducePlan(Plan):
             return kernels.addr_variant(name) if addr else name
 
         operands = (None, output, updates, None)       # the fold kernels' slots
-        if self.copy is not None and input is not output and self.copy.map.count:
+        cpu = self.cpu if self.cpu is not None and not addr and self.cpu.usable(device) else None   # CPUs: no sort
+        buckets = self.buckets if self.buckets and not (cpu or few or addr) and self.buckets.usable(device) else None
+        copying = self.copy is not None and input is not output and self.copy.map.count
+        source = input if copying and buckets and buckets.covers else None     # (the bucket fold copies it)
+        if copying and source is None:
             copy, copy_uploads = self.copy.dispatch(device, input, output)
             out.append(copy)
             uploads += copy_uploads
@@ -388,8 +390,6 @@ class ReducePlan(Plan):
                 out.append(Dispatch(self.atomic, (params(self.full_words), indices, output, updates),
                                     int(self.full_words[P_TOTAL])))
             return out, uploads
-        cpu = self.cpu if self.cpu is not None and not addr and self.cpu.usable(device) else None   # CPUs: no sort
-        buckets = self.buckets if self.buckets and not (cpu or few or addr) and self.buckets.usable(device) else None
         grouping = buckets.sort(device.geometry) if buckets else sort               # the sort after the keys
         counted = not (cpu or few or addr) and bool(grouping.pass_words)           # its first histogram: here
         values = (updates,) if self.values else ()
@@ -412,7 +412,7 @@ class ReducePlan(Plan):
         if buckets:
             assert rows is not None
             return out + buckets.dispatches(device, params, keys, rows, take(key_bytes), take(key_bytes), output,
-                                            take, counted), uploads
+                                            take, counted, source), uploads
         if sort.pass_words:
             passes, keys, rows = sort.dispatches(device, params, keys, rows, take(key_bytes),
                                                  None if few else take(key_bytes), few, counted)

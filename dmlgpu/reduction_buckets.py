@@ -66,27 +66,31 @@ B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY, B_RANKED = ra
 HEAVY_ROWS = 128    # step 3: an owner of more rows than this and HEAVY_SHARE times its share is heavy (0: every one,
 HEAVY_SHARE = 8     # tests)
 RANKED = True       # keys of two digits' bits: steps 2 and 3 in one (False: as others, tests)
+MODE_SOURCE = 4     # B_MODE's bit (with reduction.py's MODE_ bits): the fold takes the output's values from the input
 
 
 class Buckets:
     """Steps 1-3 of a reduction (``kernel``: its fold kernel, reduction.py's fold_kernel) of ``rows`` rows whose
     keys have ``key_bits`` bits, the largest ``last_key``; ``shift``: target offset = key << shift; ``mode``: the
-    fold's MODE_ bits."""
+    fold's MODE_ bits; ``covers``: the keys are every offset of the output, whose layout is the input's (shift 0),
+    so that the fold can take the output's values from the input and write every key (``dispatches``' source)."""
 
-    def __init__(self, kernel: str, rows: int, key_bits: int, last_key: int, shift: int, mode: int):
+    def __init__(self, kernel: str, rows: int, key_bits: int, last_key: int, shift: int, mode: int, covers: bool):
         self.kernel = kernels.fold_variant(kernel, True, True, True)
         self.rows, self.key_bits, self.last_key, self.shift, self.mode = rows, key_bits, last_key, shift, mode
+        self.covers = covers and shift == 0
         self._plans: dict = {}
 
     @classmethod
-    def of(cls, kernel: str, values: bool, rows: int, last_key: int, shift: int, mode: int) -> "Buckets | None":
+    def of(cls, kernel: str, values: bool, rows: int, last_key: int, shift: int, mode: int,
+           covers: bool) -> "Buckets | None":
         """Buckets for a reduction's fold kernel (reduction.py's fold_kernel; the default order) if they apply: float
         add, mul and mean whose values the sort carries (``values``), keys up to ``last_key`` that fit; else None."""
         key_bits = last_key.bit_length()
         if (not values or not kernels.has_tree(kernel.removesuffix("_mean"))
                 or not kernels.SMALL_RADIX_BITS < key_bits <= 2 * kernels.RADIX_BITS + kernels.BUCKET_MAX_E):
             return None
-        return cls(kernel, rows, key_bits, last_key, shift, mode)
+        return cls(kernel, rows, key_bits, last_key, shift, mode, covers)
 
     def layout(self, geometry: kernels.Geometry) -> tuple[int, int] | None:
         """(owner_bits, extra_bits) in a geometry, or None where the keys do not fit: a key is
@@ -120,7 +124,9 @@ class Buckets:
             heavy = HEAVY_ROWS and max(HEAVY_ROWS, HEAVY_SHARE * -(-self.rows // owners))
             words[[R_SHIFT, B_OWNER_BITS, B_FOLD_SHIFT, B_MODE, B_LAST_KEY, B_OWNERS, B_HEAVY, B_RANKED]] = (
                 extra_bits, owner_bits, self.shift, self.mode, self.last_key, owners, heavy, ranked)
-            plan = self._plans[geometry.suffix, HEAVY_ROWS, RANKED] = (sort, tiles, words)
+            from_source = words.copy()
+            from_source[B_MODE] |= MODE_SOURCE
+            plan = self._plans[geometry.suffix, HEAVY_ROWS, RANKED] = (sort, tiles, words, from_source)
         return plan
 
     def sort(self, geometry: kernels.Geometry) -> RadixSort:
@@ -128,13 +134,16 @@ class Buckets:
         return self._plan(geometry)[0]
 
     def dispatches(self, device: Device, params, keys: Buffer, rows: Buffer, other_keys: Buffer,
-                   other_rows: Buffer, output: Buffer, take, counted: bool = False) -> list:
+                   other_rows: Buffer, output: Buffer, take, counted: bool = False,
+                   source: Buffer | None = None) -> list:
         """Steps 1-3 (keys, rows -> other_keys, other_rows -> keys, rows, then the fold; ranked: step 1, then the
         fold of other_keys, other_rows) into ``output``:
         ``params(words)`` gives parameter buffers, ``take(nbytes)`` scratch; ``counted``: the key kernel made the
-        pass's histogram (RadixSort.keyed_words)."""
+        pass's histogram (RadixSort.keyed_words); ``source`` (where ``covers``): the input, whose values the fold
+        takes as the output's (MODE_SOURCE), writing every key: the output is not copied from it before."""
+        assert source is None or self.covers
         geometry = device.geometry
-        sort, tiles, words = self._plan(geometry)
+        sort, tiles, words, from_source = self._plan(geometry)
         out, by_bucket, by_bucket_rows = sort.dispatches(device, params, keys, rows, other_keys, other_rows, False,
                                                          counted)
         assert by_bucket is other_keys and by_bucket_rows is other_rows      # (one pass)
@@ -145,5 +154,6 @@ class Buckets:
             out.append(Dispatch(TILES, (params(tiles), other_keys, other_rows, keys, rows, digits),
                                 sort.tiles * geometry.workgroup_size))
             other_keys, other_rows = keys, rows
-        return out + [Dispatch(self.kernel, (params(words), other_keys, other_rows, hist, digits, output),
+        return out + [Dispatch(self.kernel, (params(words if source is None else from_source), other_keys, other_rows,
+                                             hist, digits, output, device._dummy if source is None else source),
                                int(words[B_OWNERS]))]

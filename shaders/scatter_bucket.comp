@@ -13,12 +13,13 @@
 // in each, through its rows in order (rows of other buckets, in a tile that two buckets share, come before or
 // after them), folding each into its key's accumulator (fold_owner): from the output's value, or with
 // MODE_EXCLUDE_SELF from the key's first row; then writes the keys that had rows (the MEAN variants: mean_of(sum,
-// rows + 1, or rows with MODE_EXCLUDE_SELF)). A heavy owner (more than PW(B_HEAVY) rows) is folded by a whole
-// subgroup instead (fold_heavy), after the light ones. With PW(B_RANKED) (an owner has one key, a workgroup is a
-// bucket: O = RADIX_BITS, E = 0) there is no TILE_LOCAL pass: KEYS and VALS are the radix pass's output, and each
-// bucket's tiles are ranked by owner here, one at a time, in shared memory (fold_ranked). So each key's rows are
-// folded in one invocation in row-major order: the bits of scatter_reduce.comp. Element type and operation:
-// ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
+// rows + 1, or rows with MODE_EXCLUDE_SELF); with MODE_SOURCE the output's values come from SOURCE, the input,
+// and every key is written (the keys are then every offset of the output: no copy before). A heavy owner (more
+// than PW(B_HEAVY) rows) is folded by a whole subgroup instead (fold_heavy), after the light ones. With
+// PW(B_RANKED) (an owner has one key, a workgroup is a bucket: O = RADIX_BITS, E = 0) there is no TILE_LOCAL pass:
+// KEYS and VALS are the radix pass's output, and each bucket's tiles are ranked by owner here, one at a time, in
+// shared memory (fold_ranked). So each key's rows are folded in one invocation in row-major order: the bits of
+// scatter_reduce.comp. Element type and operation: ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
 #define UNIT ELEM_BYTES
 #define IDX64 0
 #include "units.glsl"
@@ -32,6 +33,7 @@ layout(std430, binding = 2) restrict readonly buffer Vals { uint VALS[]; };
 layout(std430, binding = 3) restrict readonly buffer Hist { uint HIST[]; };
 layout(std430, binding = 4) restrict readonly buffer TileDigits { uint TILE_DIGITS[]; };
 layout(std430, binding = 5) buffer Data { UNIT_T DATA[]; };
+layout(std430, binding = 6) restrict readonly buffer Source { UNIT_T SOURCE[]; };   // with MODE_SOURCE
 #include "arith.glsl"
 const uint B_OWNER_BITS = R_SCAN_DIGITS + 1u;   // (names and offsets: dmlgpu/reduction_buckets.py's)
 const uint B_FOLD_SHIFT = R_SCAN_DIGITS + 2u;   // target offset = key << PW(B_FOLD_SHIFT)
@@ -41,6 +43,8 @@ const uint B_OWNERS = R_SCAN_DIGITS + 5u;       // invocations: buckets << O
 const uint B_HEAVY = R_SCAN_DIGITS + 6u;        // an owner of more rows is folded by a subgroup (fold_heavy)
 const uint B_RANKED = R_SCAN_DIGITS + 7u;       // 1: every bucket by fold_ranked (O = RADIX_BITS, E = 0)
 const uint MODE_EXCLUDE_SELF = 1u;
+const uint MODE_SOURCE = 4u;    // the output's values are SOURCE's (the input, in the output's layout: no copy
+                                // before), and every key up to PW(B_LAST_KEY) is written, with rows or not
 const uint KEYS_PER_OWNER = 1u << MAX_E;
 
 const uint BLOCK = 32u;                         // rows loaded at once
@@ -55,22 +59,38 @@ void bucket_places(uint b, out uint first, out uint end) {
     end = b + 1u < RADIX ? HIST[places_at(b + 1u, 0u)] : PW(R_COUNT);
 }
 
-// A key's accumulator before its rows: the output's value (none with MODE_EXCLUDE_SELF, or past the last key).
-ELEM_T output_of(uint key, uint shift, bool exclude) {
-    ELEM_T acc = ELEM_T(0u);
-    if (!exclude && key <= PW(B_LAST_KEY))      // (a branch, not a select: no load past the output)
-        acc = LOAD_UNIT_ATOMIC(DATA, key << shift);
-    return acc;
+bool from_source() { return (PW(B_MODE) & MODE_SOURCE) != 0u; }
+
+// The output's value of a key before its rows (SOURCE's with MODE_SOURCE, else DATA's; a branch, not a select:
+// no load past the output).
+ELEM_T value_of(uint key, uint shift) {
+    ELEM_T v = ELEM_T(0u);
+    if (key <= PW(B_LAST_KEY))
+        v = from_source() ? ELEM_T(LOAD_UNIT(SOURCE, key << shift)) : ELEM_T(LOAD_UNIT_ATOMIC(DATA, key << shift));
+    return v;
 }
 
-// A key's result, where it had rows: its accumulator (the MEAN variants: mean_of(sum, rows + 1, or rows with
-// MODE_EXCLUDE_SELF)).
+// A key's accumulator before its rows: the output's value (none with MODE_EXCLUDE_SELF).
+ELEM_T output_of(uint key, uint shift, bool exclude) {
+    return exclude ? ELEM_T(0u) : value_of(key, shift);
+}
+
+// With MODE_SOURCE, a key without rows (up to the last key): its output's value.
+void keep_key(uint key, uint shift) {
+    if (key <= PW(B_LAST_KEY))
+        STORE_UNIT(DATA, key << shift, value_of(key, shift));
+}
+
+// A key's result: where it had rows, its accumulator (the MEAN variants: mean_of(sum, rows + 1, or rows with
+// MODE_EXCLUDE_SELF)); with MODE_SOURCE, of a key without rows (up to the last key), its output's value.
 void store_key(uint key, uint shift, ELEM_T acc, uint count, bool exclude) {
     if (count != 0u) {
 #if defined(MEAN) && MEAN
         acc = mean_of(acc, count + (exclude ? 0u : 1u));
 #endif
         STORE_UNIT(DATA, key << shift, acc);
+    } else if (from_source()) {
+        keep_key(key, shift);
     }
 }
 
@@ -357,6 +377,9 @@ void main() {
     barrier();
     if (first != end && !heavy)
         fold_owner(b, o, first, end, O, keys, shift, exclude);
+    else if (first == end && from_source() && i < PW(B_OWNERS))   // (a bucket without rows)
+        for (uint j = 0u; j < keys; ++j)
+            keep_key(key_of(b, o, j, O), shift);
     // then the subgroups take the workgroup's heavy owners in turn (each folded by one subgroup; not claimed by
     // atomics: llvmpipe runs a subgroup until a barrier, so that one subgroup would take them all and meet its
     // limit of loop iterations)

@@ -261,3 +261,35 @@ def test_the_key_kernel_makes_the_first_histogram(bucket_device, monkeypatch, on
     assert names.count("radix_scan") == (1 if on else 3) and names.count("radix_hist") == (0 if on else 2)
     assert names.index("radix_scan") > names.index(keys[0])
     assert (names[-1] == "scatter_reduce_f32_add_bucket") == on
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("m", [1 << 16, 300_000])
+def test_the_fold_writes_the_whole_output(bucket_device, heavy, dtype, m):
+    """Where the keys are every offset of the output (a packed output of the data's layout), the fold takes the
+    output's values from the data and writes every key, rows or none (MODE_SOURCE): no copy runs before it; a
+    few rows leave most buckets, and most owners, without any. Where they are not (every other element of a
+    [m, 2] table is a target), the copy runs first, and in place nothing is copied."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(m)
+    for n in (5, 2 * TILE + 3):
+        for reduction, include_self in (("add", True), ("add", False), ("mean", True), ("mul", False)):
+            # (new data each time: an output buffer that held an earlier result must not pass for a written one)
+            data, idx = values(rng, (m,), dtype, "add"), rng.integers(0, m, size=n)
+            upd = values(rng, (n,), dtype, "add")
+            t = [dmlgpu.tensor(x, device=bucket_device) for x in (data, idx, upd)]
+            out, names = dispatched(bucket_device, lambda *a: dmlgpu.scatter_elements(
+                *a, reduction=reduction, include_self=include_self), *t)
+            assert same(out, sequential(data, idx, upd, reduction, include_self), loose_nan=False)
+            assert names[0].startswith("reduce_keys") and names[-1].endswith("_bucket")
+    table = values(rng, (m // 2, 2), dtype, "add")
+    n = TILE + 9
+    idx, upd = rng.integers(0, m // 2, size=(n, 1)), values(rng, (n, 1), dtype, "add")
+    t = [dmlgpu.tensor(x, device=bucket_device) for x in (table, idx, upd)]
+    out, names = dispatched(bucket_device, lambda *a: dmlgpu.scatter_elements(*a, reduction="add"), *t)
+    assert same(out, reference.scatter_elements(table, idx, upd, 0, "add"), loose_nan=False)
+    assert not names[0].startswith("reduce_keys") and names[-1].endswith("_bucket")
+    expected = sequential(data, idx[:, 0], upd[:, 0], "add")
+    t = [dmlgpu.tensor(x, device=bucket_device) for x in (data, idx[:, 0], upd[:, 0])]
+    dmlgpu.scatter_elements(*t, reduction="add", out=t[0])
+    assert same(t[0].numpy(), expected, loose_nan=False)
