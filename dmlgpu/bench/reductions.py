@@ -1,10 +1,13 @@
 """Scatter reductions on device Tensors: wall time per call (steady state: the call, which is queued, then
-Device.synchronize(), so the figure waits for the GPU) and GPU time (the call recorded once and rerun; the
-first to last Vulkan timestamp: Kompute writes one after every command, and their own cost, about 1 us each
-on an H200, is included) of each reduction next to the plain scatter (reduction="none") of the same shapes
-("vs none": GPU time ratio), and, where PyTorch with CUDA is present, torch's scatter_reduce / index_add_ /
-index_reduce_ on the same data (wall: the call, then torch.cuda.synchronize()), with and without
-torch.use_deterministic_algorithms(True); for add, NumPy's np.add.at on the host.
+Device.synchronize(), so the figure waits for the GPU), GPU time (the call recorded once and rerun; the
+first to last Vulkan timestamp: Kompute writes one after every command, and their own cost, about 1-2 us each
+on an H200, is included) and stream time (its dispatches recorded back to back without timestamps: what one
+more call adds to a submission; bench/gpu_timing.py) of each reduction next to the plain scatter
+(reduction="none") of the same shapes ("vs none": GPU time ratio), and, where PyTorch with CUDA is present,
+torch's scatter_reduce / index_add_ / index_reduce_ on the same data (wall: the call, then
+torch.cuda.synchronize(); GPU: CUDA events around the call), with and without
+torch.use_deterministic_algorithms(True); for add, NumPy's np.add.at on the host. Compare GPU with GPU (stream
+with torch's GPU: neither has a timestamp per kernel) and wall with wall.
 
 Until issue 19 the wall column timed the call alone: since eager calls on Tensors are queued, it stopped
 waiting for the GPU (a call with 30 ms of GPU time showed 0.2 ms).
@@ -32,6 +35,7 @@ import numpy as np
 
 import dmlgpu
 from dmlgpu import reduction_buckets, reduction_cpu
+from dmlgpu.bench.gpu_timing import capture, time_dispatches
 
 REDUCTIONS = ("none", "add", "mul", "min", "max", "mean", "add (no self)", "add (tree)")
 TORCH_REDUCE = {"add": "sum", "mul": "prod", "min": "amin", "max": "amax", "mean": "mean", "add (no self)": "sum"}
@@ -96,6 +100,29 @@ def values(rng, dtype: np.dtype, shape) -> np.ndarray:
     return rng.integers(0, 100, size=shape).astype(dtype)
 
 
+def stream_time(dev, fn, repeat: int) -> float:
+    """Seconds of GPU work per call of fn() without timestamps (gpu_timing's stream time: its dispatches recorded
+    back to back, at least 10 times)."""
+    result, dispatches = capture(dev, fn)
+    del result
+    return time_dispatches(dev, dispatches, max(repeat, 10)).stream_ns * 1e-9
+
+
+def cuda_time(torch, fn, repeat: int) -> float:
+    """Median seconds of GPU time per call of fn() on torch's current stream (CUDA events around it), after one
+    warm-up call."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    times = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3)
+    return statistics.median(times)
+
+
 def torch_peer():
     """(torch, device) when PyTorch with CUDA is importable, else None."""
     try:
@@ -106,7 +133,7 @@ def torch_peer():
 
 
 def torch_times(peer, reduction, data, idx, upd, width, repeat) -> dict:
-    """Wall ms per call of torch's reductions on CUDA tensors, atomics (default) and deterministic mode."""
+    """(wall ms, GPU ms) per call of torch's reductions on CUDA tensors, atomics (default) and deterministic mode."""
     torch, cuda = peer
     d, i, u = (torch.from_numpy(np.ascontiguousarray(x)).to(cuda) for x in (data, idx, upd))
     sync = torch.cuda.synchronize
@@ -126,7 +153,7 @@ def torch_times(peer, reduction, data, idx, upd, width, repeat) -> dict:
                     fns["index_reduce_"] = lambda: d.clone().index_reduce_(0, i, u, TORCH_REDUCE[reduction])
             for name, fn in fns.items():
                 try:
-                    out[f"{name} {mode}"] = median_time(fn, repeat, sync) * 1e3
+                    out[f"{name} {mode}"] = (median_time(fn, repeat, sync) * 1e3, cuda_time(torch, fn, repeat) * 1e3)
                 except RuntimeError as exc:      # e.g. no deterministic implementation
                     out[f"{name} {mode}"] = f"unsupported ({str(exc).splitlines()[0][:60]})"
         finally:
@@ -160,8 +187,10 @@ def main(argv=None) -> int:
           (", the sorted plan on CPU devices" if args.sorted else "") +
           (", float add, mul and mean by the sorted plan on GPUs" if args.no_buckets else ""))
     print("wall: call + synchronize, median; GPU: Vulkan timestamps of the recorded call, first to last (one after "
-          "every command, their cost included); torch: call + torch.cuda.synchronize(), median")
-    print(f"{'dtype':8} {'dist':8} {'reduction':13} {'wall':>10} {'GPU':>10} {'vs none':>8}  torch (wall)")
+          "every command, their cost included); stream: its dispatches back to back, no timestamps; torch: wall "
+          "(call + torch.cuda.synchronize(), median), then GPU (CUDA events)")
+    print(f"{'dtype':8} {'dist':8} {'reduction':13} {'wall':>10} {'GPU':>10} {'stream':>10} {'vs none':>8}  "
+          f"torch (wall, GPU)")
     for dtype in map(parse_dtype, args.dtype.split(",")):
         for dist in args.dist.split(","):
             shape = (m, w) if w > 1 else (m,)
@@ -183,14 +212,15 @@ def main(argv=None) -> int:
                     t = median_time(call, args.repeat, dev.synchronize)     # the call, then wait for it
                 except TypeError:           # no arithmetic for this dtype
                     continue
-                g = gpu_time(dev, call, args.repeat)
+                g, s = gpu_time(dev, call, args.repeat), stream_time(dev, call, args.repeat)
                 base = base or g
                 peers = (torch_times(peer, reduction, data, idx, upd, w, args.repeat)
                          if peer and dtype.isbuiltin == 1 and order == "row-major" else {})
                 if reduction == "add":      # the host's sequential reference point (np.add.at)
                     peers["np.add.at (host)"] = median_time(lambda: np.add.at(data.copy(), idx, upd), args.repeat) * 1e3
-                shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else f"{k}: {v}"
+                shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else
+                                  f"{k}: {v[0]:.3f} ms, {v[1]:.3f}" if isinstance(v, tuple) else f"{k}: {v}"
                                   for k, v in peers.items())
-                print(f"{str(dtype):8} {dist:8} {reduction:13} {t * 1e3:7.3f} ms {g * 1e3:7.3f} ms {g / base:7.2f}x  "
-                      f"{shown}", flush=True)
+                print(f"{str(dtype):8} {dist:8} {reduction:13} {t * 1e3:7.3f} ms {g * 1e3:7.3f} ms {s * 1e3:7.3f} ms "
+                      f"{g / base:7.2f}x  {shown}", flush=True)
     return 0
