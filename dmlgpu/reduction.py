@@ -373,7 +373,7 @@ class ReducePlan(Plan):
         buckets = self.buckets if self.buckets and not (cpu or few or addr) and self.buckets.usable(device) else None
         copying = self.copy is not None and input is not output and self.copy.map.count
         source = input if copying and buckets and buckets.covers else None     # (the bucket fold copies it)
-        if copying and source is None:
+        if self.copy is not None and copying and source is None:
             copy, copy_uploads = self.copy.dispatch(device, input, output)
             out.append(copy)
             uploads += copy_uploads
