@@ -1,4 +1,4 @@
-"""Host-side timing with time.perf_counter."""
+"""Timing: host-side with time.perf_counter, and PyTorch peers' GPU time with CUDA events."""
 from __future__ import annotations
 
 import statistics
@@ -20,3 +20,24 @@ def host_samples(fn, max_iters: int, budget_s: float, min_iters: int = 5) -> lis
 def median_us(samples_s: list[float]) -> float:
     """The median of samples in seconds, in microseconds."""
     return statistics.median(samples_s) * 1e6
+
+
+def torch_time(fn, repeats: int) -> float | None:
+    """Median seconds of ``fn()`` on CUDA (events), or None without CUDA PyTorch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    return statistics.median(times)

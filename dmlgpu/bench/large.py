@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 
 import numpy as np
 
 import dmlgpu
+from dmlgpu.bench.clock import torch_time
 from dmlgpu.bench.gpu_timing import capture, release, time_dispatches
 
 GiB, MiB = 1 << 30, 1 << 20
@@ -87,27 +87,6 @@ def gpu_time(dev, dispatches, repeats: int) -> float:
     t = time_dispatches(dev, dispatches, repeats)
     release(dev)
     return t.median_ns * 1e-9
-
-
-def torch_time(fn, repeats: int) -> float | None:
-    """Median seconds of ``fn()`` on CUDA (events), or None without CUDA PyTorch."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
-    return statistics.median(times)
 
 
 def torch_gather_rows(table_bytes: int, rows: int, repeats: int) -> float | None:

@@ -35,6 +35,7 @@ import numpy as np
 
 import dmlgpu
 from dmlgpu import reduction_buckets, reduction_cpu
+from dmlgpu.bench.clock import torch_time
 from dmlgpu.bench.gpu_timing import capture, time_dispatches
 
 REDUCTIONS = ("none", "add", "mul", "min", "max", "mean", "add (no self)", "add (tree)")
@@ -108,21 +109,6 @@ def stream_time(dev, fn, repeat: int) -> float:
     return time_dispatches(dev, dispatches, max(repeat, 10)).stream_ns * 1e-9
 
 
-def cuda_time(torch, fn, repeat: int) -> float:
-    """Median seconds of GPU time per call of fn() on torch's current stream (CUDA events around it), after one
-    warm-up call."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    fn()
-    times = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    return statistics.median(times)
-
-
 def torch_peer():
     """(torch, device) when PyTorch with CUDA is importable, else None."""
     try:
@@ -153,7 +139,7 @@ def torch_times(peer, reduction, data, idx, upd, width, repeat) -> dict:
                     fns["index_reduce_"] = lambda: d.clone().index_reduce_(0, i, u, TORCH_REDUCE[reduction])
             for name, fn in fns.items():
                 try:
-                    out[f"{name} {mode}"] = (median_time(fn, repeat, sync) * 1e3, cuda_time(torch, fn, repeat) * 1e3)
+                    out[f"{name} {mode}"] = (median_time(fn, repeat, sync) * 1e3, (torch_time(fn, repeat) or 0) * 1e3)
                 except RuntimeError as exc:      # e.g. no deterministic implementation
                     out[f"{name} {mode}"] = f"unsupported ({str(exc).splitlines()[0][:60]})"
         finally:
