@@ -371,10 +371,10 @@ class ReducePlan(Plan):
         operands = (None, output, updates, None)       # the fold kernels' slots
         cpu = self.cpu if self.cpu is not None and not addr and self.cpu.usable(device) else None   # CPUs: no sort
         buckets = self.buckets if self.buckets and not (cpu or few or addr) and self.buckets.usable(device) else None
-        copying = self.copy is not None and input is not output and self.copy.map.count
+        copying = self.copy if self.copy is not None and input is not output and self.copy.map.count else None
         source = input if copying and buckets and buckets.covers else None     # (the bucket fold copies it)
-        if self.copy is not None and copying and source is None:
-            copy, copy_uploads = self.copy.dispatch(device, input, output)
+        if copying is not None and source is None:
+            copy, copy_uploads = copying.dispatch(device, input, output)
             out.append(copy)
             uploads += copy_uploads
         if self.minmax is not None and not addr and self.minmax.usable(device):     # min/max: no sort

@@ -42,7 +42,7 @@ def test_index_map_words_match_the_glsl():
                                       "MODE_MEAN"]),
     ("radix.glsl", radix_sort, ["R_COUNT", "R_SHIFT", "R_MASK", "R_TILES", "R_SCAN_DIGITS"]),
     ("scatter_bucket.comp", reduction_buckets, ["B_OWNER_BITS", "B_FOLD_SHIFT", "B_MODE", "B_LAST_KEY", "B_OWNERS",
-                                                "B_HEAVY", "B_RANKED"]),
+                                                "B_HEAVY", "B_RANKED", "MODE_SOURCE"]),
     ("gather.comp", plan, ["P_WINDOW"]),
     ("scatter_claim.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS"]),
     ("scatter_write.comp", plan, ["P_OWNER_SHIFT", "P_ROW_UNITS", "P_CLAIM_WORDS"]),
