@@ -7,7 +7,7 @@ those launches with the per-call buffers as slots: ``[data, indices, output, upd
 (claims: the device's scatter claim buffer, which a template never holds). A hit
 costs the argument checks of the fast path, a dictionary lookup, the result (and scratch) from the caching
 allocator, the bound algorithms (kept per buffer set by runtime/pipelines.py), and one kp call that records
-the launches into the device's open batch (``Device.queue_steps``).
+the launches into the device's open batch (``Launch.steps``: runtime/launch.py).
 
 Templates are made by tracing: the first two planned runs of a signature (execution._run_tensors) are traced,
 and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
@@ -23,13 +23,16 @@ never templated, so a template's parameter buffers hold only words fixed by its 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .plan import CLAIMS as CLAIMS_KEY, block_params
-from .runtime import Buffer, Device
+from .runtime import COPY
 from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .device import Device
 
 CLAIMS, SCRATCH = 4, 5        # the slot of the scatter claim buffer; slots from SCRATCH on: a run's scratch
 
@@ -60,7 +63,7 @@ class Template:
         shapes and dtypes), queued, in a new Tensor or ``out`` (the Tensor of the signature's out_key());
         None when a hit's conditions do not hold (module docstring)."""
         dev = self.device
-        if dev._closed or not dev.max_queued or getattr(dev._local, "recording", None) is not None:
+        if not dev.max_queued:
             return None
         recipes = self.recipes
         bufs = [o.buffer for o in operands]
@@ -72,34 +75,33 @@ class Template:
             if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
                     out.shape != self.out_shape or out.dtype != operands[0].dtype:
                 return None         # (out is data's buffer only in place: out_key())
-        with dev._lock:
+        with dev.launch() as launch:
             owner = self.owner
-            if owner is not None and (owner != dev.zeroed_serial or not dev._zeroed_clean):
+            if launch.recording is not None or owner is not None and (owner != dev.zeroed_serial or
+                                                                      not dev.zeroed_clean):
                 return None
-            take = Buffer._in_block if not dev.canary_words and not recipes else Device._take
-            out_buf = take(dev, self.out_nbytes) if out is None else out.buffer
+            fits = not recipes
+            out_buf = launch.output(self.out_nbytes, fits) if out is None else out.buffer
             bufs.insert(2, out_buf)
             if len(bufs) < CLAIMS:
                 bufs.append(None)
-            bufs.append(dev._zeroed.get(CLAIMS_KEY))
-            taken = [take(dev, n) for n in self.scratch]
-            bufs += taken
+            bufs.append(dev.zeroed_buffer(CLAIMS_KEY))
+            bufs += [launch.scratch(n, fits) for n in self.scratch]
             if recipes:     # large tensors: parameters that list these buffers' blocks (padded as traced: None
                             # where their lists outgrow that, e.g. an operand held in more blocks than its shape needs)
-                bodies = [block_params(words, dev._block_table([None if s is None else bufs[s] for s in slots],
+                bodies = [block_params(words, dev.block_table([None if s is None else bufs[s] for s in slots],
                                                                len(words)), size) for words, slots, size in recipes]
                 made = [body for body in bodies if body is not None]
                 if len(made) < len(bodies):
-                    dev._give(*taken, *([out_buf] if out is None else []))
+                    if out is None:
+                        launch.taken.append(out_buf)
                     return None
                 for body in made:
-                    params, fresh = dev._params(body)
+                    params, fresh = dev.params(body)
                     bufs.append(params)
                     if fresh:
-                        dev._batches.stage([params])
-            dev.queue_steps(self.steps, bufs, owner is not None)
-            if taken:
-                dev._give(*taken)
+                        launch.stage([params])
+            launch.steps(self.steps, bufs, owner is not None)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 
 
@@ -107,19 +109,19 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
     or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
     equals the first makes the signature's template."""
-    per_call = buffers + [dev._zeroed.get(CLAIMS_KEY)] + scratch
+    per_call = buffers + [dev.zeroed_buffer(CLAIMS_KEY)] + scratch
     slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
     steps: list[Any] = []
     recipes: list[Any] = []
     for d in dispatches:
         bound = tuple(slots.get(id(b), b) for b in d.buffers)
-        if d.wide or any(b.chunked for b in d.buffers):
+        if d.kernel != COPY and (d.wide or any(b.chunked for b in d.buffers)):
             recipe = d.buffers[0].recipe      # the block lists: remade per call from these slots
             if not d.wide or recipe is None or any(s is not None and s not in slots for s in recipe[1]):
                 return
             bound = (len(per_call) + len(recipes),) + bound[1:]
             recipes.append((recipe[0], tuple(None if s is None else slots[s] for s in recipe[1]), recipe[2]))
-        steps.append((d.kernel, dev.workgroups(d.count), d.barrier, bound))
+        steps.append((d.kernel, d.count if d.kernel == COPY else dev.workgroups(d.count), d.barrier, bound))
     uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
     out = buffers[2]
     template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),

@@ -87,16 +87,6 @@ class CompiledOperator:
                 desc.input.sizes, desc.input.element_strides):
             raise ValueError(f"{desc.OPERATOR} in place (output bound to the input's buffer) needs OutputTensor "
                              f"and InputTensor of the same sizes and strides")
-        dev = self.device
-        with dev._lock:
-            taken = []
-
-            def take(nbytes):                 # scratch (a reduction's sort), given back after the run
-                buf = dev._take(nbytes)
-                taken.append(buf)
-                return buf
-
-            dispatches, uploads = self.plan.dispatches(dev, take=take, **buffers)
-            dev._run(dispatches, uploads=uploads)
-            if dev._recording() is None:
-                dev._give(*reversed(taken))
+        with self.device.launch() as launch:
+            dispatches, uploads = self.plan.dispatches(self.device, take=launch.scratch, **buffers)
+            launch.run(dispatches, uploads=uploads)

@@ -120,13 +120,15 @@ def test_apps_reports_a_wrong_result(tmp_path, capsys, monkeypatch):
         return real(data, zeros, *args, **kwargs)
 
     monkeypatch.setattr(dmlgpu, "gather", wrong)
-    rc = cli.main(["apps", *APPS_SMALL, "--workloads", "embedding-f16,topk-gather", "--out", str(tmp_path)])
-    out = capsys.readouterr().out
-    assert rc == 1 and "MISMATCH" in out
     from dmlgpu.bench import apps
-    rows = {r["workload"]: r for r in json.loads((tmp_path / apps.JSON_NAME).read_text())["rows"]}
-    assert rows["embedding-f16"]["verified"] is False and "elements differ" in rows["embedding-f16"]["mismatch"]
-    assert rows["topk-gather"]["verified"] is True      # gather_elements is not the broken function
+    for process, says in (("same", "elements differ"), ("separate", "the bits differ")):
+        rc = cli.main(["apps", *APPS_SMALL, "--workloads", "embedding-f16,topk-gather", "--process", process,
+                       "--out", str(tmp_path)])
+        out = capsys.readouterr().out
+        assert rc == 1 and "MISMATCH" in out
+        rows = {r["workload"]: r for r in json.loads((tmp_path / apps.JSON_NAME).read_text())["rows"]}
+        assert rows["embedding-f16"]["verified"] is False and says in rows["embedding-f16"]["mismatch"]
+        assert rows["topk-gather"]["verified"] is True      # gather_elements is not the broken function
 
 
 def test_apps_inputs():

@@ -117,3 +117,42 @@ def test_modules_are_short():
     long = {name: n for name, f in _modules().items() if ".bench" not in name
             and (n := len(f.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}; split them by responsibility"
+
+
+def _private_names(files) -> set:
+    """Single-underscore names that classes in ``files`` define: methods, attributes assigned on ``self`` (or any
+    object) and class-level names."""
+    names = set()
+    for f in files:
+        for cls in (n for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.ClassDef)):
+            for node in ast.walk(cls):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    names.add(node.attr)
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    names.add(node.target.id)
+                elif isinstance(node, ast.Assign):
+                    names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_only_the_runtime_uses_its_private_names():
+    """Modules outside dmlgpu/runtime/ reach the runtime through its public contract (Device.launch() and the
+    public methods of Device, Buffer and Recording): no attribute they use is a private name that only the
+    runtime's classes define, and they import no private name from it."""
+    files = list((ROOT / "dmlgpu").rglob("*.py"))
+    runtime = [f for f in files if "runtime" in f.relative_to(ROOT).parts]
+    others = [f for f in files if f not in runtime]
+    private = _private_names(runtime) - _private_names(others)
+    assert {"_run", "_allocator", "_batches", "_local", "_mgr"} <= private   # the check sees the runtime's names
+    uses = []
+    for f in others:
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                uses.append(f"{f.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and "runtime" in (node.module or ""):
+                uses += [f"{f.relative_to(ROOT)}:{node.lineno} import {a.name}" for a in node.names
+                         if a.name.startswith("_")]
+    assert not uses, "private runtime names used outside dmlgpu/runtime/ (add to its public contract):\n" + \
+        "\n".join(uses)

@@ -27,7 +27,8 @@ def _chain_reference(perm: np.ndarray, start: np.ndarray, n: int) -> np.ndarray:
 
 # ---- queueing ----
 
-def test_dependent_calls_share_submissions(dev):
+def test_dependent_calls_share_submissions(dev, monkeypatch):
+    monkeypatch.setattr(dev, "eager_submit", False)       # batches collect max_queued calls (CPU devices' default)
     rng = np.random.default_rng(1)
     perm = rng.permutation(5000).astype(np.int64)
     start = rng.integers(0, 5000, 300)
@@ -42,8 +43,32 @@ def test_dependent_calls_share_submissions(dev):
     assert dev._submissions - before == 200 // dev.max_queued + 1   # numpy() submitted the rest
 
 
+def test_eager_submission_starts_the_first_call_and_batches_the_next(dev, monkeypatch):
+    """With eager_submit (GPUs' default) a call queued while no batch is in flight is submitted at once; the
+    calls after it collect as before, and every result is right."""
+    monkeypatch.setattr(dev, "eager_submit", True)
+    rng = np.random.default_rng(2)
+    perm = rng.permutation(5000).astype(np.int64)
+    start = rng.integers(0, 5000, 300)
+    p = dmlgpu.tensor(perm, device=dev)
+    x = dmlgpu.tensor(start, device=dev)
+    dev.synchronize()
+    before = dev._submissions
+    x = dmlgpu.gather(p, x)
+    assert dev._submissions - before == 1 and dev._batches.inflight and not dev._batches.queued
+    for _ in range(199):
+        x = dmlgpu.gather(p, x)
+    assert dev._submissions - before == 1 + 199 // dev.max_queued
+    assert np.array_equal(x.numpy(), _chain_reference(perm, start, 200))
+    assert dev._submissions - before == 2 + 199 // dev.max_queued
+    y = dmlgpu.gather(p, x)                              # nothing in flight again: submitted at once
+    assert dev._submissions - before == 3 + 199 // dev.max_queued
+    assert np.array_equal(y.numpy(), perm[x.numpy()])
+
+
 def test_max_queued_bounds_a_batch():
     d = dmlgpu.Device(max_queued=3)
+    d.eager_submit = False
     t = dmlgpu.tensor(np.arange(10, dtype=np.int32), device=d)
     d.synchronize()
     before = d._submissions
@@ -61,6 +86,7 @@ def test_a_full_batch_runs_while_the_next_is_recorded(dev):
     """A batch submitted because it is full is left in flight; reading a result of it (or of the open batch)
     waits for the right one; results held across many batches are all right."""
     d = dmlgpu.Device(max_queued=4, direct_memory=dev.direct_memory)
+    d.eager_submit = False
     rng = np.random.default_rng(5)
     perm = rng.permutation(300).astype(np.int32)
     p = dmlgpu.tensor(perm, device=d)

@@ -72,6 +72,8 @@ def apply_diff(src: pathlib.Path, diff: str, name: str) -> None:
     stand exactly at the line numbers the hunk names (no fuzz, no offsets); new files are created. (A small
     applier of our own: the GPU machine has neither git nor patch.)"""
     files = re.split(r"^diff --git .*$", diff, flags=re.M)[1:]
+    if not files:
+        raise SystemExit(f"build_kp: patch {name} changes no file (no 'diff --git' header)")
     for chunk in files:
         old_path = re.search(r"^--- (\S+)", chunk, re.M).group(1)
         new_path = re.search(r"^\+\+\+ (\S+)", chunk, re.M).group(1)

@@ -18,8 +18,8 @@ dispatches two ways:
 Why replay rather than call the function ``repeats`` times in the recording: each layer-2 call in a
 Recording allocates a new output (and a new parameter buffer and Kompute algorithm), so 100 calls of a
 512 MiB gather would hold 50 GiB. Replaying the call's own dispatches on the same buffers times the same
-kernels with constant memory. This relies on dmlgpu internals, all of them here: ``Recording._steps``,
-``Device._run`` (inside a recording it appends steps), ``Device._pipelines`` (one Kompute algorithm per
+kernels with constant memory. It uses the runtime's contract alone: ``Recording.dispatches``,
+``Device.run`` (inside a recording it appends steps), ``Device.clear_algorithms`` (one Kompute algorithm per
 distinct dispatch, released by ``release``), ``Dispatch.barrier`` (a dispatch recorded without a barrier
 of its own is one timed step, not two), and ``GatherPlan`` + ``copy_map`` for the copy-shader reference (the
 gather kernel with tuple size 0).
@@ -35,6 +35,7 @@ import numpy as np
 import dmlgpu
 from dmlgpu.index_map import Layout, copy_map
 from dmlgpu.plan import GatherPlan
+from dmlgpu.runtime import command_count
 
 
 @dataclasses.dataclass
@@ -62,7 +63,7 @@ def capture(device: dmlgpu.Device, call, *args):
     dispatches it recorded)."""
     with device.record() as rec:
         result = call(*args)
-    dispatches = [what for kind, what in rec._steps if kind == "dispatch"]
+    dispatches = rec.dispatches()
     return result, dispatches
 
 
@@ -73,9 +74,9 @@ def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> Gp
         raise ValueError("nothing to time: the operation recorded no dispatch")
     with device.record() as plain:                 # ending a block runs it: the warm-up
         for _ in range(repeats):
-            device._run(dispatches)
+            device.run(dispatches)
     with device.record() as single:
-        device._run(dispatches)
+        device.run(dispatches)
     many, one = [], []
     for _ in range(2):
         for rec_, walls in ((plain, many), (single, one)):
@@ -86,9 +87,9 @@ def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> Gp
     stream_ns = (min(many) - min(one)) / (repeats - 1) * 1e9 if repeats > 1 else min(one) * 1e9
     with device.record(timestamps=True) as rec:   # ending the block runs it (kernels and buffers are warm)
         for _ in range(repeats):
-            device._run(dispatches)
+            device.run(dispatches)
     ts = rec.timestamps()
-    per_op = sum(2 if d.barrier else 1 for d in dispatches)   # timed steps: a barrier (if any), the dispatch
+    per_op = command_count(dispatches)   # timed steps: a barrier (if any), the dispatch (or copies)
     expected = 1 + per_op * repeats
     if len(ts) < expected:   # (on unified memory one more: the barrier before host reads, at the end)
         raise RuntimeError(f"expected at least {expected} timestamps, got {len(ts)}")
@@ -122,8 +123,8 @@ class CopyReference:
             expected = np.resize(np.arange(251, dtype=np.uint8), n)
             src, dst = dev.buffer(expected), dev.buffer(nbytes=n)
             plan = GatherPlan(copy_map(Layout.packed((n,)), Layout.packed((n,)), 1), np.uint32)
-            dispatches, uploads = plan.dispatches(dev, input=src, indices=dev._dummy, output=dst)
-            dev._run(dispatches, uploads=uploads)
+            dispatches, uploads = plan.dispatches(dev, input=src, indices=dev.dummy, output=dst)
+            dev.run(dispatches, uploads=uploads)
             if not np.array_equal(dst.read()[:n], expected):
                 raise RuntimeError(f"the copy shader's result is wrong ({n} bytes)")
             self._cache[n] = time_dispatches(dev, dispatches, self.repeats)
@@ -133,5 +134,4 @@ class CopyReference:
 
 def release(device: dmlgpu.Device) -> None:
     """Drops the Kompute algorithms cached for the timed dispatches (they keep their buffers alive)."""
-    with device._lock:
-        device._pipelines.clear()
+    device.clear_algorithms()

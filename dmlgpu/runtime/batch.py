@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import transfers
 from .devices import HOST_COHERENT, HOST_VISIBLE, kp
+from .buffer import COPY, _copy_ops
 from .memory import Block
 from .transfers import BEFORE_COPY
 
@@ -53,14 +54,14 @@ class Batch:
         self.ops += dev._dispatch_ops(dispatches)
         for d in dispatches:
             for b in d.buffers:
-                for block in b._blocks:
+                for block in b.block_list:
                     block.batch = number
         if not self.zeroed and dev._zeroed:
             self.zeroed = dev._uses_zeroed(dispatches)
         self._added()
 
     def stage(self, uploads) -> None:
-        """Uploads the staged bytes of these buffers (Buffer._stage) before what the batch does next. Host
+        """Uploads the staged bytes of these buffers (Buffer.stage) before what the batch does next. Host
         data of up to a quarter of QUEUE_UPLOADS per buffer goes through the batch's upload buffer (copied there
         now, into its device buffer by the batch: a block that the batch still uses may be reused); larger
         data is written now (mapped, or by a staging transfer), after the batch if the block is one it uses."""
@@ -70,7 +71,7 @@ class Batch:
                 continue
             src, n = b._pending, b._pending.size
             if n > QUEUE_UPLOADS // 4 or b.chunked:
-                dev._write(b, 0, src)          # after the batch if it uses the buffer
+                dev.write_bytes(b, 0, src)          # after the batch if it uses the buffer
             else:
                 if self.upload_pos + n > QUEUE_UPLOADS:
                     self.flush(wait=False)
@@ -88,20 +89,27 @@ class Batch:
 
     def record_steps(self, steps, buffers: list, zeroed: bool) -> None:
         """Adds a call template's launches to the open batch (the caller has checked that no recording of its
-        thread is open and that max_queued is not 0): ``steps`` are (kernel, workgroups, barrier, slots), each
+        thread is open and that max_queued is not 0): ``steps`` are (kernel, workgroups, barrier, slots) (a
+        COPY step: (COPY, bytes, barrier, slots of its source and destination)), each
         slot an index into ``buffers`` or a Buffer (the launches bind each buffer's first block; those of the
         large-tensor variants reach every block through their parameters). ``zeroed``: the launches use
         zeroed scratch (Device.zeroed)."""
         dev = self.device
         number, algorithm, barrier, ops = self.number, dev._pipelines.algorithm, dev._barrier, self.ops
+        after_copy = False
         for kernel, groups, before, slots in steps:
             bound = [buffers[s] if s.__class__ is int else s for s in slots]
-            blocks = tuple([b._block for b in bound])
-            if before:
-                ops.append(barrier)
-            ops.append(algorithm(kernel, groups, blocks).dispatch)
+            if kernel == COPY:         # a copy step: groups is its byte count (Runs._dispatch_ops' barriers)
+                ops.append(dev._copy_barrier)
+                ops += _copy_ops(bound[0], 0, bound[1], 0, groups)
+                after_copy = True
+            else:
+                if before or after_copy:
+                    ops.append(barrier)
+                ops.append(algorithm(kernel, groups, tuple([b._block for b in bound])).dispatch)
+                after_copy = False
             for b in bound:
-                for block in b._blocks:
+                for block in b.block_list:
                     block.batch = number
         if zeroed:
             self.zeroed = True
@@ -109,7 +117,7 @@ class Batch:
 
     def _added(self) -> None:
         self.queued += 1
-        if self.queued >= self.device.max_queued:
+        if self.queued >= self.device.max_queued or not self.inflight and self.device.eager_submit:
             self.flush(wait=False)        # collecting the next batch overlaps the GPU's work on this one
 
     def sync_block(self, block: Block) -> None:

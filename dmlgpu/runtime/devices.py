@@ -24,7 +24,8 @@ REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", 
                     "0007-python-memory-barrier", "0008-python-manager-clear", "0009-python-device-properties",
                     "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines",
                     "0014-manager-instance-errors", "0015-device-features", "0017-call-path",
-                    "0018-withheld-features", "0020-uniform-parameters", "0021-subgroup-properties")
+                    "0018-withheld-features", "0020-uniform-parameters", "0021-subgroup-properties",
+                    "0022-device-uuid")
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
@@ -57,7 +58,8 @@ class DeviceInfo:
     ``max_compute_shared_memory_size``: bytes of shared memory per workgroup; ``max_per_stage_storage_buffers``:
     storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers); ``subgroup_size`` (0 before
     Vulkan 1.1) and ``subgroup_operations``: the VkSubgroupFeatureFlags compute shaders have (kp patch 0021;
-    0: none). A Device's ``info`` is this as its profile shows it (runtime/profiles.py).
+    0: none); ``device_uuid``: VkPhysicalDeviceIDProperties' deviceUUID (kp patch 0022; empty before Vulkan
+    1.1), the GPU's name in other APIs. A Device's ``info`` is this as its profile shows it (runtime/profiles.py).
 
     Parameters
     ----------
@@ -93,6 +95,7 @@ class DeviceInfo:
     max_per_stage_storage_buffers: int
     subgroup_size: int
     subgroup_operations: int
+    device_uuid: bytes
 
     @classmethod
     def from_kp(cls, index: int, p: dict) -> "DeviceInfo":
@@ -103,7 +106,8 @@ class DeviceInfo:
                    p["vendor_id"], p["vendor_device_id"], p["driver_version"], bytes(p["pipeline_cache_uuid"]),
                    frozenset(name for name, has in p["features"].items() if has), p["max_memory_allocation_size"],
                    p["max_buffer_size"], p["max_compute_shared_memory_size"],
-                   p["max_per_stage_descriptor_storage_buffers"], p["subgroup_size"], p["subgroup_operations"])
+                   p["max_per_stage_descriptor_storage_buffers"], p["subgroup_size"], p["subgroup_operations"],
+                   bytes(p["device_uuid"]))
 
     @property
     def device_memory(self) -> int:

@@ -11,10 +11,11 @@ the two may overlap. Copies into and out of device buffers are preceded by ``BEF
 reads after a submission (staging, or mapped device buffers on unified memory) is made visible to it by a
 global ``BEFORE_HOST_READ`` at the end.
 
-Queued eager calls: runs that produce device Tensors (``Device._run(..., queue=True)``) join the device's
+Queued eager calls: runs that produce device Tensors (``Launch.run(..., queue=True)``) join the device's
 open batch, submitted together when the host needs a result: a host read or write of a buffer the batch
 uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a recording's submission,
-``Device.synchronize()``, or ``max_queued`` runs in the batch. There is one open batch per device, shared by
+``Device.synchronize()``, or ``max_queued`` runs in the batch; with ``eager_submit`` (GPUs' default), also the
+first run queued while no batch is in flight. There is one open batch per device, shared by
 its threads under the device's lock, so the order of the calls is the order in which the threads got the
 lock. A batch submitted because it is full is not waited for: the next one is collected while the GPU runs
 it. The caching allocator may hand a block that a queued run still uses to a later queued run: the batches
@@ -30,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DeviceError
 from .. import kernels, spirv
 from . import profiles, transfers
-from .buffer import Dispatch, _block_ids
+from .buffer import COPY, Dispatch, _block_ids, _copy_ops
 from .devices import DeviceInfo, kp
+from .launch import Launch
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
 
 if TYPE_CHECKING:
@@ -66,10 +68,11 @@ class Runs:
         _admitted: Any
         _supported: dict
         _barrier: Any
+        _copy_barrier: Any
         _batches: Batch
-        _closed: bool
+        closed: bool
         _host_barrier: Any
-        _lock: threading.RLock
+        lock: threading.RLock
         _max_groups: int
         _mgr: Any
         _param_buffers: dict
@@ -85,11 +88,42 @@ class Runs:
         info: DeviceInfo
         max_queued: int
 
-        def _open(self) -> Any: ...
-        def _recording(self) -> Any: ...
+        def check_open(self) -> Any: ...
+        def active_recording(self) -> Any: ...
         def _replay_sequence(self) -> Any: ...
-        def _read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray: ...
-        def _write(self, buf: Buffer, offset: int, src: np.ndarray) -> None: ...
+        def read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray: ...
+        def write_bytes(self, buf: Buffer, offset: int, src: np.ndarray) -> None: ...
+
+    def launch(self) -> Launch:
+        """A launch: the one way to run kernels on this device (runtime/launch.py): ``with dev.launch() as
+        launch:`` holds the device's lock, ``launch.scratch(n)`` hands out scratch that goes back when the block
+        ends, ``launch.run(dispatches, ...)`` runs, queues or records them.
+
+        Raises
+        ------
+        dmlgpu.DeviceError
+            A closed device.
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> with dmlgpu.default_device().launch() as launch:
+        ...     launch.scratch(16).nbytes, launch.run([])
+        (16, [])
+        """
+        return Launch(self)     # type: ignore[arg-type]  # self: the Device
+
+    def run(self, dispatches, uploads=(), downloads=()) -> list:
+        """A launch of these dispatches without scratch of its own (Launch.run: recorded inside a recording of
+        this thread, else submitted now, waiting for it; returns the downloaded bytes)."""
+        with self.launch() as launch:
+            return launch.run(dispatches, uploads, downloads)
+
+    def clear_algorithms(self) -> None:
+        """Drops the Kompute algorithms (descriptor sets) kept for the buffer sets of past dispatches; the
+        pipelines stay. They keep their buffers' blocks alive until then."""
+        with self.lock:
+            self._pipelines.clear()
 
     def _run(self, dispatches, uploads=(), downloads=(), queue: bool = False) -> list:
         """Uploads the buffers' staged bytes, runs the dispatches in order (a barrier before each),
@@ -98,12 +132,12 @@ class Runs:
         (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns [])."""
         if self._admitted is not None:
             self._admit(dispatches, uploads)
-        rec = self._recording()
+        rec = self.active_recording()
         if rec is not None:
             rec._append(dispatches, uploads, downloads)
             return []
-        with self._lock:
-            self._open()
+        with self.lock:
+            self.check_open()
             if queue and self.max_queued and not downloads:
                 self._batches.enqueue(dispatches, uploads)
                 return []
@@ -115,7 +149,7 @@ class Runs:
             up_slot = down_slot = None
             if self.direct_memory or not fused:   # mapped, or large: through staging in submissions of their own
                 for b in pending:
-                    self._write(b, 0, b._pending)
+                    self.write_bytes(b, 0, b._pending)
             else:
                 if pending:
                     up_pos = _packed(up_sizes)
@@ -133,7 +167,7 @@ class Runs:
             if down_slot is not None:
                 view = down_slot.view
                 return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
-            return [self._read_range(b, 0, b.nbytes) for b in downloads]
+            return [self.read_range(b, 0, b.nbytes) for b in downloads]
 
     def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot) -> None:
         """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
@@ -180,21 +214,17 @@ class Runs:
         is open (the common eager call: one check fewer)."""
         if self._admitted is not None:
             self._admit(dispatches, uploads)
-        with self._lock:
-            if self._closed:
-                self._open()
+        with self.lock:
+            if self.closed:
+                self.check_open()
             if self.max_queued:
                 self._batches.enqueue(dispatches, uploads)
             else:
                 self._run(dispatches, uploads)
 
-    def queue_steps(self, steps, buffers: list, zeroed: bool) -> None:
-        """Batch.record_steps into the open batch (a call template's launches: dmlgpu/calls.py)."""
-        self._batches.record_steps(steps, buffers, zeroed)
-
     def _sync_buffer(self, buf: Buffer) -> None:
         """Before ``buf`` is reached outside the batches: waits for the batches that use it."""
-        for block in buf._blocks:
+        for block in buf.block_list:
             self._batches.sync_block(block)
 
     def _flush(self, wait: bool = True) -> None:
@@ -202,12 +232,21 @@ class Runs:
         self._batches.flush(wait)
 
     def _dispatch_ops(self, dispatches) -> list:
-        """The kp ops of dispatches in order: the global barrier before each one that has ``barrier``."""
+        """The kp ops of dispatches in order: the global barrier before each one that has ``barrier`` (and
+        before the kernel after a copy step, whose barrier orders transfers only); a copy's region copies after
+        a global barrier before transfers (BEFORE_COPY)."""
         ops = []
+        after_copy = False
         for d in dispatches:
-            if d.barrier:
+            if d.kernel == COPY:
+                ops.append(self._copy_barrier)
+                ops += _copy_ops(d.buffers[0], 0, d.buffers[1], 0, d.count)
+                after_copy = True
+                continue
+            if d.barrier or after_copy:
                 ops.append(self._barrier)
             ops.append(self._algorithm(d).dispatch)
+            after_copy = False
         return ops
 
     def _host_read_ops(self, dispatches) -> list:
@@ -229,7 +268,7 @@ class Runs:
         its ops (pipelines.Bound)."""
         groups = self.geometry.workgroups(d.count, self._max_groups)
         if d.blocks is not None:
-            return self._pipelines.algorithm(d.kernel, groups, [b._blocks[i or 0] for b, i in zip(d.buffers, d.blocks)])
+            return self._pipelines.algorithm(d.kernel, groups, [b.block_list[i or 0] for b, i in zip(d.buffers, d.blocks)])
         if not d.wide:
             for b in d.buffers:
                 if b.chunked:

@@ -1,0 +1,101 @@
+"""The runtime's one way to run work (``Device.launch()``): a launch holds the device's lock, hands out the
+scratch buffers its kernels need and runs or queues their dispatches; when it ends, its scratch goes back.
+
+A call's corridor, written once::
+
+    with device.launch() as launch:
+        out = launch.output(nbytes)                       # kept by the caller (a result)
+        dispatches, params = plan.dispatches(device, input=..., output=out, take=launch.scratch)
+        launch.run(dispatches, uploads=params, queue=True)
+
+Scratch lifetime: a launch's scratch returns to the caching allocator when the ``with`` block ends, also when
+it raises. A queued run may still use it then; the allocator hands a block that queued work uses only to
+later work of the same queue, which the barrier before every dispatch orders after it (runtime/runs.py), and
+what reaches such a block from outside the batches first waits for them (runtime/batch.py). Inside a
+recording of this thread the recording owns the buffers its steps bind, and the launch gives nothing back. ``keep()`` hands the scratch to the caller instead (buffers kept for the next call of a
+signature).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .buffer import Buffer
+
+if TYPE_CHECKING:
+    from .buffer import Dispatch
+    from .device import Device
+
+
+class Launch:
+    """One launch on ``device`` (made by Device.launch(); a context manager). ``recording``: the recording
+    of this thread that the launch's runs are appended to, or None."""
+
+    __slots__ = ("device", "recording", "taken", "_kept")
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.recording: Any = None
+        self.taken: list[Buffer] = []
+        self._kept = False
+
+    def __enter__(self) -> Launch:
+        dev = self.device
+        dev.lock.acquire()
+        try:
+            dev.check_open()
+        except BaseException:
+            dev.lock.release()
+            raise
+        self.recording = dev.active_recording()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.taken and not self._kept and self.recording is None:
+                self.device.give_buffers(*self.taken)
+        finally:
+            self.device.lock.release()
+
+    def scratch(self, nbytes: int, fits: bool = False) -> Buffer:
+        """A buffer of at least ``nbytes`` (contents undefined) that the launch gives back when it ends
+        (outside recordings). ``fits``: the caller knows that ``nbytes`` is a positive multiple of 4 that one
+        block holds (a call template's sizes, checked when it was traced), so the size checks are skipped."""
+        buf = self.output(nbytes, fits)
+        self.taken.append(buf)
+        return buf
+
+    def output(self, nbytes: int, fits: bool = False) -> Buffer:
+        """A new buffer of at least ``nbytes`` (contents undefined) that the caller keeps: a result.
+        ``fits``: as for scratch()."""
+        dev = self.device
+        if fits and not dev.canary_words:
+            return Buffer._in_block(dev, nbytes)
+        return dev.take_buffer(nbytes)
+
+    def keep(self) -> list[Buffer]:
+        """The launch's scratch, which it then does not give back: the caller owns it (returns it)."""
+        self._kept = True
+        return self.taken
+
+    def run(self, dispatches: Sequence[Dispatch], uploads: Sequence[Buffer] = (),
+            downloads: Sequence[Buffer] = (), queue: bool = False) -> list:
+        """Runs the dispatches in order after uploading the staged bytes of ``uploads``: appended to the
+        recording of this thread if one is open; else queued into the device's open batch (``queue``,
+        without downloads, and max_queued > 0); else submitted now and waited for, returning the bytes of
+        each of ``downloads`` (a new uint8 array of its nbytes). Returns [] where it did not wait."""
+        dev = self.device
+        if queue and self.recording is None and not downloads:
+            dev._queue(dispatches, uploads)
+            return []
+        return dev._run(dispatches, uploads, downloads, queue)
+
+    def stage(self, uploads: Sequence[Buffer]) -> None:
+        """Uploads the staged bytes of these buffers (Buffer.stage: a parameter buffer's words) before what
+        the device's open batch does next (outside recordings)."""
+        self.device._batches.stage(uploads)
+
+    def steps(self, steps: tuple, buffers: list, zeroed: bool) -> None:
+        """A call template's launches recorded into the open batch: ``steps`` are (kernel, workgroups,
+        barrier, slots), each slot an index into ``buffers`` or a Buffer; ``zeroed``: they use zeroed
+        scratch (Device.zeroed). Only outside recordings, with max_queued > 0 (the caller checks both)."""
+        self.device._batches.record_steps(steps, buffers, zeroed)
