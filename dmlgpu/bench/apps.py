@@ -20,7 +20,7 @@ Tensors, with the sizes of a real model, next to the fastest PyTorch call for th
   compared bit for bit with the peer's. Any mismatch or error makes the run exit with status 1.
 
 Workloads (``--scale`` multiplies the counts: ids, rows, vocabulary, nodes, edges, steps; row widths stay):
-embedding lookups (float16 and bfloat16: moved as uint16 by dmlgpu, torch.bfloat16 on PyTorch), an
+embedding lookups, a paged KV-cache gather by a 2-D block table, the logits of one label per row (float16 and bfloat16: moved as uint16 by dmlgpu, torch.bfloat16 on PyTorch), an
 in-place KV-cache write and a decode loop (``scatter_nd(cache, idx, rows, out=cache)`` when the installed
 dmlgpu has ``out=``, else the copying ``scatter_nd``, and the row's name ends in ``(copy)``), MoE dispatch
 and combine, GNN gather and scatter-add (PyTorch's atomic calls; its deterministic mode in a column of its
@@ -28,8 +28,15 @@ own), top-k gather_elements, point clouds (gather_nd, batch_dims=1) and a recomm
 Zipf-skewed ids (skipped, with the reason, where the device lacks the memory). Sums are exact: the GNN
 messages are small integers, so every order of summation gives the same bits.
 
+Processes: by default (``--process separate``) the peer runs first in a process of its own, and dmlgpu then
+in this one, which holds no CUDA context of PyTorch's: each side as its users run it (a CUDA context keeps an
+NVIDIA GPU's clocks up for every API of the process; dmlgpu holds its own where it can: runtime/clocks.py).
+The peer's results reach dmlgpu's process as SHA-256 digests of their bytes. ``--process same`` runs both in
+one process, the peer's calls after dmlgpu's for each workload.
+
 Usage: python -m dmlgpu bench apps [--scale 1] [--workloads embedding*,gnn*] [--repeats 50] [--budget 3]
-                                   [--peer auto|torch|numpy] [--out DIR] [--markdown] [--list]
+                                   [--peer auto|torch|numpy] [--process separate|same] [--out DIR]
+                                   [--markdown] [--list]
        python -m dmlgpu bench apps --render DIR/apps.json [--markdown]
 Writes apps.json and apps.md to --out (default dmlgpu-bench/). A full run at --scale 1 needs about 12 GiB of
 device memory (the recommender's table, on both sides in turn) and as much host memory.
@@ -40,22 +47,26 @@ import argparse
 import datetime
 import fnmatch
 import gc
+import hashlib
 import inspect
 import json
 import math
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 import dmlgpu
 
+from ..runtime import default_device_index
 from .clock import host_samples
 from .units import fmt_bytes, fmt_number
 
@@ -350,6 +361,35 @@ def topk_logits(scale, rng) -> App:
                       "take_along_dim": lambda a: _torch_module("torch").take_along_dim(a["logits"], a["idx"], 1)})
 
 
+def paged_kv(scale, rng) -> App:
+    blocks, block_elems, seqs, per_seq = _n(4096, scale, 64), 16384, 32, _n(64, scale, 2)
+    pool = random_rows(rng, (blocks, block_elems), np.float16)       # 32 KiB blocks
+    table = rng.integers(0, blocks, (seqs, per_seq), dtype=np.int64)
+    return App("paged-kv-gather", "paged KV cache",
+               f"[{seqs}, {per_seq}] block ids (a 2-D block table) from [{blocks}, {block_elems}] float16 "
+               f"({fmt_bytes(pool.nbytes)}, 32 KiB blocks)",
+               {"pool": pool, "table": table},
+               dml=lambda t: dmlgpu.gather(t["pool"], t["table"]),
+               numpy=lambda a: np.take(a["pool"], a["table"], axis=0),
+               torch={"pool[table]": lambda a: a["pool"][a["table"]],
+                      "index_select": lambda a: a["pool"].index_select(0, a["table"].view(-1)).view(
+                          *a["table"].shape, block_elems)})
+
+
+def label_logits(scale, rng) -> App:
+    rows, vocab = _n(8192, scale, 8), _n(32000, scale, 64)
+    logits = rng.standard_normal((rows, vocab), dtype=np.float32)
+    labels = rng.integers(0, vocab, (rows, 1), dtype=np.int64)
+    return App("label-gather", "cross-entropy label logits",
+               f"gather_elements of one label per row from [{rows}, {vocab}] float32 ({fmt_bytes(logits.nbytes)})",
+               {"logits": logits, "labels": labels},
+               dml=lambda t: dmlgpu.gather_elements(t["logits"], t["labels"], axis=1),
+               numpy=lambda a: np.take_along_axis(a["logits"], a["labels"], axis=1),
+               torch={"torch.gather": lambda a: _torch_module("torch").gather(a["logits"], 1, a["labels"]),
+                      "take_along_dim": lambda a: _torch_module("torch").take_along_dim(a["logits"], a["labels"],
+                                                                                         1)})
+
+
 def point_cloud(scale, rng) -> App:
     batch, points, picked, width = 8, _n(65536, scale, 16), _n(16384, scale, 4), 64
     x = rng.standard_normal((batch, points, width), dtype=np.float32)
@@ -385,6 +425,8 @@ BUILDERS = {
     "decode-loop": decode_loop,
     "moe-dispatch": lambda s, r, ip: moe_dispatch(s, r),
     "moe-combine": moe_combine,
+    "paged-kv-gather": lambda s, r, ip: paged_kv(s, r),
+    "label-gather": lambda s, r, ip: label_logits(s, r),
     "gnn-gather": lambda s, r, ip: gnn_gather(s, r),
     "gnn-scatter-add": lambda s, r, ip: gnn_scatter_add(s, r),
     "topk-gather": lambda s, r, ip: topk_logits(s, r),
@@ -501,6 +543,71 @@ class TorchSide:
         self.torch.use_deterministic_algorithms(on)
 
 
+class RemoteSide:
+    """The peer run in a process of its own (``--process separate``): its figures and result digests, read
+    from the JSON that ``--peer-side-only`` wrote, by workload."""
+
+    def __init__(self, report: dict):
+        self.report = report
+        self.kind = report["info"]["name"]
+
+    def info(self) -> dict:
+        return {**self.report["info"], "process": "separate"}
+
+    def free_bytes(self):
+        return None
+
+    def release(self) -> None:
+        pass
+
+    def peer(self, name: str, deterministic: bool = False) -> tuple[dict, dict]:
+        """(the best call's figures, {call: Digest}) as run_peer gives them; RuntimeError where the peer's
+        process failed or skipped the workload."""
+        row = self.report["rows"][name]
+        key = "peer_deterministic" if deterministic else "peer"
+        if key + "_digests" not in row:
+            raise RuntimeError(row.get(key, {}).get("error") or row.get("error") or row.get("skipped")
+                               or f"the peer did not run {name}")
+        digests = {call: Digest(tuple(d[0]), d[1], d[2]) for call, d in row[key + "_digests"].items()}
+        return row[key], digests
+
+
+def peer_report(side, names: list[str], s: "Settings") -> dict:
+    """``--peer-side-only``: the peer's half of run() (the same workloads built from the same seed), with
+    digests of its results in place of the results."""
+    rng = np.random.default_rng(s.seed)
+    inplace = has_out()
+    rows: dict = {}
+    for name in names:
+        row = rows[name] = {}
+        try:
+            app = BUILDERS[name](s.scale, rng, inplace)
+            need, free = int(app.device_bytes() * 1.25), side.free_bytes()
+            if free is not None and need > MEMORY_HEADROOM * free:
+                row["skipped"] = f"needs about {fmt_bytes(need)} of device memory; the peer has {fmt_bytes(free)} free"
+                continue
+            for det in (False, True) if app.deterministic and side.kind == "torch" else (False,):
+                key = "peer_deterministic" if det else "peer"
+                try:
+                    peer, results = run_peer(side, app, s, deterministic=det)
+                except RuntimeError as exc:
+                    if not det:
+                        raise
+                    row[key] = {"error": str(exc)}
+                    continue
+                row[key] = peer
+                row[key + "_digests"] = {call: list(Digest.of(r)) for call, r in results.items()}
+                del results
+        except MemoryError as exc:
+            row["skipped"] = f"the host cannot hold the inputs ({exc})"
+        except Exception as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            gc.collect()
+            side.release()
+    return {"info": side.info(), "rows": rows}
+
+
 def make_side(choice: str, cuda_index: int | None, vulkan_name: str = ""):
     """The peer (peers.make_peer picks it: PyTorch where CUDA is available, on the CUDA device named like the
     Vulkan one by default) as the apps section uses it."""
@@ -532,8 +639,26 @@ def wall_samples(fn, sync, repeats: int, budget_s: float) -> list:
     return host_samples(once, repeats, budget_s)
 
 
-def compare_bits(got: np.ndarray, expected: np.ndarray) -> str | None:
-    """None if equal bit for bit (same shape and item size), else what differs."""
+class Digest(NamedTuple):
+    """A result as the peer's process reports it to dmlgpu's (``--process separate``): its shape, item size
+    and the SHA-256 of its bytes."""
+    shape: tuple
+    itemsize: int
+    sha256: str
+
+    @classmethod
+    def of(cls, a: np.ndarray) -> "Digest":
+        a = np.ascontiguousarray(a)
+        return cls(tuple(a.shape), a.dtype.itemsize, hashlib.sha256(a.view(np.uint8).reshape(-1)).hexdigest())
+
+
+def compare_bits(got: np.ndarray, expected) -> str | None:
+    """None if equal bit for bit (same shape and item size), else what differs; ``expected`` is an array or
+    the Digest of one (the peer ran in a process of its own)."""
+    if isinstance(expected, Digest):
+        mine = Digest.of(got)
+        return None if mine == expected else \
+            f"the bits differ (SHA-256 across processes; dmlgpu {mine.shape}, peer {expected.shape})"
     got, expected = np.ascontiguousarray(got), np.ascontiguousarray(expected)
     if got.shape != expected.shape or got.dtype.itemsize != expected.dtype.itemsize:
         return f"got {got.shape} {got.dtype}, the peer {expected.shape} {expected.dtype}"
@@ -635,8 +760,12 @@ def run_app(dev, side, name: str, s: Settings, rng, inplace: bool) -> dict:
         return {**row, "skipped": f"needs about {fmt_bytes(need)} of device memory; the peer has "
                                   f"{fmt_bytes(free)} free"}
     try:
+        if isinstance(side, RemoteSide) and "peer" not in side.report["rows"][name]:
+            skipped = side.report["rows"][name].get("skipped")
+            if skipped:
+                return {**row, "skipped": skipped}
         dml, got = run_dmlgpu(dev, app, s)
-        peer, results = run_peer(side, app, s)
+        peer, results = side.peer(name) if isinstance(side, RemoteSide) else run_peer(side, app, s)
         mismatch = None
         for call, expected in results.items():
             bad = compare_bits(got, expected)
@@ -647,7 +776,8 @@ def run_app(dev, side, name: str, s: Settings, rng, inplace: bool) -> dict:
                    verified=mismatch is None, mismatch=mismatch)
         if app.deterministic and side.kind == "torch":
             try:
-                det, det_results = run_peer(side, app, s, deterministic=True)
+                det, det_results = side.peer(name, True) if isinstance(side, RemoteSide) else \
+                    run_peer(side, app, s, deterministic=True)
                 row["peer_deterministic"] = det
                 for call, expected in det_results.items():
                     bad = compare_bits(got, expected)
@@ -736,7 +866,10 @@ def render(results: dict, markdown: bool = False) -> str:
     lines = [head, "",
              f"command `{m['command']}`; scale {m['scale']}; dmlgpu {m['dmlgpu']}, scatter_nd(out=) "
              f"{'present: in-place rows' if m['inplace_scatter'] else 'absent: the (copy) rows copy the tensor'}; "
-             f"peer {peer}.",
+             f"peer {peer}, "
+             + ("in a process of its own (dmlgpu's process holds no CUDA context of PyTorch's)"
+                if p.get("process") == "separate" else "in dmlgpu's process")
+             + (f"; dmlgpu's clock hold: {m['clock_hold']}." if m.get("clock_hold") else "."),
              "dmlgpu us: eager wall time of the call on device Tensors plus Device.synchronize(), median of up to "
              f"{m['repeats']} calls ({m['budget_s']} s at most) after {WARMUP} warm-up calls; first us: the first "
              "call (cold), call + synchronize; peer us: the fastest peer call (peer call) likewise "
@@ -773,7 +906,12 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print the Markdown section")
     ap.add_argument("--list", action="store_true", help="list the workloads and exit")
     ap.add_argument("--render", type=Path, metavar="JSON", help="print a saved apps.json again; run nothing")
+    ap.add_argument("--process", choices=("separate", "same"), default="separate",
+                    help="separate (default): the peer runs in a process of its own, before dmlgpu's, which then "
+                         "holds no CUDA context of PyTorch's (as each side's users run them); same: both in this one")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--peer-side-only", type=Path, help=argparse.SUPPRESS)   # the separate peer's process
+    ap.add_argument("--vulkan-name", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.list:
         print("\n".join(BUILDERS))
@@ -789,9 +927,32 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"python -m dmlgpu bench apps: {exc}", file=sys.stderr)
         return 2
-    dev = dmlgpu.Device(args.device)
-    side = make_side(args.peer, args.cuda_device, dev.info.name)
-    results = run(dev, side, names, Settings(args.scale, args.repeats, args.budget), progress=not args.quiet)
+    settings = Settings(args.scale, args.repeats, args.budget)
+    if args.peer_side_only:
+        side = make_side(args.peer, args.cuda_device, args.vulkan_name)
+        args.peer_side_only.write_text(json.dumps(peer_report(side, names, settings), default=str))
+        return 0
+    if args.process == "separate":
+        index = args.device if args.device is not None else default_device_index()
+        with tempfile.TemporaryDirectory(prefix="dmlgpu-peer-") as tmp:
+            report = Path(tmp) / "peer.json"
+            cmd = [sys.executable, "-m", "dmlgpu", "bench", "apps", "--peer-side-only", str(report),
+                   "--vulkan-name", dmlgpu.devices()[index].name, "--scale", repr(args.scale), "--repeats",
+                   str(args.repeats), "--budget", repr(args.budget), "--peer", args.peer, "--workloads", ",".join(names)]
+            if args.cuda_device is not None:
+                cmd += ["--cuda-device", str(args.cuda_device)]
+            if not args.quiet:
+                print("the peer, in a process of its own ...", file=sys.stderr, flush=True)
+            if subprocess.run(cmd).returncode != 0 or not report.exists():
+                print("python -m dmlgpu bench apps: the peer's process failed", file=sys.stderr)
+                return 1
+            side = RemoteSide(json.loads(report.read_text()))
+        dev = dmlgpu.Device(args.device)
+    else:
+        dev = dmlgpu.Device(args.device)
+        side = make_side(args.peer, args.cuda_device, dev.info.name)
+    results = run(dev, side, names, settings, progress=not args.quiet)
+    results["meta"]["clock_hold"] = dev.clock_hold.wait()
     results["meta"]["command"] = " ".join(["python -m dmlgpu bench apps"] + list(sys.argv[1:] if argv is None
                                                                                  else argv))
     args.out.mkdir(parents=True, exist_ok=True)
