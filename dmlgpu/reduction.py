@@ -11,7 +11,10 @@ fold of ``reference.scatter_nd`` / ``scatter_elements``. With ``order="tree"`` (
 combine a target's L updates u_0..u_{L-1} (row-major order) in a pairwise tree shaped by L alone: T(u_0) = u_0,
 T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}), T(u_H..u_{L-1})) with H the largest power of two below L
 (``reference.tree``), then combine(output's value, T) with include_self (T alone without); other reductions give the
-same bits in any order and ignore it. The result is the same bits on every device and every run. Arithmetic
+same bits in any order and ignore it. With ``order="fixed-point"`` (layer 2) float add and mean of at most 4
+bytes sum each target's terms as 64-bit fixed-point integers, rounded once (dmlgpu/reduction_fixed.py has the
+contract and its error bound; ``reference.fixed_sum``); float mul and float64 refuse it (ValueError), other
+reductions ignore it. The result is the same bits on every device and every run. Arithmetic
 (shaders/arith.glsl):
 
 * integers (int8..int64, uint8..uint64) wrap like NumPy's fixed-width arithmetic;
@@ -75,6 +78,10 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    few times the updates and the device has 64-bit atomics, replace steps 1-3 on every device: a 64-bit slot per
    output element that the updates combine into by atomicMin, ordered so that the least slot names the sequential
    fold's result (dmlgpu/reduction_minmax.py, shaders/scatter_minmax.comp).
+
+8. order="fixed-point" replaces steps 1-3 on every device: three passes of atomics over the updates into zeroed
+   slots per output offset of the span (dmlgpu/reduction_fixed.py, shaders/scatter_fixed.comp), four on devices
+   without 64-bit integer atomics. Operands held in several blocks: DeviceError (not supported).
 
 Scratch comes from the device (Device._take) and goes back after the run: two key and two row arrays of n words
 and the levels' partials (step 7: its slots); the sort's counts are zeroed scratch (Device.zeroed:
