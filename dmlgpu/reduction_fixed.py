@@ -41,8 +41,8 @@ Examples
 >>> from dmlgpu.reduction import ReducePlan
 >>> plan = ReducePlan.elements("add", np.float32, np.int32, Layout.packed((10,)), Layout.packed((50,)),
 ...                            Layout.packed((50,)), 0, order="fixed-point")
->>> plan.fixed.kernels
-('scatter_fixed_f32_s1_i32', 'scatter_fixed_f32_s2_i32', 'scatter_fixed_f32_s3_i32')
+>>> plan.fixed.kernels       # (10 targets, 50 updates: the last pass goes over the output's span)
+('scatter_fixed_f32_s1_i32', 'scatter_fixed_f32_s2_i32', 'scatter_fixed_f32_s4')
 >>> plan.fixed.fraction
 33
 """
@@ -71,14 +71,19 @@ def fraction_bits(p: int, elements: int) -> int:
 
 class FixedPoint:
     """The passes of a fixed-point add or mean: ``kernels`` (64-bit atomics) and ``few_kernels`` (32-bit words),
-    with their parameter words (the scatter's index map over the update elements, then the output's span, the
-    mode and the fraction bits)."""
+    each the passes that run (kernels.fixed_variants' stems: the last pass over the updates, or over the output's
+    span where that is at most the update elements), with their parameter words (the scatter's index map over the
+    update elements, then the output's span, the mode and the fraction bits; ``span_words``: over the span)."""
 
     def __init__(self, stems: tuple, few_stems: tuple, map_words: np.ndarray, span: int, mode: int, fraction: int):
-        self.kernels, self.few_kernels = stems, few_stems
+        by_span = span <= int(map_words[P_TOTAL])
+        pick = (lambda s: tuple(k for k in s[:3] if k is not None) + ((s[4],) if by_span else (s[3],)))
+        self.kernels, self.few_kernels = pick(stems), pick(few_stems)
         self.words = np.zeros(P_END + 3, dtype=np.uint32)
         self.words[:P_END] = map_words[:P_END]
         self.words[P_END:] = (span, mode, fraction)
+        self.span_words = self.words.copy() if by_span else self.words
+        self.span_words[P_TOTAL] = span if by_span else self.words[P_TOTAL]
         self.span, self.mode, self.fraction = span, mode, fraction
 
     @classmethod
@@ -99,8 +104,8 @@ class FixedPoint:
         """The stems ``device`` runs: the 64-bit ones where it can (and INT64), else the FEW ones; DeviceError
         where it runs neither or the slots exceed one buffer."""
         slots = 4 * self.span * (5 if self.mode & MODE_MEAN else 4)
-        if INT64 and all(map(device.supports, self.kernels)) and 8 * self.span <= device._whole_max:
-            return self.kernels
+        if INT64 and all(map(device.supports, self.kernels)) and slots - 8 * self.span <= device._whole_max:
+            return self.kernels   # (its slots in two buffers: 8 bytes per offset, and 8 or 12)
         if all(map(device.supports, self.few_kernels)) and slots <= device._whole_max:
             return self.few_kernels
         raise DeviceError(f"order='fixed-point' needs {slots} bytes of scratch in one buffer for this scatter's "
@@ -111,15 +116,17 @@ class FixedPoint:
         """The passes (after the copy of the input into the output, if any): ``params(words)`` gives parameter
         buffers."""
         stems = self.family(device)
-        p = params(self.words)
-        count = int(self.words[P_TOTAL])
+        p, last = params(self.words), params(self.span_words)
+        count, last_count = int(self.words[P_TOTAL]), int(self.span_words[P_TOTAL])
         meta = 4 * self.span * (3 if self.mode & MODE_MEAN else 2)
         if stems is self.kernels:
-            bound = (p, indices, output, updates, device.zeroed(SUMS, 8 * self.span), device.zeroed(SLOTS, meta))
-            return [Dispatch(stem, bound, count) for stem in stems]
+            first, add, write = stems
+            bound = (indices, output, updates, device.zeroed(SUMS, 8 * self.span), device.zeroed(SLOTS, meta))
+            return [Dispatch(first, (p,) + bound, count), Dispatch(add, (p,) + bound, count),
+                    Dispatch(write, (last,) + bound, last_count)]
         slots = device.zeroed(FEW_SLOTS, 8 * self.span + meta)
         own, first, add, write = stems
         out = [Dispatch(own, (p, indices, output, slots), count)] if not self.mode & MODE_EXCLUDE_SELF else []
         return out + [Dispatch(first, (p, indices, updates, slots), count),
                       Dispatch(add, (p, indices, updates, slots), count),
-                      Dispatch(write, (p, indices, output, slots), count)]
+                      Dispatch(write, (last, indices, output, slots), last_count)]

@@ -24,7 +24,9 @@
 //       3: one invocation per target (the one whose atomicExchange takes CODE[t] back to 0) adds its own
 //          value (include_self), converts the sum once to the element type (fmt_round: one rounding), takes
 //          the mean (mean_of), writes it, and puts FLAGS, COUNT and SUM back to 0: the slots are zeroed
-//          scratch (Device.zeroed), left zero.
+//          scratch (Device.zeroed), left zero;
+//       4: stage 3 over the output's offsets 0 .. P_TOTAL - 1 instead of the updates (no index read, no
+//          atomic: where the span is at most the update elements), each offset with a nonzero CODE.
 // Specials: a NaN term, or both infinities: the negative quiet NaN (FMT_QNAN | FMT_SIGN); else an infinity:
 // it. An exact zero sum: -0 if every term is -0 (CODE[t] == 2), else +0.
 // Bindings: 0 parameters, 1 indices, then without FEW 2 output, 3 updates, 4 SUM (uint64_t), 5 the other
@@ -34,7 +36,7 @@
 #define UNIT ELEM_BYTES
 #include "units.glsl"
 #include "bindings.glsl"
-#if !FEW || STAGE == 0 || STAGE == 3
+#if !FEW || STAGE == 0 || STAGE >= 3
 layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
 #endif
 #if !FEW
@@ -102,8 +104,12 @@ uint float_of(uvec2 s, uint code) {   // the sum at scale exponent code >> 1, ro
 }
 
 void process(OFF_T i) {
+#if STAGE == 4
+    uint t = uint(i);
+#else
     Offsets o = map_offsets(i);
     uint t = uint(o.data);
+#endif
 #if STAGE == 0
     atomicMax(CODE(t), code_of(LOAD_UNIT(DATA, t)));
 #elif STAGE == 1
@@ -135,9 +141,18 @@ void process(OFF_T i) {
     atomicAdd(SUMS[t], uint64_t(f.x) | (uint64_t(f.y) << 32u));
 #endif
 #else
+#if STAGE == 4
+    uint code = CODE(t);
+    if (code == 0u)
+        return;                                             // no update
+    CODE(t) = 0u;
+#else
+    if (CODE(t) == 0u)
+        return;                                             // (taken already: spares the atomic)
     uint code = atomicExchange(CODE(t), 0u);
     if (code == 0u)
         return;                                             // another invocation took this target
+#endif
     uint flags = FLAGS(t);
     if (flags != 0u)
         FLAGS(t) = 0u;

@@ -262,3 +262,19 @@ def test_refusals_and_ignored_orders(device):
         a = dmlgpu.scatter_elements(data, idx, upd, reduction=reduction, order="fixed-point", device=device)
         b = dmlgpu.scatter_elements(data, idx, upd, reduction=reduction, device=device)
         assert_bits(a.view(np.uint8), b.view(np.uint8))
+
+
+@pytest.mark.parametrize("reduction", ["add", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_last_pass_by_updates_and_by_span(device, family, reduction, include_self):
+    """The last pass goes over the updates (one invocation per target takes its slot: a sparse output) or over
+    the output's span (at most the update elements): the same bits, the reference's."""
+    rng = np.random.default_rng(9)
+    f32 = np.dtype(np.float32)
+    for targets, n, last in ((5000, 800, "_s3_"), (300, 900, "_s4")):
+        data, upd = tricky(rng, (targets,), f32), tricky(rng, (n,), f32)
+        keys = np.minimum(rng.zipf(1.5, size=n) * 7, targets - 1)
+        fixed, out = run_elements(device, data, keys, upd, reduction=reduction, include_self=include_self)
+        assert last in fixed[-1], fixed
+        assert_bits(out, reference.scatter_elements(data, keys, upd, reduction=reduction, include_self=include_self,
+                                                    order="fixed-point"))
