@@ -391,7 +391,8 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                     for stage, fixed_stem in enumerate(fixed_variants(name, index_bytes, few) or ()):
                         if fixed_stem is not None and fixed_stem not in table:    # (stage 4 reads no index)
                             add(fixed_stem, "scatter_fixed.comp", **defines, STAGE=stage,
-                                IDX64=index_bytes // 8 if stage < 4 else 0, FEW=int(few))
+                                IDX64=index_bytes // 8 if stage < 4 else 0, FEW=int(few),
+                                **({"TARGET_ENV": "vulkan1.1"} if stage in (1, 2) and not few else {}))
             if op == "add" and elem_kind >= 2:       # float add: its "mean" twin (the fold only)
                 mean = mean_variant(name)
                 add(mean, "scatter_reduce.comp", **defines, MEAN=1)

@@ -26,10 +26,12 @@ one rounding to the type (half an ulp of the result). float32 with n < 2^24: 2^-
 the type's own ulp. Row-major's sum of k terms can be off by up to (k - 1) ulps of its partial sums.
 
 Plan (every device; zeroed scratch slots per output offset of the span, Device.zeroed, left zero):
-with 64-bit integer atomics (``kernels.fixed_variants``: shaderInt64, shaderBufferInt64Atomics, 6 storage
-buffers), three passes over the update elements: the exponents and specials (atomicMax, one per update; with
-include_self each update maxes its target's own value in too), the 64-bit atomic adds, and one write per target
-by the invocation that takes its slot back to zero. Elsewhere (the ``no-int64`` and ``minimum`` profiles, 4
+with 64-bit integer atomics (``kernels.fixed_variants``: shaderInt64, shaderBufferInt64Atomics, subgroup
+ballot and arithmetic, 6 storage buffers), three passes: over the update elements, the exponents and specials
+(atomicMax; with include_self each update maxes its target's own value in too), then the 64-bit atomic adds (in
+both, the updates of a subgroup that share its first one's target combine first, exactly, and take one atomic:
+skewed keys), then one write per target: over the output's span where it is at most the update elements (a read
+per offset, no atomic), else over the updates by the invocation that takes its slot back to zero. Elsewhere (the ``no-int64`` and ``minimum`` profiles, 4
 storage buffers) the FEW variants compute the same integers with 32-bit atomics on the low and high words (the
 low word's carries counted exactly), in four passes (the targets' own values in a pass of their own). Both
 give the same bits (tests/test_reductions_fixed.py). Operands held in several blocks: DeviceError.

@@ -3,6 +3,11 @@
 #if !FEW
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #extension GL_EXT_shader_atomic_int64 : require
+#if STAGE == 1 || STAGE == 2
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#define COMBINE 1
+#endif
 #endif
 // Scatter reduction "add" and "mean" of floats with order="fixed-point" (dmlgpu/reduction_fixed.py): each
 // target's terms (its updates, and its own value with include_self) summed as 64-bit fixed-point integers
@@ -21,6 +26,10 @@
 //       2: each update element's fixed-point value is added into SUM[target] (64-bit atomicAdd; FEW: two
 //          32-bit atomicAdds, the low word's carry counted by the invocation whose add wrapped it: the same
 //          sum modulo 2^64 in any order);
+//       without FEW (COMBINE), stages 1 and 2 first combine the updates of a subgroup whose target is its first
+//          active invocation's (as scatter_minmax.comp does): one atomic for them, of their max, count and
+//          exact sum (the 64-bit values as limbs of 22, 22 and 20 bits, each limb's subgroup sum below 2^32,
+//          put together modulo 2^64): a target that many updates share takes few atomics, with the same bits;
 //       3: one invocation per target (the one whose atomicExchange takes CODE[t] back to 0) adds its own
 //          value (include_self), converts the sum once to the element type (fmt_round: one rounding), takes
 //          the mean (mean_of), writes it, and puts FLAGS, COUNT and SUM back to 0: the slots are zeroed
@@ -119,17 +128,39 @@ void process(OFF_T i) {
     if (include_self())
         code = max(code, code_of(LOAD_UNIT(DATA, t)));
 #endif
-    atomicMax(CODE(t), code);
     uint flag = special(u);
     if (flag != 0u)
         atomicOr(FLAGS(t), flag);
-    if ((PW(P_FX_MODE) & MODE_MEAN) != 0u)
+    bool mean = (PW(P_FX_MODE) & MODE_MEAN) != 0u;
+#if COMBINE
+    if (t == subgroupBroadcastFirst(t)) {
+        uint most = subgroupMax(code), n = subgroupAdd(1u);
+        if (subgroupElect()) {
+            atomicMax(CODE(t), most);
+            if (mean)
+                atomicAdd(COUNT(t), n);
+        }
+        return;
+    }
+#endif
+    atomicMax(CODE(t), code);
+    if (mean)
         atomicAdd(COUNT(t), 1u);
 #elif STAGE == 2
     uint u = LOAD_UNIT(DENSE, o.dense);
-    if (special(u) != 0u)
+    uvec2 f = special(u) != 0u ? uvec2(0u) : fixed_of(u, CODE(t) >> 1);
+#if COMBINE
+    if (t == subgroupBroadcastFirst(t)) {
+        uint l0 = subgroupAdd(f.x & 0x3FFFFFu), l1 = subgroupAdd((f.x >> 22) | ((f.y & 0xFFFu) << 10));
+        uint l2 = subgroupAdd(f.y >> 12);
+        if (subgroupElect()) {
+            uvec2 s = u64_add(u64_add(uvec2(l0, 0u), u64_shl(uvec2(l1, 0u), 22u)), u64_shl(uvec2(l2, 0u), 44u));
+            if (u64_nz(s))
+                atomicAdd(SUMS[t], uint64_t(s.x) | (uint64_t(s.y) << 32u));
+        }
         return;
-    uvec2 f = fixed_of(u, CODE(t) >> 1);
+    }
+#endif
     if (!u64_nz(f))
         return;
 #if FEW

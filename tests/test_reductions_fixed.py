@@ -125,12 +125,14 @@ def test_in_place_and_copy_agree(device, family, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_families_agree_on_random_and_zipf_keys(device, monkeypatch, dtype):
-    """The 64-bit atomics and the FEW words give the same bits (and the reference's): uniform keys and
-    Zipf-skewed ones (most updates on a few targets), finite values of one scale and of every exponent."""
+    """The 64-bit atomics and the FEW words give the same bits (and the reference's): uniform keys, Zipf-skewed
+    ones (most updates on a few targets), sorted ones and a single target (whole subgroups combine their updates
+    before one atomic: COMBINE), finite values of one scale and of every exponent."""
     rng = np.random.default_rng(11)
     n, targets = 4000, 300
     results = []
-    for keys in (rng.integers(0, targets, size=n), np.minimum(rng.zipf(1.3, size=n) - 1, targets - 1)):
+    zipf = np.minimum(rng.zipf(1.3, size=n) - 1, targets - 1)
+    for keys in (rng.integers(0, targets, size=n), zipf, np.sort(zipf), np.full(n, 7)):
         for span in (False, True):
             data = finite(rng, (targets,), dtype) if span else tricky(rng, (targets,), dtype, span=False)
             upd = finite(rng, (n,), dtype) if span else tricky(rng, (n,), dtype, span=False)
