@@ -146,9 +146,10 @@ def test_families_agree_on_random_and_zipf_keys(device, monkeypatch, dtype):
                 results.append(out)
 
 
-@pytest.mark.parametrize("profile", ["no-int64", "minimum"])
+@pytest.mark.parametrize("profile", ["no-int64", "minimum", "few-buffers", "subgroupSupportedOperations=1"])
 def test_profiles_without_int64_atomics(profile):
-    """Devices without 64-bit atomics (and with 4 storage buffers) run the FEW variants: the same bits."""
+    """Devices without 64-bit atomics, with 4 storage buffers, or without subgroup arithmetic run the FEW
+    variants: the same bits."""
     rng = np.random.default_rng(5)
     data, upd = tricky(rng, (64,), np.dtype(np.float32)), tricky(rng, (500,), np.dtype(np.float32))
     idx = rng.integers(0, 64, size=500)
@@ -280,3 +281,48 @@ def test_last_pass_by_updates_and_by_span(device, family, reduction, include_sel
         assert last in fixed[-1], fixed
         assert_bits(out, reference.scatter_elements(data, keys, upd, reduction=reduction, include_self=include_self,
                                                     order="fixed-point"))
+
+
+def test_repeated_calls_and_recordings(device, family):
+    """Repeated calls (call templates), in place and copying, a recording run three times, and calls of other
+    spans in between: each result the reference's (the slots are left zero after every run)."""
+    rng = np.random.default_rng(21)
+    f32 = np.dtype(np.float32)
+    table = finite(rng, (40, 3), f32)
+    t = dmlgpu.tensor(table, device=device)
+    expected = table.copy()
+    for k in range(5):
+        idx = rng.integers(0, 40 if k % 2 else 9, size=(70, 1))
+        upd = finite(rng, (70, 3), f32)
+        dmlgpu.scatter_nd(t, dmlgpu.tensor(idx, device=device), dmlgpu.tensor(upd, device=device),
+                          reduction="mean" if k == 3 else "add", order="fixed-point", out=t)
+        expected = reference.scatter_nd(expected, idx, upd, reduction="mean" if k == 3 else "add",
+                                        order="fixed-point")
+        assert_bits(t.numpy(), expected)
+        small = dmlgpu.scatter_elements(table[:5, 0], idx[:4, 0] % 5, upd[:4, 0], reduction="add",
+                                        order="fixed-point", device=device)
+        assert_bits(small, reference.scatter_elements(table[:5, 0], idx[:4, 0] % 5, upd[:4, 0], reduction="add",
+                                                      order="fixed-point"))
+    idx, upd = rng.integers(0, 40, size=(200, 1)), finite(rng, (200, 3), f32)
+    t = dmlgpu.tensor(table, device=device)
+    with device.record() as rec:
+        dmlgpu.scatter_nd(t, dmlgpu.tensor(idx, device=device), dmlgpu.tensor(upd, device=device),
+                          reduction="add", order="fixed-point", out=t)
+    expected = reference.scatter_nd(table, idx, upd, reduction="add", order="fixed-point")
+    assert_bits(t.numpy(), expected)                     # (the recording ran once)
+    for _ in range(3):
+        rec.run()
+        expected = reference.scatter_nd(expected, idx, upd, reduction="add", order="fixed-point")
+        assert_bits(t.numpy(), expected)
+
+
+def test_operands_held_in_several_blocks_refused():
+    rng = np.random.default_rng(2)
+    with dmlgpu.Device(chunk_bytes=4096) as dev:
+        table = dmlgpu.tensor(finite(rng, (3000,), np.dtype(np.float32)), device=dev)
+        idx, upd = dmlgpu.tensor(rng.integers(0, 3000, size=50), device=dev), dmlgpu.tensor(
+            finite(rng, (50,), np.dtype(np.float32)), device=dev)
+        before = table.numpy()
+        with pytest.raises(dmlgpu.DeviceError, match="order='fixed-point' is not supported on operands held in"):
+            dmlgpu.scatter_elements(table, idx, upd, reduction="add", order="fixed-point", out=table)
+        assert_bits(table.numpy(), before)
