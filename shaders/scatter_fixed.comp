@@ -12,7 +12,8 @@
 // Scatter reduction "add" and "mean" of floats with order="fixed-point" (dmlgpu/reduction_fixed.py): each
 // target's terms (its updates, and its own value with include_self) summed as 64-bit fixed-point integers
 // scaled to the target's largest exponent, so the sum does not depend on the order in which they land.
-// Per output element t (its offset; slots sized for the output's span):
+// Per output element t (its offset; slots sized for the output's span; CODE only grows in stages 0-1, so a
+// plain read that shows it at least a term's code spares that term's atomicMax):
 //   CODE[t]   0: no term yet; else max over its terms of (scale exponent << 1 | the term is not -0), where a
 //             finite term's scale exponent is max(its exponent field, 1); an infinity or NaN counts as 3
 //   FLAGS[t]  the specials seen: F_NAN, F_POS_INF, F_NEG_INF (atomicOr, only by special terms)
@@ -112,6 +113,11 @@ uint float_of(uvec2 s, uint code) {   // the sum at scale exponent code >> 1, ro
     return fmt_round(sign, e, (norm.y << 1) | (norm.x >> 31), (norm.x << 1) != 0u);
 }
 
+void raise_code(uint t, uint code) {   // atomicMax, skipped where the slot holds as much already (a stale read
+    if (CODE(t) < code)                 // is an older, smaller value: then the atomic runs)
+        atomicMax(CODE(t), code);
+}
+
 void process(OFF_T i) {
 #if STAGE == 4
     uint t = uint(i);
@@ -120,7 +126,7 @@ void process(OFF_T i) {
     uint t = uint(o.data);
 #endif
 #if STAGE == 0
-    atomicMax(CODE(t), code_of(LOAD_UNIT(DATA, t)));
+    raise_code(t, code_of(LOAD_UNIT(DATA, t)));
 #elif STAGE == 1
     uint u = LOAD_UNIT(DENSE, o.dense);
     uint code = code_of(u);
@@ -136,14 +142,14 @@ void process(OFF_T i) {
     if (t == subgroupBroadcastFirst(t)) {
         uint most = subgroupMax(code), n = subgroupAdd(1u);
         if (subgroupElect()) {
-            atomicMax(CODE(t), most);
+            raise_code(t, most);
             if (mean)
                 atomicAdd(COUNT(t), n);
         }
         return;
     }
 #endif
-    atomicMax(CODE(t), code);
+    raise_code(t, code);
     if (mean)
         atomicAdd(COUNT(t), 1u);
 #elif STAGE == 2
