@@ -46,8 +46,8 @@ PARTS = {
         errors grow as log L instead of L. "fixed-point" (add and mean of float32, float16, bfloat16,
         float8): the same bits on every device and run for any order of the updates: each target's terms
         summed exactly as 64-bit integers scaled to their largest exponent (each term rounded to the
-        fixed point's last bit, at most 2^(H - 63) of the largest term in all, H = bit_length(update
-        elements + 1)), then rounded once; any NaN, or +inf with -inf, gives NaN (dmlgpu/reduction_fixed.py);
+        fixed point's last bit: at most 2^(H - 63) of the largest term, H = bit_length(update elements
+        + 1)), then rounded once; any NaN, or +inf with -inf, gives NaN (dmlgpu/reduction_fixed.py);
         ValueError for float mul and float64. Other reductions: the same bits either way. ValueError for
         another value; DeviceError for operands held in several blocks.""",
 }

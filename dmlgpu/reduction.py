@@ -304,10 +304,11 @@ class ReducePlan(Plan):
                 count = groups
         self._sorts: dict = {}
         covers = bool(self.copy and self.copy.identity((last + 1) * elem))       # (the copy: every key's offset)
-        self.buckets = None if self.tree or self.fixed else Buckets.of(self.fold_kernel, self.values, self.rows, last >> shift, shift,
-                                                         mode, covers)
-        self.cpu = None if self.tree or self.fixed else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
-                                                     self.slice_count, last >> shift, shift, self.fold_words)
+        ordered = self.tree or self.fixed is not None       # (orders with plans of their own)
+        self.buckets = None if ordered else Buckets.of(self.fold_kernel, self.values, self.rows, last >> shift, shift,
+                                                       mode, covers)
+        self.cpu = None if ordered else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
+                                                   self.slice_count, last >> shift, shift, self.fold_words)
 
     def sort(self, geometry: kernels.Geometry) -> RadixSort:
         """The radix sort of the rows' (key, row) pairs in a variant set's geometry (once per geometry)."""

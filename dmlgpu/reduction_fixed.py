@@ -19,11 +19,12 @@ elements (every update row's elements, all targets together):
   infinity;
 * "mean": mean_of (arith.glsl, reference.mean_of) of that sum by the count of terms: the rule of every order.
 
-Error bound. Each term is exact or off by at most half a unit 2^(E - bias - p - F); so before the last
-rounding the sum of a target's k terms is off by at most k * 2^(E - bias - p - F - 1) <= 2^(H - 63 + E - bias)
-(k < 2^H), that is at most 2^(H - 63) times the target's largest term (>= 2^(E - bias) when normal), then the
-one rounding to the type (half an ulp of the result). float32 with n < 2^24: 2^-38 of the largest term, below
-the type's own ulp. Row-major's sum of k terms can be off by up to (k - 1) ulps of its partial sums.
+Error bound. Each term is exact or off by at most half a unit, 2^(E - bias - p - F - 1) = 2^(E - bias + H - 63)
+(p + F = 62 - H), that is 2^(H - 63) times the target's largest term (>= 2^(E - bias) when normal). So with k
+terms (k < 2^H): |result - exact sum| <= k * 2^(H - 63) * |largest term| + half an ulp of the result (the one
+rounding to the type), whatever the type; k * 2^(H - 63) <= 2^(2H - 63). E.g. 1M updates (H = 21): 2^-42 of the
+largest term per term, below float32's own ulp of it up to k = 2^19 terms on one target. Row-major's sum of k
+terms rounds k - 1 times, each up to half an ulp of its partial sum.
 
 Plan (every device; zeroed scratch slots per output offset of the span, Device.zeroed, left zero):
 with 64-bit integer atomics (``kernels.fixed_variants``: shaderInt64, shaderBufferInt64Atomics, subgroup
@@ -31,9 +32,10 @@ ballot and arithmetic, 6 storage buffers), three passes: over the update element
 (atomicMax; with include_self each update maxes its target's own value in too), then the 64-bit atomic adds (in
 both, the updates of a subgroup that share its first one's target combine first, exactly, and take one atomic:
 skewed keys), then one write per target: over the output's span where it is at most the update elements (a read
-per offset, no atomic), else over the updates by the invocation that takes its slot back to zero. Elsewhere (the ``no-int64`` and ``minimum`` profiles, 4
-storage buffers) the FEW variants compute the same integers with 32-bit atomics on the low and high words (the
-low word's carries counted exactly), in four passes (the targets' own values in a pass of their own). Both
+per offset, no atomic), else over the updates by the invocation that takes its slot back to zero. Elsewhere (the
+``no-int64`` and ``minimum`` profiles, 4 storage buffers, no subgroup arithmetic) the FEW variants compute the
+same integers with 32-bit atomics on the low and high words (the low word's carries counted exactly), in four
+passes (the targets' own values in a pass of their own), without the subgroups' combining. Both
 give the same bits (tests/test_reductions_fixed.py). Operands held in several blocks: DeviceError.
 
 Examples

@@ -328,3 +328,28 @@ def test_operands_held_in_several_blocks_refused():
         with pytest.raises(dmlgpu.DeviceError, match="order='fixed-point' is not supported on operands held in"):
             dmlgpu.scatter_elements(table, idx, upd, reduction="add", order="fixed-point", out=table)
         assert_bits(table.numpy(), before)
+
+
+@pytest.mark.parametrize("dtype", DTYPES[:3], ids=str)
+def test_reference_error_bound(dtype):
+    """The contract's bound, against exact rational sums: |result - sum| <= k 2^(H - 63) 2^(E - bias) + half an
+    ulp of the result, for calls of n = 2^30 update elements (H = 31: the fewest fraction bits), terms of random
+    scales whose exponents differ by up to 30 (float16: 12)."""
+    from fractions import Fraction
+    rng = np.random.default_rng(4)
+    n = 1 << 30
+    h = (n + 1).bit_length()
+    fraction = reference.fixed_fraction_bits(dtype, n)
+    p, eb, _ = reference.FIXED_FORMATS[dtype.name]
+    bias = (1 << (eb - 1)) - 1
+    for _ in range(100):
+        k = int(rng.integers(1, 60))
+        span = 8 if dtype.itemsize == 2 and dtype.name == "float16" else 20      # (float16: finite sums)
+        xs = (rng.standard_normal(k) * 2.0 ** rng.integers(-span, span // 2, size=k)).astype(dtype)
+        got = reference.fixed_sum(list(xs), dtype, fraction)
+        exact = sum(Fraction(float(x)) for x in xs)
+        top = max(max(int(np.asarray(x).view(UINT[dtype.itemsize])) >> p & ((1 << eb) - 1), 1) for x in xs)
+        ulp = abs(float(np.spacing(np.float32(got)))) if dtype.itemsize == 4 else 2.0 ** (
+            max(int(np.floor(np.log2(abs(float(got))))) if float(got) else 0, 1 - bias) - p)
+        bound = Fraction(k) * Fraction(2) ** (h - 63 + top - bias) + Fraction(ulp) / 2
+        assert abs(Fraction(float(got)) - exact) <= bound
