@@ -41,7 +41,7 @@
 // it. An exact zero sum: -0 if every term is -0 (CODE[t] == 2), else +0.
 // Bindings: 0 parameters, 1 indices, then without FEW 2 output, 3 updates, 4 SUM (uint64_t), 5 the other
 // slots (CODE at 0, FLAGS at P_SPAN, COUNT at 2 P_SPAN); FEW (no 64-bit types, 4 storage buffers): 2 the
-// output (stages 0, 3) or the updates (stages 1, 2), 3 all the slots as words: SUM (low, high) at 0, CODE at
+// output (stages 0, 3, 4) or the updates (stages 1, 2), 3 all the slots as words: SUM (low, high) at 0, CODE at
 // 2 P_SPAN, FLAGS at 3 P_SPAN, COUNT at 4 P_SPAN. ELEM_KIND, ELEM_BYTES as arith.glsl (OP: add).
 #define UNIT ELEM_BYTES
 #include "units.glsl"
