@@ -84,7 +84,7 @@ class _Reducer:
     def __init__(self, reduction, include_self, order="row-major"):
         self.op = "add" if reduction == "mean" else reduction
         self.mean, self.include_self, self.counts = reduction == "mean", bool(include_self), {}
-        self.tree: dict | None = {} if order in ("tree", "fixed-point") else None
+        self.gathered: dict | None = {} if order in ("tree", "fixed-point") else None   # target -> its updates
         self.fixed, self.elements = order == "fixed-point", 0
 
     def step(self, target, acc, x):
@@ -94,21 +94,21 @@ class _Reducer:
         self.counts[target] = self.counts.get(target, 0) + 1
         self.elements += np.size(x)
         if self.fixed and not (self.op == "add" and np.asarray(x).dtype.name in FIXED_FORMATS):
-            self.tree = None           # order="fixed-point" of a reduction it does not change
-        if self.tree is not None:
-            self.tree.setdefault(target, []).append(np.array(x, copy=True))
+            self.gathered = None           # order="fixed-point" of a reduction it does not change
+        if self.gathered is not None:
+            self.gathered.setdefault(target, []).append(np.array(x, copy=True))
             return acc
         if first and not self.include_self:
             return np.array(x, copy=True)
         return combine(self.op, acc, x)
 
     def finish(self, out):
-        for target, xs in (self.tree or {}).items() if self.fixed else ():
+        for target, xs in (self.gathered or {}).items() if self.fixed else ():
             terms = ([out[target]] if self.include_self else []) + xs
             fraction = fixed_fraction_bits(out.dtype, self.elements)
             out[target] = np.reshape([fixed_sum([np.asarray(t)[pos] for t in terms], out.dtype, fraction)
                                       for pos in np.ndindex(np.shape(xs[0]))], np.shape(xs[0]))
-        for target, xs in (self.tree or {}).items() if not self.fixed else ():
+        for target, xs in (self.gathered or {}).items() if not self.fixed else ():
             t = tree(self.op, xs)
             out[target] = combine(self.op, out[target], t) if self.include_self else t
         if self.mean:

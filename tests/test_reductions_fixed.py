@@ -364,3 +364,21 @@ def test_reference_error_bound(dtype):
             max(int(np.floor(np.log2(abs(float(got))))) if float(got) else 0, 1 - bias) - p)
         bound = Fraction(k) * Fraction(2) ** (h - 63 + top - bias) + Fraction(ulp) / 2
         assert abs(Fraction(float(got)) - exact) <= bound
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_elements_along_an_axis(device, family, axis):
+    """scatter_elements of 2-d and 3-d data along each axis (indices smaller than the data: a window), with
+    mean and both include_self values."""
+    rng = np.random.default_rng(13 + axis)
+    bf = np.dtype(ml_dtypes.bfloat16)
+    data = tricky(rng, (6, 7, 3), bf)[:, :, 0] if axis != -1 else tricky(rng, (4, 5, 6), bf)
+    shape = (5, 6) if data.ndim == 2 else (3, 5, 9)
+    idx = rng.integers(-data.shape[axis], data.shape[axis], size=shape)
+    upd = tricky(rng, shape, bf)
+    for reduction in ("add", "mean"):
+        for include_self in (True, False):
+            out = dmlgpu.scatter_elements(data, idx, upd, axis, reduction=reduction, include_self=include_self,
+                                          order="fixed-point", device=device)
+            assert_bits(out, reference.scatter_elements(data, idx, upd, axis, reduction, include_self,
+                                                        "fixed-point"))
