@@ -31,8 +31,9 @@ with 64-bit integer atomics (``kernels.fixed_variants``: shaderInt64, shaderBuff
 ballot and arithmetic, 6 storage buffers), three passes: over the update elements, the exponents and specials
 (atomicMax; with include_self each update maxes its target's own value in too), then the 64-bit atomic adds (in
 both, the updates of a subgroup that share its first one's target combine first, exactly, and take one atomic:
-skewed keys), then one write per target: over the output's span where it is at most the update elements (a read
-per offset, no atomic), else over the updates by the invocation that takes its slot back to zero. Elsewhere (the
+skewed keys), then one write per target: over the output's span where it is at most BY_SPAN times the update
+elements (a read per offset, no atomic), else over the updates by the invocation that takes its slot back to
+zero. Elsewhere (the
 ``no-int64`` and ``minimum`` profiles, 4 storage buffers, no subgroup arithmetic) the FEW variants compute the
 same integers with 32-bit atomics on the low and high words (the low word's carries counted exactly), in four
 passes (the targets' own values in a pass of their own), without the subgroups' combining. Both
@@ -62,6 +63,8 @@ from .runtime import Buffer, Device, Dispatch
 ORDER = "fixed-point"          # the order= value
 SUMS, SLOTS, FEW_SLOTS = "fixed_sums", "fixed_slots", "fixed_few_slots"    # Device.zeroed keys
 INT64 = True                   # False: the FEW variants on every device (tests)
+BY_SPAN = 1.0                  # the last pass goes over the output's span where it is at most this many times the
+                               # update elements (a read per offset), else over the updates (an atomic per update)
 MODE_EXCLUDE_SELF, MODE_MEAN = 1, 2     # scatter_fixed.comp's P_FX_MODE bits (reduction.py's MODE_*)
 # fraction bits p of the element types that take it, by kernel stem's type
 FRACTION_BITS = {"f16": 10, "f32": 23, "bf16": 7, "f8e4m3fn": 3, "f8e5m2": 2}
@@ -80,7 +83,7 @@ class FixedPoint:
     update elements, then the output's span, the mode and the fraction bits; ``span_words``: over the span)."""
 
     def __init__(self, stems: tuple, few_stems: tuple, map_words: np.ndarray, span: int, mode: int, fraction: int):
-        by_span = span <= int(map_words[P_TOTAL])
+        by_span = span <= BY_SPAN * int(map_words[P_TOTAL])
         pick = (lambda s: tuple(k for k in s[:3] if k is not None) + ((s[4],) if by_span else (s[3],)))
         self.kernels, self.few_kernels = pick(stems), pick(few_stems)
         self.words = np.zeros(P_END + 3, dtype=np.uint32)
