@@ -113,11 +113,14 @@ class FixedPoint:
         slots = 4 * self.span * (5 if self.mode & MODE_MEAN else 4)
         if INT64 and all(map(device.supports, self.kernels)) and slots - 8 * self.span <= device._whole_max:
             return self.kernels   # (its slots in two buffers: 8 bytes per offset, and 8 or 12)
-        if all(map(device.supports, self.few_kernels)) and slots <= device._whole_max:
-            return self.few_kernels
-        raise DeviceError(f"order='fixed-point' needs {slots} bytes of scratch in one buffer for this scatter's "
-                          f"output span, over {device.info.name}'s {device._whole_max}; split it into smaller "
-                          f"ones or use order='row-major'")
+        if not all(map(device.supports, self.few_kernels)):
+            raise DeviceError(f"order='fixed-point' needs kernels that {device.info.name} cannot run "
+                              f"({', '.join(self.few_kernels)}); use order='row-major'")
+        if slots > device._whole_max:
+            raise DeviceError(f"order='fixed-point' needs {slots} bytes of scratch in one buffer for this scatter's "
+                              f"output span, over {device.info.name}'s {device._whole_max}; split it into smaller "
+                              f"ones or use order='row-major'")
+        return self.few_kernels
 
     def dispatches(self, device: Device, params, indices: Buffer, output: Buffer, updates: Buffer | None) -> list:
         """The passes (after the copy of the input into the output, if any): ``params(words)`` gives parameter

@@ -382,3 +382,21 @@ def test_elements_along_an_axis(device, family, axis):
                                           order="fixed-point", device=device)
             assert_bits(out, reference.scatter_elements(data, idx, upd, axis, reduction, include_self,
                                                         "fixed-point"))
+
+
+def test_slots_past_one_buffer_refused():
+    """Slots (16 bytes per offset of the output's span) that exceed one buffer: DeviceError before any work,
+    the data unchanged."""
+    rng = np.random.default_rng(3)
+    with dmlgpu.Device(chunk_bytes=4096) as dev:
+        table = dmlgpu.tensor(finite(rng, (1000,), np.dtype(np.float32)), device=dev)     # 4000 bytes: one block
+        before = table.numpy()
+        with pytest.raises(dmlgpu.DeviceError, match="order='fixed-point' needs 16000 bytes of scratch"):
+            dmlgpu.scatter_elements(table, dmlgpu.tensor(np.array([3, 999]), device=dev),
+                                    dmlgpu.tensor(np.ones(2, np.float32), device=dev), reduction="add",
+                                    order="fixed-point", out=table)
+        assert_bits(table.numpy(), before)
+        small = dmlgpu.scatter_elements(before[:100], np.array([3, 99, 3]), np.ones(3, np.float32), reduction="add",
+                                        order="fixed-point", device=dev)
+        assert_bits(small, reference.scatter_elements(before[:100], np.array([3, 99, 3]), np.ones(3, np.float32),
+                                                      reduction="add", order="fixed-point"))
