@@ -400,3 +400,19 @@ def test_slots_past_one_buffer_refused():
                                         order="fixed-point", device=dev)
         assert_bits(small, reference.scatter_elements(before[:100], np.array([3, 99, 3]), np.ones(3, np.float32),
                                                       reduction="add", order="fixed-point"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES[:3], ids=str)
+def test_embedding_gradient_in_place(device, family, dtype):
+    """The issue's case, scaled down: rows of 16 with Zipf-skewed ids summed into a table in place (scatter_nd,
+    out=the table), against the reference; the table's span above the update elements (the last pass over
+    the updates) and below them (over the span)."""
+    rng = np.random.default_rng(37)
+    for rows, n in ((4000, 300), (200, 900)):
+        table = finite(rng, (rows, 16), dtype)
+        ids = np.minimum(rng.zipf(1.2, size=(n, 1)) - 1, rows - 1)
+        grads = finite(rng, (n, 16), dtype)
+        t = dmlgpu.tensor(table, device=device)
+        dmlgpu.scatter_nd(t, dmlgpu.tensor(ids, device=device), dmlgpu.tensor(grads, device=device),
+                          reduction="add", order="fixed-point", out=t)
+        assert_bits(t.numpy(), reference.scatter_nd(table, ids, grads, reduction="add", order="fixed-point"))
