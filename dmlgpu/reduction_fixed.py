@@ -60,7 +60,6 @@ from .errors import DeviceError
 from .index_map import P_END, P_TOTAL
 from .runtime import Buffer, Device, Dispatch
 
-ORDER = "fixed-point"          # the order= value
 SUMS, SLOTS, FEW_SLOTS = "fixed_sums", "fixed_slots", "fixed_few_slots"    # Device.zeroed keys
 INT64 = True                   # False: the FEW variants on every device (tests)
 BY_SPAN = 1.0                  # the last pass goes over the output's span where it is at most this many times the
@@ -124,7 +123,7 @@ class FixedPoint:
 
     def dispatches(self, device: Device, params, indices: Buffer, output: Buffer, updates: Buffer | None) -> list:
         """The passes (after the copy of the input into the output, if any): ``params(words)`` gives parameter
-        buffers."""
+        buffers; DeviceError (``family``) before any GPU work."""
         stems = self.family(device)
         p, last = params(self.words), params(self.span_words)
         count, last_count = int(self.words[P_TOTAL]), int(self.span_words[P_TOTAL])
