@@ -8,6 +8,7 @@ import hashlib
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import dmlgpu
 from dmlgpu import reduction_fixed, reference
@@ -416,3 +417,29 @@ def test_embedding_gradient_in_place(device, family, dtype):
         dmlgpu.scatter_nd(t, dmlgpu.tensor(ids, device=device), dmlgpu.tensor(grads, device=device),
                           reduction="add", order="fixed-point", out=t)
         assert_bits(t.numpy(), reference.scatter_nd(table, ids, grads, reduction="add", order="fixed-point"))
+
+
+@st.composite
+def nd_cases(draw):
+    dtype = draw(st.sampled_from(DTYPES))
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    k = draw(st.integers(1, rank))
+    batch = tuple(draw(st.lists(st.integers(1, 7), min_size=1, max_size=3)))
+    index_dtype = np.dtype(draw(st.sampled_from([np.int32, np.int64, np.uint32, np.uint64])))
+    return (dtype, draw(st.sampled_from(["add", "mean"])), draw(st.booleans()), shape, k, batch, index_dtype,
+            draw(st.integers(0, 2**32 - 1)))
+
+
+@given(nd_cases())
+def test_property_scatter_nd(device, case):
+    """Random shapes, index widths and signedness (negative indices wrap), values of every kind."""
+    dtype, reduction, include_self, shape, k, batch, index_dtype, seed = case
+    rng = np.random.default_rng(seed)
+    data = tricky(rng, shape, dtype)
+    dims = np.array(shape[:k])
+    idx = rng.integers(-dims if index_dtype.kind == "i" else 0, dims, size=batch + (k,)).astype(index_dtype)
+    upd = tricky(rng, batch + shape[k:], dtype)
+    out = dmlgpu.scatter_nd(data, idx, upd, device=device, reduction=reduction, include_self=include_self,
+                            order="fixed-point")
+    assert_bits(out, reference.scatter_nd(data, idx, upd, reduction, include_self, "fixed-point"))
