@@ -322,10 +322,13 @@ def test_repeated_calls_and_recordings(device, family):
                           reduction="add", order="fixed-point", out=t)
     expected = reference.scatter_nd(table, idx, upd, reduction="add", order="fixed-point")
     assert_bits(t.numpy(), expected)                     # (the recording ran once)
+    serial = device.zeroed_serial
     for _ in range(3):
         rec.run()
+        dmlgpu.scatter_nd(table, idx, upd, reduction="add", order="fixed-point", device=device)
         expected = reference.scatter_nd(expected, idx, upd, reduction="add", order="fixed-point")
         assert_bits(t.numpy(), expected)
+    assert device.zeroed_serial == serial                # the slots were left zero: never filled again
 
 
 def test_operands_held_in_several_blocks_refused():
