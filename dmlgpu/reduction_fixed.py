@@ -110,14 +110,14 @@ class FixedPoint:
         """The stems ``device`` runs: the 64-bit ones where it can (and INT64), else the FEW ones; DeviceError
         where it runs neither or the slots exceed one buffer."""
         slots = 4 * self.span * (5 if self.mode & MODE_MEAN else 4)
-        if INT64 and all(map(device.supports, self.kernels)) and slots - 8 * self.span <= device._whole_max:
+        if INT64 and all(map(device.supports, self.kernels)) and slots - 8 * self.span <= device.whole_max:
             return self.kernels   # (its slots in two buffers: 8 bytes per offset, and 8 or 12)
         if not all(map(device.supports, self.few_kernels)):
             raise DeviceError(f"order='fixed-point' needs kernels that {device.info.name} cannot run "
                               f"({', '.join(self.few_kernels)}); use order='row-major'")
-        if slots > device._whole_max:
+        if slots > device.whole_max:
             raise DeviceError(f"order='fixed-point' needs {slots} bytes of scratch in one buffer for this scatter's "
-                              f"output span, over {device.info.name}'s {device._whole_max}; split it into smaller "
+                              f"output span, over {device.info.name}'s {device.whole_max}; split it into smaller "
                               f"ones or use order='row-major'")
         return self.few_kernels
 

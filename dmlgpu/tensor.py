@@ -164,7 +164,7 @@ class Tensor:
         array([1, 2], dtype=uint8)
         """
         self._no_recording("numpy")
-        return self.device._read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
+        return self.device.read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
 
     if not TYPE_CHECKING:     # (typed, a Tensor would be ArrayLike: the layer-2 overloads tell Tensors apart)
         def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
@@ -221,7 +221,7 @@ class Tensor:
         self._no_recording("item")
         flat = _index.flat_position(self.shape, args)
         size = self.dtype.itemsize
-        raw = self.device._read_range(self.buffer, self.offset + flat * size, size)
+        raw = self.device.read_range(self.buffer, self.offset + flat * size, size)
         return raw.view(self.dtype)[0].item()
 
     def write(self, array: ArrayLike) -> None:
@@ -252,7 +252,7 @@ class Tensor:
             if src.device is self.device and src.shape == self.shape and src.dtype == self.dtype and (
                     src.buffer is not self.buffer or src.offset + src.nbytes <= self.offset
                     or self.offset + self.nbytes <= src.offset):       # (regions of one buffer must not overlap)
-                self.device._copy(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
+                self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
                 return
             array = src.numpy()
         arr = np.asarray(array, dtype=self.dtype)
@@ -263,7 +263,7 @@ class Tensor:
                 raise ValueError(f"Tensor.write: an array of shape {arr.shape} does not broadcast to the tensor's "
                                  f"shape {self.shape}") from None
         if self.nbytes:
-            self.device._write(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))
+            self.device.write_bytes(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))
 
     # ---- views and copies ----
     def reshape(self, *shape: Any, order: str = "C") -> "Tensor":
@@ -341,8 +341,8 @@ class Tensor:
         array([1, 2], dtype=uint8)
         """
         dev = self.device
-        out = Tensor._wrap(dev._take(self.nbytes), self.shape, self.dtype)
-        dev._copy(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
+        out = Tensor._wrap(dev.take_buffer(self.nbytes), self.shape, self.dtype)
+        dev.copy_buffer(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
         return out
 
     def _packed(self) -> "Tensor":
@@ -422,12 +422,12 @@ class Tensor:
 
     def __str__(self) -> str:
         """repr() and, for up to 1000 elements outside a recording, the values (downloaded)."""
-        if self.size > 1000 or self.device._recording() is not None:
+        if self.size > 1000 or self.device.active_recording() is not None:
             return repr(self)
         return f"{self!r}\n{self.numpy()}"
 
     def _no_recording(self, what: str) -> None:
-        if self.device._recording() is not None:
+        if self.device.active_recording() is not None:
             raise RuntimeError(f"{what}() cannot run inside a recording: record download(t) and read "
                                f"Recording.host(t) after the block")
 

@@ -71,22 +71,22 @@ def _gather_rows(self: Any, shape: tuple[int, ...], idx: np.ndarray) -> Any:
                          self.dtype.itemsize)
     plan = GatherPlan(index_map, idx.dtype)
     out_bytes = math.prod(out_shape) * self.dtype.itemsize
-    dev._check_sizes(self.buffer.nbytes, idx.nbytes, out_bytes)
-    recording = dev._recording() is not None
-    with dev._lock:
+    dev.check_sizes(self.buffer.nbytes, idx.nbytes, out_bytes)
+    recording = dev.active_recording() is not None
+    with dev.lock:
         taken: list[Buffer] = []
 
         def scratch(n: int) -> Buffer:
-            taken.append(dev._take(n))
+            taken.append(dev.take_buffer(n))
             return taken[-1]
 
-        idx_buf, out_buf = scratch(idx.nbytes), dev._take(out_bytes)
-        idx_buf._stage(as_bytes(idx))
+        idx_buf, out_buf = scratch(idx.nbytes), dev.take_buffer(out_bytes)
+        idx_buf.stage(as_bytes(idx))
         dispatches, params = plan.dispatches(dev, input=self.buffer, indices=idx_buf, output=out_buf,
                                              take=scratch)
         dev._run(dispatches, uploads=params + [idx_buf], queue=True)
         if not recording:            # free now: later queued work may reuse them (Device._run)
-            dev._give(*taken)
+            dev.give_buffers(*taken)
     return type(self)._wrap(out_buf, out_shape, self.dtype)
 
 def _strides(shape: tuple[int, ...]) -> list[int]:
