@@ -38,12 +38,17 @@ PARTS = {
         True (the default; ONNX's rule): a target's own value takes part in its reduction. False
         (PyTorch's scatter_reduce): a target with updates reduces its updates alone; a target without
         keeps its value. No effect with reduction="none"; TypeError for a non-bool.
-    order : {"row-major", "tree"}
+    order : {"row-major", "tree", "fixed-point"}
         How a target's updates combine: "row-major" (the default) one by one in row-major order; "tree"
         (float add, mul and mean) in a fixed pairwise tree over them in row-major order, shaped by their
         count L alone: T(u) = u, T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}), T(u_H..u_{L-1})) with H the
         largest power of two below L, then combined into the target's value (include_self). Its rounding
-        errors grow as log L instead of L. Other reductions: the same bits either way. ValueError for
+        errors grow as log L instead of L. "fixed-point" (add and mean of float32, float16, bfloat16,
+        float8): the same bits on every device and run for any order of the updates: each target's terms
+        summed exactly as 64-bit integers scaled to their largest exponent (each term rounded to the
+        fixed point's last bit: at most 2^(H - 63) of the largest term, H = bit_length(update elements
+        + 1)), then rounded once; any NaN, or +inf with -inf, gives NaN (dmlgpu/reduction_fixed.py);
+        ValueError for float mul and float64. Other reductions: the same bits either way. ValueError for
         another value; DeviceError for operands held in several blocks.""",
 }
 PARTS["out"] = """\

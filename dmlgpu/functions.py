@@ -104,7 +104,7 @@ def _gather_nd_rule(data, idx, upd, batch_dims) -> driver.Signature:
 
 
 def _scatter_nd_rule(data, idx, upd, reduction, include_self, order, unique) -> driver.Signature:
-    red = _reduction.check(reduction, data.dtype, include_self, order)
+    red = _reduction.check(reduction, data.dtype, include_self, order, "scatter_nd")
     dims = _check_nd("scatter_nd", data, idx, 0)
     upd_shape = nd_shape(data.shape, idx.shape, 0)
     if upd.shape != upd_shape:
@@ -116,7 +116,7 @@ def _scatter_nd_rule(data, idx, upd, reduction, include_self, order, unique) -> 
 
 
 def _scatter_elements_rule(data, idx, upd, axis, reduction, include_self, order, unique) -> driver.Signature:
-    red = _reduction.check(reduction, data.dtype, include_self, order)
+    red = _reduction.check(reduction, data.dtype, include_self, order, "scatter_elements")
     a = _axis(axis, data.ndim)
     _check_elements_shapes("scatter_elements", data, idx, a, upd)
     return driver.Signature(data.shape, data.shape[a], None if data.size == 0 or idx.size == 0 else

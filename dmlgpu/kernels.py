@@ -155,6 +155,19 @@ def minmax_variants(name: str, index_bytes: int) -> tuple[str, str, str] | None:
     return stem + "_s1", f"{stem}_s2_i{index_bytes * 8}", f"{stem}_s3_i{index_bytes * 8}"
 
 
+def fixed_variants(name: str, index_bytes: int, few: bool = False) -> tuple[str | None, str, str, str, str] | None:
+    """The stages of order="fixed-point" (shaders/scatter_fixed.comp; dmlgpu/reduction_fixed.py) for a float add
+    scatter reduction kernel (reduce_variant) of at most 4 bytes, for an index width: (self max, max, add, write by
+    the updates, write by the output's span); the first is None with 64-bit atomics (the max takes the output's
+    values in), ``few`` (no 64-bit types, 4 storage buffers) has it. None for other kernels."""
+    if not has_tree(name) or not name.endswith("_add") or "64_" in name:
+        return None
+    stem = name.replace("scatter_reduce_", "scatter_fixed_").removesuffix("_add")
+    suffix = f"_i{index_bytes * 8}" + ("_few" if few else "")
+    return (f"{stem}_s0{suffix}" if few else None, f"{stem}_s1{suffix}", f"{stem}_s2{suffix}", f"{stem}_s3{suffix}",
+            f"{stem}_s4" + ("_few" if few else ""))
+
+
 def keys_variant(index_bytes: int, values: int = 0, hist: bool = False) -> str:
     """File stem of a scatter reduction's key kernel (shaders/reduce_keys.comp) for an index width (4 or 8), with
     update values of ``values`` (1, 2, 4) bytes or offsets (0); ``hist``: the sort's first histogram too."""
@@ -373,6 +386,13 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                         if stage_stem not in table:    # (stage 1 reads no index)
                             add(stage_stem, "scatter_minmax.comp", **defines, STAGE=stage, IDX64=index_bytes // 8,
                                 **({"TARGET_ENV": "vulkan1.1"} if stage == 2 else {}))
+            for index_bytes in (4, 8):              # order="fixed-point" (reduction_fixed.py)
+                for few in (False, True):
+                    for stage, fixed_stem in enumerate(fixed_variants(name, index_bytes, few) or ()):
+                        if fixed_stem is not None and fixed_stem not in table:    # (stage 4 reads no index)
+                            add(fixed_stem, "scatter_fixed.comp", **defines, STAGE=stage,
+                                IDX64=index_bytes // 8 if stage < 4 else 0, FEW=int(few),
+                                **({"TARGET_ENV": "vulkan1.1"} if stage in (1, 2) and not few else {}))
             if op == "add" and elem_kind >= 2:       # float add: its "mean" twin (the fold only)
                 mean = mean_variant(name)
                 add(mean, "scatter_reduce.comp", **defines, MEAN=1)

@@ -11,7 +11,10 @@ fold of ``reference.scatter_nd`` / ``scatter_elements``. With ``order="tree"`` (
 combine a target's L updates u_0..u_{L-1} (row-major order) in a pairwise tree shaped by L alone: T(u_0) = u_0,
 T(u_0..u_{L-1}) = combine(T(u_0..u_{H-1}), T(u_H..u_{L-1})) with H the largest power of two below L
 (``reference.tree``), then combine(output's value, T) with include_self (T alone without); other reductions give the
-same bits in any order and ignore it. The result is the same bits on every device and every run. Arithmetic
+same bits in any order and ignore it. With ``order="fixed-point"`` (layer 2) float add and mean of at most 4
+bytes sum each target's terms as 64-bit fixed-point integers, rounded once (dmlgpu/reduction_fixed.py has the
+contract and its error bound; ``reference.fixed_sum``); float mul and float64 refuse it (ValueError), other
+reductions ignore it. The result is the same bits on every device and every run. Arithmetic
 (shaders/arith.glsl):
 
 * integers (int8..int64, uint8..uint64) wrap like NumPy's fixed-width arithmetic;
@@ -76,6 +79,10 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    output element that the updates combine into by atomicMin, ordered so that the least slot names the sequential
    fold's result (dmlgpu/reduction_minmax.py, shaders/scatter_minmax.comp).
 
+8. order="fixed-point" replaces steps 1-3 on every device: three passes of atomics over the updates into zeroed
+   slots per output offset of the span (dmlgpu/reduction_fixed.py, shaders/scatter_fixed.comp), four on devices
+   without 64-bit integer atomics. Operands held in several blocks: DeviceError (not supported).
+
 Scratch comes from the device (Device.take_buffer) and goes back after the run: two key and two row arrays of n words
 and the levels' partials (step 7: its slots); the sort's counts are zeroed scratch (Device.zeroed:
 radix_sort.COUNTS). Operands held in several blocks take the key and fold kernels' ADDR variants (the atomics:
@@ -96,12 +103,13 @@ from .plan import CopyPlan, Plan, needs_wide, wide_params
 from .radix_sort import RadixSort
 from .reduction_buckets import Buckets
 from .reduction_cpu import CpuFold
+from .reduction_fixed import FixedPoint
 from .reduction_minmax import MinMax
 from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")   # layer 1: the descriptors' Reduction member (operators.py)
 LAYER2_REDUCTIONS = REDUCTIONS + ("mean",)          # scatter_nd / scatter_elements' reduction=
-ORDERS = ("row-major", "tree")                     # their order=
+ORDERS = ("row-major", "tree", "fixed-point")      # their order=
 FLOAT_KINDS = "f"     # with NARROW_FLOATS: the dtypes "mean" takes
 
 # Parameter words after an index map's, named as in the shaders (tests/test_kernels.py checks them):
@@ -183,14 +191,20 @@ def kernel_for(dtype, reduction: str) -> str:
                     f"float8_e4m3fn and float8_e5m2 (only reduction='none' moves any dtype)")
 
 
-def check(reduction, dtype, include_self=True, order="row-major") -> str:
+def check(reduction, dtype, include_self=True, order="row-major", name: str = "scatter") -> str:
     """Validates ``reduction`` (ValueError), ``include_self`` (TypeError: not a bool), ``order`` (ValueError)
-    and, unless the reduction is "none", that ``dtype`` supports it (TypeError)."""
+    and, unless the reduction is "none", that ``dtype`` supports it (TypeError); order="fixed-point" on a float
+    reduction that rounds other than add and mean of at most 4 bytes: ValueError naming the function ``name``."""
     reduction = check_reduction(reduction)
     check_include_self(include_self)
     check_order(order)
     if reduction != "none":
         kernel_for(dtype, reduction)
+        if order == "fixed-point" and is_float(dtype) and (reduction == "mul" or (
+                reduction in ("add", "mean") and np.dtype(dtype).itemsize == 8)):
+            raise ValueError(f"{name}: order='fixed-point' takes reduction 'add' and 'mean' on float32, float16, "
+                             f"bfloat16 and float8 (and the reductions whose result does not depend on the order), "
+                             f"not reduction {reduction!r} on {np.dtype(dtype)}; use order='row-major' or 'tree'")
     return reduction
 
 
@@ -239,6 +253,7 @@ class ReducePlan(Plan):
         self.cpu: CpuFold | None = None      # CPU devices' fold without a sort (step 6)
         self.buckets: Buckets | None = None  # GPUs: one sort pass and a fold per bucket (step 3)
         self.minmax: MinMax | None = None    # min/max by 64-bit atomics (step 7)
+        self.fixed: FixedPoint | None = None  # order="fixed-point" (step 8)
         if self.atomic is not None:
             return
         # keys: target offsets without the low bits that all of them have at zero
@@ -249,6 +264,9 @@ class ReducePlan(Plan):
         self.key_bits = (last >> shift).bit_length()
         span = last + sum((d.size - 1) * d.data for d in slice_map.dims) + 1     # the output offsets reached
         self.minmax = MinMax.of(self.kernel, index_bytes, self.full_words, full.count, span, mode)
+        if order == "fixed-point":
+            self.fixed = FixedPoint.of(self.kernel, index_bytes, self.full_words, full.count, span, include_self,
+                                       reduction == "mean")
         # rows of one element of at most 4 bytes: the sort carries the update values themselves, so the fold
         # reads them in order instead of gathering them
         self.values = self.slice_count == 1 and elem <= 4
@@ -286,10 +304,11 @@ class ReducePlan(Plan):
                 count = groups
         self._sorts: dict = {}
         covers = bool(self.copy and self.copy.identity((last + 1) * elem))       # (the copy: every key's offset)
-        self.buckets = None if self.tree else Buckets.of(self.fold_kernel, self.values, self.rows, last >> shift, shift,
-                                                         mode, covers)
-        self.cpu = None if self.tree else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
-                                                     self.slice_count, last >> shift, shift, self.fold_words)
+        ordered = self.tree or self.fixed is not None       # (orders with plans of their own)
+        self.buckets = None if ordered else Buckets.of(self.fold_kernel, self.values, self.rows, last >> shift, shift,
+                                                       mode, covers)
+        self.cpu = None if ordered else CpuFold.of(self.kernel, self.values, reduction, include_self, self.rows,
+                                                   self.slice_count, last >> shift, shift, self.fold_words)
 
     def sort(self, geometry: kernels.Geometry) -> RadixSort:
         """The radix sort of the rows' (key, row) pairs in a variant set's geometry (once per geometry)."""
@@ -329,9 +348,9 @@ class ReducePlan(Plan):
         ADDR variants, whose words are followed by the operands' block lists (``slots``: addressing.glsl's order)."""
         out, uploads = [], []
         addr = self.atomic is None and needs_wide(device, self.full_map, input, indices, output, updates)
-        if addr and self.tree:
-            raise DeviceError("order='tree' is not supported on operands held in several blocks; use "
-                              "order='row-major' or split the scatter into smaller ones")
+        if addr and (self.tree or self.fixed):
+            raise DeviceError(f"order={'tree' if self.tree else 'fixed-point'!r} is not supported on operands held "
+                              f"in several blocks; use order='row-major' or split the scatter into smaller ones")
 
         def params(words, slots=None):
             if addr and slots is not None:
@@ -342,6 +361,14 @@ class ReducePlan(Plan):
                 uploads.append(buf)
             return buf
 
+        copying = self.copy if self.copy is not None and input is not output and self.copy.map.count else None
+        if self.fixed is not None:       # step 8: no sort
+            fixed = self.fixed.dispatches(device, params, indices, output, updates)
+            if copying is not None:
+                copy, copy_uploads = copying.dispatch(device, input, output)
+                out.append(copy)
+                uploads += copy_uploads
+            return out + fixed, uploads
         if self.atomic is None:
             sort = self.sort(device.geometry)
             hist_bytes = sort.hist_bytes if sort.pass_words else 0
@@ -371,7 +398,6 @@ class ReducePlan(Plan):
         operands = (None, output, updates, None)       # the fold kernels' slots
         cpu = self.cpu if self.cpu is not None and not addr and self.cpu.usable(device) else None   # CPUs: no sort
         buckets = self.buckets if self.buckets and not (cpu or few or addr) and self.buckets.usable(device) else None
-        copying = self.copy if self.copy is not None and input is not output and self.copy.map.count else None
         source = input if copying and buckets and buckets.covers else None     # (the bucket fold copies it)
         if copying is not None and source is None:
             copy, copy_uploads = copying.dispatch(device, input, output)

@@ -76,27 +76,39 @@ class _Reducer:
     """One scatter's steps, target by target: ``include_self=False`` starts a target from its first update
     (not its own value); "mean" sums as "add" does, then divides each updated target's sum once by its count
     (its updates, + 1 with include_self): mean_of. ``order="tree"``: a target's updates combine in the
-    pairwise tree of tree() instead of one by one, then into the target's own value (include_self)."""
+    pairwise tree of tree() instead of one by one, then into the target's own value (include_self).
+    ``order="fixed-point"`` (float add of at most 4 bytes; other reductions ignore it): each target's terms
+    (its own value with include_self, then its updates) summed by fixed_sum, element by element, with the
+    fraction bits of the call's count of update elements."""
 
     def __init__(self, reduction, include_self, order="row-major"):
         self.op = "add" if reduction == "mean" else reduction
         self.mean, self.include_self, self.counts = reduction == "mean", bool(include_self), {}
-        self.tree: dict | None = {} if order == "tree" else None
+        self.gathered: dict | None = {} if order in ("tree", "fixed-point") else None   # target -> its updates
+        self.fixed, self.elements = order == "fixed-point", 0
 
     def step(self, target, acc, x):
         if self.op == "none":
             return x
         first = target not in self.counts
         self.counts[target] = self.counts.get(target, 0) + 1
-        if self.tree is not None:
-            self.tree.setdefault(target, []).append(np.array(x, copy=True))
+        self.elements += np.size(x)
+        if self.fixed and not (self.op == "add" and np.asarray(x).dtype.name in FIXED_FORMATS):
+            self.gathered = None           # order="fixed-point" of a reduction it does not change
+        if self.gathered is not None:
+            self.gathered.setdefault(target, []).append(np.array(x, copy=True))
             return acc
         if first and not self.include_self:
             return np.array(x, copy=True)
         return combine(self.op, acc, x)
 
     def finish(self, out):
-        for target, xs in (self.tree or {}).items():
+        for target, xs in (self.gathered or {}).items() if self.fixed else ():
+            terms = ([out[target]] if self.include_self else []) + xs
+            fraction = fixed_fraction_bits(out.dtype, self.elements)
+            out[target] = np.reshape([fixed_sum([np.asarray(t)[pos] for t in terms], out.dtype, fraction)
+                                      for pos in np.ndindex(np.shape(xs[0]))], np.shape(xs[0]))
+        for target, xs in (self.gathered or {}).items() if not self.fixed else ():
             t = tree(self.op, xs)
             out[target] = combine(self.op, out[target], t) if self.include_self else t
         if self.mean:
@@ -112,6 +124,73 @@ def tree(reduction, xs):
         return xs[0]
     h = 1 << ((len(xs) - 1).bit_length() - 1)
     return combine(reduction, tree(reduction, xs[:h]), tree(reduction, xs[h:]))
+
+
+# order="fixed-point" (dmlgpu/reduction_fixed.py has the contract): float types by name -> (fraction bits,
+# exponent bits, finite only: no infinities, one NaN per sign)
+FIXED_FORMATS = {"float16": (10, 5, False), "float32": (23, 8, False), "bfloat16": (7, 8, False),
+                 "float8_e4m3fn": (3, 4, True), "float8_e5m2": (2, 5, False)}
+
+
+def fixed_fraction_bits(dtype, elements):
+    """F: the fraction bits below a target's largest exponent, for a call of ``elements`` update elements."""
+    p = FIXED_FORMATS[np.dtype(dtype).name][0]
+    return 63 - (p + 1) - (elements + 1).bit_length()
+
+
+def fixed_sum(terms, dtype, fraction):
+    """The fixed-point sum of ``terms`` (scalars of float ``dtype``, in any order) with ``fraction`` bits, as
+    order="fixed-point" defines it: every finite term an integer multiple of 2^(E - bias - p - fraction), E the
+    largest scale exponent max(exponent field, 1) of the finite terms (to nearest even), the integers summed
+    exactly and the sum rounded once to ``dtype``; NaN or both infinities: the negative quiet NaN; an infinity:
+    it; an exact zero: -0 if every term is -0."""
+    dtype = np.dtype(dtype)
+    p, eb, finite_only = FIXED_FORMATS[dtype.name]
+    uint = np.dtype(f"u{dtype.itemsize}")
+    bits = [int(np.asarray(t, dtype).view(uint)) for t in terms]
+    with np.errstate(invalid="ignore"):
+        values = np.array(bits, dtype=uint).view(dtype).astype(np.float64)
+    sign_bit, emask, bias = 1 << (eb + p), (1 << eb) - 1, (1 << (eb - 1)) - 1
+    nan = sign_bit | ((sign_bit - 1) if finite_only else (emask << p) | (1 << (p - 1)))
+
+    def as_dtype(b):
+        return np.asarray(b, uint).view(dtype)[()]
+
+    if np.isnan(values).any() or (np.isposinf(values).any() and np.isneginf(values).any()):
+        return as_dtype(nan)
+    if np.isinf(values).any():
+        return as_dtype(bits[int(np.flatnonzero(np.isinf(values))[0])])
+    scales = [max((b >> p) & emask, 1) for b in bits]
+    top = max(scales)
+    total = 0
+    for b, e in zip(bits, scales):
+        sig = (b & ((1 << p) - 1)) | ((1 << p) if (b >> p) & emask else 0)
+        magnitude = round(Fraction(sig) * Fraction(2) ** (e - top + fraction))     # half to even
+        total += -magnitude if b & sign_bit else magnitude
+    assert abs(total) < 1 << 63
+    if total == 0:
+        return as_dtype(sign_bit if all(b == sign_bit for b in bits) else 0)
+    return round_to(Fraction(total) * Fraction(2) ** (top - bias - p - fraction), dtype)
+
+
+def round_to(q, dtype):
+    """The nonzero Fraction ``q`` rounded once to nearest even in a float dtype of FIXED_FORMATS: subnormals,
+    overflow to infinity (a finite-only type: to its NaN)."""
+    dtype = np.dtype(dtype)
+    p, eb, finite_only = FIXED_FORMATS[dtype.name]
+    emask, bias = (1 << eb) - 1, (1 << (eb - 1)) - 1
+    a = abs(q)
+    top = a.numerator.bit_length() - a.denominator.bit_length()       # floor(log2 a), give or take one
+    top += 1 if Fraction(2) ** (top + 1) <= a else -1 if Fraction(2) ** top > a else 0
+    e = max(top + bias, 1)                                             # its binade's exponent field (1: subnormal)
+    m = round(a / Fraction(2) ** (e - bias - p))                       # half to even; may carry into the exponent
+    bits = ((e - 1) << p) + m
+    if finite_only and bits >= (emask << p) | ((1 << p) - 1):
+        bits = (emask << p) | ((1 << p) - 1)                           # its NaN
+    elif not finite_only and bits >= emask << p:
+        bits = emask << p                                              # infinity
+    bits |= (1 << (eb + p)) if q < 0 else 0
+    return np.asarray(bits, f"u{dtype.itemsize}").view(dtype)[()]
 
 
 def mean_of(s, n):

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 Mode = Literal["clamp", "raise"]
 Reduction = Literal["none", "add", "mul", "min", "max", "mean"]
-Order = Literal["row-major", "tree"]
+Order = Literal["row-major", "tree", "fixed-point"]
 DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: the default (device.as_device)
 ArrayInput = ArrayLike                    # an ndarray, what NumPy can view (interop.host_array), lists, scalars
 IndexLike = Union[Tensor, ArrayInput]

@@ -382,3 +382,20 @@ def test_apps_skip_what_the_device_cannot_hold(tmp_path, capsys, monkeypatch):
     assert "skipped: needs about" in captured.err and "skipped: needs about" in captured.out
     (row,) = json.loads((tmp_path / apps.JSON_NAME).read_text())["rows"]
     assert row["skipped"].startswith("needs about") and "verified" not in row
+
+
+def test_reductions_has_fixed_point_and_its_accuracy(capsys):
+    """bench reductions times order="fixed-point" beside the other orders (small sizes: lavapipe), and --accuracy
+    measures each order's error against a float64 sum: fixed-point's, one rounding, below row-major's."""
+    from dmlgpu.bench import reductions
+    assert reductions.main(["--updates", "512", "--targets", "64", "--dtype", "float32", "--dist", "zipf",
+                            "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "add (fixed-point)" in out and "mean (fixed-point)" in out
+    assert reductions.main(["--accuracy", "--updates", "4K", "--targets", "64", "--dtype", "float32,bfloat16",
+                            "--dist", "uniform,zipf"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith(("float32", "bfloat16"))]
+    assert [r[:2] for r in rows] == [[d, s] for d in ("float32", "bfloat16") for s in ("uniform", "zipf")]
+    for dtype, _, row_major, _, tree, _, fixed, fixed_mean in rows:
+        assert float(fixed) < float(row_major) and float(fixed_mean) <= float(fixed)
+        assert float(fixed) < (1e-5 if dtype == "float32" else 1e-1)

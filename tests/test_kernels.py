@@ -112,7 +112,8 @@ def test_requirements_read_from_the_spirv():
         assert need.invocations == (kernels.SMALL_WORKGROUP if small else kernels.WORKGROUP_SIZE), name
         wide = "_wide" in name or "_addr" in name
         narrow = kernels.NARROW_FEATURES[int(name.split("_u")[1].split("_")[0])] if "_narrow" in name else None
-        if "scatter_minmax" in name:       # 64-bit slots, and atomics on them (reduction.py's step 7)
+        if "scatter_minmax" in name or ("scatter_fixed" in name and "_few" not in name):
+            # 64-bit slots, and atomics on them (reduction.py's steps 7 and 8; step 8's FEW variants: none)
             assert "shaderInt64" in need.features and need.features <= {"shaderInt64", "shaderBufferInt64Atomics"}, \
                 name
         else:

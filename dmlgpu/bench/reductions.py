@@ -14,10 +14,16 @@ waiting for the GPU (a call with 30 ms of GPU time showed 0.2 ms).
 
 Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
                                          [--dist uniform,zipf,one] [--repeat 5] [--sorted] [--no-buckets]
+                                         [--accuracy]
 --width W > 1 scatters rows: scatter_nd of (updates) rows of W elements onto a [targets, W] table.
 --dtype takes NumPy's names and ml_dtypes' (bfloat16, float8_e4m3fn, float8_e5m2: no torch peer for those).
 "mean" runs on float dtypes only; "add (no self)" is include_self=False; "add (tree)" is order="tree" (float
-dtypes; its torch peers are add's).
+dtypes; its torch peers are add's); "add (fixed-point)" and "mean (fixed-point)" are order="fixed-point" (float
+dtypes of at most 4 bytes; their torch peers are add's and mean's, index_add_'s atomics included).
+--accuracy: no timings; instead, for each float dtype and distribution, the error of add with each order against
+the float64 sum of the same terms (the target's value, then its updates, converted exactly to float64 and summed
+by np.add.at: exact to about 2^-52 of the terms), relative to the target's largest term: its maximum and mean over
+the updated targets, on normal values of random signs and scales 2^-4 .. 2^4.
 Distributions of the targets: uniform; zipf (Zipf-like, exponent 1.1: a few targets take most updates);
 one (every update onto target 0).
 --sorted: CPU devices run the sorted plan (reduction_cpu.CPU_FOLD off), the one they ran before their fold
@@ -38,8 +44,10 @@ from dmlgpu import reduction_buckets, reduction_cpu
 from dmlgpu.bench.clock import torch_time
 from dmlgpu.bench.gpu_timing import capture, time_dispatches
 
-REDUCTIONS = ("none", "add", "mul", "min", "max", "mean", "add (no self)", "add (tree)")
+REDUCTIONS = ("none", "add", "mul", "min", "max", "mean", "add (no self)", "add (tree)", "add (fixed-point)",
+              "mean (fixed-point)")
 TORCH_REDUCE = {"add": "sum", "mul": "prod", "min": "amin", "max": "amax", "mean": "mean", "add (no self)": "sum"}
+ORDERS = ("row-major", "tree", "fixed-point")
 
 
 def parse_dtype(name: str) -> np.dtype:
@@ -159,6 +167,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-buckets", action="store_true",
                     help="GPUs: float add, mul and mean by the sorted plan, not the fold per bucket of keys "
                          "(reduction_buckets.py)")
+    ap.add_argument("--accuracy", action="store_true",
+                    help="add's error against a float64 sum for each order, instead of timings")
     args = ap.parse_args(argv)
     if args.sorted:                 # (for the rest of the process)
         reduction_cpu.CPU_FOLD = False
@@ -166,6 +176,8 @@ def main(argv=None) -> int:
         reduction_buckets.ENABLED = False
     n, m, w = count(args.updates), count(args.targets), args.width
     dev = dmlgpu.default_device()
+    if args.accuracy:
+        return accuracy(dev, n, m, [parse_dtype(d) for d in args.dtype.split(",")], args.dist.split(","))
     peer = torch_peer()
     rng = np.random.default_rng(0)
     print(f"{dev.info.name}: {n} update rows of {w} onto {m} targets, device Tensors, median wall time of "
@@ -175,7 +187,7 @@ def main(argv=None) -> int:
     print("wall: call + synchronize, median; GPU: Vulkan timestamps of the recorded call, first to last (one after "
           "every command, their cost included); stream: its dispatches back to back, no timestamps; torch: wall "
           "(call + torch.cuda.synchronize(), median), then GPU (CUDA events)")
-    print(f"{'dtype':8} {'dist':8} {'reduction':13} {'wall':>10} {'GPU':>10} {'stream':>10} {'vs none':>8}  "
+    print(f"{'dtype':8} {'dist':8} {'reduction':18} {'wall':>10} {'GPU':>10} {'stream':>10} {'vs none':>8}  "
           f"torch (wall, GPU)")
     for dtype in map(parse_dtype, args.dtype.split(",")):
         for dist in args.dist.split(","):
@@ -189,8 +201,9 @@ def main(argv=None) -> int:
             base = None
             for reduction in REDUCTIONS:
                 red, include_self = reduction.split()[0], "no self" not in reduction
-                order = "tree" if "tree" in reduction else "row-major"
-                if order == "tree" and not dmlgpu.reduction.is_float(dtype):
+                order = next((o for o in ORDERS if o in reduction), "row-major")
+                if order != "row-major" and not dmlgpu.reduction.is_float(dtype) or (
+                        order == "fixed-point" and dtype.itemsize > 4):
                     continue
                 call = lambda: fn(t_data, t_idx, t_upd, reduction=red, include_self=include_self,  # noqa: E731
                                   order=order)
@@ -200,13 +213,41 @@ def main(argv=None) -> int:
                     continue
                 g, s = gpu_time(dev, call, args.repeat), stream_time(dev, call, args.repeat)
                 base = base or g
-                peers = (torch_times(peer, reduction, data, idx, upd, w, args.repeat)
-                         if peer and dtype.isbuiltin == 1 and order == "row-major" else {})
+                peers = (torch_times(peer, red if order == "fixed-point" else reduction, data, idx, upd, w,
+                                     args.repeat)
+                         if peer and dtype.isbuiltin == 1 and order != "tree" else {})
                 if reduction == "add":      # the host's sequential reference point (np.add.at)
                     peers["np.add.at (host)"] = median_time(lambda: np.add.at(data.copy(), idx, upd), args.repeat) * 1e3
                 shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else
                                   f"{k}: {v[0]:.3f} ms, {v[1]:.3f}" if isinstance(v, tuple) else f"{k}: {v}"
                                   for k, v in peers.items())
-                print(f"{str(dtype):8} {dist:8} {reduction:13} {t * 1e3:7.3f} ms {g * 1e3:7.3f} ms {s * 1e3:7.3f} ms "
+                print(f"{str(dtype):8} {dist:8} {reduction:18} {t * 1e3:7.3f} ms {g * 1e3:7.3f} ms {s * 1e3:7.3f} ms "
                       f"{g / base:7.2f}x  {shown}", flush=True)
+    return 0
+
+
+def accuracy(dev, n: int, m: int, dtypes, dists) -> int:
+    """Prints add's error for each order against the float64 sum (see the module's docstring, --accuracy)."""
+    rng = np.random.default_rng(0)
+    print(f"{dev.info.name}: {n} updates onto {m} targets (scatter_elements, add, include_self); error of each "
+          f"order against the float64 sum, relative to the target's largest term: max, mean over updated targets")
+    print(f"{'dtype':9} {'dist':8} " + "  ".join(f"{o + ' max':>16} {o + ' mean':>16}" for o in ORDERS))
+    for dtype in dtypes:
+        for dist in dists:
+            idx = targets(rng, dist, n, m)
+            scale = 2.0 ** rng.integers(-4, 5, size=n + m)
+            terms = (rng.standard_normal(n + m) * scale).astype(dtype)
+            data, upd = terms[:m], terms[m:]
+            exact = data.astype(np.float64)
+            np.add.at(exact, idx, upd.astype(np.float64))
+            largest = np.abs(data.astype(np.float64))
+            np.maximum.at(largest, idx, np.abs(upd.astype(np.float64)))
+            hit = np.zeros(m, bool)
+            hit[idx] = True
+            cells = []
+            for order in ORDERS:
+                out = dmlgpu.scatter_elements(data, idx, upd, reduction="add", order=order, device=dev)
+                err = (np.abs(out.astype(np.float64) - exact) / largest)[hit]
+                cells.append(f"{err.max():16.3e} {err.mean():16.3e}")
+            print(f"{str(dtype):9} {dist:8} " + "  ".join(cells), flush=True)
     return 0

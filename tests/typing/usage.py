@@ -59,6 +59,7 @@ reveal_type(dmlgpu.gather_nd(table, [[0], [1]], 0, mode="raise"))               
 reveal_type(dmlgpu.gather_nd(table, dmlgpu.tensor(np.array([[0]]))))                  # R: dmlgpu.tensor.Tensor
 reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], reduction="max", include_self=False, out=t))  # R: dmlgpu.tensor.Tensor
 reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], order="tree", out=t, unique_indices=True))   # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], reduction="add", order="fixed-point", out=t))  # R: dmlgpu.tensor.Tensor
 reveal_type(dmlgpu.scatter_nd(table, [[1]], table[:1], out=table))                    # R: numpy.ndarray
 reveal_type(dmlgpu.scatter_elements(table, [[0]], [[1.0]], axis=1, out=table))       # R: numpy.ndarray
 reveal_type(dmlgpu.scatter_elements(table, [[0]], [[1.0]], 1, reduction="mean"))      # R: numpy.ndarray
