@@ -110,15 +110,6 @@ def test_the_planning_module_knows_neither_layer():
     assert not seen & layers, seen & layers
 
 
-MAX_LINES = 450     # for every module but the benchmarks' harness
-
-
-def test_modules_are_short():
-    long = {name: n for name, f in _modules().items() if ".bench" not in name
-            and (n := len(f.read_text().splitlines())) > MAX_LINES}
-    assert not long, f"modules over {MAX_LINES} lines: {long}; split them by responsibility"
-
-
 def _private_names(files) -> set:
     """Single-underscore names that classes in ``files`` define: methods, attributes assigned on ``self`` (or any
     object) and class-level names."""

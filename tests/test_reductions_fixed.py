@@ -12,6 +12,7 @@ from hypothesis import given, strategies as st
 
 import dmlgpu
 from dmlgpu import reduction_fixed, reference
+from dmlgpu.runtime import COPY
 
 from test_reductions_cpu import kernels_of
 
@@ -74,7 +75,7 @@ def family(request, monkeypatch, device):
 def run_elements(device, data, idx, upd, **kw):
     names, out = kernels_of(device, dmlgpu.scatter_elements, data, idx, upd, order="fixed-point", **kw)
     fixed = [n for n in names if n.startswith("scatter_fixed_")]
-    assert fixed and all(n.startswith(("scatter_fixed_", "scatter_copy", "gather")) for n in names), names
+    assert fixed and all(n.startswith(("scatter_fixed_", "scatter_copy", "gather", COPY)) for n in names), names
     return fixed, out
 
 
