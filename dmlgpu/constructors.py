@@ -11,7 +11,8 @@ from numpy.typing import DTypeLike
 
 from .device import as_device
 from .interop import host_array
-from .tensor import DeviceLike, Tensor, _device_dtype, _upload
+from .tensor import DeviceLike, Tensor, _upload
+from .tensor_views import device_dtype as _device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 _F = TypeVar("_F", bound=Callable[..., Any])
