@@ -13,6 +13,7 @@ from .index_map import INDEX_DTYPES, as_index_array, check_in_range
 from .device import Device, as_device
 from .interop import host_array
 from .tensor import Tensor
+from .tensor_protocols import PYTHON_VALUES, assigned
 
 MODES = ("clamp", "raise")
 ITEM_SIZES = kernels.UNITS     # the kernels' access units: the item sizes layer 2 moves
@@ -173,6 +174,10 @@ def _check_nd(op: str, data, idx, batch_dims: int):
 
 
 def _updates(updates, data, op: str):
+    """A scatter's updates: a Tensor or array of data's dtype; Python scalars and lists are cast to it by
+    NumPy's rule (tensor_protocols.assigned: OverflowError for a Python int out of its range)."""
+    if isinstance(updates, PYTHON_VALUES):
+        return assigned(updates, data.dtype, None, op)
     upd = updates if isinstance(updates, Tensor) else _host_array(updates)
     if upd.dtype != data.dtype:
         raise TypeError(f"{op}: updates has dtype {upd.dtype}; it must be data's dtype ({data.dtype})")

@@ -12,6 +12,7 @@ from numpy.typing import DTypeLike
 from .device import as_device
 from .interop import host_array
 from .tensor import DeviceLike, Tensor, _upload
+from .tensor_protocols import assigned
 from .tensor_views import device_dtype as _device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
@@ -239,7 +240,7 @@ def _full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None, device: De
     dims = _shape(shape, who)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.numpy()
-    value = np.asarray(fill_value, dtype=dtype)
+    value = assigned(fill_value, np.asarray(fill_value).dtype if dtype is None else dtype, None, who)  # NumPy's cast
     dt = _device_dtype(value.dtype, who)
     dev = as_device(device, who)
     if value.ndim:

@@ -31,6 +31,7 @@ from .functions import (DeviceLike, IndexLike, gather, gather_elements,
 from .index_map import Layout, as_index_array, check_in_range
 from .device import Device
 from .tensor import Tensor
+from .tensor_protocols import ARRAY_FUNCTIONS, assigned
 
 TakeMode = Literal["raise", "wrap", "clip"]
 TAKE_MODES = ("raise", "wrap", "clip")
@@ -307,8 +308,8 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
         n = data.shape[axis]
         check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
                                                   f"axis {axis} with size {n}")
-        vals = values.numpy() if isinstance(values, Tensor) else _host_array(values)
-        vals = np.broadcast_to(vals.astype(data.dtype, copy=False), shape)
+        vals = assigned(values.numpy() if isinstance(values, Tensor) else values, data.dtype, None, "put_along_axis")
+        vals = np.broadcast_to(vals, shape)
         if vals.size == 0:
             return
         # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
@@ -355,7 +356,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
             raise TypeError(f"values is a Tensor of dtype {values.dtype}; arr's is {data.dtype} (cast it first)")
         vals: Any = values
     else:
-        vals = np.ascontiguousarray(_host_array(values).astype(data.dtype, copy=False))
+        vals = assigned(values, data.dtype, None, "put_along_axis")      # NumPy's cast (a[...] = values)
     np.broadcast_shapes(vals.shape, shape)           # ValueError where values do not broadcast
     if math.prod(shape) == 0 or vals.size == 0:
         return
@@ -370,3 +371,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
 
     driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device, out=data,
                 key=(axis, "clamp", "put_along_axis"))
+
+
+# NumPy's np.take, np.take_along_axis and np.put_along_axis on Tensors run these (Tensor.__array_function__)
+ARRAY_FUNCTIONS.update({np.take: take, np.take_along_axis: take_along_axis, np.put_along_axis: put_along_axis})

@@ -10,10 +10,9 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import tensor_index as _index
-from . import tensor_views as _views
+from . import tensor_protocols as _protocols, tensor_views as _views
 from .tensor_views import device_dtype as _device_dtype
 from .device import Device, as_device
-from .interop import host_array
 from .runtime import Buffer, as_bytes
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
@@ -274,7 +273,7 @@ class Tensor:
                 self._write_packed(src.copy())      # a packed copy of its own: no overlap with this view
                 return
             array = src.numpy()
-        arr = assigned(array, self.dtype, self.shape, "Tensor.write")
+        arr = _protocols.assigned(array, self.dtype, self.shape, "Tensor.write")
         if self._strides is not None:
             self._write_packed(_upload(arr, self.device))
         elif self.nbytes:
@@ -383,6 +382,29 @@ class Tensor:
     strides = property(_views.strides)
     view = _views.view
 
+    # ---- protocols (dmlgpu/tensor_protocols.py): comparisons, NumPy, scalars, copies, pickling ----
+    __eq__ = _protocols.compare("==")
+    __ne__ = _protocols.compare("!=")
+    __lt__ = _protocols.compare("<")
+    __le__ = _protocols.compare("<=")
+    __gt__ = _protocols.compare(">")
+    __ge__ = _protocols.compare(">=")
+    __hash__ = object.__hash__             # (by identity, as before: Tensors stay dictionary keys)
+    __contains__ = _protocols.__contains__
+    __array_ufunc__ = _protocols.__array_ufunc__
+    __array_function__ = _protocols.__array_function__
+    __float__ = _protocols.__float__
+    __int__ = _protocols.__int__
+    __complex__ = _protocols.__complex__
+    __index__ = _protocols.__index__
+    __copy__ = _protocols.__copy__
+    __deepcopy__ = _protocols.__deepcopy__
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling stores the data (downloaded); unpickling uploads it to the default device."""
+        self._no_recording("pickle")
+        return _unpickle, (self.numpy(),)
+
     # ---- representation ----
     def __repr__(self) -> str:
         where = f" at byte offset {self.offset}" if self.offset else ""
@@ -404,31 +426,13 @@ class Tensor:
 
 
 # ---- helpers ----
-def assigned(value: Any, dtype: np.dtype[Any], shape: tuple[int, ...], who: str) -> np.ndarray:
-    """``value`` as NumPy's ``a[...] = value`` puts it into an array ``a`` of ``shape`` and ``dtype``: the one
-    casting rule wherever values enter a Tensor (Python ints out of the dtype's range raise OverflowError, NaN
-    into an integer dtype ValueError, as NumPy's; arrays cast as NumPy casts them in an assignment).
-    ValueError naming ``who`` for a shape that does not broadcast."""
-    if not isinstance(value, (list, tuple, int, float, complex, bool, np.ndarray, np.generic)):
-        value = host_array(value)
-    try:
-        vshape: tuple[int, ...] | None = np.shape(value)
-    except ValueError:                   # (a ragged list: the assignment says why)
-        vshape = None
-    if vshape is not None:
-        trimmed = vshape[next((i for i, n in enumerate(vshape) if n != 1), len(vshape)):]   # (leading 1s go)
-        if len(trimmed) > len(shape) or any(v != 1 and v != n for v, n in zip(trimmed[::-1], shape[::-1])):
-            raise ValueError(f"{who}: an array of shape {vshape} does not broadcast to the tensor's shape {shape}")
-    out = np.empty(shape, dtype)
-    try:
-        out[...] = value
-    except (OverflowError, ValueError) as e:
-        raise type(e)(f"{who}: {e}") from None
-    return out
-
-
 def _upload(array: np.ndarray, device: Device) -> "Tensor":
     """A new Tensor holding a copy of a host array (uploaded, C order) on ``device``."""
     if not array.flags.c_contiguous:
         array = array.copy(order="C")     # (np.ascontiguousarray would make a 0-d array 1-d)
     return Tensor(device.buffer(array, nbytes=max(4, -(-array.nbytes // 4) * 4)), array.shape, array.dtype)
+
+
+def _unpickle(array: np.ndarray) -> "Tensor":
+    """A pickled Tensor's data, uploaded to the default device."""
+    return _upload(array, as_device(None, "pickle"))
