@@ -101,6 +101,7 @@ from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")   # layer 1: the descriptors' Reduction member (operators.py)
 LAYER2_REDUCTIONS = REDUCTIONS + ("mean",)          # scatter_nd / scatter_elements' reduction=
+PYTORCH_NAMES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}   # layer 2's aliases (scatter_reduce's)
 ORDERS = ("row-major", "tree")                     # their order=
 FLOAT_KINDS = "f"     # with NARROW_FLOATS: the dtypes "mean" takes
 
@@ -125,9 +126,12 @@ NARROW_FLOATS = {"bfloat16": ("bf", 2), "float8_e4m3fn": ("f8e4m3fn", 1), "float
 
 def check_reduction(reduction, allowed: tuple = LAYER2_REDUCTIONS) -> str:
     """``reduction`` if it is one of ``allowed`` (layer 2's LAYER2_REDUCTIONS, or layer 1's REDUCTIONS), else
-    ValueError."""
+    ValueError; layer 2's PyTorch names (PYTORCH_NAMES) as the names they alias."""
+    if allowed is LAYER2_REDUCTIONS and isinstance(reduction, str):
+        reduction = PYTORCH_NAMES.get(reduction, reduction)
     if not isinstance(reduction, str) or reduction not in allowed:
-        raise ValueError(f"reduction must be one of {', '.join(map(repr, allowed))}, not {reduction!r}")
+        also = f" or PyTorch's {', '.join(map(repr, PYTORCH_NAMES))}" if allowed is LAYER2_REDUCTIONS else ""
+        raise ValueError(f"reduction must be one of {', '.join(map(repr, allowed))}{also}, not {reduction!r}")
     return reduction
 
 
