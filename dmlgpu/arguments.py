@@ -68,8 +68,14 @@ def _index_array(indices) -> np.ndarray:
 def _indices(indices, mode: str):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
     if isinstance(indices, Tensor):
+        if indices.dtype.kind in "iu" and indices.dtype.isnative and indices.dtype.itemsize < 4:
+            indices = indices.astype(f"{indices.dtype.kind}4")     # int8/16 as NumPy's: widened (as arrays are)
         if indices.dtype not in _INDEX_DTYPES:
-            raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or uint64")
+            order = "" if indices.dtype.isnative else (" in native byte order (this one is "
+                                                       f"{'big' if indices.dtype.byteorder == '>' else 'little'}-endian:"
+                                                       f" convert it with t.astype(t.dtype.newbyteorder('=')))")
+            raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or "
+                            f"uint64{order}")
         if mode == "raise" and indices.device._recording() is not None:
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
                                "before any GPU work")
