@@ -44,13 +44,14 @@ def _device(op: str, device, *operands) -> Device:
 _host_array = host_array
 
 
-def _data(arr, what: str):
-    """A NumPy array (or a Tensor, as it is) whose items dmlgpu can move."""
+def _data(arr, what: str, any_size: bool = False):
+    """A NumPy array (or a Tensor, as it is) whose items dmlgpu can move (``any_size``: of any fixed size,
+    which NumPy's names move as rows of units: dmlgpu/items.py)."""
     a = arr if isinstance(arr, Tensor) else _host_array(arr)
     if a.dtype.hasobject:
         raise TypeError(f"{what} has dtype {a.dtype}, which holds Python objects; "
                         "use a numeric, boolean or other fixed-size dtype")
-    if a.dtype.itemsize not in ITEM_SIZES:
+    if a.dtype.itemsize not in ITEM_SIZES and not (any_size and a.dtype.itemsize):
         raise TypeError(f"{what} has dtype {a.dtype} of {a.dtype.itemsize} bytes; "
                         f"dmlgpu moves items of {', '.join(map(str, ITEM_SIZES))} bytes")
     return a

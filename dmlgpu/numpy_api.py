@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import driver
+from . import driver, items
 from .execution import _self_copy
 from .arguments import _axis, _data, _host_array, _index_array, named
 from .functions import (DeviceLike, IndexLike, gather, gather_elements,
@@ -121,7 +121,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
     try:
         if mode not in TAKE_MODES:
             raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
-        data = _data(a, "a")
+        data = _data(a, "a", any_size=True)
         if axis is None or data.ndim == 0:          # (NumPy takes a 0-d a as 1-d)
             data, axis = _flat(data), 0 if axis is None else axis
         axis = _axis(axis, data.ndim, "a")
@@ -133,7 +133,12 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         if isinstance(out, np.ndarray) and not np.can_cast(out.dtype, data.dtype, "safe"):
             raise TypeError(f"Cannot cast array data from {out.dtype!r} to {data.dtype!r} according to the rule "
                             f"'safe' (NumPy's rule for take's out: its dtype must cast safely to a's)")
-        if 0 in shape:
+        if items.odd(data.dtype):                   # records, "S3", ...: taken as rows of units
+            result = items.from_units(take(items.as_units(data), indices, axis, mode=mode, device=device),
+                                      data.dtype)
+            if into is not None:
+                into.write(result)
+        elif 0 in shape:
             result = gather(data, indices, axis, device=device, mode="clamp", out=into)   # empty: no index read
         elif mode == "raise":
             result = gather(data, indices, axis, device=device, mode="raise", out=into)
@@ -201,7 +206,7 @@ def _along_axis(arr: np.ndarray | Tensor, indices: Any,
         idx = _host_indices(indices)
     if axis is None:
         if idx.ndim != 1:
-            raise ValueError(f"when axis is None, indices must have one dimension, not {idx.ndim}")
+            raise ValueError(f"when axis is None, indices must have a single dimension (as NumPy says), not {idx.ndim}")
         return _flat(arr), 0, idx
     return arr, _axis(axis, arr.ndim, "arr"), idx
 
@@ -255,7 +260,11 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
            [3. , 1. ]])
     """
     try:
-        data, axis, idx = _along_axis(_data(arr, "arr"), indices, axis)
+        data, axis, idx = _along_axis(_data(arr, "arr", any_size=True), indices, axis)
+        if items.odd(data.dtype):                   # records, "S3", ...: taken as rows of units
+            units = items.as_units(data)
+            return items.from_units(take_along_axis(units, items.spread(idx, units.shape[-1]), axis,
+                                                    device=device), data.dtype)
         shape = _broadcast_along(data.shape, idx.shape, axis)
         data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
         idx = _broadcast_to(idx, shape, "indices")

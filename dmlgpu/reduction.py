@@ -124,15 +124,11 @@ _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
 NARROW_FLOATS = {"bfloat16": ("bf", 2), "float8_e4m3fn": ("f8e4m3fn", 1), "float8_e5m2": ("f8e5m2", 1)}
 
 
-def check_reduction(reduction, allowed: tuple = LAYER2_REDUCTIONS) -> str:
-    """``reduction`` if it is one of ``allowed`` (layer 2's LAYER2_REDUCTIONS, or layer 1's REDUCTIONS), else
-    ValueError; layer 2's PyTorch names (PYTORCH_NAMES) as the names they alias."""
-    if allowed is LAYER2_REDUCTIONS and isinstance(reduction, str):
-        reduction = PYTORCH_NAMES.get(reduction, reduction)
+def check_reduction(reduction, allowed: tuple = LAYER2_REDUCTIONS + tuple(PYTORCH_NAMES)) -> str:
+    """``reduction`` if one of ``allowed`` (layer 2's, PYTORCH_NAMES aliased; layer 1's REDUCTIONS), else ValueError."""
     if not isinstance(reduction, str) or reduction not in allowed:
-        also = f" or PyTorch's {', '.join(map(repr, PYTORCH_NAMES))}" if allowed is LAYER2_REDUCTIONS else ""
-        raise ValueError(f"reduction must be one of {', '.join(map(repr, allowed))}{also}, not {reduction!r}")
-    return reduction
+        raise ValueError(f"reduction must be one of {', '.join(map(repr, allowed))}, not {reduction!r}")
+    return PYTORCH_NAMES.get(reduction, reduction)
 
 
 def check_order(order) -> str:

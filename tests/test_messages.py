@@ -30,8 +30,8 @@ D = np.arange(6.0).reshape(2, 3)
     (lambda: dmlgpu.gather_elements(D, np.zeros((2, 3, 1), np.int64)),
      "gather_elements: indices must have the rank of data (2), not 3"),
     (lambda: dmlgpu.scatter_nd(D, [[0]], np.ones((1, 3)), reduction="avg"),
-     "scatter_nd: reduction must be one of 'none', 'add', 'mul', 'min', 'max', 'mean' or PyTorch's 'sum', "
-     "'prod', 'amax', 'amin', not 'avg'"),
+     "scatter_nd: reduction must be one of 'none', 'add', 'mul', 'min', 'max', 'mean', 'sum', 'prod', 'amax', "
+     "'amin', not 'avg'"),
     (lambda: dmlgpu.scatter_elements(D, [[0]], [[1.0]], axis=1.0),
      "scatter_elements: axis must be an integer, not float"),
     (lambda: dmlgpu.gather(D, [1], device="gpu"), "gather: device must be a dmlgpu.Device or a device index, not str"),

@@ -183,7 +183,7 @@ def test_take_names_and_signatures_are_numpys():
     (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((2, 1)), 1), IndexError, "integer"),
     (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros(2, np.int64), 1), ValueError, "dimensions"),
     (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((3, 1), np.int64), 1), ValueError, "broadcast"),
-    (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((2, 2), np.int64), None), ValueError, "one dim"),
+    (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((2, 2), np.int64), None), ValueError, "single dimension"),
     (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((2, 1), np.int64), 2), np.exceptions.AxisError,
      "out of bounds"),
     (lambda: dmlgpu.take_along_axis(dmlgpu.tensor(np.zeros((1, 3))), np.zeros((2, 1), np.int64), 1), ValueError,

@@ -1,0 +1,95 @@
+"""NumPy's own TestTake (numpy/_core/tests/test_multiarray.py), run with dmlgpu.take in place of ndarray.take
+(issue 39, item 10: items of any fixed size, "S3" strings and a 24-byte record of mixed byte order included).
+Object arrays are left out: Python objects cannot live on a device (dmlgpu raises TypeError for them)."""
+import numpy as np
+import pytest
+from numpy.testing import assert_, assert_array_equal, assert_equal, assert_raises
+
+import dmlgpu
+
+
+def take(x, *args, **kwargs):
+    return dmlgpu.take(x, *args, **kwargs)
+
+
+class TestTake:
+    def tst_basic(self, x):
+        ind = list(range(x.shape[0]))
+        assert_array_equal(take(x, ind, axis=0), x)
+
+    def test_ip_types(self):
+        unchecked_types = [bytes, str, np.void, np.object_]
+        x = np.random.random(24) * 100
+        x = x.reshape((2, 3, 4))
+        for types in np._core.sctypes.values():
+            for T in types:
+                if T not in unchecked_types:
+                    self.tst_basic(x.copy().astype(T))
+            self.tst_basic(x.astype("S3"))
+
+    def test_raise(self):
+        x = np.random.random(24) * 100
+        x = x.reshape((2, 3, 4))
+        assert_raises(IndexError, take, x, [0, 1, 2], axis=0)
+        assert_raises(IndexError, take, x, [-3], axis=0)
+        assert_array_equal(take(x, [-1], axis=0)[0], x[1])
+
+    def test_clip(self):
+        x = np.random.random(24) * 100
+        x = x.reshape((2, 3, 4))
+        assert_array_equal(take(x, [-1], axis=0, mode='clip')[0], x[0])
+        assert_array_equal(take(x, [2], axis=0, mode='clip')[0], x[1])
+
+    def test_wrap(self):
+        x = np.random.random(24) * 100
+        x = x.reshape((2, 3, 4))
+        assert_array_equal(take(x, [-1], axis=0, mode='wrap')[0], x[1])
+        assert_array_equal(take(x, [2], axis=0, mode='wrap')[0], x[0])
+        assert_array_equal(take(x, [3], axis=0, mode='wrap')[0], x[1])
+
+    @pytest.mark.parametrize('dtype', ('>i4', '<i4'))
+    def test_byteorder(self, dtype):
+        x = np.array([1, 2, 3], dtype)
+        assert_array_equal(take(x, [0, 2, 1]), [1, 3, 2])
+
+    def test_record_array(self):
+        # Note mixed byteorder.
+        rec = np.array([(-5, 2.0, 3.0), (5.0, 4.0, 3.0)],
+                       dtype=[('x', '<f8'), ('y', '>f8'), ('z', '<f8')])
+        rec1 = take(rec, [1])
+        assert_(rec1['x'] == 5.0 and rec1['y'] == 4.0)
+
+    def test_out_overlap(self):
+        # gh-6272 check overlap on out
+        x = np.arange(5)
+        y = take(x, [1, 2, 3], out=x[2:5], mode='wrap')
+        assert_equal(y, np.array([1, 2, 3]))
+
+    @pytest.mark.parametrize('shape', [(1, 2), (1,), ()])
+    def test_ret_is_out(self, shape):
+        # 0d arrays should not be an exception to this rule
+        x = np.arange(5)
+        inds = np.zeros(shape, dtype=np.intp)
+        out = np.zeros(shape, dtype=x.dtype)
+        ret = take(x, inds, out=out)
+        assert ret is out
+
+
+@pytest.mark.parametrize("dtype", ["S3", "V7", "U3", [("a", "u1"), ("b", ">f8"), ("c", "<i4")], "c32", "V24"])
+def test_odd_items_in_numpys_names_and_tensors(dtype):
+    """Items of any size through take and take_along_axis, NumPy arrays and Tensors (strided views too)."""
+    rng = np.random.default_rng(5)
+    dtype = np.dtype(dtype)
+    x = rng.integers(0, 256, (4, 5, dtype.itemsize), dtype=np.uint8).view(dtype).reshape(4, 5)
+    idx = np.array([[4, 0], [1, 1], [3, -1], [0, 2]])
+    assert_array_equal(dmlgpu.take(x, idx, axis=1).view(np.uint8), np.take(x, idx, axis=1).view(np.uint8))
+    t = dmlgpu.tensor(x)
+    got = dmlgpu.take(t.T, [2, 0], axis=0, mode="wrap")
+    assert isinstance(got, dmlgpu.Tensor) and got.dtype == dtype
+    assert got.numpy().tobytes() == np.take(x.T, [2, 0], axis=0).tobytes()
+    assert dmlgpu.take_along_axis(x, idx, 1).tobytes() == np.take_along_axis(x, idx, 1).tobytes()
+    assert dmlgpu.take_along_axis(t, dmlgpu.tensor(idx), 1).numpy().tobytes() == \
+        np.take_along_axis(x, idx, 1).tobytes()
+    out = dmlgpu.empty((4, 4, 2), dtype)
+    assert dmlgpu.take(t, dmlgpu.tensor(idx), axis=1, out=out) is out
+    assert out.numpy().tobytes() == np.take(x, idx, axis=1).tobytes()
