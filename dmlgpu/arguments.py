@@ -30,15 +30,20 @@ def _device(op: str, device, *operands) -> Device:
         device = as_device(device, op)
     for t in tensors:
         if t.device is not device:
-            if t.device.info.index == device.info.index:       # two Device objects of one GPU
-                where = (f"another dmlgpu.Device object of the same device {device.info.index} ({device.info.name}; "
-                         f"Tensor's Device at {id(t.device):#x}, the operation's at {id(device):#x}): Device "
-                         f"objects do not share memory")
-            else:
-                where = f"device {device.info.index} ({device.info.name})"
             raise DeviceError(f"a Tensor of device {t.device.info.index} ({t.device.info.name}) was passed to an "
-                              f"operation on {where}; move it with dmlgpu.tensor(t, device=...)")
+                              f"operation on {other_device(t.device, device)}; move it with dmlgpu.tensor(t, "
+                              f"device=...)")
     return device
+
+
+def other_device(of: Device, device: Device) -> str:
+    """How errors name ``device``, where a Tensor of ``of`` met an operation on it: its index and name, and
+    where both are Device objects of one GPU, that and their addresses (they share no memory)."""
+    if of.info.index == device.info.index:
+        return (f"another dmlgpu.Device object of the same device {device.info.index} ({device.info.name}; "
+                f"Tensor's Device at {id(of):#x}, the operation's at {id(device):#x}): Device objects do not share "
+                f"memory")
+    return f"device {device.info.index} ({device.info.name})"
 
 
 _host_array = host_array

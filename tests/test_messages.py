@@ -64,6 +64,11 @@ def test_two_device_objects_of_one_gpu_are_told_apart():
         assert text.startswith(f"gather: a Tensor of device {a.info.index} ")
         assert "another dmlgpu.Device object of the same device" in text
         assert f"{id(a):#x}" in text and f"{id(b):#x}" in text
+        with pytest.raises(dmlgpu.DeviceError) as info:                  # out= of the other Device object
+            dmlgpu.scatter_nd(t, [[0]], np.ones((1, 3), D.dtype), out=dmlgpu.tensor(D, device=b))
+        text = str(info.value)
+        assert text.startswith("scatter_nd: out is a Tensor of another dmlgpu.Device object of the same device")
+        assert f"{id(a):#x}" in text and f"{id(b):#x}" in text
         moved = dmlgpu.tensor(t, device=b)            # the fix the message names
         assert moved.device is b and np.array_equal(dmlgpu.gather(moved, [1], device=b).numpy(), D[[1]])
     finally:
