@@ -147,6 +147,10 @@ def test_strided_views_in_recordings_and_queues(dev):
     a.T[2] = -1
     same_bytes(rec.host(g), a[:, ::-2][[0, 4]])
     same_bytes(t.numpy(), a)
+    with dev.record() as rec:                       # a strided view has no byte range to move: refused
+        with pytest.raises(TypeError, match="strided Tensor view .* record its base"):
+            rec.download(t.T)
+        rec.download(t[1:3])                        # a packed view at an offset: its bytes
 
 
 def test_item_strides_repr(dev):
