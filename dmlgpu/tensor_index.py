@@ -1,6 +1,8 @@
-"""Basic indexing of a dmlgpu.Tensor (``Tensor.__getitem__``): which keys give a view of the buffer at a byte
-offset, and the device-side gather that makes the others (it sits below functions.py, which imports the
-Tensor: it runs the gather's plan itself)."""
+"""Basic indexing of a dmlgpu.Tensor (``Tensor.__getitem__``): every basic key as a view (a byte offset and
+element strides), the strides of reshapes without copies, and the device work of strided views: a packed copy
+gathered from the buffer (``pack``) and a packed Tensor scattered into a view's elements (``write_packed``),
+both by units of the widest size that divides the item, offset and strides (it sits below functions.py,
+which imports the Tensor: it runs the gather's and scatter's plans itself)."""
 from __future__ import annotations
 
 import math
@@ -174,11 +176,6 @@ def _strides(shape: tuple[int, ...]) -> list[int]:
         out.append(step)
         step *= n
     return out[::-1]
-
-
-def _whole(e: Any, n: int) -> bool:
-    """A normalized slice entry (first, count, step) that selects all of an axis of size n in order."""
-    return isinstance(e, tuple) and e[0] == 0 and e[1] == n and (e[2] == 1 or n <= 1)
 
 
 def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[list[Any], tuple[int, ...]]:
