@@ -14,6 +14,8 @@ from . import tensor_index as _index
 if TYPE_CHECKING:
     from .tensor import Tensor
 
+_AxisError = getattr(np, "exceptions", np).AxisError     # NumPy's (an IndexError and a ValueError)
+
 
 def device_dtype(dtype: DTypeLike, who: str) -> np.dtype[Any]:
     dt = np.dtype(dtype)
@@ -145,7 +147,7 @@ def squeeze(self: "Tensor", axis: Any = None) -> "Tensor":
         for a in (axis if isinstance(axis, tuple) else (axis,)):
             a = operator.index(a)
             if not -self.ndim <= a < self.ndim:
-                raise IndexError(f"Tensor.squeeze: axis {a} is out of bounds for a tensor of rank {self.ndim}")
+                raise _AxisError(f"Tensor.squeeze: axis {a} is out of bounds for a tensor of rank {self.ndim}")
             if self.shape[a] != 1:
                 raise ValueError(f"Tensor.squeeze: cannot select an axis to squeeze out which has size not "
                                  f"equal to one (axis {a} has size {self.shape[a]})")

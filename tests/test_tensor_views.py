@@ -100,6 +100,8 @@ def test_transpose_squeeze_flatten_are_views(dev):
         t.transpose(0, 0, 1)
     with pytest.raises(ValueError, match="^Tensor.squeeze: cannot select an axis"):
         t.squeeze(1)
+    with pytest.raises(np.exceptions.AxisError, match="^Tensor.squeeze: axis 3 is out of bounds"):
+        t.squeeze(3)
     same_bytes(t.T.copy().flatten().numpy(), a.T.ravel())
 
 
