@@ -86,17 +86,20 @@ def packed_strides_of(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _unit_positions(t: Any) -> tuple[np.dtype, np.ndarray]:
-    """(the widest unit of 1 to 16 bytes that divides ``t``'s item size, byte offset and byte strides, the
-    position in such units of each unit of ``t``'s elements in its buffer, in row-major order, as an int32
-    or int64 index array)."""
+    """(the widest unit of 1 to 16 bytes that divides ``t``'s rows (its innermost dimension where that is
+    contiguous, else one item), byte offset and byte strides, the position in such units of each unit of
+    ``t``'s elements in its buffer, in row-major order, as an int32 or int64 index array)."""
     itemsize = t.dtype.itemsize
-    strides = t._element_strides()
-    used = [s * itemsize for n, s in zip(t.shape, strides) if n > 1]
-    unit = next(u for u in (16, 8, 4, 2, 1) if all(x % u == 0 for x in [itemsize, t.offset, *used]))
+    dims = [(n, s * itemsize) for n, s in zip(t.shape, t._element_strides())]
+    row = itemsize
+    if dims and dims[-1][1] == itemsize:        # a contiguous innermost dimension: rows of bytes
+        row = dims.pop()[0] * itemsize
+    used = [b for n, b in dims if n > 1]
+    unit = next(u for u in (16, 8, 4, 2, 1) if all(x % u == 0 for x in [row, t.offset, *used]))
     pos = np.array(t.offset // unit, np.int64)
-    for d, (n, s) in enumerate(zip(t.shape, strides)):
-        pos = pos[..., None] + np.arange(n, dtype=np.int64) * (s * itemsize // unit)
-    pos = (pos[..., None] + np.arange(itemsize // unit, dtype=np.int64)).reshape(-1)
+    for n, b in dims:
+        pos = pos[..., None] + np.arange(n, dtype=np.int64) * (b // unit)
+    pos = (pos[..., None] + np.arange(row // unit, dtype=np.int64)).reshape(-1)
     units = t.buffer.nbytes // unit
     return np.dtype(f"V{unit}"), pos.astype(np.int32 if units < 2**31 else np.int64)
 
