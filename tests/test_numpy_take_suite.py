@@ -93,3 +93,32 @@ def test_odd_items_in_numpys_names_and_tensors(dtype):
     out = dmlgpu.empty((4, 4, 2), dtype)
     assert dmlgpu.take(t, dmlgpu.tensor(idx), axis=1, out=out) is out
     assert out.numpy().tobytes() == np.take(x, idx, axis=1).tobytes()
+
+
+def _numpy_shape_base_tests():
+    try:
+        from numpy.lib.tests import test_shape_base
+    except ImportError:                             # (NumPy installed without its tests)
+        return None, []
+    cases = [(cls, name) for cls in (test_shape_base.TestTakeAlongAxis, test_shape_base.TestPutAlongAxis)
+             for name in dir(cls) if name.startswith("test_")]
+    return test_shape_base, cases
+
+
+_MODULE, _CASES = _numpy_shape_base_tests()
+
+
+@pytest.mark.skipif(_MODULE is None, reason="NumPy's own tests are not installed")
+@pytest.mark.parametrize("cls, name", _CASES, ids=[f"{c.__name__}.{n}" for c, n in _CASES])
+def test_numpys_own_along_axis_tests(monkeypatch, cls, name):
+    """NumPy's TestTakeAlongAxis and TestPutAlongAxis (numpy/lib/tests/test_shape_base.py), their module's
+    take_along_axis and put_along_axis replaced by dmlgpu's."""
+    monkeypatch.setattr(_MODULE, "take_along_axis", dmlgpu.take_along_axis)
+    monkeypatch.setattr(_MODULE, "put_along_axis", dmlgpu.put_along_axis)
+    method = getattr(cls(), name)
+    params = [m for m in getattr(method, "pytestmark", []) if m.name == "parametrize"]
+    if params:
+        for value in params[0].args[1]:
+            method(value)
+    else:
+        method()
