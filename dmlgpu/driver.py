@@ -153,4 +153,3 @@ def _strided(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: t
     call(op, rule, pd, pi, pu, args, out=into, **kw)
     out._write_packed(into)
     return out
-
