@@ -12,7 +12,7 @@ from numpy.typing import DTypeLike
 from .device import as_device
 from .interop import host_array
 from .tensor import DeviceLike, Tensor, _upload
-from .tensor_protocols import assigned
+from .tensor_protocols import PYTHON_VALUES, assigned
 from .tensor_views import device_dtype as _device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
@@ -120,7 +120,10 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
         if dev is not array.device:
             return tensor(array.numpy(), device=dev)
         return array.copy()
-    arr = host_array(array)
+    if dtype is not None and isinstance(array, PYTHON_VALUES):     # NumPy's np.array(values, dtype) rule
+        arr = assigned(array, _device_dtype(dtype, "tensor"), None, "tensor")
+    else:
+        arr = host_array(array)
     if dtype is not None:
         arr = arr.astype(_device_dtype(dtype, "tensor"), copy=False)
     else:

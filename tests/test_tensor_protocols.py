@@ -87,6 +87,8 @@ def test_one_casting_rule_numpys_assignment(dev, value, dtype):
 
     writers = [lambda: into_t(lambda: t.write(value)), lambda: into_t(lambda: t.__setitem__(slice(None), value)),
                lambda: dmlgpu.full(shape, value, dtype, device=dev).numpy()]
+    if isinstance(value, list):                     # tensor(list, dtype) as np.array(list, dtype)
+        writers.append(lambda: dmlgpu.tensor(value, dtype, device=dev).numpy())
     if np.ndim(value) == 0 or isinstance(value, list):
         writers.append(lambda: into_t(lambda: dmlgpu.put_along_axis(t, np.array([0, 1]), value, axis=0)))
         writers.append(lambda: (dmlgpu.put_along_axis(host, [0, 1], value, axis=0), host)[1])
