@@ -98,7 +98,7 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     ----------
     array : array_like or Tensor
         A NumPy array or what NumPy can view (PyTorch CPU tensors, bfloat16 ones included: see
-        dmlgpu.interop), of any dtype (items of 1, 2, 4, 8 or 16 bytes are what the operations move), uploaded;
+        dmlgpu.interop), of any fixed-size dtype, uploaded;
         or a Tensor, copied on its device (to another device, or to another dtype: through the host).
     dtype : dtype_like, optional
         Cast to it as NumPy casts (default: ``array``'s dtype).

@@ -37,7 +37,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import calls, ops
+from . import calls, items, ops
 from .arguments import _index_check, _operands, _updates
 from .calls import out_key
 from .execution import _Call, _execute, _planned, check_out
@@ -100,6 +100,9 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     """
     if key is None:
         key = (*args, mode)
+    if op in items.OPERATORS and isinstance(getattr(data, "dtype", None), np.dtype) and items.odd(data.dtype):
+        return items.call(call, op, rule, data, indices, updates, args, device=device, mode=mode, out=out,
+                          key=key, byte_order=byte_order)     # (records, "S3", ...: as rows of units)
     if any(isinstance(x, Tensor) and x._strides is not None for x in (data, indices, updates, out)):
         return _strided(op, rule, data, indices, updates, args, device=device, mode=mode, out=out, key=key,
                         byte_order=byte_order)

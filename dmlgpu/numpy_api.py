@@ -76,7 +76,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
     Parameters
     ----------
     a : array_like or Tensor
-        Any dtype of 1, 2, 4, 8 or 16-byte items.
+        Any fixed-size dtype (records and strings too).
     indices : array_like or Tensor
         Integers of any shape (an empty list is an empty integer array, as in NumPy).
     axis : int or None
@@ -227,7 +227,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
     Parameters
     ----------
     arr : array_like or Tensor
-        Any dtype of 1, 2, 4, 8 or 16-byte items.
+        Any fixed-size dtype (records and strings too).
     indices : array_like or Tensor
         Integers of ``arr``'s rank (1-d when ``axis`` is None). A Tensor operand must already have the
         broadcast shape.
