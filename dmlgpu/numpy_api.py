@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import driver, items
+from . import driver
 from .execution import _self_copy
 from .arguments import _axis, _data, _host_array, _index_array, named
 from .functions import (DeviceLike, IndexLike, gather, gather_elements,
@@ -133,12 +133,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         if isinstance(out, np.ndarray) and not np.can_cast(out.dtype, data.dtype, "safe"):
             raise TypeError(f"Cannot cast array data from {out.dtype!r} to {data.dtype!r} according to the rule "
                             f"'safe' (NumPy's rule for take's out: its dtype must cast safely to a's)")
-        if items.odd(data.dtype):                   # records, "S3", ...: taken as rows of units
-            result = items.from_units(take(items.as_units(data), indices, axis, mode=mode, device=device),
-                                      data.dtype)
-            if into is not None:
-                into.write(result)
-        elif 0 in shape:
+        if 0 in shape:
             result = gather(data, indices, axis, device=device, mode="clamp", out=into)   # empty: no index read
         elif mode == "raise":
             result = gather(data, indices, axis, device=device, mode="raise", out=into)
@@ -261,10 +256,6 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
     """
     try:
         data, axis, idx = _along_axis(_data(arr, "arr", any_size=True), indices, axis)
-        if items.odd(data.dtype):                   # records, "S3", ...: taken as rows of units
-            units = items.as_units(data)
-            return items.from_units(take_along_axis(units, items.spread(idx, units.shape[-1]), axis,
-                                                    device=device), data.dtype)
         shape = _broadcast_along(data.shape, idx.shape, axis)
         data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
         idx = _broadcast_to(idx, shape, "indices")
