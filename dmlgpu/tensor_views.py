@@ -25,8 +25,6 @@ def device_dtype(dtype: DTypeLike, who: str) -> np.dtype[Any]:
     return dt
 
 
-
-
 def __getitem__(self: "Tensor", key: Any) -> "Tensor":
     """Basic indexing (ints, slices with any step, None, Ellipsis), as NumPy's: always a view of the
     buffer, at a byte offset with element strides, whose writes (write(), ``t[key] = value``, ``out=``)
@@ -34,6 +32,7 @@ def __getitem__(self: "Tensor", key: Any) -> "Tensor":
     dmlgpu/tensor_index.py."""
     out: Tensor = _index.getitem(self, key)
     return out
+
 
 def __setitem__(self: "Tensor", key: Any, value: Any) -> None:
     """``t[key] = value`` for basic indexing (ints, slices, None, ...): ``t[key].write(value)``, on the
@@ -49,8 +48,8 @@ def __setitem__(self: "Tensor", key: Any, value: Any) -> None:
 
 
 def reshape(self: "Tensor", *shape: Any, order: str = "C") -> "Tensor":
-    """The same bytes as another shape: a view sharing the buffer (as NumPy's reshape of a contiguous
-    array).
+    """The same elements as another shape: a view sharing the buffer (as NumPy's reshape where it needs no
+    copy; a strided view that no strides can reshape raises ValueError: reshape ``t.copy()``).
 
     Parameters
     ----------
@@ -67,7 +66,8 @@ def reshape(self: "Tensor", *shape: Any, order: str = "C") -> "Tensor":
     Raises
     ------
     ValueError
-        A shape of another size, more than one -1, a negative dimension, or another order.
+        A shape of another size, more than one -1, a negative dimension, another order, or a strided view
+        that no strides can show as ``shape``.
 
     Examples
     --------
@@ -87,6 +87,7 @@ def reshape(self: "Tensor", *shape: Any, order: str = "C") -> "Tensor":
                          f"t.copy(), or write through the base")
     return self._view(dims, self.dtype, self.offset, strides)
 
+
 def flatten(self: "Tensor") -> "Tensor":
     """The elements as one dimension in row-major order: a view sharing the buffer (as PyTorch's
     flatten and NumPy's ravel where they need no copy); ValueError for a strided view whose elements
@@ -100,6 +101,7 @@ def flatten(self: "Tensor") -> "Tensor":
     (True, [0, 1, 2, 3, 4, 5])
     """
     return self.reshape(-1)
+
 
 def transpose(self: "Tensor", *axes: Any) -> "Tensor":
     """The axes permuted (reversed without arguments): a strided view sharing the buffer, as NumPy's.
@@ -127,9 +129,11 @@ def transpose(self: "Tensor", *axes: Any) -> "Tensor":
     return self._view(tuple(self.shape[a] for a in perm), self.dtype, self.offset,
                       tuple(strides[a] for a in perm))
 
+
 def transposed(self: "Tensor") -> "Tensor":
     """transpose(): the axes reversed, a view."""
     return self.transpose()
+
 
 def squeeze(self: "Tensor", axis: Any = None) -> "Tensor":
     """The dimensions of size 1 removed (all, or those of ``axis``: an int or a tuple): a view, as NumPy's.
@@ -156,10 +160,12 @@ def squeeze(self: "Tensor", axis: Any = None) -> "Tensor":
     keep = [d for d in range(self.ndim) if d not in drop]
     return self._view(tuple(self.shape[d] for d in keep), self.dtype, self.offset, tuple(strides[d] for d in keep))
 
+
 def strides(self: "Tensor") -> tuple[int, ...]:
     """The bytes between neighbours along each dimension (NumPy's strides; a packed tensor's are
     row-major)."""
     return tuple(s * self.dtype.itemsize for s in self._element_strides())
+
 
 def view(self: "Tensor", dtype: DTypeLike) -> "Tensor":
     """The same bytes as another dtype: a view sharing the buffer, with NumPy's rule for a changed item
