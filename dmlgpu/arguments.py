@@ -25,7 +25,7 @@ def _device(op: str, device, *operands) -> Device:
     else the default device; DeviceError for a Tensor operand of another Device."""
     tensors = [o for o in operands if isinstance(o, Tensor)]
     if device is None and tensors:
-        device = tensors[0].device._open()
+        device = tensors[0].device.check_open()
     else:
         device = as_device(device, op)
     for t in tensors:
@@ -82,7 +82,7 @@ def _indices(indices, mode: str):
                                                        f" convert it with t.astype(t.dtype.newbyteorder('=')))")
             raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or "
                             f"uint64{order}")
-        if mode == "raise" and indices.device._recording() is not None:
+        if mode == "raise" and indices.device.active_recording() is not None:
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
                                "before any GPU work")
         return indices, (indices.numpy() if mode == "raise" else None)

@@ -60,7 +60,7 @@ class Template:
         shapes and dtypes), queued, in a new Tensor or ``out`` (the Tensor of the signature's out_key());
         None when a hit's conditions do not hold (module docstring)."""
         dev = self.device
-        if dev._closed or not dev.max_queued or getattr(dev._local, "recording", None) is not None:
+        if dev.closed or not dev.max_queued or getattr(dev._local, "recording", None) is not None:
             return None
         recipes = self.recipes
         bufs = [o.buffer for o in operands]
@@ -72,11 +72,11 @@ class Template:
             if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
                     out.shape != self.out_shape or out.dtype != operands[0].dtype:
                 return None         # (out is data's buffer only in place: out_key())
-        with dev._lock:
+        with dev.lock:
             owner = self.owner
             if owner is not None and (owner != dev.zeroed_serial or not dev._zeroed_clean):
                 return None
-            take = Buffer._in_block if not dev.canary_words and not recipes else Device._take
+            take = Buffer._in_block if not dev.canary_words and not recipes else Device.take_buffer
             out_buf = take(dev, self.out_nbytes) if out is None else out.buffer
             bufs.insert(2, out_buf)
             if len(bufs) < CLAIMS:
@@ -86,20 +86,20 @@ class Template:
             bufs += taken
             if recipes:     # large tensors: parameters that list these buffers' blocks (padded as traced: None
                             # where their lists outgrow that, e.g. an operand held in more blocks than its shape needs)
-                bodies = [block_params(words, dev._block_table([None if s is None else bufs[s] for s in slots],
+                bodies = [block_params(words, dev.block_table([None if s is None else bufs[s] for s in slots],
                                                                len(words)), size) for words, slots, size in recipes]
                 made = [body for body in bodies if body is not None]
                 if len(made) < len(bodies):
-                    dev._give(*taken, *([out_buf] if out is None else []))
+                    dev.give_buffers(*taken, *([out_buf] if out is None else []))
                     return None
                 for body in made:
-                    params, fresh = dev._params(body)
+                    params, fresh = dev.params(body)
                     bufs.append(params)
                     if fresh:
                         dev._batches.stage([params])
             dev.queue_steps(self.steps, bufs, owner is not None)
             if taken:
-                dev._give(*taken)
+                dev.give_buffers(*taken)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 
 

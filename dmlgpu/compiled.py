@@ -88,15 +88,15 @@ class CompiledOperator:
             raise ValueError(f"{desc.OPERATOR} in place (output bound to the input's buffer) needs OutputTensor "
                              f"and InputTensor of the same sizes and strides")
         dev = self.device
-        with dev._lock:
+        with dev.lock:
             taken = []
 
             def take(nbytes):                 # scratch (a reduction's sort), given back after the run
-                buf = dev._take(nbytes)
+                buf = dev.take_buffer(nbytes)
                 taken.append(buf)
                 return buf
 
             dispatches, uploads = self.plan.dispatches(dev, take=take, **buffers)
             dev._run(dispatches, uploads=uploads)
-            if dev._recording() is None:
-                dev._give(*reversed(taken))
+            if dev.active_recording() is None:
+                dev.give_buffers(*reversed(taken))

@@ -114,7 +114,7 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     array([1., 2.], dtype=float16)
     """
     if isinstance(array, Tensor):
-        dev = array.device._open() if device is None else as_device(device, "tensor")
+        dev = array.device.check_open() if device is None else as_device(device, "tensor")
         if dtype is not None and _device_dtype(dtype, "tensor") != array.dtype:
             return tensor(array.numpy().astype(dtype), device=dev)
         if dev is not array.device:
@@ -175,7 +175,7 @@ def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     dims = _shape(shape, "empty")
     dt = _device_dtype(dtype, "empty")
     dev = as_device(device, "empty")
-    return Tensor._wrap(dev._take(math.prod(dims) * dt.itemsize), dims, dt)
+    return Tensor._wrap(dev.take_buffer(math.prod(dims) * dt.itemsize), dims, dt)
 
 
 @_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=_SHAPE_PARAMS)
@@ -192,8 +192,8 @@ def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     dims = _shape(shape, "zeros")
     dt = _device_dtype(dtype, "zeros")
     dev = as_device(device, "zeros")
-    out = Tensor._wrap(dev._take(math.prod(dims) * dt.itemsize), dims, dt)
-    dev._fill(out.buffer, 0, 0, out.buffer.nbytes)
+    out = Tensor._wrap(dev.take_buffer(math.prod(dims) * dt.itemsize), dims, dt)
+    dev.fill_buffer(out.buffer, 0, 0, out.buffer.nbytes)
     return out
 
 
@@ -254,20 +254,20 @@ def _full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None, device: De
                 from None
         return tensor(np.ascontiguousarray(host), device=dev)
     count, size = math.prod(dims), dt.itemsize
-    out = Tensor._wrap(dev._take(count * size), dims, dt)
+    out = Tensor._wrap(dev.take_buffer(count * size), dims, dt)
     if not count:
         return out
     item = value.tobytes()
     pattern = item * (4 // size) if size < 4 else item
     words = np.frombuffer(pattern[:len(pattern) // 4 * 4], np.uint32)
     if size in (1, 2, 4) or size % 4 == 0 and (words == words[0]).all():
-        dev._fill(out.buffer, int(words[0]), 0, out.buffer.nbytes)
+        dev.fill_buffer(out.buffer, int(words[0]), 0, out.buffer.nbytes)
         return out
-    dev._write(out.buffer, 0, np.frombuffer(item, np.uint8))       # one item, then doubled on the device
+    dev.write_bytes(out.buffer, 0, np.frombuffer(item, np.uint8))       # one item, then doubled on the device
     done = 1
     while done < count:
         n = min(done, count - done)
-        dev._copy(out.buffer, out.buffer, n * size, 0, done * size)
+        dev.copy_buffer(out.buffer, out.buffer, n * size, 0, done * size)
         done += n
     return out
 

@@ -74,9 +74,9 @@ class Device(runtime.Device):
         >>> dev.empty_cache(); dev.memory_stats()["cached_bytes"]
         0
         """
-        with self._lock:
+        with self.lock:
             for buffers in self._kept.values():
-                self._give(*buffers)
+                self.give_buffers(*buffers)
             self._kept.clear()
             super().empty_cache()
 
@@ -111,7 +111,7 @@ class Device(runtime.Device):
         >>> out.read().view(np.float32)
         array([4., 5., 0., 1.], dtype=float32)
         """
-        return CompiledOperator(self._open(), desc)
+        return CompiledOperator(self.check_open(), desc)
 
     def __repr__(self) -> str:
         return f"{super().__repr__()[:-1]}, feature level {self.feature_level}>"
@@ -143,7 +143,7 @@ def default_device() -> Device:
     """
     global _default
     with _default_lock:
-        if _default is None or _default._closed:
+        if _default is None or _default.closed:
             _default = Device()
         return _default
 
@@ -154,9 +154,9 @@ def as_device(device: Device | int | None, who: str, name: str = "device") -> De
     default device. TypeError (naming ``who``, the function called, and the argument ``name``) for anything
     else; DeviceError for an index out of range or a closed Device."""
     if device is None:
-        return default_device()._open()
+        return default_device().check_open()
     if isinstance(device, Device):
-        return device._open()
+        return device.check_open()
     if isinstance(device, bool) or not isinstance(device, (int, np.integer)):
         raise TypeError(f"{who}: {name} must be a dmlgpu.Device or a device index, not {type(device).__name__}")
     index, count = int(device), len(runtime.devices())
@@ -168,6 +168,6 @@ def as_device(device: Device | int | None, who: str, name: str = "device") -> De
         return default
     with _default_lock:
         dev = _by_index.get(index)
-        if dev is None or dev._closed:
+        if dev is None or dev.closed:
             dev = _by_index[index] = Device(index)
         return dev

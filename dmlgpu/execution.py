@@ -79,7 +79,7 @@ def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
     if call.plan is None:
         return call
     sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
-    dev._check_sizes(*sizes)
+    dev.check_sizes(*sizes)
     return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None, sig=sig)
 
 
@@ -93,7 +93,7 @@ def check_out(op: str, out, data, operands: tuple, dev: Device) -> None:
                 f"device {out.device.info.index} ({out.device.info.name}); the call runs on device {dev.info.index} "
                 f"({dev.info.name})"))
     elif isinstance(out, np.ndarray):
-        if dev._recording() is not None or any(isinstance(o, Tensor) for o in (data,) + operands):
+        if dev.active_recording() is not None or any(isinstance(o, Tensor) for o in (data,) + operands):
             raise TypeError(f"{op}: out is a NumPy array, but the call returns a Tensor (an operand is a Tensor, "
                             f"or it is recorded): pass a Tensor as out, or read the result with numpy()")
         if not out.flags.writeable:
@@ -145,7 +145,7 @@ def _packed(x):
 
 def _empty_result(data, shape, device):
     """The result of an operation that moves nothing: an empty array/Tensor of ``shape``."""
-    if isinstance(data, Tensor) or device is not None and device._recording() is not None:
+    if isinstance(data, Tensor) or device is not None and device.active_recording() is not None:
         return empty(shape, data.dtype, device=device if device is not None else data.device)
     return np.empty(shape, dtype=data.dtype)
 
@@ -163,20 +163,20 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
     (a packed Tensor that no other operand than data shares: _execute), which the kernels write. ``trace``:
     the run may make the signature's call template."""
     plan, out_shape = call.plan, call.out_shape
-    recording = dev._recording() is not None
+    recording = dev.active_recording() is not None
     nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
     if not recording and type(data) is Tensor and type(indices) is Tensor and \
             (updates is None or type(updates) is Tensor):
         return _run_tensors(dev, call, data, indices, updates, nbytes, out, trace)
     as_tensor = recording or out is not None or isinstance(data, Tensor) or isinstance(indices, Tensor) or \
         isinstance(updates, Tensor)
-    with dev._lock:
+    with dev.lock:
         taken, uploads = [], []
         keep = call.keep if not as_tensor else None
         kept = iter(dev._kept.pop(keep, ()) if keep is not None else ())
 
         def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)
-            buf = next(kept, None) or dev._take(n)
+            buf = next(kept, None) or dev.take_buffer(n)
             taken.append(buf)
             return buf
 
@@ -184,7 +184,7 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
             if isinstance(x, Tensor):
                 return x.buffer
             buf = scratch(x.nbytes)
-            buf._stage(as_bytes(x))
+            buf.stage(as_bytes(x))
             uploads.append(buf)
             return buf
 
@@ -202,7 +202,7 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
         if as_tensor:
             dev._run(dispatches, uploads=params + uploads, queue=True)
             if not recording:    # the operands' scratch is free now; the output's when the Tensor goes
-                dev._give(*(b for b in taken if b is not out_buf))
+                dev.give_buffers(*(b for b in taken if b is not out_buf))
             return out if out is not None else Tensor._wrap(out_buf, out_shape, data.dtype)
         done = False
         try:
@@ -213,7 +213,7 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
             if done and keep is not None:
                 _keep(dev, keep, taken)
             else:
-                dev._give(*taken)
+                dev.give_buffers(*taken)
 
 
 def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
@@ -222,12 +222,12 @@ def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, update
     Tensor or ``out``; a reduction's scratch goes back once queued (later queued work may reuse it:
     Device._run). The run is traced into the signature's call template (dmlgpu/calls.py) when it has one to
     trace."""
-    with dev._lock:
-        out_buf = dev._take(nbytes) if out is None else out.buffer   # not zero-filled: the kernels write it all
+    with dev.lock:
+        out_buf = dev.take_buffer(nbytes) if out is None else out.buffer   # not zero-filled: the kernels write it all
         taken = []
 
         def scratch(n):
-            taken.append(dev._take(n))
+            taken.append(dev.take_buffer(n))
             return taken[-1]
 
         buffers = [data.buffer, indices.buffer, out_buf, None if updates is None else updates.buffer]
@@ -237,14 +237,14 @@ def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, update
         if trace and call.sig is not None and call.check is None and dev.max_queued:
             _calls.trace(dev, call.sig, dispatches, buffers, taken, call.out_shape)
         if taken:
-            dev._give(*taken)
+            dev.give_buffers(*taken)
         return out if out is not None else Tensor._wrap(out_buf, call.out_shape, data.dtype)
 
 
 def _keep(dev: Device, sig: tuple, buffers: list) -> None:
     """Keeps a NumPy-in/out call's buffers for the next call of its signature (the last KEEP_CALLS)."""
     while len(dev._kept) >= KEEP_CALLS:
-        dev._give(*dev._kept.pop(next(iter(dev._kept))))
+        dev.give_buffers(*dev._kept.pop(next(iter(dev._kept))))
     dev._kept[sig] = buffers
 
 
@@ -258,7 +258,7 @@ def _run_native(dev: Device, call: _Call, data, idx, upd, out: Tensor | None = N
     byte order are converted there and back."""
     if data.dtype.isnative:
         return _run(dev, call, data, idx, upd, out, trace)
-    if out is not None or any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev._recording() is not None:
+    if out is not None or any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev.active_recording() is not None:
         raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
     native = data.dtype.newbyteorder("=")
     return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)

@@ -67,13 +67,13 @@ class ScatterLinesPlan(Plan):
             device.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES
         if runs and self.copy_words is not None and input is not output and \
                 device.info.gpu_choice(COPY_LINES) and device.supports(self.copy_kernel):
-            params, fresh = device._params(self.copy_words)
+            params, fresh = device.params(self.copy_words)
             return [Dispatch(self.copy_kernel, (params, indices, output, updates, input),
                              self.copy_groups * kernels.WORKGROUP_SIZE)], [params] if fresh else []
         if not runs or self.sparse and device.info.type == "CPU" or self.fallback.unique:
             return self.fallback.dispatches(device, input=input, indices=indices, output=output, updates=updates,
                                             take=take)
-        params, fresh = device._params(self.words)
+        params, fresh = device.params(self.words)
         return self.copy.then(device, input, output, [params] if fresh else [],
                               Dispatch(self.kernel, (params, indices, output, updates),
                                        self.groups * kernels.WORKGROUP_SIZE))

@@ -48,7 +48,7 @@ WIDE_SLOTS = ("IDX", "DATA", "DENSE", "OWNER")
 
 
 def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool]:
-    """Device._params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
+    """Device.params for a WIDE variant: its uint64 words followed by the block lists of the tensors in
     ``slots`` (WIDE_SLOTS' order; None: absent). The buffer's ``recipe`` (its words, the ids of the ``slots`` it
     was made for, the size padded to) lets a call template make it again for other buffers (dmlgpu/calls.py)."""
     made = listed_params(device, words, *slots)
@@ -59,10 +59,10 @@ def wide_params(device: Device, words: np.ndarray, *slots) -> tuple[Buffer, bool
 def listed_params(device: Device, words: np.ndarray, *slots, size: int = 0) -> tuple[Buffer, bool] | None:
     """The same, padded to ``size`` uint64 words where it is not 0 (the run variants' uniform buffer:
     kernels.RUN_UNIFORM_WORDS 32-bit words); None where the block lists do not fit that."""
-    body = block_params(words, device._block_table(slots, len(words)), size)
+    body = block_params(words, device.block_table(slots, len(words)), size)
     if body is None:
         return None
-    buf, fresh = device._params(body)
+    buf, fresh = device.params(body)
     buf.recipe = (words, tuple(None if b is None else id(b) for b in slots), size)
     return buf, fresh
 
@@ -218,7 +218,7 @@ class GatherPlan(_MapPlan):
         assert self.row_words.size == P_WINDOW     # (the window's words follow the row words)
         for i in range(input.block_count):
             window = np.array([i * per_block, (i + 1) * per_block, 0, 0], np.uint64).clip(max=0xFFFFFFFF)
-            params, fresh = device._params(np.concatenate([self.row_words, window.astype(np.uint32)]))
+            params, fresh = device.params(np.concatenate([self.row_words, window.astype(np.uint32)]))
             dispatches.append(Dispatch(kernel, (params, indices, input, output),
                                        int(self.row_words[P_TOTAL]) * kernels.WINDOW_LANES,
                                        barrier=not i, blocks=(None, None, i, None)))
@@ -236,7 +236,7 @@ class GatherPlan(_MapPlan):
                 return self.windows(device, indices, input, output)
             return self.addressed(device, indices, input, output)
         words, vec = self._words(device)
-        params, fresh = device._params(words)
+        params, fresh = device.params(words)
         return [Dispatch(self.kernels[vec], (params, indices, input, output), _count(words, vec))], \
             [params] if fresh else []
 
@@ -314,12 +314,12 @@ class ScatterPlan(_MapPlan):
         wide = m.count and (not self.narrow or _chunked(input, indices, output, updates))
         fused = self.copy_words is not None and input is not output   # the rows' one-pass copy fits (below)
         if self.unique and m.count and not wide and not fused:
-            params, fresh = device._params(self.words)      # (the claims' words: UNIQUE reads the map's)
+            params, fresh = device.params(self.words)      # (the claims' words: UNIQUE reads the map's)
             return self.copy.then(device, input, output, [params] if fresh else [],
                                   Dispatch(kernels.unique_variant(m.unit, self.index_bytes),
                                            (params, indices, output, updates), m.count))
         if self.small and not wide and self.small <= device.geometry.workgroup_size:
-            params, fresh = device._params(self.row_words)
+            params, fresh = device.params(self.row_words)
             return self.copy.then(device, input, output, [params] if fresh else [],
                                   Dispatch(kernels.small_scatter_variant(m.unit, self.index_bytes),
                                            (params, indices, output, updates), m.count))   # a grid over the units
@@ -341,9 +341,9 @@ class ScatterPlan(_MapPlan):
                                 (params, indices, output, updates, claims), m.count, wide=True)
                        for kernel in ("scatter_claim", "scatter_write")]
             return self._with_copy(device, input, output, scatter, uploads)
-        pairs = [device._params(self.words)] if m.count else []
+        pairs = [device.params(self.words)] if m.count else []
         if self.row_words is not None:
-            pairs.append(device._params(self.row_words))
+            pairs.append(device.params(self.row_words))
         words, uploads = [b for b, _ in pairs], [b for b, fresh in pairs if fresh]
         if not m.count:
             scatter = []
@@ -357,7 +357,7 @@ class ScatterPlan(_MapPlan):
             row_claims, clearing = (Dispatch(k, (words[1], indices, output, updates, claims), rows)
                                     for k in (claim, clear))
             if fused:     # the copy and the writes in one pass (unique or not: fewer bytes), and the clearing
-                copy, fresh = device._params(self.copy_words)
+                copy, fresh = device.params(self.copy_words)
                 clears = (device.geometry.workgroup_size % int(self.copy_words[P_ROW_UNITS]) == 0
                           and device.info.gpu_choice(COPY_CLEARS))
                 copies = Dispatch(kernels.copy_rows_variant(m.unit, clears), (copy, input, output, updates, claims),
@@ -373,7 +373,7 @@ class ScatterPlan(_MapPlan):
         m = self.map
         write_words = self.words.copy()
         write_words[P_TOTAL] = units
-        (claim, fresh), (write, write_fresh) = device._params(self.words), device._params(write_words)
+        (claim, fresh), (write, write_fresh) = device.params(self.words), device.params(write_words)
         uploads = [claim] * fresh + [write] * (write_fresh and write is not claim)
         scatter = [Dispatch(kernels.variant("scatter_claim", m.unit, self.index_bytes, few=True),
                             (claim, indices, claims), m.count),
@@ -432,7 +432,7 @@ class CopyPlan:
 
     def dispatch(self, device: Device, input: Buffer, output: Buffer, barrier: bool = True) -> tuple[Dispatch, list]:
         """(the copy's dispatch, [its parameter buffer] if it must be uploaded first, else [])."""
-        unit, inputs = self.map.unit, (device._dummy, input, output)
+        unit, inputs = self.map.unit, (device.dummy, input, output)
         if needs_wide(device, self.map, input, output):
             if self.narrow:
                 params, fresh = wide_params(device, addr_words(self.words), None, input, output, None)
@@ -444,7 +444,7 @@ class CopyPlan:
                 kernel, count = kernels.variant("gather", unit, 4, self.vec, wide=True), self.wide_words[P_TOTAL]
             d = Dispatch(kernel, (params,) + inputs, int(count), barrier=barrier, wide=True)
         else:
-            params, fresh = device._params(self.words)
+            params, fresh = device.params(self.words)
             d = Dispatch(kernels.variant("gather", unit, 4, self.vec), (params,) + inputs,
                          int(self.words[P_TOTAL]), barrier=barrier)
         return d, [params] if fresh else []

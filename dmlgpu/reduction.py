@@ -76,7 +76,7 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    output element that the updates combine into by atomicMin, ordered so that the least slot names the sequential
    fold's result (dmlgpu/reduction_minmax.py, shaders/scatter_minmax.comp).
 
-Scratch comes from the device (Device._take) and goes back after the run: two key and two row arrays of n words
+Scratch comes from the device (Device.take_buffer) and goes back after the run: two key and two row arrays of n words
 and the levels' partials (step 7: its slots); the sort's counts are zeroed scratch (Device.zeroed:
 radix_sort.COUNTS). Operands held in several blocks take the key and fold kernels' ADDR variants (the atomics:
 WIDE). Limits (DeviceError before any GPU work): n * m < 2^32 - 1 and offsets below 2^32 (past that, the
@@ -324,7 +324,7 @@ class ReducePlan(Plan):
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
                    updates: Buffer | None = None, take=None) -> tuple[list, list]:
         """(the dispatches, the parameter buffers to upload first) for one execution. ``take(nbytes)`` gives scratch
-        buffers (Device._take); the caller gives them back once the dispatches have run. DeviceError, before any
+        buffers (Device.take_buffer); the caller gives them back once the dispatches have run. DeviceError, before any
         GPU work, if the scratch exceeds one block (Device.max_block). Operands held in several blocks take the
         ADDR variants, whose words are followed by the operands' block lists (``slots``: addressing.glsl's order)."""
         out, uploads = [], []
@@ -336,8 +336,8 @@ class ReducePlan(Plan):
         def params(words, slots=None):
             if addr and slots is not None:
                 assert words.size == P_ADDR
-                words = np.concatenate([words, device._block_table(slots, 0).view(np.uint32)])
-            buf, fresh = device._params(words)
+                words = np.concatenate([words, device.block_table(slots, 0).view(np.uint32)])
+            buf, fresh = device.params(words)
             if fresh:
                 uploads.append(buf)
             return buf
@@ -355,14 +355,14 @@ class ReducePlan(Plan):
                                   f"{kernels.SORT_BUFFERS} storage buffers: over {device.info.name}'s "
                                   f"maxPerStageDescriptorStorageBuffers ({bindable}); split it into smaller ones")
             key_bytes = 4 * self.rows * (2 if few else 1)
-            device._check_sizes(key_bytes, hist_bytes)
+            device.check_sizes(key_bytes, hist_bytes)
             tree_bytes = 4 * self.part_words * self.rows * self.slice_count if self.tree else 0
             scratch = max(key_bytes, hist_bytes, tree_bytes,   # bound whole: one block each
                           4 * self.slice_count * self.part_words * int(self.level_words[0][P_ROWS])
                           if partials else 0)
-            if scratch > device._whole_max:
+            if scratch > device.whole_max:
                 raise DeviceError(f"this scatter reduction sorts {self.rows} update rows: its scratch buffers of "
-                                  f"{scratch} bytes exceed one buffer of {device.info.name} ({device._whole_max} "
+                                  f"{scratch} bytes exceed one buffer of {device.info.name} ({device.whole_max} "
                                   f"bytes); split it into smaller ones")
 
         def kernel(name):
@@ -378,7 +378,7 @@ class ReducePlan(Plan):
             out.append(copy)
             uploads += copy_uploads
         if self.minmax is not None and not addr and self.minmax.usable(device):     # min/max: no sort
-            device._check_sizes(8 * self.minmax.span)
+            device.check_sizes(8 * self.minmax.span)
             return out + self.minmax.dispatches(params, take, indices, output, updates), uploads
         if self.atomic is not None:
             if needs_wide(device, self.full_map, indices, output, updates):

@@ -155,5 +155,5 @@ class Buckets:
                                 sort.tiles * geometry.workgroup_size))
             other_keys, other_rows = keys, rows
         return out + [Dispatch(self.kernel, (params(words if source is None else from_source), other_keys, other_rows,
-                                             hist, digits, output, device._dummy if source is None else source),
+                                             hist, digits, output, device.dummy if source is None else source),
                                int(words[B_OWNERS]))]

@@ -105,7 +105,7 @@ class CpuFold:
         """Whether ``device`` runs this fold (a CPU device binding FOLD_BUFFERS storage buffers, the counts in one
         block); the caller checks that the operands are in one block each."""
         return (CPU_FOLD and device.info.type == "CPU" and device.info.max_per_stage_storage_buffers >= FOLD_BUFFERS
-                and 4 * self.keys * self.slice_count <= device._whole_max)
+                and 4 * self.keys * self.slice_count <= device.whole_max)
 
     def dispatches(self, device: Device, params, keys: Buffer, rows: Buffer, output: Buffer,
                    updates: Buffer | None) -> list:

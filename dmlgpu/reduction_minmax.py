@@ -70,7 +70,7 @@ class MinMax:
     def usable(self, device: Device) -> bool:
         """Whether ``device`` runs them (Device.supports each, and the slots fit one block; tests may turn them
         off)."""
-        return ENABLED and all(map(device.supports, self.kernels)) and 8 * self.span <= device._whole_max
+        return ENABLED and all(map(device.supports, self.kernels)) and 8 * self.span <= device.whole_max
 
     def dispatches(self, params, take, indices: Buffer, output: Buffer, updates: Buffer | None) -> list:
         """The three dispatches (after the copy of the input into the output, if any): ``params(words)`` gives

@@ -177,7 +177,7 @@ class Tensor:
         self._no_recording("numpy")
         if self._strides is not None:           # a strided view: its elements gathered on the device first
             return self.copy().numpy()
-        return self.device._read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
+        return self.device.read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
 
     if not TYPE_CHECKING:     # (typed, a Tensor would be ArrayLike: the layer-2 overloads tell Tensors apart)
         def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
@@ -236,7 +236,7 @@ class Tensor:
         size = self.dtype.itemsize
         if self._strides is not None:
             flat = sum(int(c) * s for c, s in zip(np.unravel_index(flat, self.shape), self._strides))
-        raw = self.device._read_range(self.buffer, self.offset + flat * size, size)
+        raw = self.device.read_range(self.buffer, self.offset + flat * size, size)
         return raw.view(self.dtype)[0].item()
 
     def write(self, array: ArrayLike) -> None:
@@ -268,7 +268,7 @@ class Tensor:
                 if self._strides is None and src._strides is None and (
                         src.buffer is not self.buffer or src.offset + src.nbytes <= self.offset
                         or self.offset + self.nbytes <= src.offset):   # (regions of one buffer must not overlap)
-                    self.device._copy(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
+                    self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
                     return
                 self._write_packed(src.copy())      # a packed copy of its own: no overlap with this view
                 return
@@ -277,13 +277,13 @@ class Tensor:
         if self._strides is not None:
             self._write_packed(_upload(arr, self.device))
         elif self.nbytes:
-            self.device._write(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))
+            self.device.write_bytes(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))
 
     def _write_packed(self, src: "Tensor") -> None:
         """Writes a packed Tensor of this one's shape and dtype, at offset 0 of a buffer of its own, into this
         tensor's elements on the device (queued)."""
         if self._strides is None:
-            self.device._copy(src.buffer, self.buffer, self.nbytes, 0, self.offset)
+            self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, 0, self.offset)
         else:
             _index.write_packed(self, src)
 
@@ -308,8 +308,8 @@ class Tensor:
         if self._strides is not None:
             out: Tensor = _index.pack(self)
             return out
-        out = Tensor._wrap(dev._take(self.nbytes), self.shape, self.dtype)
-        dev._copy(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
+        out = Tensor._wrap(dev.take_buffer(self.nbytes), self.shape, self.dtype)
+        dev.copy_buffer(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
         return out
 
     def _packed(self) -> "Tensor":
@@ -415,12 +415,12 @@ class Tensor:
 
     def __str__(self) -> str:
         """repr() and, for up to 1000 elements outside a recording, the values (downloaded)."""
-        if self.size > 1000 or self.device._recording() is not None:
+        if self.size > 1000 or self.device.active_recording() is not None:
             return repr(self)
         return f"{self!r}\n{self.numpy()}"
 
     def _no_recording(self, what: str) -> None:
-        if self.device._recording() is not None:
+        if self.device.active_recording() is not None:
             raise RuntimeError(f"{what}() cannot run inside a recording: record download(t) and read "
                                f"Recording.host(t) after the block")
 

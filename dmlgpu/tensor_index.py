@@ -107,7 +107,7 @@ def _unit_positions(t: Any) -> tuple[np.dtype, np.ndarray]:
 def pack(t: Any) -> Any:
     """A new packed Tensor of a strided view's elements, gathered from its buffer on the device (queued)."""
     if t.size == 0:
-        return type(t)._wrap(t.device._take(0), t.shape, t.dtype)
+        return type(t)._wrap(t.device.take_buffer(0), t.shape, t.dtype)
     unit, pos = _unit_positions(t)
     flat = type(t)._wrap(t.buffer, (t.buffer.nbytes // unit.itemsize,), unit)
     rows = _gather_rows(flat, flat.shape, pos)
@@ -126,22 +126,22 @@ def write_packed(t: Any, src: Any) -> None:
                           unique=True)
     idx = pos.reshape(-1, 1)
     dev = t.device
-    dev._check_sizes(t.buffer.nbytes, idx.nbytes, src.nbytes)
-    recording = dev._recording() is not None
-    with dev._lock:
+    dev.check_sizes(t.buffer.nbytes, idx.nbytes, src.nbytes)
+    recording = dev.active_recording() is not None
+    with dev.lock:
         taken: list[Buffer] = []
 
         def scratch(n: int) -> Buffer:
-            taken.append(dev._take(n))
+            taken.append(dev.take_buffer(n))
             return taken[-1]
 
         idx_buf = scratch(idx.nbytes)
-        idx_buf._stage(as_bytes(idx))
+        idx_buf.stage(as_bytes(idx))
         dispatches, params = plan.dispatches(dev, input=t.buffer, indices=idx_buf, output=t.buffer,
                                              updates=src.buffer, take=scratch)
         dev._run(dispatches, uploads=params + [idx_buf], queue=True)
         if not recording:
-            dev._give(*taken)
+            dev.give_buffers(*taken)
 
 
 def _gather_rows(self: Any, shape: tuple[int, ...], idx: np.ndarray) -> Any:
@@ -154,22 +154,22 @@ def _gather_rows(self: Any, shape: tuple[int, ...], idx: np.ndarray) -> Any:
                          self.dtype.itemsize)
     plan = GatherPlan(index_map, idx.dtype)
     out_bytes = math.prod(out_shape) * self.dtype.itemsize
-    dev._check_sizes(self.buffer.nbytes, idx.nbytes, out_bytes)
-    recording = dev._recording() is not None
-    with dev._lock:
+    dev.check_sizes(self.buffer.nbytes, idx.nbytes, out_bytes)
+    recording = dev.active_recording() is not None
+    with dev.lock:
         taken: list[Buffer] = []
 
         def scratch(n: int) -> Buffer:
-            taken.append(dev._take(n))
+            taken.append(dev.take_buffer(n))
             return taken[-1]
 
-        idx_buf, out_buf = scratch(idx.nbytes), dev._take(out_bytes)
-        idx_buf._stage(as_bytes(idx))
+        idx_buf, out_buf = scratch(idx.nbytes), dev.take_buffer(out_bytes)
+        idx_buf.stage(as_bytes(idx))
         dispatches, params = plan.dispatches(dev, input=self.buffer, indices=idx_buf, output=out_buf,
                                              take=scratch)
         dev._run(dispatches, uploads=params + [idx_buf], queue=True)
         if not recording:            # free now: later queued work may reuse them (Device._run)
-            dev._give(*taken)
+            dev.give_buffers(*taken)
     return type(self)._wrap(out_buf, out_shape, self.dtype)
 
 def _strides(shape: tuple[int, ...]) -> list[int]:

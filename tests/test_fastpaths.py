@@ -84,8 +84,8 @@ def test_call_template_agrees_with_the_general_path(device, other, monkeypatch, 
 
 def _run(dev, plan, **buffers):
     """A plan's dispatches on these buffers, run and waited for (as CompiledOperator.execute runs them)."""
-    with dev._lock:
-        dispatches, uploads = plan.dispatches(dev, take=dev._take, **buffers)
+    with dev.lock:
+        dispatches, uploads = plan.dispatches(dev, take=dev.take_buffer, **buffers)
         dev._run(dispatches, uploads=uploads)
     return [d.kernel for d in dispatches]
 

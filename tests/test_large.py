@@ -39,16 +39,16 @@ def test_chunked_buffers_hold_their_bytes(tiny_blocks):
     dev = tiny_blocks
     data = np.random.default_rng(0).integers(0, 256, 10_000, dtype=np.uint8)
     buf = dev.buffer(data)
-    assert buf.chunked and len(buf._blocks) == -(-10_000 // 256)
+    assert buf.chunked and len(buf.block_list) == -(-10_000 // 256)
     assert np.array_equal(buf.read()[:data.size], data)
     buf.write(data[:1000][::-1].copy(), offset=252)                  # across blocks
     want = data.copy()
     want[252:1252] = data[:1000][::-1]
     assert np.array_equal(buf.read()[:data.size], want)
     other = dev.buffer(nbytes=10_000)
-    dev._copy(buf, other, 10_000)
+    dev.copy_buffer(buf, other, 10_000)
     assert np.array_equal(other.read(), buf.read())
-    dev._fill(other, 0x01020304, 508, 1000)
+    dev.fill_buffer(other, 0x01020304, 508, 1000)
     assert np.array_equal(other.read()[508:1508].view(np.uint32), np.full(250, 0x01020304, np.uint32))
     t = dmlgpu.tensor(data.reshape(100, 100), device=dev)
     assert np.array_equal(t.numpy(), data.reshape(100, 100))
@@ -212,7 +212,7 @@ def test_big_gather_and_gather_elements(big):
     rng = np.random.default_rng(11)
     table = rng.integers(0, 2**31, size=(1_310_000, 50), dtype=np.int32)     # 250 MiB, rows of 200 bytes
     t = dmlgpu.tensor(table, device=big)
-    assert len(t.buffer._blocks) == 2
+    assert len(t.buffer.block_list) == 2
     ids = rng.integers(-table.shape[0], table.shape[0], size=200_000)
     ids[:4] = [655_359, 655_360, -1, 0]                                     # rows around the block boundary
     assert np.array_equal(dmlgpu.gather(t, ids).numpy(), table[ids])

@@ -360,7 +360,7 @@ def test_scratch_guard_words(n, m):
         bufs = {"input": dev.buffer(data), "indices": dev.buffer(idx), "updates": dev.buffer(upd)}
         bufs["output"] = bufs["input"]              # in place: the plan has no copy
         taken = []
-        dispatches, uploads = plan.dispatches(dev, take=lambda nbytes: taken.append(dev._take(nbytes)) or taken[-1],
+        dispatches, uploads = plan.dispatches(dev, take=lambda nbytes: taken.append(dev.take_buffer(nbytes)) or taken[-1],
                                               **bufs)
         dev._run(dispatches, uploads=uploads)
         assert all(b.canary_intact() for b in list(bufs.values()) + taken)

@@ -314,7 +314,7 @@ def test_threads_allocating_tensors_on_one_device(device, monkeypatch):
     monkeypatch.setattr(dmlgpu.runtime.scratch, "_PARAMS_CACHE", 1 << 20)
 
     def held():      # bytes of live blocks other than kernel parameter buffers (cached, or kept by call templates)
-        params = {id(b): b for b in [*device._param_buffers.values(), *calls.held(device)] if b is not device._dummy}
+        params = {id(b): b for b in [*device._param_buffers.values(), *calls.held(device)] if b is not device.dummy}
         return device.memory_stats()["allocated_bytes"] - sum(b._block.size for b in params.values())
 
     before = held()

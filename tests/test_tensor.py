@@ -73,8 +73,8 @@ def test_full_and_constructors_follow_numpy_defaults(dev):
 
 def test_empty_writes_nothing(dev, monkeypatch):
     calls = []
-    monkeypatch.setattr(dev, "_fill", lambda *a: calls.append(a))
-    monkeypatch.setattr(dev, "_write", lambda *a: calls.append(a))
+    monkeypatch.setattr(dev, "fill_buffer", lambda *a: calls.append(a))
+    monkeypatch.setattr(dev, "write_bytes", lambda *a: calls.append(a))
     dmlgpu.empty((64, 64), np.float32, device=dev)
     assert calls == [] or dev.canary_words      # (test mode fills guard words only)
 
@@ -249,7 +249,7 @@ def test_other_basic_indexing_gives_strided_views(dev, dtype, monkeypatch):
             (0, slice(1, 4)), (slice(2, 4), slice(1, 3)), (Ellipsis, None), (-1, -1, slice(None, None, -2)),
             (slice(None), slice(None), None, slice(1, 2)), (slice(5, 0, -2), Ellipsis, 1)]
     read = []
-    monkeypatch.setattr(dev, "_read_range", lambda *args: read.append(args) or pytest.fail("downloaded"))
+    monkeypatch.setattr(dev, "read_range", lambda *args: read.append(args) or pytest.fail("downloaded"))
     got = [t[key] for key in keys]
     monkeypatch.undo()
     assert not read
@@ -311,19 +311,19 @@ def test_copies_are_queued_in_order(dev):
 
 
 def test_device_copy_byte_ranges():
-    """Device._copy at any byte offsets, across the blocks of chunked buffers, queued and run at once."""
+    """Device.copy_buffer at any byte offsets, across the blocks of chunked buffers, queued and run at once."""
     for dev in (dmlgpu.Device(chunk_bytes=256), dmlgpu.Device(chunk_bytes=256, max_queued=0, direct_memory=False)):
         data = np.random.default_rng(5).integers(0, 256, 3000, dtype=np.uint8)
         src = dev.buffer(data)
         dst = dev.buffer(nbytes=3000)
         assert src.chunked
         for n, s, d in [(1000, 3, 250), (1, 2999, 0), (700, 255, 1001), (256, 0, 256)]:
-            dev._copy(src, dst, n, src_offset=s, dst_offset=d)
+            dev.copy_buffer(src, dst, n, src_offset=s, dst_offset=d)
             want = dst_host = dst.read()
             want = dst_host.copy()
             assert np.array_equal(want[d:d + n], data[s:s + n])
         with pytest.raises(ValueError, match="does not fit a buffer of 3000 bytes"):
-            dev._copy(src, dst, 10, src_offset=2995)
+            dev.copy_buffer(src, dst, 10, src_offset=2995)
         t = dmlgpu.tensor(data.reshape(100, 30), device=dev)
         same(t[7:93], data.reshape(100, 30)[7:93])
         same(t[50:].copy(), data.reshape(100, 30)[50:])

@@ -122,7 +122,7 @@ class CopyReference:
             expected = np.resize(np.arange(251, dtype=np.uint8), n)
             src, dst = dev.buffer(expected), dev.buffer(nbytes=n)
             plan = GatherPlan(copy_map(Layout.packed((n,)), Layout.packed((n,)), 1), np.uint32)
-            dispatches, uploads = plan.dispatches(dev, input=src, indices=dev._dummy, output=dst)
+            dispatches, uploads = plan.dispatches(dev, input=src, indices=dev.dummy, output=dst)
             dev._run(dispatches, uploads=uploads)
             if not np.array_equal(dst.read()[:n], expected):
                 raise RuntimeError(f"the copy shader's result is wrong ({n} bytes)")
@@ -133,5 +133,5 @@ class CopyReference:
 
 def release(device: dmlgpu.Device) -> None:
     """Drops the Kompute algorithms cached for the timed dispatches (they keep their buffers alive)."""
-    with device._lock:
+    with device.lock:
         device._pipelines.clear()

@@ -131,7 +131,7 @@ def rows_section(dev, args, report: Report) -> None:
         moved = 2 * out.nbytes
         s = gpu_time(dev, dispatches, args.repeats)
         peer = torch_gather_rows(nbytes, args.rows, args.repeats)
-        report.add(case=f"gather {args.rows} rows of 8 KiB from {gib:g} GiB ({len(table.buffer._blocks)} blocks, "
+        report.add(case=f"gather {args.rows} rows of 8 KiB from {gib:g} GiB ({len(table.buffer.block_list)} blocks, "
                         f"{'wide' if dispatches[0].wide else '32-bit'})", checked=ok, gpu_ms=s * 1e3,
                    gbps=moved / s / 1e9, torch_gbps=moved / peer / 1e9 if peer else None, table_bytes=nbytes,
                    upload_gbps=nbytes / upload_s / 1e9, download_gbps=out.nbytes / download_s / 1e9)
@@ -211,7 +211,7 @@ def torch_first_and_steady(table_shape, dtype: str, ids_host, repeats: int) -> t
 
 def block_summary(buf) -> str:
     """A buffer's blocks: count, size, and the alignment of their device addresses (their lowest set bit)."""
-    blocks = buf._blocks
+    blocks = buf.block_list
     align = min((b.address & -b.address) for b in blocks) if all(b.address for b in blocks) else 0
     return f"{len(blocks)} x {blocks[0].size / MiB:g} MiB blocks, addresses aligned to {align / MiB:g} MiB"
 
@@ -290,7 +290,7 @@ def sweep_section(dev, args, report: Report) -> None:
                         cp = CopyPlan(copy_map(Layout.packed((units,)), Layout.packed((units,)), 16))
                         dispatch, uploads = cp.dispatch(d, table.buffer, dst)
                         first, steady = first_and_steady(d, [dispatch], uploads, args.repeats)
-                        ok = all(d._read_range(dst, at, n).tobytes() == view.reshape(-1).view(np.uint8)[at:at + n].tobytes()
+                        ok = all(d.read_range(dst, at, n).tobytes() == view.reshape(-1).view(np.uint8)[at:at + n].tobytes()
                                  for at, n in ((0, 64 * MiB), (nbytes // 2 - 32 * MiB, 64 * MiB),
                                                (nbytes - 64 * MiB, 64 * MiB)) if at >= 0 and at + n <= nbytes)
                         report.add(case=f"sweep {tag}: copy the whole {gib:g} GiB table ({dispatch.kernel})",
@@ -328,7 +328,7 @@ def spread_section(dev, args, report: Report) -> None:
             out, dispatches = capture(dev, dmlgpu.gather, table, ids)
             ok = out.numpy().view(np.uint16).tobytes() == host[ids_host].view(np.uint16).tobytes()
             s = gpu_time(dev, dispatches, args.repeats)
-            report.add(case=f"spread: {gib:g} GiB ({len(table.buffer._blocks)} blocks, "
+            report.add(case=f"spread: {gib:g} GiB ({len(table.buffer.block_list)} blocks, "
                             f"{'wide' if dispatches[0].wide else '32-bit'}), rows {name}", checked=ok,
                        gpu_ms=s * 1e3, gbps=2 * out.nbytes / s / 1e9)
             del ids, out, dispatches
@@ -354,7 +354,7 @@ def alloc_section(dev, args, report: Report) -> None:
     from dmlgpu.index_map import Layout, copy_map
     from dmlgpu.plan import GatherPlan
     plan = GatherPlan(copy_map(Layout.packed((GiB // 16,)), Layout.packed((GiB // 16,)), 16), np.uint32)
-    d, up = plan.dispatches(dev, input=src, indices=dev._dummy, output=dst)
+    d, up = plan.dispatches(dev, input=src, indices=dev.dummy, output=dst)
     dev._run(d, uploads=up)
     t = gpu_time(dev, d, args.repeats)
     report.add(case="alloc: copy 1 GiB (buffers made first), nothing else", checked=True, gpu_ms=t * 1e3,
@@ -402,7 +402,7 @@ def scatter_section(dev, args, report: Report) -> None:
     ok = got.view(np.uint32).tobytes() == host.view(np.uint32).tobytes()
     s = gpu_time(dev, dispatches, args.repeats)
     moved = 2 * nbytes + 2 * upd.nbytes                               # the copy, then the updates
-    report.add(case=f"scatter_nd {n} rows of 8 KiB into {args.scatter_gib:g} GiB ({len(data.buffer._blocks)} "
+    report.add(case=f"scatter_nd {n} rows of 8 KiB into {args.scatter_gib:g} GiB ({len(data.buffer.block_list)} "
                     f"blocks, {'wide' if dispatches[0].wide else '32-bit'})", checked=ok, gpu_ms=s * 1e3,
                gbps=moved / s / 1e9)
     del data, out, host, got, dispatches
@@ -422,7 +422,7 @@ def elements_section(dev, args, report: Report) -> None:
     out, dispatches = capture(dev, dmlgpu.gather_elements, data, ids)
     ok = np.array_equal(out.numpy(), host[idx])
     s = gpu_time(dev, dispatches, args.repeats)
-    report.add(case=f"gather_elements uint8[{n}] ({len(data.buffer._blocks)} blocks), 2^22 int64 indices "
+    report.add(case=f"gather_elements uint8[{n}] ({len(data.buffer.block_list)} blocks), 2^22 int64 indices "
                     f"({int((idx >= 2**32).sum())} past 2^32)", checked=ok, gpu_ms=s * 1e3,
                gbps=(out.nbytes + idx.nbytes + out.nbytes) / s / 1e9)
     del data, ids, out, host, dispatches

@@ -53,14 +53,14 @@ class Batch:
         self.ops += dev._dispatch_ops(dispatches)
         for d in dispatches:
             for b in d.buffers:
-                for block in b._blocks:
+                for block in b.block_list:
                     block.batch = number
         if not self.zeroed and dev._zeroed:
             self.zeroed = dev._uses_zeroed(dispatches)
         self._added()
 
     def stage(self, uploads) -> None:
-        """Uploads the staged bytes of these buffers (Buffer._stage) before what the batch does next. Host
+        """Uploads the staged bytes of these buffers (Buffer.stage) before what the batch does next. Host
         data of up to a quarter of QUEUE_UPLOADS per buffer goes through the batch's upload buffer (copied there
         now, into its device buffer by the batch: a block that the batch still uses may be reused); larger
         data is written now (mapped, or by a staging transfer), after the batch if the block is one it uses."""
@@ -70,7 +70,7 @@ class Batch:
                 continue
             src, n = b._pending, b._pending.size
             if n > QUEUE_UPLOADS // 4 or b.chunked:
-                dev._write(b, 0, src)          # after the batch if it uses the buffer
+                dev.write_bytes(b, 0, src)          # after the batch if it uses the buffer
             else:
                 if self.upload_pos + n > QUEUE_UPLOADS:
                     self.flush(wait=False)
@@ -101,7 +101,7 @@ class Batch:
                 ops.append(barrier)
             ops.append(algorithm(kernel, groups, blocks).dispatch)
             for b in bound:
-                for block in b._blocks:
+                for block in b.block_list:
                     block.batch = number
         if zeroed:
             self.zeroed = True

@@ -68,25 +68,25 @@ class Buffer:
     _mirror: Any = None                  # host-visible copy for recordings (_mirror_array())
     _mirror_host: np.ndarray | None = None
     _host: np.ndarray | None = None      # its mapped memory as an array (_host_copy())
-    pinned = False                       # a recording uses it: Device._give leaves it alone
+    pinned = False                       # a recording uses it: Device.give_buffers leaves it alone
     recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
 
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
             raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
         if nbytes > device._check_above:
-            device._check_sizes(nbytes)
+            device.check_sizes(nbytes)
         self.device = device
         self.nbytes = nbytes
         self.canary_words = canary = device.canary_words
-        with device._lock:                 # the allocator's lists are shared by the device's threads
-            self._blocks: list[Block] = device._allocator.allocate_span(
-                nbytes + 4 * canary, device.chunk_bytes, None if whole else device._whole_max)
-        self._block = self._blocks[0]
+        with device.lock:                 # the allocator's lists are shared by the device's threads
+            self.block_list: list[Block] = device._allocator.allocate_span(
+                nbytes + 4 * canary, device.chunk_bytes, None if whole else device.whole_max)
+        self._block = self.block_list[0]
         self._tensor = self._block.tensor
-        self.chunked = len(self._blocks) > 1      # held in several blocks
+        self.chunked = len(self.block_list) > 1      # held in several blocks
         if canary:
-            device._fill(self, CANARY, nbytes, 4 * canary)
+            device.fill_buffer(self, CANARY, nbytes, 4 * canary)
 
     @classmethod
     def _in_block(cls, device: "Device", nbytes: int) -> "Buffer":
@@ -96,7 +96,7 @@ class Buffer:
         buf = cls.__new__(cls)
         buf.device, buf.nbytes, buf.canary_words, buf.chunked = device, nbytes, 0, False
         block = device._allocator.allocate(nbytes)
-        buf._blocks, buf._block, buf._tensor = [block], block, block.tensor
+        buf.block_list, buf._block, buf._tensor = [block], block, block.tensor
         return buf
 
     def write(self, data, offset: int = 0) -> None:
@@ -107,12 +107,12 @@ class Buffer:
             raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
                              f"(the offset must be a multiple of 4)")
         if src.size:
-            self.device._write(self, offset, src)
+            self.device.write_bytes(self, offset, src)
 
     def read(self) -> np.ndarray:
         """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
         bytes. RuntimeError inside a recording."""
-        if self.device._recording() is not None:
+        if self.device.active_recording() is not None:
             raise RuntimeError("read() cannot run inside a recording: record download() and read "
                                "Recording.host(buffer) after the block")
         return self.device._run([], downloads=[self])[0]
@@ -120,12 +120,12 @@ class Buffer:
     @property
     def block_count(self) -> int:
         """The blocks that hold it (1 unless ``chunked``); block i holds bytes [i * Device.chunk_bytes, ...)."""
-        return len(self._blocks)
+        return len(self.block_list)
 
     @property
     def _tensors(self) -> list:
         """The kp buffers of its blocks."""
-        return [b.tensor for b in self._blocks]
+        return [b.tensor for b in self.block_list]
 
     @property
     def _mirrored(self) -> bool:
@@ -141,7 +141,7 @@ class Buffer:
         while pos < end:
             i, at = divmod(pos, chunk)
             n = min(end - pos, chunk - at)
-            out.append((self._blocks[i], at, pos - offset, n))
+            out.append((self.block_list[i], at, pos - offset, n))
             pos += n
         return out
 
@@ -164,7 +164,7 @@ class Buffer:
         (Recording.host, its public face); nothing else reaches it, on every memory type. DeviceError when a
         host copy that large cannot be allocated at once."""
         if self._mirror_host is None:
-            size = sum(b.size for b in self._blocks)
+            size = sum(b.size for b in self.block_list)
             if size > self.device.info.max_memory_allocation_size:
                 raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
                                   f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
@@ -180,17 +180,17 @@ class Buffer:
         """Test mode: downloads the buffer and checks its guard words (True when there are none)."""
         if not self.canary_words:
             return True
-        words = self.device._read_range(self, self.nbytes, 4 * self.canary_words).view(np.uint32)
+        words = self.device.read_range(self, self.nbytes, 4 * self.canary_words).view(np.uint32)
         return bool((words == CANARY).all())
 
-    def _stage(self, src: np.ndarray) -> None:
+    def stage(self, src: np.ndarray) -> None:
         """Keeps ``src`` (flat uint8, not copied: it must not change before the run) to be uploaded by the
         next run that lists this buffer among its uploads."""
         self._pending = src
 
     def _release(self) -> None:
         """Gives the blocks back to the allocator now (the Buffer must not be used afterwards)."""
-        blocks = self.__dict__.pop("_blocks", None)
+        blocks = self.__dict__.pop("block_list", None)
         if blocks is not None:
             for block in blocks:
                 self.device._allocator.free(block)
@@ -198,12 +198,12 @@ class Buffer:
     __del__ = _release          # a collected Buffer's block goes back (allocator.free is safe from any thread)
 
     def __repr__(self) -> str:
-        held = f" in {len(self._blocks)} blocks" if self.chunked else ""
+        held = f" in {len(self.block_list)} blocks" if self.chunked else ""
         return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.device.info.name}>"
 
 
 def _block_ids(bufs) -> tuple:
-    return tuple(id(block) for b in bufs for block in b._blocks)
+    return tuple(id(block) for b in bufs for block in b.block_list)
 
 
 def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes: int) -> list:

@@ -39,7 +39,7 @@ _D = TypeVar("_D", bound="Device")
 @atexit.register
 def _save_pipeline_caches() -> None:
     for dev in list(_open_devices):
-        if not dev._closed:
+        if not dev.closed:
             dev._pipelines.save()
 
 
@@ -92,7 +92,7 @@ class Device(Runs, Scratch):
             raise ValueError(f"max_queued ({max_queued}) must be 0 (no queueing) or more")
         self.max_queued = int(max_queued)
         self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self._mgr = open_manager(index, self.profile.withheld & self.physical_info.features)
         # the optional features the device has are enabled (kp patch 0015), but those the profile withholds
         # (kp patch 0018); kernels use only these
@@ -118,9 +118,9 @@ class Device(Runs, Scratch):
             raise ValueError(f"chunk_bytes ({chunk_bytes}) must be a power of two from 256 to {self.max_block}")
         else:
             self.chunk_bytes = int(chunk_bytes)
-        self._whole_max = self.chunk_bytes if chunk_bytes is not None else self.max_block   # larger: chunked
+        self.whole_max = self.chunk_bytes if chunk_bytes is not None else self.max_block   # larger: chunked
         self.memory_limit = memory_limit
-        self._check_above = min(self._whole_max, self.memory_capacity)  # buffers up to this size fit: unchecked
+        self._check_above = min(self.whole_max, self.memory_capacity)  # buffers up to this size fit: unchecked
         self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info, self.geometry.suffix,
@@ -136,8 +136,8 @@ class Device(Runs, Scratch):
         self._zeroed: dict = {}     # zeroed scratch by key (zeroed())
         self._zeroed_clean = True   # False once a run that used zeroed scratch failed: the next request renews it
         self.zeroed_serial = 0      # counts the zeroed scratch buffers made (a call template names the one it used)
-        self._closed = False
-        self._dummy = Buffer(self, 4)
+        self.closed = False
+        self.dummy = Buffer(self, 4)
         self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
         self._host_barrier = kp.OpMemoryBarrier([], *BEFORE_HOST_READ)
         self.templates: dict = {}   # call templates by signature (dmlgpu/calls.py): what repeated calls record
@@ -172,17 +172,17 @@ class Device(Runs, Scratch):
         >>> dmlgpu.default_device().buffer(nbytes=6).read()
         array([0, 0, 0, 0, 0, 0, 0, 0], dtype=uint8)
         """
-        self._open()
+        self.check_open()
         if data is None:
             if nbytes is None:
                 raise ValueError("give data or nbytes")
             buf = Buffer(self, max(4, (int(nbytes) + 3) // 4 * 4))
-            self._fill(buf, 0, 0, buf.nbytes)
+            self.fill_buffer(buf, 0, 0, buf.nbytes)
             return buf
         src = as_bytes(data)
         buf = Buffer(self, max(4, (max(src.size, nbytes or 0) + 3) // 4 * 4))
         if buf.nbytes > src.size:
-            self._fill(buf, 0, src.size // 4 * 4, buf.nbytes - src.size // 4 * 4)
+            self.fill_buffer(buf, 0, src.size // 4 * 4, buf.nbytes - src.size // 4 * 4)
         buf.write(src)
         return buf
 
@@ -195,8 +195,8 @@ class Device(Runs, Scratch):
         >>> import dmlgpu
         >>> dmlgpu.default_device().synchronize()
         """
-        with self._lock:
-            self._open()._flush()
+        with self.lock:
+            self.check_open()._flush()
 
     def memory_stats(self) -> dict[str, int]:
         """The caching allocator's counters.
@@ -217,7 +217,7 @@ class Device(Runs, Scratch):
         >>> stats["reserved_bytes"] == stats["allocated_bytes"] + stats["cached_bytes"]
         True
         """
-        with self._lock:
+        with self.lock:
             stats = self._allocator.memory_stats()
             stats["pipelines"] = self._pipelines.pipeline_count
             stats["algorithms"] = len(self._pipelines)
@@ -226,8 +226,8 @@ class Device(Runs, Scratch):
     def empty_cache(self) -> None:
         """Releases the device memory of every cached (free) block; buffers in use keep theirs (example:
         dmlgpu.Device.empty_cache)."""
-        with self._lock:
-            self._open()._flush()
+        with self.lock:
+            self.check_open()._flush()
             self._allocator.empty_cache()
 
     def close(self) -> None:
@@ -241,11 +241,11 @@ class Device(Runs, Scratch):
         ...     dev.buffer(nbytes=4).nbytes
         4
         """
-        with self._lock:
-            if not self._closed:
+        with self.lock:
+            if not self.closed:
                 self._flush()
                 self._pipelines.save()
-                self._closed = True
+                self.closed = True
                 self._pipelines.clear()
                 self._mgr.destroy()
 
@@ -289,7 +289,7 @@ class Device(Runs, Scratch):
         >>> rec.host(ids)[:] = [9, 4]; rec.run(); rec.host(out)
         array([9., 4.], dtype=float32)
         """
-        return Recording(self._open(), timestamps)
+        return Recording(self.check_open(), timestamps)
 
     def warmup(self, kernels_: Iterable[str] | None = None,
                step: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
@@ -317,12 +317,12 @@ class Device(Runs, Scratch):
         >>> built, skipped
         (['gather_u4_i32', 'gather_u4_i64'], [])
         """
-        self._open()
+        self.check_open()
         built: list[str] = []
         skipped: list[str] = []
         stems = [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)] if kernels_ is None \
             else list(kernels_)
-        with self._lock:
+        with self.lock:
             for stem in stems:
                 name = stem + self.geometry.suffix
                 if step is not None:
@@ -330,14 +330,14 @@ class Device(Runs, Scratch):
                 if not self.supports(stem):
                     skipped.append(name)
                     continue
-                self._pipelines.build(name, self._dummy._block.tensor)
+                self._pipelines.build(name, self.dummy._block.tensor)
                 built.append(name)
             self._pipelines.save()
         return built, skipped
 
     # ---- internal: buffers ----
-    def _open(self: _D) -> _D:
-        if self._closed:
+    def check_open(self: _D) -> _D:
+        if self.closed:
             raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
         return self
 
@@ -361,20 +361,20 @@ class Device(Runs, Scratch):
         return seq
 
     # ---- internal: transfers ----
-    def _write(self, buf: Buffer, offset: int, src: np.ndarray) -> None:
+    def write_bytes(self, buf: Buffer, offset: int, src: np.ndarray) -> None:
         """Uploads ``src`` (flat uint8) into ``buf`` at byte ``offset``, now."""
-        with self._lock:
-            self._open()._sync_buffer(buf)
+        with self.lock:
+            self.check_open()._sync_buffer(buf)
             for block, at, pos, n in buf._pieces(offset, src.size):
                 if block.view is not None:
                     transfers.host_copy(block.view[at:at + n], src[pos:pos + n])
                 else:
                     self._staging.write(block.tensor, at, src[pos:pos + n])
 
-    def _read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
+    def read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
         """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included)."""
-        with self._lock:
-            self._open()._sync_buffer(buf)
+        with self.lock:
+            self.check_open()._sync_buffer(buf)
             out = np.empty(nbytes, dtype=np.uint8)
             for block, at, pos, n in buf._pieces(offset, nbytes):
                 if block.view is not None:
@@ -383,7 +383,7 @@ class Device(Runs, Scratch):
                     self._staging.read(block.tensor, at, out[pos:pos + n])
             return out
 
-    def _copy(self, src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_offset: int = 0) -> None:
+    def copy_buffer(self, src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_offset: int = 0) -> None:
         """Copies ``nbytes`` of ``src`` from byte ``src_offset`` into ``dst`` at byte ``dst_offset`` on the
         device (no host round trip; any offsets, chunked buffers too; the two ranges must not overlap when
         ``src`` is ``dst``), in order with the queued work: appended to the device's open batch after a
@@ -398,12 +398,12 @@ class Device(Runs, Scratch):
                                  f"bytes")
         touched = [src] if src is dst else [src, dst]
         ops = _copy_ops(src, src_offset, dst, dst_offset, nbytes)
-        rec = self._recording()
+        rec = self.active_recording()
         if rec is not None:
             rec._append_copy(touched, ops)
             return
-        with self._lock:
-            self._open()
+        with self.lock:
+            self.check_open()
             if not self.max_queued:
                 self._transfer_now(touched, dst, ops)
                 return
@@ -411,11 +411,11 @@ class Device(Runs, Scratch):
             batch.ops.append(kp.OpMemoryBarrier([t for b in touched for t in b._tensors], *BEFORE_COPY))
             batch.ops += ops
             for b in touched:
-                for block in b._blocks:
+                for block in b.block_list:
                     block.batch = batch.number
             batch._added()
 
-    def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
+    def fill_buffer(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
         """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
         if nbytes > 0:
             self._transfer_now([buf], buf, [kp.OpFill(block.tensor, at, n, word)
@@ -424,8 +424,8 @@ class Device(Runs, Scratch):
     def _transfer_now(self, touched: list, written: Buffer, ops: list) -> None:
         """Submits transfer ops on device buffers and waits: after a barrier on the buffers they touch, and
         followed, on unified memory, by the barrier that lets the host read what they wrote."""
-        with self._lock:
-            self._open()
+        with self.lock:
+            self.check_open()
             for b in touched:
                 self._sync_buffer(b)
             seq = self._immediate
@@ -438,5 +438,5 @@ class Device(Runs, Scratch):
             self._submit(seq, False)
 
     # ---- internal: running ----
-    def _recording(self):
+    def active_recording(self):
         return getattr(self._local, "recording", None)

@@ -50,7 +50,7 @@ class Recording:
         self._held: list[Buffer] = []         # those buffers (the ids stay theirs while the recording lives)
 
     def __enter__(self) -> "Recording":
-        if self.device._recording() is not None:
+        if self.device.active_recording() is not None:
             raise RuntimeError("this thread is already recording on this device")
         if self._seq is not None:
             raise RuntimeError("this recording is finished: run() submits it again")
@@ -65,7 +65,7 @@ class Recording:
         dev = self.device
         for buf in self._buffers():        # these buffers stay out of the allocator while it lives
             buf.pinned = True
-        with dev._lock:
+        with dev.lock:
             ops = self._ops()
             # Kompute writes a timestamp before the first and after every recorded Vulkan command
             self._seq = dev._mgr.sequence(0, len(ops) + 1 if self._timestamps else 0)
@@ -126,8 +126,8 @@ class Recording:
         """Submits the recorded operations again and waits for them (RuntimeError before the block ends)."""
         if self._seq is None:
             raise RuntimeError("the recording has not ended yet")
-        with self.device._lock:
-            self.device._open()._flush()     # queued calls first: the recording may read what they write
+        with self.device.lock:
+            self.device.check_open()._flush()     # queued calls first: the recording may read what they write
             self.device._submit(self._seq, self._zeroed)
 
     def timestamps(self) -> list[float]:
@@ -176,7 +176,7 @@ class Recording:
             self._steps.append(("download", tuple(self._range_of(b, self._downloaded) for b in downloads)))
 
     def _append_copy(self, buffers: list[Buffer], ops: list[Any]) -> None:
-        """Device._copy inside the block: the copy ops (on ``buffers``) run at this point of every run."""
+        """Device.copy_buffer inside the block: the copy ops (on ``buffers``) run at this point of every run."""
         self._steps.append(("copy", (list(buffers), list(ops))))
 
     def _ops(self) -> list[Any]:

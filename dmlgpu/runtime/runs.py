@@ -67,9 +67,9 @@ class Runs:
         _supported: dict
         _barrier: Any
         _batches: Batch
-        _closed: bool
+        closed: bool
         _host_barrier: Any
-        _lock: threading.RLock
+        lock: threading.RLock
         _max_groups: int
         _mgr: Any
         _param_buffers: dict
@@ -85,11 +85,11 @@ class Runs:
         info: DeviceInfo
         max_queued: int
 
-        def _open(self) -> Any: ...
-        def _recording(self) -> Any: ...
+        def check_open(self) -> Any: ...
+        def active_recording(self) -> Any: ...
         def _replay_sequence(self) -> Any: ...
-        def _read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray: ...
-        def _write(self, buf: Buffer, offset: int, src: np.ndarray) -> None: ...
+        def read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray: ...
+        def write_bytes(self, buf: Buffer, offset: int, src: np.ndarray) -> None: ...
 
     def _run(self, dispatches, uploads=(), downloads=(), queue: bool = False) -> list:
         """Uploads the buffers' staged bytes, runs the dispatches in order (a barrier before each),
@@ -98,12 +98,12 @@ class Runs:
         (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns [])."""
         if self._admitted is not None:
             self._admit(dispatches, uploads)
-        rec = self._recording()
+        rec = self.active_recording()
         if rec is not None:
             rec._append(dispatches, uploads, downloads)
             return []
-        with self._lock:
-            self._open()
+        with self.lock:
+            self.check_open()
             if queue and self.max_queued and not downloads:
                 self._batches.enqueue(dispatches, uploads)
                 return []
@@ -115,7 +115,7 @@ class Runs:
             up_slot = down_slot = None
             if self.direct_memory or not fused:   # mapped, or large: through staging in submissions of their own
                 for b in pending:
-                    self._write(b, 0, b._pending)
+                    self.write_bytes(b, 0, b._pending)
             else:
                 if pending:
                     up_pos = _packed(up_sizes)
@@ -133,7 +133,7 @@ class Runs:
             if down_slot is not None:
                 view = down_slot.view
                 return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
-            return [self._read_range(b, 0, b.nbytes) for b in downloads]
+            return [self.read_range(b, 0, b.nbytes) for b in downloads]
 
     def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot) -> None:
         """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
@@ -180,9 +180,9 @@ class Runs:
         is open (the common eager call: one check fewer)."""
         if self._admitted is not None:
             self._admit(dispatches, uploads)
-        with self._lock:
-            if self._closed:
-                self._open()
+        with self.lock:
+            if self.closed:
+                self.check_open()
             if self.max_queued:
                 self._batches.enqueue(dispatches, uploads)
             else:
@@ -194,7 +194,7 @@ class Runs:
 
     def _sync_buffer(self, buf: Buffer) -> None:
         """Before ``buf`` is reached outside the batches: waits for the batches that use it."""
-        for block in buf._blocks:
+        for block in buf.block_list:
             self._batches.sync_block(block)
 
     def _flush(self, wait: bool = True) -> None:
@@ -229,7 +229,7 @@ class Runs:
         its ops (pipelines.Bound)."""
         groups = self.geometry.workgroups(d.count, self._max_groups)
         if d.blocks is not None:
-            return self._pipelines.algorithm(d.kernel, groups, [b._blocks[i or 0] for b, i in zip(d.buffers, d.blocks)])
+            return self._pipelines.algorithm(d.kernel, groups, [b.block_list[i or 0] for b, i in zip(d.buffers, d.blocks)])
         if not d.wide:
             for b in d.buffers:
                 if b.chunked:

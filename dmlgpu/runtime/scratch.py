@@ -20,9 +20,9 @@ class Scratch:
     """Device's scratch, parameter and zeroed buffers, and the checks of what it can hold."""
 
     if TYPE_CHECKING:       # the Device's, which these methods use
-        _closed: bool
+        closed: bool
         _param_buffers: dict
-        _whole_max: int
+        whole_max: int
         _zeroed: dict
         _zeroed_clean: bool
         chunk_bytes: int
@@ -30,8 +30,8 @@ class Scratch:
         memory_limit: int | None
         zeroed_serial: int
 
-        def _open(self) -> Any: ...
-        def _fill(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None: ...
+        def check_open(self) -> Any: ...
+        def fill_buffer(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None: ...
 
     @property
     def memory_capacity(self) -> int:
@@ -40,7 +40,7 @@ class Scratch:
         heap = self.info.device_memory
         return heap if self.memory_limit is None else min(heap, self.memory_limit)
 
-    def _check_sizes(self, *nbytes: int) -> None:
+    def check_sizes(self, *nbytes: int) -> None:
         """DeviceError, before any GPU work, if buffers of these sizes (one operation's) cannot be held by the
         device together."""
         total, capacity = sum(nbytes), self.memory_capacity
@@ -52,19 +52,19 @@ class Scratch:
                               f"split the operation into smaller ones")
 
 
-    def _take(self, nbytes: int) -> Buffer:
+    def take_buffer(self, nbytes: int) -> Buffer:
         """A buffer of at least ``nbytes`` whose contents are undefined."""
-        if self._closed:
-            self._open()
+        if self.closed:
+            self.check_open()
         return Buffer(self, max(4, (nbytes + 3) & ~3))   # type: ignore[arg-type]  # self: the Device
 
-    def _give(self, *bufs: Buffer) -> None:
+    def give_buffers(self, *bufs: Buffer) -> None:
         """Returns _take()n buffers to the allocator now (those a recording uses stay until it goes)."""
         for buf in bufs:
             if not buf.pinned:
                 buf._release()
 
-    def _params(self, words: np.ndarray) -> tuple[Buffer, bool]:
+    def params(self, words: np.ndarray) -> tuple[Buffer, bool]:
         """(a buffer holding these kernel parameter words, True if it is new: its words are staged and it
         must be listed among the uploads of the run that uses it). Buffers are shared by equal words, so
         repeated operations reuse their algorithms."""
@@ -75,11 +75,11 @@ class Scratch:
             if len(self._param_buffers) >= _PARAMS_CACHE:
                 self._param_buffers.pop(next(iter(self._param_buffers)))
             buf = Buffer(self, words.nbytes, whole=True)    # type: ignore[arg-type]  # bound whole at binding 0
-            buf._stage(np.frombuffer(key, dtype=np.uint8))
+            buf.stage(np.frombuffer(key, dtype=np.uint8))
         self._param_buffers[key] = buf            # most recently used last
         return buf, fresh
 
-    def _block_table(self, slots, base: int) -> np.ndarray:
+    def block_table(self, slots, base: int) -> np.ndarray:
         """The block lists of the WIDE kernel variants (shaders/index_map.glsl's P_BLOCKS) for the buffers in
         ``slots`` (None: absent), to be placed at word ``base`` of their parameter words: per slot, the log2 of
         its block size in bytes (63: one block) and the word where its blocks' addresses start; then the
@@ -88,7 +88,7 @@ class Scratch:
         addresses: list[int] = []
         start = base + 2 * len(slots)
         for buf in slots:
-            blocks = buf._blocks if buf is not None else []
+            blocks = buf.block_list if buf is not None else []
             head += [self.chunk_bytes.bit_length() - 1 if len(blocks) > 1 else 63, start + len(addresses)]
             addresses += [b.address for b in blocks] or [0]
         return np.array(head + addresses, dtype=np.uint64)
@@ -102,10 +102,10 @@ class Scratch:
         work, if the device cannot hold it beside the operation's tensors ``beside`` (bytes)."""
         buf = self._zeroed.get(key)
         if buf is None or buf.nbytes < nbytes or not self._zeroed_clean:
-            self._check_sizes(*beside, nbytes)
+            self.check_sizes(*beside, nbytes)
             size = max(nbytes, 4096, 0 if buf is None else buf.nbytes)
             size = 1 << (size - 1).bit_length()        # powers of two up to one block, then what is asked
-            if size > self._whole_max:
+            if size > self.whole_max:
                 size = nbytes
             if not self._zeroed_clean:
                 self._zeroed.clear()
@@ -113,5 +113,5 @@ class Scratch:
             self._zeroed.pop(key, None)
             buf = self._zeroed[key] = Buffer(self, size)   # type: ignore[arg-type]
             self.zeroed_serial += 1
-            self._fill(buf, 0, 0, buf.nbytes)
+            self.fill_buffer(buf, 0, 0, buf.nbytes)
         return buf
