@@ -9,6 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+PIPELINE_CACHE_HEADER = 32     # bytes of a Vulkan pipeline cache's header (VkPipelineCacheHeaderVersionOne)
 BENCH_SECTIONS = ("roundtrip", "reductions", "large")    # python -m dmlgpu bench SECTION: dmlgpu.bench.SECTION.main
 
 
@@ -70,13 +71,24 @@ def warmup(index: int | None = None) -> int:
     from .bench.progress import Progress
     from .device import as_device
     from .runtime.pipelines import cache_file
-    dev = as_device(index, "python -m dmlgpu warmup", "--device")
+    from .errors import DeviceError
+    try:
+        dev = as_device(index, "python -m dmlgpu warmup", "--device")
+    except DeviceError as e:
+        print(e, file=sys.stderr)
+        return 2
     progress = Progress()
     progress.start(sum(not n.endswith(kernels.SMALL_SUFFIX) for n in kernels.VARIANTS))
     built, skipped = dev.warmup(step=lambda name: progress.step(f"{kernels.VARIANTS[name][0]} {name}"))
     progress.finish()
+    path = cache_file(dev.info, "" if dev.profile.name == "full" else dev.profile.name)
     print(f"device {dev.info.index} ({dev.info.name}): the pipelines of {len(built)} kernel variants are built; "
-          f"pipeline cache: {cache_file(dev.info)}")
+          f"pipeline cache: {path}")
+    size = path.stat().st_size if path.exists() else 0
+    if size <= PIPELINE_CACHE_HEADER:
+        print(f"the driver's pipeline cache holds no pipelines ({size} bytes{': its header alone' if size else ''}): "
+              f"this driver compiles each pipeline when a process builds it, so warming up saves nothing here "
+              f"(lavapipe does this; GPU drivers keep their compiled pipelines)")
     if skipped:
         lacking = sorted(set().union(*(spirv.requirements(n).features for n in skipped)) - dev.features)
         print(f"skipped {len(skipped)} variants that need a feature or limit the device (profile "

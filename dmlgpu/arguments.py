@@ -13,6 +13,7 @@ from .index_map import INDEX_DTYPES, as_index_array, check_in_range
 from .device import Device, as_device
 from .interop import host_array
 from .tensor import Tensor
+from .tensor_protocols import PYTHON_VALUES, assigned
 
 MODES = ("clamp", "raise")
 ITEM_SIZES = kernels.UNITS     # the kernels' access units: the item sizes layer 2 moves
@@ -29,27 +30,33 @@ def _device(op: str, device, *operands) -> Device:
         device = as_device(device, op)
     for t in tensors:
         if t.device is not device:
-            if t.device.info.index == device.info.index:       # two Device objects of one GPU
-                where = (f"another dmlgpu.Device object of the same device {device.info.index} ({device.info.name}; "
-                         f"Tensor's Device at {id(t.device):#x}, the operation's at {id(device):#x}): Device "
-                         f"objects do not share memory")
-            else:
-                where = f"device {device.info.index} ({device.info.name})"
             raise DeviceError(f"a Tensor of device {t.device.info.index} ({t.device.info.name}) was passed to an "
-                              f"operation on {where}; move it with dmlgpu.tensor(t, device=...)")
+                              f"operation on {other_device(t.device, device)}; move it with dmlgpu.tensor(t, "
+                              f"device=...)")
     return device
+
+
+def other_device(of: Device, device: Device) -> str:
+    """How errors name ``device``, where a Tensor of ``of`` met an operation on it: its index and name, and
+    where both are Device objects of one GPU, that and their addresses (they share no memory)."""
+    if of.info.index == device.info.index:
+        return (f"another dmlgpu.Device object of the same device {device.info.index} ({device.info.name}; "
+                f"Tensor's Device at {id(of):#x}, the operation's at {id(device):#x}): Device objects do not share "
+                f"memory")
+    return f"device {device.info.index} ({device.info.name})"
 
 
 _host_array = host_array
 
 
-def _data(arr, what: str):
-    """A NumPy array (or a Tensor, as it is) whose items dmlgpu can move."""
+def _data(arr, what: str, any_size: bool = False):
+    """A NumPy array (or a Tensor, as it is) whose items dmlgpu can move (``any_size``: of any fixed size,
+    which NumPy's names move as rows of units: dmlgpu/items.py)."""
     a = arr if isinstance(arr, Tensor) else _host_array(arr)
     if a.dtype.hasobject:
         raise TypeError(f"{what} has dtype {a.dtype}, which holds Python objects; "
                         "use a numeric, boolean or other fixed-size dtype")
-    if a.dtype.itemsize not in ITEM_SIZES:
+    if a.dtype.itemsize not in ITEM_SIZES and not (any_size and a.dtype.itemsize):
         raise TypeError(f"{what} has dtype {a.dtype} of {a.dtype.itemsize} bytes; "
                         f"dmlgpu moves items of {', '.join(map(str, ITEM_SIZES))} bytes")
     return a
@@ -67,8 +74,14 @@ def _index_array(indices) -> np.ndarray:
 def _indices(indices, mode: str):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
     if isinstance(indices, Tensor):
+        if indices.dtype.kind in "iu" and indices.dtype.isnative and indices.dtype.itemsize < 4:
+            indices = indices.astype(f"{indices.dtype.kind}4")     # int8/16 as NumPy's: widened (as arrays are)
         if indices.dtype not in _INDEX_DTYPES:
-            raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or uint64")
+            order = "" if indices.dtype.isnative else (" in native byte order (this one is "
+                                                       f"{'big' if indices.dtype.byteorder == '>' else 'little'}-endian:"
+                                                       f" convert it with t.astype(t.dtype.newbyteorder('=')))")
+            raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or "
+                            f"uint64{order}")
         if mode == "raise" and indices.device.active_recording() is not None:
             raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
                                "before any GPU work")
@@ -173,6 +186,10 @@ def _check_nd(op: str, data, idx, batch_dims: int):
 
 
 def _updates(updates, data, op: str):
+    """A scatter's updates: a Tensor or array of data's dtype; Python scalars and lists are cast to it by
+    NumPy's rule (tensor_protocols.assigned: OverflowError for a Python int out of its range)."""
+    if isinstance(updates, PYTHON_VALUES):
+        return assigned(updates, data.dtype, None, op)
     upd = updates if isinstance(updates, Tensor) else _host_array(updates)
     if upd.dtype != data.dtype:
         raise TypeError(f"{op}: updates has dtype {upd.dtype}; it must be data's dtype ({data.dtype})")

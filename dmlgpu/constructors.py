@@ -11,7 +11,9 @@ from numpy.typing import DTypeLike
 
 from .device import as_device
 from .interop import host_array
-from .tensor import DeviceLike, Tensor, _device_dtype, _upload
+from .tensor import DeviceLike, Tensor, _upload
+from .tensor_protocols import PYTHON_VALUES, assigned
+from .tensor_views import device_dtype as _device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -96,7 +98,7 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     ----------
     array : array_like or Tensor
         A NumPy array or what NumPy can view (PyTorch CPU tensors, bfloat16 ones included: see
-        dmlgpu.interop), of any dtype (items of 1, 2, 4, 8 or 16 bytes are what the operations move), uploaded;
+        dmlgpu.interop), of any fixed-size dtype, uploaded;
         or a Tensor, copied on its device (to another device, or to another dtype: through the host).
     dtype : dtype_like, optional
         Cast to it as NumPy casts (default: ``array``'s dtype).
@@ -118,7 +120,10 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
         if dev is not array.device:
             return tensor(array.numpy(), device=dev)
         return array.copy()
-    arr = host_array(array)
+    if dtype is not None and isinstance(array, PYTHON_VALUES):     # NumPy's np.array(values, dtype) rule
+        arr = assigned(array, _device_dtype(dtype, "tensor"), None, "tensor")
+    else:
+        arr = host_array(array)
     if dtype is not None:
         arr = arr.astype(_device_dtype(dtype, "tensor"), copy=False)
     else:
@@ -238,7 +243,7 @@ def _full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None, device: De
     dims = _shape(shape, who)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.numpy()
-    value = np.asarray(fill_value, dtype=dtype)
+    value = assigned(fill_value, np.asarray(fill_value).dtype if dtype is None else dtype, None, who)  # NumPy's cast
     dt = _device_dtype(value.dtype, who)
     dev = as_device(device, who)
     if value.ndim:

@@ -24,7 +24,8 @@ PARTS = {
     dmlgpu.DeviceError
         A Tensor of another device, or tensors larger than the device can hold.""",
     "reduction": """\
-    reduction : {"none", "add", "mul", "min", "max", "mean"}
+    reduction : {"none", "add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin"}
+        PyTorch's scatter_reduce names "sum", "prod", "amax" and "amin" are "add", "mul", "max" and "min".
         "none": the last update for a target (row-major order of the updates) wins. The others (ONNX
         opsets 16/18) combine every update into its target in that order, bit-reproducibly: integers wrap,
         floats round to nearest even, min/max propagate NaN, bool's add/max are or and mul/min are and.

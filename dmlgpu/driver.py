@@ -37,7 +37,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import calls, ops
+from . import calls, items, ops
 from .arguments import _index_check, _operands, _updates
 from .calls import out_key
 from .execution import _Call, _execute, _planned, check_out
@@ -100,6 +100,12 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     """
     if key is None:
         key = (*args, mode)
+    if op in items.OPERATORS and isinstance(getattr(data, "dtype", None), np.dtype) and items.odd(data.dtype):
+        return items.call(call, op, rule, data, indices, updates, args, device=device, mode=mode, out=out,
+                          key=key, byte_order=byte_order)     # (records, "S3", ...: as rows of units)
+    if any(isinstance(x, Tensor) and x._strides is not None for x in (data, indices, updates, out)):
+        return _strided(op, rule, data, indices, updates, args, device=device, mode=mode, out=out, key=key,
+                        byte_order=byte_order)
     if device is None and type(data) is Tensor and type(indices) is Tensor and \
             (updates is None or type(updates) is Tensor) and (out is None or type(out) is Tensor) and _plain(key):
         res = calls.templated(op, (data, indices) if updates is None else (data, indices, updates), key, out)
@@ -132,3 +138,21 @@ def _plain(key: tuple) -> bool:
         if type(a) is not int and type(a) is not str:
             return False
     return True
+
+
+def _strided(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple, *, out: Any, **kw: Any) -> Any:
+    """call() with strided Tensor views (Tensor.transpose(), t[:, 1], ...): the kernels take packed operands,
+    so strided ones are packed copies (on the device); a strided ``out`` receives the packed result, written
+    into its elements on the device (in place on ``data``: data's packed copy is updated, then written back)."""
+    def packed(x: Any) -> Any:
+        return x._packed() if isinstance(x, Tensor) and x._strides is not None else x
+
+    pd, pi, pu = packed(data), packed(indices), packed(updates)
+    if not isinstance(out, Tensor) or out._strides is None:
+        return call(op, rule, pd, pi, pu, args, out=out, **kw)
+    in_place = out is data or isinstance(data, Tensor) and (data.buffer, data.offset, data.shape, data._strides) == \
+        (out.buffer, out.offset, out.shape, out._strides)
+    into = pd if in_place else Tensor._wrap(out.device.take_buffer(out.nbytes), out.shape, out.dtype)
+    call(op, rule, pd, pi, pu, args, out=into, **kw)
+    out._write_packed(into)
+    return out

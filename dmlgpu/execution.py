@@ -16,7 +16,7 @@ import numpy as np
 
 from . import calls as _calls, ops
 from .calls import IN_PLACE, out_key
-from .arguments import named
+from .arguments import named, other_device
 from .device import Device
 from .errors import DeviceError
 from .index_map import IndexMap, Layout
@@ -87,9 +87,11 @@ def check_out(op: str, out, data, operands: tuple, dev: Device) -> None:
     """The checks of ``out`` that need no plan: a Tensor of ``dev`` or a NumPy array (writable; only where
     the call returns a NumPy array), else TypeError / DeviceError naming ``op``."""
     if isinstance(out, Tensor):
-        if out.device is not dev:
-            raise DeviceError(f"{op}: out is a Tensor of device {out.device.info.index} ({out.device.info.name}); "
-                              f"the call runs on device {dev.info.index} ({dev.info.name})")
+        if out.device is not dev:                   # (two Device objects of one GPU: arguments.other_device)
+            raise DeviceError(f"{op}: out is a Tensor of " + (
+                other_device(out.device, dev) if out.device.info.index == dev.info.index else
+                f"device {out.device.info.index} ({out.device.info.name}); the call runs on device {dev.info.index} "
+                f"({dev.info.name})"))
     elif isinstance(out, np.ndarray):
         if dev.active_recording() is not None or any(isinstance(o, Tensor) for o in (data,) + operands):
             raise TypeError(f"{op}: out is a NumPy array, but the call returns a Tensor (an operand is a Tensor, "

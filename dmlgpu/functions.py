@@ -1,6 +1,6 @@
 """Layer 2: NumPy-style gather and scatter functions with ONNX semantics.
 
-Each takes NumPy arrays (any dtype whose item size is 1, 2, 4, 8 or 16 bytes: values move bit-exact), what
+Each takes NumPy arrays (any fixed-size dtype: values move bit-exact, dmlgpu/items.py beyond 16 bytes), what
 NumPy can view without a copy (PyTorch CPU tensors and other DLPack producers, ``__array__``, the buffer
 protocol: see dmlgpu.interop.host_array) or dmlgpu.Tensors, ``device=`` (a Device or a device index; default:
 the device of a Tensor operand, else dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour:
@@ -48,7 +48,7 @@ _SHARED = {
     >>> import numpy as np, dmlgpu""",
     "elements": """\
     data : array_like or Tensor
-        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+        At least one dimension; any fixed-size dtype.
     indices : array_like or Tensor
         Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.""",
     "scatter_keywords": """\
@@ -133,7 +133,7 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
     Parameters
     ----------
     data : array_like or Tensor
-        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items (moved bit-exact).
+        At least one dimension; any fixed-size dtype (moved bit-exact).
     indices : array_like or Tensor
         Integers (int32, uint32, int64, uint64; narrower ones are widened), of any shape.
     axis : int
@@ -234,7 +234,7 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
     Parameters
     ----------
     data : array_like or Tensor
-        At least one dimension; any dtype of 1, 2, 4, 8 or 16-byte items.
+        At least one dimension; any fixed-size dtype.
     indices : array_like or Tensor
         Integers whose last dimension (k, 1 to ``data.ndim``) holds each target's index tuple.
     updates : array_like or Tensor

@@ -12,8 +12,8 @@ dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where N
   (a NumPy operand is broadcast on the host; a Tensor operand must already have the broadcast shape);
 - ``put_along_axis`` writes into ``arr`` and returns None: a NumPy array (through a scatter of its copy), or
   a Tensor, in place on its device (one scatter that broadcasts indices and values by strides; Tensor
-  indices are not read back, so out of range they clamp); where several values land on one element, the
-  last one in row-major order wins, as in NumPy.
+  indices are read back and checked as take's: IndexError out of range); where several values land on one
+  element, the last one in row-major order wins, as in NumPy.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from .functions import (DeviceLike, IndexLike, gather, gather_elements,
 from .index_map import Layout, as_index_array, check_in_range
 from .device import Device
 from .tensor import Tensor
+from .tensor_protocols import ARRAY_FUNCTIONS, assigned
 
 TakeMode = Literal["raise", "wrap", "clip"]
 TAKE_MODES = ("raise", "wrap", "clip")
@@ -75,7 +76,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
     Parameters
     ----------
     a : array_like or Tensor
-        Any dtype of 1, 2, 4, 8 or 16-byte items.
+        Any fixed-size dtype (records and strings too).
     indices : array_like or Tensor
         Integers of any shape (an empty list is an empty integer array, as in NumPy).
     axis : int or None
@@ -120,13 +121,21 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
     try:
         if mode not in TAKE_MODES:
             raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
-        data = _data(a, "a")
-        if axis is None:
-            data, axis = _flat(data), 0
+        data = _data(a, "a", any_size=True)
+        if axis is None or data.ndim == 0:          # (NumPy takes a 0-d a as 1-d)
+            data, axis = _flat(data), 0 if axis is None else axis
         axis = _axis(axis, data.ndim, "a")
         n = data.shape[axis]
         into = out if isinstance(out, Tensor) else None
-        if mode == "raise":
+        shape = data.shape[:axis] + tuple(np.shape(indices)) + data.shape[axis + 1:]
+        if isinstance(out, np.ndarray) and out.shape != shape:
+            raise ValueError(f"out has shape {out.shape}; the result has shape {shape}")
+        if isinstance(out, np.ndarray) and not np.can_cast(out.dtype, data.dtype, "safe"):
+            raise TypeError(f"Cannot cast array data from {out.dtype!r} to {data.dtype!r} according to the rule "
+                            f"'safe' (NumPy's rule for take's out: its dtype must cast safely to a's)")
+        if 0 in shape:
+            result = gather(data, indices, axis, device=device, mode="clamp", out=into)   # empty: no index read
+        elif mode == "raise":
             result = gather(data, indices, axis, device=device, mode="raise", out=into)
         else:
             values = indices.numpy() if isinstance(indices, Tensor) else _index_array(indices)
@@ -146,7 +155,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
                 raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
             if out.shape != result.shape:
                 raise ValueError(f"out has shape {out.shape}; the result has shape {result.shape}")
-            np.copyto(out, result.numpy() if isinstance(result, Tensor) else result, casting="safe")
+            np.copyto(out, result.numpy() if isinstance(result, Tensor) else result, casting="unsafe")
             return out
         if isinstance(result, np.ndarray) and result.ndim == 0:
             return result[()]
@@ -192,7 +201,7 @@ def _along_axis(arr: np.ndarray | Tensor, indices: Any,
         idx = _host_indices(indices)
     if axis is None:
         if idx.ndim != 1:
-            raise ValueError(f"when axis is None, indices must have one dimension, not {idx.ndim}")
+            raise ValueError(f"when axis is None, indices must have a single dimension (as NumPy says), not {idx.ndim}")
         return _flat(arr), 0, idx
     return arr, _axis(axis, arr.ndim, "arr"), idx
 
@@ -213,7 +222,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
     Parameters
     ----------
     arr : array_like or Tensor
-        Any dtype of 1, 2, 4, 8 or 16-byte items.
+        Any fixed-size dtype (records and strings too).
     indices : array_like or Tensor
         Integers of ``arr``'s rank (1-d when ``axis`` is None). A Tensor operand must already have the
         broadcast shape.
@@ -246,7 +255,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
            [3. , 1. ]])
     """
     try:
-        data, axis, idx = _along_axis(_data(arr, "arr"), indices, axis)
+        data, axis, idx = _along_axis(_data(arr, "arr", any_size=True), indices, axis)
         shape = _broadcast_along(data.shape, idx.shape, axis)
         data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
         idx = _broadcast_to(idx, shape, "indices")
@@ -307,8 +316,8 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
         n = data.shape[axis]
         check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
                                                   f"axis {axis} with size {n}")
-        vals = values.numpy() if isinstance(values, Tensor) else _host_array(values)
-        vals = np.broadcast_to(vals.astype(data.dtype, copy=False), shape)
+        vals = assigned(values.numpy() if isinstance(values, Tensor) else values, data.dtype, None, "put_along_axis")
+        vals = np.broadcast_to(vals, shape)
         if vals.size == 0:
             return
         # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
@@ -342,8 +351,8 @@ def _broadcast_strides(shape: tuple[int, ...], of: tuple[int, ...]) -> tuple[int
 def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | None, device: DeviceLike) -> None:
     """put_along_axis into a Tensor, on its device and in place: one scatter whose index map broadcasts
     the indices, the values and ``arr`` by strides (nothing is materialised, nothing of ``arr`` copied).
-    NumPy indices are checked on the host first (IndexError); a Tensor's are not read back: out of range,
-    they clamp (layer 2's mode="clamp")."""
+    NumPy indices are checked on the host first (IndexError); a Tensor's are read back and checked by the
+    driver, as take's (mode="raise": IndexError, nothing written)."""
     data, axis, idx = _along_axis(arr, indices, axis)
     shape = _broadcast_along(data.shape, idx.shape, axis)
     n = data.shape[axis]
@@ -355,7 +364,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
             raise TypeError(f"values is a Tensor of dtype {values.dtype}; arr's is {data.dtype} (cast it first)")
         vals: Any = values
     else:
-        vals = np.ascontiguousarray(_host_array(values).astype(data.dtype, copy=False))
+        vals = assigned(values, data.dtype, None, "put_along_axis")      # NumPy's cast (a[...] = values)
     np.broadcast_shapes(vals.shape, shape)           # ValueError where values do not broadcast
     if math.prod(shape) == 0 or vals.size == 0:
         return
@@ -368,5 +377,10 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
                    Layout(shape, _broadcast_strides(shape, idx.shape)), Layout(shape, _broadcast_strides(shape, vals.shape)))
         return driver.Signature(data.shape, n, (*layouts, axis, data.dtype, idx.dtype, "none", _self_copy(data)))
 
-    driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device, out=data,
-                key=(axis, "clamp", "put_along_axis"))
+    mode = "raise" if isinstance(idx, Tensor) else "clamp"      # Tensor indices: checked as take's (the driver's)
+    driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device, out=data, mode=mode,
+                key=(axis, mode, "put_along_axis"))
+
+
+# NumPy's np.take, np.take_along_axis and np.put_along_axis on Tensors run these (Tensor.__array_function__)
+ARRAY_FUNCTIONS.update({np.take: take, np.take_along_axis: take_along_axis, np.put_along_axis: put_along_axis})

@@ -26,7 +26,9 @@ resolve as in the rest of dmlgpu: the last update in row-major order wins.
 Inputs live on the host (NumPy arrays, or anything dmlgpu's functions accept), which is what ONNX's device
 "CPU" names, or on the device (dmlgpu.Tensor). run() checks each input against the graph's declared element
 type and static dimensions (a named dimension must have one size across the inputs) before any GPU work.
-Outputs are NumPy arrays, or dmlgpu.Tensors when an input was a Tensor. Initializers that the device
+Outputs are NumPy arrays, or dmlgpu.Tensors when an input was a Tensor (a Tensor that feeds host plumbing, a
+Cast or a shape, has its values read on the host, outside recordings). Errors name a node by its name, or
+by its output where it has none. Initializers that the device
 operators read are uploaded once, at prepare(); in a graph of several device operators, or one that reads
 an initializer, the values between them stay on the device. The work runs on ``dmlgpu.default_device()``,
 or on the device given as ``prepare(model, "CPU", dml_device=...)`` (a dmlgpu.Device or a device index).
@@ -52,7 +54,7 @@ from onnx.backend.base import Backend, BackendRep, Device as OnnxDevice, DeviceT
 from .device import Device, as_device
 from .onnx_graph import (ModelSource, Node, attributes, declared, feeds as check_feeds, load_model, opset_of,
                          unsupported, value_types)
-from .onnx_ops import DATA_INPUTS, HOST_ONLY, INDEX_TYPES, MODE, OPERATORS, PLUMBING, Value, shape_gather
+from .onnx_ops import DATA_INPUTS, HOST_ONLY, described, INDEX_TYPES, MODE, OPERATORS, PLUMBING, Value, shape_gather
 from .constructors import tensor
 from .tensor import Tensor
 
@@ -80,14 +82,14 @@ class UnsupportedModelError(NotImplementedError):
 def _constant(node: onnx.NodeProto) -> np.ndarray:
     """The value of a Constant node."""
     if len(node.attribute) != 1:
-        raise UnsupportedModelError(f"Constant node {node.name!r} must have one value attribute, not "
+        raise UnsupportedModelError(f"{described(node)} must have one value attribute, not "
                                     f"{[a.name for a in node.attribute]}")
     attr = node.attribute[0]
     if attr.name == "value":
         return numpy_helper.to_array(attr.t)
     kinds = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
     if attr.name not in kinds:
-        raise UnsupportedModelError(f"Constant node {node.name!r}: dmlgpu.onnx takes a value, value_float(s) or "
+        raise UnsupportedModelError(f"{described(node)}: dmlgpu.onnx takes a value, value_float(s) or "
                                     f"value_int(s), not {attr.name}")
     return np.array(onnx.helper.get_attribute_value(attr), dtype=kinds[attr.name])
 
@@ -117,14 +119,14 @@ class DmlgpuRep(BackendRep):
         nodes: list[Node] = []
         for node in graph.node:
             if len(node.output) != 1:
-                raise ValueError(f"{node.op_type} node {node.name!r} must have one output, not {len(node.output)}")
+                raise ValueError(f"{described(node)} must have one output, not {len(node.output)}")
             if node.op_type == "Constant":
                 constants[node.output[0]] = _constant(node)
                 continue
             inputs = list(node.input)
             if node.op_type in ("Squeeze", "Unsqueeze") and len(inputs) > 1 and any(
                     a.name == "axes" for a in node.attribute):
-                raise ValueError(f"{node.op_type} node {node.name!r} has axes both as an attribute and an input")
+                raise ValueError(f"{described(node)} has axes both as an attribute and an input")
             if node.op_type in HOST_ONLY:
                 _check_integer_types(node, types)
             host = node.op_type in PLUMBING or node.op_type == "Gather" and node.input[0] in shapes
@@ -200,7 +202,7 @@ class DmlgpuRep(BackendRep):
         for n in self._nodes:
             missing = [name for name in n.inputs if name and name not in values]
             if missing:
-                raise ValueError(f"{n.node.op_type} node {n.node.name!r} needs {missing}, which no input or earlier "
+                raise ValueError(f"{described(n.node)} needs {missing}, which no input or earlier "
                                  f"node provides")
             args = [values[name] if name else None for name in n.inputs]
             while args and args[-1] is None:   # omitted optional inputs at the end
@@ -230,12 +232,12 @@ def _check_integer_types(node: onnx.NodeProto, types: dict[str, int]) -> None:
         to = next((a.i for a in node.attribute if a.name == "to"), None)
         if to is not None and to not in INDEX_TYPES:
             raise UnsupportedModelError(
-                f"Cast node {node.name!r} converts to {TensorProto.DataType.Name(to)}: dmlgpu.onnx casts only "
+                f"{described(node)} converts to {TensorProto.DataType.Name(to)}: dmlgpu.onnx casts only "
                 f"integer tensors (shapes, indices) to integer types, never data")
     for name in names:
         if types.get(name) and types[name] not in INDEX_TYPES:
             raise UnsupportedModelError(
-                f"{node.op_type} node {node.name!r} reads {name!r} of type "
+                f"{described(node)} reads {name!r} of type "
                 f"{TensorProto.DataType.Name(types[name])}: dmlgpu.onnx runs {node.op_type} on integer tensors "
                 f"(shapes, indices) only, on the host, never on data")
 

@@ -11,7 +11,7 @@ import onnx
 
 from . import arguments
 from .device import Device
-from .onnx_ops import LAYER_2, OPERATORS, PLUMBING, NodeError, Value
+from .onnx_ops import LAYER_2, OPERATORS, PLUMBING, NodeError, Value, described
 from .tensor import Tensor
 
 ModelSource = Union[onnx.ModelProto, str, "os.PathLike[str]", bytes]   # what prepare() takes
@@ -22,13 +22,13 @@ def attributes(node: onnx.NodeProto, defaults: dict[str, Any]) -> dict[str, Any]
     attrs = dict(defaults)
     for attr in node.attribute:
         if attr.name not in defaults:
-            raise ValueError(f"{node.op_type} node {node.name!r} has an attribute {attr.name!r}; {node.op_type} "
+            raise ValueError(f"{described(node)} has an attribute {attr.name!r}; {node.op_type} "
                              f"has {sorted(defaults)}")
         value = onnx.helper.get_attribute_value(attr)
         attrs[attr.name] = value.decode() if isinstance(value, bytes) else value
     for name, value in attrs.items():
         if value is None and name not in ("end", "axes"):
-            raise ValueError(f"{node.op_type} node {node.name!r} needs the attribute {name!r}")
+            raise ValueError(f"{described(node)} needs the attribute {name!r}")
     return attrs
 
 
@@ -59,11 +59,11 @@ class Node(NamedTuple):
             try:
                 return self.fn(*args, **self.attrs)
             except NodeError as e:
-                raise ValueError(f"{self.node.op_type} node {self.node.name!r}: {e}") from None
+                raise ValueError(f"{described(self.node)}: {e}") from None
         try:
             return self.fn(dev, *args, **self.attrs)
         except (TypeError, ValueError, IndexError, RuntimeError) as e:
-            raise arguments.named(e, f"{self.node.op_type} node {self.node.name!r}", LAYER_2) from None
+            raise arguments.named(e, described(self.node), LAYER_2) from None
 
 
 class Input(NamedTuple):

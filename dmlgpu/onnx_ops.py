@@ -77,22 +77,31 @@ class NodeError(ValueError):
     """A plumbing node cannot run on its inputs; _Node.run adds the node's name."""
 
 
+def described(node: onnx.NodeProto) -> str:
+    """How errors name a node: ``Gather node '/embed/Gather'``, or by its output where it has no name."""
+    if node.name:
+        return f"{node.op_type} node {node.name!r}"
+    return f"{node.op_type} node (unnamed, output {node.output[0] if node.output else ''!r})"
+
+
 def _view(x: Value, shape: Sequence[int]) -> Value:
-    """``x`` with another shape of the same size: a NumPy view, or a Tensor of the same buffer."""
+    """``x`` with another shape of the same size: a NumPy view, or a Tensor view (of a packed copy of a
+    strided view that no strides can reshape)."""
     shape = tuple(int(s) for s in shape)
     if math.prod(shape) != math.prod(x.shape):
         raise NodeError(f"cannot reshape {tuple(x.shape)} ({math.prod(x.shape)} elements) to {shape}")
     if isinstance(x, Tensor):
-        return Tensor._wrap(x.buffer, shape, x.dtype)
+        try:
+            return x.reshape(shape)
+        except ValueError:
+            return x.copy().reshape(shape)
     return np.reshape(x, shape)
 
 
 def _host_ints(x: Value, what: str) -> np.ndarray:
-    """An integer tensor that must be on the host (a shape, axes, a small index tensor)."""
-    if isinstance(x, Tensor):
-        raise NodeError(f"{what} is a dmlgpu.Tensor (on the device); dmlgpu.onnx computes shapes and index "
-                         f"tensors on the host: pass it as a NumPy array")
-    arr = np.asarray(x)
+    """An integer tensor that must be on the host (a shape, axes, a small index tensor): a Tensor's values
+    are downloaded (outside recordings)."""
+    arr = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
     if arr.dtype.kind not in "iu":
         raise NodeError(f"{what} must be an integer tensor, not {arr.dtype}")
     return arr

@@ -109,6 +109,7 @@ from .runtime import Buffer, Device, Dispatch
 
 REDUCTIONS = ("none", "add", "mul", "min", "max")   # layer 1: the descriptors' Reduction member (operators.py)
 LAYER2_REDUCTIONS = REDUCTIONS + ("mean",)          # scatter_nd / scatter_elements' reduction=
+PYTORCH_NAMES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}   # layer 2's aliases (scatter_reduce's)
 ORDERS = ("row-major", "tree", "fixed-point")      # their order=
 FLOAT_KINDS = "f"     # with NARROW_FLOATS: the dtypes "mean" takes
 
@@ -131,12 +132,11 @@ _BOOL_OPS = {"add": "max", "max": "max", "mul": "min", "min": "min"}
 NARROW_FLOATS = {"bfloat16": ("bf", 2), "float8_e4m3fn": ("f8e4m3fn", 1), "float8_e5m2": ("f8e5m2", 1)}
 
 
-def check_reduction(reduction, allowed: tuple = LAYER2_REDUCTIONS) -> str:
-    """``reduction`` if it is one of ``allowed`` (layer 2's LAYER2_REDUCTIONS, or layer 1's REDUCTIONS), else
-    ValueError."""
+def check_reduction(reduction, allowed: tuple = LAYER2_REDUCTIONS + tuple(PYTORCH_NAMES)) -> str:
+    """``reduction`` if one of ``allowed`` (layer 2's, PYTORCH_NAMES aliased; layer 1's REDUCTIONS), else ValueError."""
     if not isinstance(reduction, str) or reduction not in allowed:
         raise ValueError(f"reduction must be one of {', '.join(map(repr, allowed))}, not {reduction!r}")
-    return reduction
+    return PYTORCH_NAMES.get(reduction, reduction)
 
 
 def check_order(order) -> str:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack      # typing's from Python 3.11; only mypy reads these annotations
 
 Mode = Literal["clamp", "raise"]
-Reduction = Literal["none", "add", "mul", "min", "max", "mean"]
+Reduction = Literal["none", "add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin"]  # (PyTorch's aliases)
 Order = Literal["row-major", "tree", "fixed-point"]
 DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: the default (device.as_device)
 ArrayInput = ArrayLike                    # an ndarray, what NumPy can view (interop.host_array), lists, scalars

@@ -10,6 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import tensor_index as _index
+from . import tensor_protocols as _protocols, tensor_views as _views
+from .tensor_views import device_dtype as _device_dtype
 from .device import Device, as_device
 from .runtime import Buffer, as_bytes
 
@@ -19,18 +21,18 @@ DeviceLike = Union[Device, int, None]
 
 class Tensor:
     """A device-resident array: ``shape``, ``dtype`` and the bytes of ``buffer`` from byte ``offset``, packed
-    in row-major order. Make one with dmlgpu.tensor() / asarray() (a copy of an array or Tensor), empty(),
-    zeros(), ones() or full().
+    in row-major order, or, for a strided view, at element ``strides``. Make one with dmlgpu.tensor() /
+    asarray() (a copy of an array or Tensor), empty(), zeros(), ones() or full().
 
     Layer-2 functions accept Tensors wherever they accept arrays and then return Tensors, queued on the
-    device (reading them waits). A Tensor behaves like a read-only array where NumPy expects one:
-    ``np.asarray(t)`` downloads a copy (as ``numpy()`` does), ``len(t)``, ``ndim``, ``size``, ``nbytes``,
-    ``itemsize``; ``reshape()``, ``view(dtype)`` and basic indexing on the leading axis (``t[2]``,
-    ``t[1:5]``, ``t[1:5, ...]``) give views that share the buffer; other basic indexing (steps, later axes,
-    None) gives a new Tensor computed on the device; ``copy()``, ``astype()``, ``to(device)``,
-    ``tolist()``, ``item()``. Writes from the host go through ``write(array)`` only; recordings keep their
-    own host copies (Recording.host). The buffer comes from the device's caching allocator and goes back to
-    it when the last Tensor that uses it (views included) is collected.
+    device (reading them waits). ``np.asarray(t)`` downloads a copy (as ``numpy()`` does); ``len(t)``,
+    ``ndim``, ``size``, ``nbytes``, ``itemsize``, ``strides``. Basic indexing (ints, slices with steps, None,
+    ...), ``T``/``transpose()``, ``squeeze()``, ``reshape()``/``flatten()`` and ``view(dtype)`` give views
+    that share the buffer (``base``: the Tensor that owns it), or raise where no view can be made; writes
+    through a view (``write(array)``, ``t[key] = value``, ``out=``) reach the base. ``copy()``,
+    ``astype()``, ``to(device)``, ``tolist()``, ``item()``; recordings keep their own host copies
+    (Recording.host). The buffer comes from the device's caching allocator and goes back to it when the last
+    Tensor that uses it (views included) is collected.
 
     Parameters
     ----------
@@ -56,7 +58,7 @@ class Tensor:
     >>> rows.numpy()
     array([[3., 4., 5.],
            [3., 4., 5.]], dtype=float32)
-    >>> t[1].tolist(), np.asarray(t[:, ::2]).sum()          # a view; a strided selection made on the device
+    >>> t[1].tolist(), np.asarray(t[:, ::2]).sum()          # views: packed, strided
     ([3.0, 4.0, 5.0], np.float32(10.0))
     """
 
@@ -65,6 +67,7 @@ class Tensor:
     buffer: Buffer
     offset: int = 0               # byte offset of the first element in ``buffer`` (views set it)
     base: "Tensor | None" = None  # the Tensor whose buffer a view shares (None: it owns it)
+    _strides: "tuple[int, ...] | None" = None   # a strided view's element strides (None: packed, row-major)
 
     def __init__(self, buffer: Buffer, shape: Iterable[SupportsIndex], dtype: DTypeLike, offset: SupportsIndex = 0):
         self.buffer = buffer
@@ -85,12 +88,20 @@ class Tensor:
         t.buffer, t.shape, t.dtype = buffer, shape, dtype
         return t
 
-    def _view(self, shape: tuple[int, ...], dtype: np.dtype[Any], offset: int) -> "Tensor":
-        """A view of this tensor's buffer (no checks: the caller keeps it inside the tensor's bytes)."""
+    def _view(self, shape: tuple[int, ...], dtype: np.dtype[Any], offset: int,
+              strides: tuple[int, ...] | None = None) -> "Tensor":
+        """A view of this tensor's buffer (no checks: the caller keeps its elements inside the tensor's bytes):
+        ``strides`` in elements of ``dtype`` (None: packed)."""
         t = Tensor._wrap(self.buffer, shape, dtype)
         t.offset = offset
+        if strides is not None and not _index.packed(shape, strides):
+            t._strides = strides
         t.base = self.base if self.base is not None else self
         return t
+
+    def _element_strides(self) -> tuple[int, ...]:
+        """The strides in elements (row-major ones for a packed tensor)."""
+        return self._strides if self._strides is not None else _index.packed_strides_of(self.shape)
 
     # ---- attributes ----
     @property
@@ -164,6 +175,8 @@ class Tensor:
         array([1, 2], dtype=uint8)
         """
         self._no_recording("numpy")
+        if self._strides is not None:           # a strided view: its elements gathered on the device first
+            return self.copy().numpy()
         return self.device.read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
 
     if not TYPE_CHECKING:     # (typed, a Tensor would be ArrayLike: the layer-2 overloads tell Tensors apart)
@@ -221,6 +234,8 @@ class Tensor:
         self._no_recording("item")
         flat = _index.flat_position(self.shape, args)
         size = self.dtype.itemsize
+        if self._strides is not None:
+            flat = sum(int(c) * s for c, s in zip(np.unravel_index(flat, self.shape), self._strides))
         raw = self.device.read_range(self.buffer, self.offset + flat * size, size)
         return raw.view(self.dtype)[0].item()
 
@@ -249,81 +264,30 @@ class Tensor:
         """
         if isinstance(array, Tensor):
             src = array
-            if src.device is self.device and src.shape == self.shape and src.dtype == self.dtype and (
-                    src.buffer is not self.buffer or src.offset + src.nbytes <= self.offset
-                    or self.offset + self.nbytes <= src.offset):       # (regions of one buffer must not overlap)
-                self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
+            if src.device is self.device and src.shape == self.shape and src.dtype == self.dtype:
+                if self._strides is None and src._strides is None and (
+                        src.buffer is not self.buffer or src.offset + src.nbytes <= self.offset
+                        or self.offset + self.nbytes <= src.offset):   # (regions of one buffer must not overlap)
+                    self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
+                    return
+                self._write_packed(src.copy())      # a packed copy of its own: no overlap with this view
                 return
             array = src.numpy()
-        arr = np.asarray(array, dtype=self.dtype)
-        if arr.shape != self.shape:
-            try:
-                arr = np.broadcast_to(arr, self.shape)
-            except ValueError:
-                raise ValueError(f"Tensor.write: an array of shape {arr.shape} does not broadcast to the tensor's "
-                                 f"shape {self.shape}") from None
-        if self.nbytes:
+        arr = _protocols.assigned(array, self.dtype, self.shape, "Tensor.write")
+        if self._strides is not None:
+            self._write_packed(_upload(arr, self.device))
+        elif self.nbytes:
             self.device.write_bytes(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))
 
+    def _write_packed(self, src: "Tensor") -> None:
+        """Writes a packed Tensor of this one's shape and dtype, at offset 0 of a buffer of its own, into this
+        tensor's elements on the device (queued)."""
+        if self._strides is None:
+            self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, 0, self.offset)
+        else:
+            _index.write_packed(self, src)
+
     # ---- views and copies ----
-    def reshape(self, *shape: Any, order: str = "C") -> "Tensor":
-        """The same bytes as another shape: a view sharing the buffer (as NumPy's reshape of a contiguous
-        array).
-
-        Parameters
-        ----------
-        *shape : int or sequence of int
-            ``reshape(2, 3)`` or ``reshape((2, 3))``; one dimension may be -1 (inferred).
-        order : {"C"}
-            Row-major only.
-
-        Returns
-        -------
-        Tensor
-            A view of this tensor's buffer.
-
-        Raises
-        ------
-        ValueError
-            A shape of another size, more than one -1, a negative dimension, or another order.
-
-        Examples
-        --------
-        >>> import numpy as np, dmlgpu
-        >>> t = dmlgpu.tensor(np.arange(6, dtype=np.int32))
-        >>> t.reshape(2, -1).numpy()
-        array([[0, 1, 2],
-               [3, 4, 5]], dtype=int32)
-        """
-        return self._view(_index.reshaped(self.size, shape, order), self.dtype, self.offset)
-
-    def view(self, dtype: DTypeLike) -> "Tensor":
-        """The same bytes as another dtype: a view sharing the buffer, with NumPy's rule for a changed item
-        size (the last axis's bytes are divided into the new items).
-
-        Parameters
-        ----------
-        dtype : dtype_like
-
-        Returns
-        -------
-        Tensor
-            A view of this tensor's buffer; its last dimension scaled by the ratio of the item sizes.
-
-        Raises
-        ------
-        ValueError
-            Another item size on a 0-d tensor, or a last axis whose bytes the new item size does not divide.
-
-        Examples
-        --------
-        >>> import numpy as np, dmlgpu
-        >>> dmlgpu.tensor(np.array([1.0], np.float32)).view(np.uint16).numpy()
-        array([    0, 16256], dtype=uint16)
-        """
-        new = _device_dtype(dtype, "Tensor.view")
-        return self._view(_index.viewed(self.shape, self.dtype, new), new, self.offset)
-
     def copy(self) -> "Tensor":
         """A new packed Tensor with a copy of the bytes, made on the device (queued, in order with the
         device's queued work; recorded inside a recording).
@@ -341,13 +305,16 @@ class Tensor:
         array([1, 2], dtype=uint8)
         """
         dev = self.device
+        if self._strides is not None:
+            out: Tensor = _index.pack(self)
+            return out
         out = Tensor._wrap(dev.take_buffer(self.nbytes), self.shape, self.dtype)
         dev.copy_buffer(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
         return out
 
     def _packed(self) -> "Tensor":
-        """The tensor itself when ``offset`` is 0, else a packed copy (copy(): queued after queued work)."""
-        return self if self.offset == 0 else self.copy()
+        """The tensor itself when packed at ``offset`` 0, else a packed copy (copy(): queued after queued work)."""
+        return self if self.offset == 0 and self._strides is None else self.copy()
 
     def astype(self, dtype: DTypeLike, copy: bool = True) -> "Tensor":
         """The values cast to ``dtype`` as NumPy's astype casts them (through the host), on the same device.
@@ -404,19 +371,45 @@ class Tensor:
             return self
         return _upload(self.numpy(), dev)
 
-    # ---- indexing ----
-    def __getitem__(self, key: Any) -> "Tensor":
-        """Basic indexing (ints, slices, None, Ellipsis). A selection of whole rows (leading ints, then at
-        most one step-1 slice, then whole axes) is a view of the buffer at a byte offset; any other is a new
-        Tensor gathered on the device. Arrays as indices: TypeError (use dmlgpu.take / gather). The rules:
-        dmlgpu/tensor_index.py."""
-        out: Tensor = _index.getitem(self, key)
-        return out
+    # ---- views (dmlgpu/tensor_views.py): basic indexing, reshape, flatten, transpose, squeeze, view ----
+    __getitem__ = _views.__getitem__
+    __setitem__ = _views.__setitem__
+    reshape = _views.reshape
+    flatten = _views.flatten
+    transpose = _views.transpose
+    T = property(_views.transposed)
+    squeeze = _views.squeeze
+    strides = property(_views.strides)
+    view = _views.view
 
+    # ---- protocols (dmlgpu/tensor_protocols.py): comparisons, NumPy, scalars, copies, pickling ----
+    __eq__ = _protocols.compare("==")
+    __ne__ = _protocols.compare("!=")
+    __lt__ = _protocols.compare("<")
+    __le__ = _protocols.compare("<=")
+    __gt__ = _protocols.compare(">")
+    __ge__ = _protocols.compare(">=")
+    __hash__ = object.__hash__             # (by identity, as before: Tensors stay dictionary keys)
+    __contains__ = _protocols.__contains__
+    __array_ufunc__ = _protocols.__array_ufunc__
+    __array_function__ = _protocols.__array_function__
+    __float__ = _protocols.__float__
+    __int__ = _protocols.__int__
+    __complex__ = _protocols.__complex__
+    __index__ = _protocols.__index__
+    __copy__ = _protocols.__copy__
+    __deepcopy__ = _protocols.__deepcopy__
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling stores the data (downloaded); unpickling uploads it to the default device."""
+        self._no_recording("pickle")
+        return _unpickle, (self.numpy(),)
 
     # ---- representation ----
     def __repr__(self) -> str:
         where = f" at byte offset {self.offset}" if self.offset else ""
+        if self._strides is not None:
+            where += f" with strides {self.strides}"
         return (f"<dmlgpu.Tensor {self.shape} {self.dtype} on device {self.device.info.index} "
                 f"({self.device.info.name}){where}>")
 
@@ -433,16 +426,13 @@ class Tensor:
 
 
 # ---- helpers ----
-def _device_dtype(dtype: DTypeLike, who: str) -> np.dtype[Any]:
-    dt = np.dtype(dtype)
-    if dt.hasobject or dt.itemsize == 0:
-        raise TypeError(f"{who}: dtype {dt} cannot live on a device (Python objects or empty items): use a "
-                        f"numeric dtype")
-    return dt
-
-
 def _upload(array: np.ndarray, device: Device) -> "Tensor":
     """A new Tensor holding a copy of a host array (uploaded, C order) on ``device``."""
     if not array.flags.c_contiguous:
         array = array.copy(order="C")     # (np.ascontiguousarray would make a 0-d array 1-d)
     return Tensor(device.buffer(array, nbytes=max(4, -(-array.nbytes // 4) * 4)), array.shape, array.dtype)
+
+
+def _unpickle(array: np.ndarray) -> "Tensor":
+    """A pickled Tensor's data, uploaded to the default device."""
+    return _upload(array, as_device(None, "pickle"))

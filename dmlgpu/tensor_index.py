@@ -1,6 +1,8 @@
-"""Basic indexing of a dmlgpu.Tensor (``Tensor.__getitem__``): which keys give a view of the buffer at a byte
-offset, and the device-side gather that makes the others (it sits below functions.py, which imports the
-Tensor: it runs the gather's plan itself)."""
+"""Basic indexing of a dmlgpu.Tensor (``Tensor.__getitem__``): every basic key as a view (a byte offset and
+element strides), the strides of reshapes without copies, and the device work of strided views: a packed copy
+gathered from the buffer (``pack``) and a packed Tensor scattered into a view's elements (``write_packed``),
+both by units of the widest size that divides the item, offset and strides (it sits below functions.py,
+which imports the Tensor: it runs the gather's and scatter's plans itself)."""
 from __future__ import annotations
 
 import math
@@ -10,56 +12,128 @@ from typing import Any
 import numpy as np
 
 from .index_map import Layout, take_map
+from . import ops
 from .plan import GatherPlan
 from .runtime import Buffer, as_bytes
 
 
 def getitem(self: Any, key: Any) -> Any:
-    """``self[key]`` for a Tensor ``self`` (Tensor.__getitem__'s contract)."""
+    """``self[key]`` for a Tensor ``self`` (Tensor.__getitem__'s contract): every basic index is a view of
+    ``self``'s buffer, with element strides (ints move the offset, slices scale the strides, None inserts an
+    axis of stride 0), as NumPy's."""
     entries, out_shape = _basic_key(key, self.shape)
-    itemsize = self.dtype.itemsize
-    strides = _strides(self.shape)
-    if math.prod(out_shape) == 0:
-        return self._view(out_shape, self.dtype, self.offset)
-    axes = [e for e in entries if e is not None]
-    k = next((i for i, e in enumerate(axes) if isinstance(e, slice) or isinstance(e, tuple)), len(axes))
-    start = sum(e * strides[i] for i, e in enumerate(axes[:k]))   # leading ints: element offset
-    rest = axes[k:]
-    contiguous = all(_whole(e, n) for e, n in zip(rest[1:], self.shape[k + 1:]))
-    if rest and contiguous:
-        first, n, step = rest[0]
-        if step == 1 or n <= 1:
-            return self._view(out_shape, self.dtype, self.offset + (start + first * strides[k]) * itemsize)
-    elif not rest:
-        return self._view(out_shape, self.dtype, self.offset + start * itemsize)
-    # computed on the device: rows of the trailing whole axes (no None among them), gathered by a
-    # host-built index array over the leading axes
-    suffix = 0
-    for e, n in zip(reversed(entries), range(len(entries))):
-        if e is None or not isinstance(e, tuple) or not _whole(e, self.shape[self.ndim - 1 - suffix]):
-            break
-        suffix += 1
-    lead_entries = entries[:len(entries) - suffix]
-    lead_shape = self.shape[:self.ndim - suffix]
-    lead_strides = _strides(lead_shape)
-    rank = sum(1 for e in lead_entries if not isinstance(e, int))
-    flat = np.zeros((1,) * rank, np.int64)
-    pos = axis = 0
-    for e in lead_entries:
+    strides = self._element_strides()
+    offset, out_strides, axis = 0, [], 0
+    for e in entries:
         if e is None:
-            pos += 1
-        elif isinstance(e, int):
-            flat = flat + e * lead_strides[axis]
-            axis += 1
+            out_strides.append(0)
+            continue
+        if isinstance(e, int):
+            offset += e * strides[axis]
         else:
-            first, n, step = e
-            coord = first + step * np.arange(n, dtype=np.int64)
-            flat = flat + (coord * lead_strides[axis]).reshape((1,) * pos + (n,) + (1,) * (rank - pos - 1))
-            pos += 1
-            axis += 1
-    rows = math.prod(lead_shape)
-    idx = np.ascontiguousarray(flat, dtype=np.int32 if rows < 2**31 else np.int64)
-    return _gather_rows(self._packed(), (rows,) + self.shape[self.ndim - suffix:], idx).reshape(out_shape)
+            first, count, step = e
+            offset += first * strides[axis]
+            out_strides.append(strides[axis] * step)
+        axis += 1
+    if math.prod(out_shape) == 0:
+        offset = 0
+    return self._view(out_shape, self.dtype, self.offset + offset * self.dtype.itemsize, tuple(out_strides))
+
+
+def packed(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether element ``strides`` lay ``shape`` out packed in row-major order (dimensions of size 1 may have
+    any stride; an empty shape is packed)."""
+    if 0 in shape:
+        return True
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
+def nocopy_reshape(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The element strides of ``new`` over the elements of a strided layout (``shape``, ``strides``) in
+    row-major order without moving them, or None where no strides can (NumPy's _attempt_nocopy_reshape)."""
+    if 0 in shape or packed(shape, strides):
+        return packed_strides_of(new)
+    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    out = [0] * len(new)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(new) and oi < len(old):
+        np_, op = new[ni], old[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= new[nj]
+                nj += 1
+            else:
+                op *= old[oj][0]
+                oj += 1
+        for ok in range(oi, oj - 1):
+            if old[ok][1] != old[ok + 1][0] * old[ok + 1][1]:
+                return None
+        out[nj - 1] = old[oj - 1][1]
+        for nk in range(nj - 1, ni, -1):
+            out[nk - 1] = out[nk] * new[nk]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    return tuple(out)
+
+
+def packed_strides_of(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of ``shape``."""
+    return tuple(_strides(shape))
+
+
+def _unit_positions(t: Any) -> tuple[np.dtype, np.ndarray]:
+    """(the widest unit of 1 to 16 bytes that divides ``t``'s rows (its innermost dimension where that is
+    contiguous, else one item), byte offset and byte strides, the position in such units of each unit of
+    ``t``'s elements in its buffer, in row-major order, as an int32 or int64 index array)."""
+    itemsize = t.dtype.itemsize
+    dims = [(n, s * itemsize) for n, s in zip(t.shape, t._element_strides())]
+    row = itemsize
+    if dims and dims[-1][1] == itemsize:        # a contiguous innermost dimension: rows of bytes
+        row = dims.pop()[0] * itemsize
+    used = [b for n, b in dims if n > 1]
+    unit = next(u for u in (16, 8, 4, 2, 1) if all(x % u == 0 for x in [row, t.offset, *used]))
+    pos = np.array(t.offset // unit, np.int64)
+    for n, b in dims:
+        pos = pos[..., None] + np.arange(n, dtype=np.int64) * (b // unit)
+    pos = (pos[..., None] + np.arange(row // unit, dtype=np.int64)).reshape(-1)
+    units = t.buffer.nbytes // unit
+    return np.dtype(f"V{unit}"), pos.astype(np.int32 if units < 2**31 else np.int64)
+
+
+def pack(t: Any) -> Any:
+    """A new packed Tensor of a strided view's elements, gathered from its buffer on the device (queued)."""
+    if t.size == 0:
+        return type(t)._wrap(t.device.take_buffer(0), t.shape, t.dtype)
+    unit, pos = _unit_positions(t)
+    flat = type(t)._wrap(t.buffer, (t.buffer.nbytes // unit.itemsize,), unit)
+    rows = _gather_rows(flat, flat.shape, pos)
+    return type(t)._wrap(rows.buffer, t.shape, t.dtype)
+
+
+def write_packed(t: Any, src: Any) -> None:
+    """Writes a packed Tensor ``src`` (offset 0, ``t``'s shape and dtype, another buffer) into the elements of
+    a strided view ``t``, on the device (queued): one scatter of units into ``t``'s buffer, in place."""
+    if t.size == 0:
+        return
+    unit, pos = _unit_positions(t)
+    n_units = t.buffer.nbytes // unit.itemsize
+    plan = ops.scatter_nd(Layout.packed((n_units,)), Layout.packed((pos.size, 1)), Layout.packed((pos.size,)), unit,
+                          pos.dtype, "none", ops.input_copy(Layout.packed((n_units,)), Layout.packed((n_units,)), unit),
+                          unique=True)
+    idx = pos.reshape(-1, 1)
+    dev = t.device
+    dev.check_sizes(t.buffer.nbytes, idx.nbytes, src.nbytes)
+    with dev.launch() as launch:
+        idx_buf = launch.scratch(idx.nbytes)
+        idx_buf.stage(as_bytes(idx))
+        dispatches, params = plan.dispatches(dev, input=t.buffer, indices=idx_buf, output=t.buffer,
+                                             updates=src.buffer, take=launch.scratch)
+        launch.run(dispatches, uploads=params + [idx_buf], queue=True)
+
 
 def _gather_rows(self: Any, shape: tuple[int, ...], idx: np.ndarray) -> Any:
     """A new Tensor of the rows of this packed tensor, seen as ``shape``, at the row numbers ``idx`` (in
@@ -87,11 +161,6 @@ def _strides(shape: tuple[int, ...]) -> list[int]:
         out.append(step)
         step *= n
     return out[::-1]
-
-
-def _whole(e: Any, n: int) -> bool:
-    """A normalized slice entry (first, count, step) that selects all of an axis of size n in order."""
-    return isinstance(e, tuple) and e[0] == 0 and e[1] == n and (e[2] == 1 or n <= 1)
 
 
 def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[list[Any], tuple[int, ...]]:

@@ -80,7 +80,8 @@ def test_readme_usage_runs_and_says_true():
     assert ns["out"].shape == (2, 64) and np.array_equal(ns["rec"].host(ns["out"]), ns["t"].numpy()[[7, 9]])
     z = np.zeros((4, 64), np.float32)
     z[1:3] = 1
-    assert np.array_equal(ns["z"].numpy(), z) and np.array_equal(ns["col"].numpy(), z[:, 5])
+    z[::2, 1:3] = 7                       # README's __setitem__ through a strided view
+    assert ns["col"].base is ns["z"] and np.array_equal(ns["z"].numpy(), z) and np.array_equal(ns["col"].numpy(), z[:, 5])
     assert ns["flags"] == [7, 7, 7, 7] and ns["moved"].dtype == np.float16 and np.array_equal(ns["moved"].numpy(), z)
     assert ns["hidden"].shape == (1, 16) and isinstance(ns["hidden"], np.ndarray)
     cache = ns["cache"].numpy()           # README's in-place KV-cache writes: rows 17 and 18 written, then added

@@ -303,11 +303,11 @@ X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     lambda d: dmlgpu.gather(np.array([1, "a", None], dtype=object), np.array([0]), device=d),
     lambda d: dmlgpu.gather_elements(np.array([[1, 2]], dtype=object), np.array([[0, 1]]), device=d),
     lambda d: dmlgpu.gather_nd(np.array([1, 2], dtype=object), np.array([[0]]), device=d),
-    lambda d: dmlgpu.gather(np.zeros(4, dtype="S3"), np.array([0]), device=d),
+    lambda d: dmlgpu.scatter_nd(np.zeros(4, dtype="S3"), [[0]], np.zeros(1, "S3"), reduction="add", device=d),
     lambda d: dmlgpu.gather(X, np.array([0]), axis=1.0, device=d),
     lambda d: dmlgpu.gather(X, np.array([0]), device="cpu"),
 ], ids=["float64-idx", "float16-idx", "bool-idx", "elements-float-idx", "nd-float-idx", "object-idx",
-        "object-data", "elements-object-data", "nd-object-data", "3-byte-items", "float-axis", "device-str"])
+        "object-data", "elements-object-data", "nd-object-data", "3-byte-reduction", "float-axis", "device-str"])
 def test_bad_input_type_error(device, call):
     with pytest.raises(TypeError):
         call(device)

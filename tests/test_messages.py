@@ -29,8 +29,9 @@ D = np.arange(6.0).reshape(2, 3)
     (lambda: dmlgpu.gather(np.zeros(3, object), [0]), "gather: data has dtype object, which holds Python objects"),
     (lambda: dmlgpu.gather_elements(D, np.zeros((2, 3, 1), np.int64)),
      "gather_elements: indices must have the rank of data (2), not 3"),
-    (lambda: dmlgpu.scatter_nd(D, [[0]], np.ones((1, 3)), reduction="sum"),
-     "scatter_nd: reduction must be one of 'none', 'add', 'mul', 'min', 'max', 'mean', not 'sum'"),
+    (lambda: dmlgpu.scatter_nd(D, [[0]], np.ones((1, 3)), reduction="avg"),
+     "scatter_nd: reduction must be one of 'none', 'add', 'mul', 'min', 'max', 'mean', 'sum', 'prod', 'amax', "
+     "'amin', not 'avg'"),
     (lambda: dmlgpu.scatter_elements(D, [[0]], [[1.0]], axis=1.0),
      "scatter_elements: axis must be an integer, not float"),
     (lambda: dmlgpu.gather(D, [1], device="gpu"), "gather: device must be a dmlgpu.Device or a device index, not str"),
@@ -62,6 +63,11 @@ def test_two_device_objects_of_one_gpu_are_told_apart():
         text = str(info.value)
         assert text.startswith(f"gather: a Tensor of device {a.info.index} ")
         assert "another dmlgpu.Device object of the same device" in text
+        assert f"{id(a):#x}" in text and f"{id(b):#x}" in text
+        with pytest.raises(dmlgpu.DeviceError) as info:                  # out= of the other Device object
+            dmlgpu.scatter_nd(t, [[0]], np.ones((1, 3), D.dtype), out=dmlgpu.tensor(D, device=b))
+        text = str(info.value)
+        assert text.startswith("scatter_nd: out is a Tensor of another dmlgpu.Device object of the same device")
         assert f"{id(a):#x}" in text and f"{id(b):#x}" in text
         moved = dmlgpu.tensor(t, device=b)            # the fix the message names
         assert moved.device is b and np.array_equal(dmlgpu.gather(moved, [1], device=b).numpy(), D[[1]])

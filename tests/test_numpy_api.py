@@ -177,12 +177,13 @@ def test_take_names_and_signatures_are_numpys():
     (lambda: dmlgpu.take(np.arange(3), [0], mode="clamp"), ValueError, "mode"),
     (lambda: dmlgpu.take(np.arange(3), [0.5]), TypeError, "integer"),
     (lambda: dmlgpu.take(np.arange(3), [0], out=np.empty(2)), ValueError, "shape"),
-    (lambda: dmlgpu.take(np.arange(3), [0], out=np.empty(1, np.int8)), TypeError, "cast"),
+    (lambda: dmlgpu.take(np.arange(3), [0], out=np.empty(1, np.float64)), TypeError, "cast"),   # as NumPy's:
+    (lambda: dmlgpu.take(np.arange(3.0, dtype=np.float32), [0], out=np.empty(1)), TypeError, "safe"),  # out -> a
     (lambda: dmlgpu.take(np.zeros((2, 0)), [0], axis=1, mode="wrap"), IndexError, "empty"),
     (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((2, 1)), 1), IndexError, "integer"),
     (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros(2, np.int64), 1), ValueError, "dimensions"),
     (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((3, 1), np.int64), 1), ValueError, "broadcast"),
-    (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((2, 2), np.int64), None), ValueError, "one dim"),
+    (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((2, 2), np.int64), None), ValueError, "single dimension"),
     (lambda: dmlgpu.take_along_axis(np.zeros((2, 3)), np.zeros((2, 1), np.int64), 2), np.exceptions.AxisError,
      "out of bounds"),
     (lambda: dmlgpu.take_along_axis(dmlgpu.tensor(np.zeros((1, 3))), np.zeros((2, 1), np.int64), 1), ValueError,

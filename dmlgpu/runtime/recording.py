@@ -228,4 +228,7 @@ def _range(t: object) -> tuple[Buffer, int, int]:
         raise TypeError(f"expected a dmlgpu.Tensor or Buffer, not {type(t).__name__}")
     if buf is t:
         return buf, 0, buf.nbytes
+    if getattr(t, "_strides", None) is not None:     # a strided Tensor view's elements are no byte range
+        raise TypeError("a recording uploads and downloads byte ranges: a strided Tensor view (t.T, t[:, 1], ...) "
+                        "has none; record its base, or a packed copy (v.copy())")
     return buf, int(getattr(t, "offset", 0)), int(getattr(t, "nbytes"))

@@ -25,7 +25,7 @@ reveal_type(dmlgpu.default_device().record())                     # R: dmlgpu.ru
 reveal_type(dmlgpu.onnx.prepare(b""))                             # R: dmlgpu.onnx.DmlgpuRep
 
 dmlgpu.gather(table, ids, mode="wrap")                            # E: No overload variant
-dmlgpu.scatter_nd(table, [[1]], table[:1], reduction="sum")       # E: No overload variant
+dmlgpu.scatter_nd(table, [[1]], table[:1], reduction="avg")       # E: No overload variant
 dmlgpu.gather(table, ids, device="gpu")                           # E: No overload variant
 dmlgpu.take(table, ids, mode="clamp")                             # E: No overload variant
 dmlgpu.gather(table, ids, device=0)
