@@ -6,7 +6,7 @@
 # (DMLGPU_VALIDATION=0 turns it off). Extra arguments go to pytest.
 # Without extra arguments it then reruns the Tensor, transfer and recording tests with DMLGPU_DIRECT_MEMORY=0
 # (the default device then moves bytes through staging, as on discrete GPUs), the queue's tests with eager
-# submission (GPUs' default, DMLGPU_EAGER_SUBMIT=1), and runs the device-profile slice (dmlgpu/runtime/profiles.py, README's device
+# submission (DMLGPU_EAGER_SUBMIT=1), and runs the device-profile slice (dmlgpu/runtime/profiles.py, README's device
 # feature matrix): every operator, a reduction, a chunked tensor, recordings and queued calls under the
 # "minimum" profile (Vulkan 1.1's required limits, no optional feature), and the property and reduction
 # tests under profiles between minimum and full.
@@ -22,7 +22,7 @@ fi
 echo "== staging memory (DMLGPU_DIRECT_MEMORY=0: as every discrete GPU moves bytes)"
 DMLGPU_DIRECT_MEMORY=0 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_tensor.py tests/test_runtime.py \
     tests/test_queue.py tests/test_calls.py
-echo "== eager submission (DMLGPU_EAGER_SUBMIT=1: GPUs' default)"
+echo "== eager submission (DMLGPU_EAGER_SUBMIT=1, an opt-in)"
 DMLGPU_EAGER_SUBMIT=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_queue.py tests/test_calls.py \
     tests/test_launch.py tests/test_inplace.py
 echo "== device profile minimum"

@@ -182,10 +182,12 @@ def test_gather_elements_and_gather_nd_paths(blocks):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.complex128])
 @pytest.mark.parametrize("wide", [False, True], ids=["addr", "wide"])
-def test_addressed_copies(blocks, dtype, wide):
+def test_addressed_copies(blocks, dtype, wide, monkeypatch):
     """CopyPlan on buffers held in several blocks: packed (VEC) and strided (one unit per iteration), through
-    the ADDR variant or (forced: ``narrow`` off, as for maps past 2^32 units) the WIDE one."""
+    the ADDR variant or (forced: ``narrow`` off, as for maps past 2^32 units) the WIDE one (kernel copies
+    forced: CPU devices copy packed layouts by a COPY step, test_packed_copies_by_transfer_commands)."""
     from dmlgpu.index_map import Layout, copy_map
+    monkeypatch.setattr(plan, "KERNEL_COPIES", True)
     rng = np.random.default_rng(np.dtype(dtype).itemsize)
     x = random_table(rng, (97, 45), dtype)
     item = x.dtype.itemsize
@@ -200,6 +202,25 @@ def test_addressed_copies(blocks, dtype, wide):
         blocks._run([d], uploads=up)
         assert dst.read()[:x.nbytes].tobytes() == np.ascontiguousarray(want).tobytes()
         assert dst.canary_intact()
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.complex128])
+def test_packed_copies_by_transfer_commands(blocks, dtype, monkeypatch):
+    """A packed copy as a COPY step (CPU devices' default), between buffers held in several blocks of other
+    boundaries, queued after work on the source and before work on the destination."""
+    from dmlgpu.index_map import Layout, copy_map
+    from dmlgpu.runtime import COPY
+    monkeypatch.setattr(plan, "KERNEL_COPIES", False)
+    rng = np.random.default_rng(3)
+    x = random_table(rng, (97, 45), dtype)
+    c = plan.CopyPlan(copy_map(Layout.packed((97, 45)), Layout.packed((97, 45)), x.dtype.itemsize))
+    src = blocks.buffer(np.zeros(x.nbytes + 8, np.uint8))
+    src.write(x.view(np.uint8).reshape(-1))
+    dst = blocks.buffer(nbytes=-(-x.nbytes // 4) * 4 + 4)
+    d, up = c.dispatch(blocks, src, dst)
+    assert d.kernel == COPY and d.count == x.nbytes and up == [] and src.chunked and dst.chunked
+    blocks.run([d])
+    assert dst.read()[:x.nbytes].tobytes() == x.tobytes() and dst.canary_intact()
 
 
 # ---- the fuzz campaign ----

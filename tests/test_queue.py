@@ -28,7 +28,7 @@ def _chain_reference(perm: np.ndarray, start: np.ndarray, n: int) -> np.ndarray:
 # ---- queueing ----
 
 def test_dependent_calls_share_submissions(dev, monkeypatch):
-    monkeypatch.setattr(dev, "eager_submit", False)       # batches collect max_queued calls (CPU devices' default)
+    monkeypatch.setattr(dev, "eager_submit", False)       # batches collect max_queued calls (the default)
     rng = np.random.default_rng(1)
     perm = rng.permutation(5000).astype(np.int64)
     start = rng.integers(0, 5000, 300)
@@ -44,7 +44,7 @@ def test_dependent_calls_share_submissions(dev, monkeypatch):
 
 
 def test_eager_submission_starts_the_first_call_and_batches_the_next(dev, monkeypatch):
-    """With eager_submit (GPUs' default) a call queued while no batch is in flight is submitted at once; the
+    """With eager_submit (an opt-in) a call queued while no batch is in flight is submitted at once; the
     calls after it collect as before, and every result is right."""
     monkeypatch.setattr(dev, "eager_submit", True)
     rng = np.random.default_rng(2)

@@ -13,8 +13,8 @@ Until issue 19 the wall column timed the call alone: since eager calls on Tensor
 waiting for the GPU (a call with 30 ms of GPU time showed 0.2 ms).
 
 Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
-                                         [--dist uniform,zipf,one] [--repeat 5] [--sorted] [--no-buckets]
-                                         [--accuracy]
+                                         [--dist uniform,zipf,one] [--repeat 5] [--reductions none,add,...]
+                                         [--sorted] [--no-buckets] [--accuracy]
 --width W > 1 scatters rows: scatter_nd of (updates) rows of W elements onto a [targets, W] table.
 --dtype takes NumPy's names and ml_dtypes' (bfloat16, float8_e4m3fn, float8_e5m2: no torch peer for those).
 "mean" runs on float dtypes only; "add (no self)" is include_self=False; "add (tree)" is order="tree" (float
@@ -163,6 +163,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="float32,int32")
     ap.add_argument("--dist", default="uniform,zipf,one")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--reductions", default=",".join(REDUCTIONS),
+                    help="comma-separated rows to time, of: " + ", ".join(REDUCTIONS) + " (default: all)")
     ap.add_argument("--sorted", action="store_true", help="CPU devices: the sorted plan, not the sort-free fold")
     ap.add_argument("--no-buckets", action="store_true",
                     help="GPUs: float add, mul and mean by the sorted plan, not the fold per bucket of keys "
@@ -178,6 +180,10 @@ def main(argv=None) -> int:
     dev = dmlgpu.default_device()
     if args.accuracy:
         return accuracy(dev, n, m, [parse_dtype(d) for d in args.dtype.split(",")], args.dist.split(","))
+    rows = [r.strip() for r in args.reductions.split(",")]
+    unknown = [r for r in rows if r not in REDUCTIONS]
+    if unknown:
+        ap.error(f"--reductions: unknown {', '.join(unknown)} (known: {', '.join(REDUCTIONS)})")
     peer = torch_peer()
     rng = np.random.default_rng(0)
     print(f"{dev.info.name}: {n} update rows of {w} onto {m} targets, device Tensors, median wall time of "
@@ -199,7 +205,7 @@ def main(argv=None) -> int:
             t_idx = dmlgpu.tensor(idx[:, None] if w > 1 else idx, device=dev)
             fn = dmlgpu.scatter_nd if w > 1 else dmlgpu.scatter_elements
             base = None
-            for reduction in REDUCTIONS:
+            for reduction in rows:
                 red, include_self = reduction.split()[0], "no self" not in reduction
                 order = next((o for o in ORDERS if o in reduction), "row-major")
                 if order != "row-major" and not dmlgpu.reduction.is_float(dtype) or (

@@ -56,7 +56,8 @@ class Device(Runs, Scratch):
     DMLGPU_MAX_QUEUED if set, else 64 (see the module's docstring for when a batch is submitted).
     ``eager_submit``: a queued call is submitted at once when no batch is in flight (the GPU starts while the
     caller goes on; later calls collect into the next batch); default: DMLGPU_EAGER_SUBMIT (0 or 1) if set,
-    else on for GPUs, off for CPU devices (whose work shares the host's cores).
+    else off (bench/RESULTS.md: it hides the GPU's time behind host work, and slows a loop that makes new
+    Tensors each step).
     ``chunk_bytes``: the size of the blocks that hold a buffer larger than one block (a power of two of at
     least 256 bytes; buffers larger than it are then held in several blocks: a setting for tests); default: the
     largest power of two that one block may have (``max_block``: the least of maxStorageBufferRange,
@@ -98,8 +99,7 @@ class Device(Runs, Scratch):
         if max_queued < 0:
             raise ValueError(f"max_queued ({max_queued}) must be 0 (no queueing) or more")
         self.max_queued = int(max_queued)
-        env = os.environ.get("DMLGPU_EAGER_SUBMIT", "")
-        self.eager_submit = self.info.type != "CPU" if env == "" else env != "0"
+        self.eager_submit = os.environ.get("DMLGPU_EAGER_SUBMIT", "0") != "0"
         self.canary_words = int(os.environ.get("DMLGPU_CANARY_WORDS", "0"))  # test mode: see Buffer
         self.lock = threading.RLock()
         self._mgr = open_manager(index, self.profile.withheld & self.physical_info.features)

@@ -14,7 +14,7 @@ global ``BEFORE_HOST_READ`` at the end.
 Queued eager calls: runs that produce device Tensors (``Launch.run(..., queue=True)``) join the device's
 open batch, submitted together when the host needs a result: a host read or write of a buffer the batch
 uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a recording's submission,
-``Device.synchronize()``, or ``max_queued`` runs in the batch; with ``eager_submit`` (GPUs' default), also the
+``Device.synchronize()``, or ``max_queued`` runs in the batch; with ``eager_submit`` (an opt-in), also the
 first run queued while no batch is in flight. There is one open batch per device, shared by
 its threads under the device's lock, so the order of the calls is the order in which the threads got the
 lock. A batch submitted because it is full is not waited for: the next one is collected while the GPU runs
