@@ -25,16 +25,22 @@ def _chain_reference(perm: np.ndarray, start: np.ndarray, n: int) -> np.ndarray:
     return x
 
 
+def _chain_start(dev, seed: int):
+    """(a permutation of 5000, 300 start values, both as Tensors of ``dev``), synchronized: a chain of
+    dependent gathers x = perm[x] starts from here."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(5000).astype(np.int64)
+    start = rng.integers(0, 5000, 300)
+    p, x = dmlgpu.tensor(perm, device=dev), dmlgpu.tensor(start, device=dev)
+    dev.synchronize()
+    return perm, start, p, x
+
+
 # ---- queueing ----
 
 def test_dependent_calls_share_submissions(dev, monkeypatch):
     monkeypatch.setattr(dev, "eager_submit", False)       # batches collect max_queued calls (the default)
-    rng = np.random.default_rng(1)
-    perm = rng.permutation(5000).astype(np.int64)
-    start = rng.integers(0, 5000, 300)
-    p = dmlgpu.tensor(perm, device=dev)
-    x = dmlgpu.tensor(start, device=dev)
-    dev.synchronize()
+    perm, start, p, x = _chain_start(dev, 1)
     before = dev._submissions
     for _ in range(200):
         x = dmlgpu.gather(p, x)         # each output is freed by the next call: blocks are reused in the batch
@@ -47,12 +53,7 @@ def test_eager_submission_starts_the_first_call_and_batches_the_next(dev, monkey
     """With eager_submit (an opt-in) a call queued while no batch is in flight is submitted at once; the
     calls after it collect as before, and every result is right."""
     monkeypatch.setattr(dev, "eager_submit", True)
-    rng = np.random.default_rng(2)
-    perm = rng.permutation(5000).astype(np.int64)
-    start = rng.integers(0, 5000, 300)
-    p = dmlgpu.tensor(perm, device=dev)
-    x = dmlgpu.tensor(start, device=dev)
-    dev.synchronize()
+    perm, start, p, x = _chain_start(dev, 2)
     before = dev._submissions
     x = dmlgpu.gather(p, x)
     assert dev._submissions - before == 1 and dev._batches.inflight and not dev._batches.queued

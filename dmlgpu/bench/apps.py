@@ -352,9 +352,14 @@ def topk_logits(scale, rng) -> App:
     batch, vocab, k = 64, _n(151936, scale, 64), 50
     logits = rng.standard_normal((batch, vocab), dtype=np.float32)
     idx = np.stack([rng.choice(vocab, k, replace=False) for _ in range(batch)]).astype(np.int64)
-    return App("topk-gather", "top-k logits",
-               f"gather_elements of [{batch}, {k}] from [{batch}, {vocab}] float32",
-               {"logits": logits, "idx": idx},
+    return _logits_gather("topk-gather", "top-k logits", f"gather_elements of [{batch}, {k}] from [{batch}, {vocab}] "
+                          f"float32", logits, idx)
+
+
+def _logits_gather(name: str, family: str, sizes: str, logits: np.ndarray, idx: np.ndarray) -> App:
+    """An App that gathers ``logits`` (float32 [rows, vocab]) at ``idx`` along axis 1: dmlgpu.gather_elements,
+    np.take_along_axis, and on PyTorch torch.gather and take_along_dim."""
+    return App(name, family, sizes, {"logits": logits, "idx": idx},
                dml=lambda t: dmlgpu.gather_elements(t["logits"], t["idx"], axis=1),
                numpy=lambda a: np.take_along_axis(a["logits"], a["idx"], axis=1),
                torch={"torch.gather": lambda a: _torch_module("torch").gather(a["logits"], 1, a["idx"]),
@@ -380,14 +385,8 @@ def label_logits(scale, rng) -> App:
     rows, vocab = _n(8192, scale, 8), _n(32000, scale, 64)
     logits = rng.standard_normal((rows, vocab), dtype=np.float32)
     labels = rng.integers(0, vocab, (rows, 1), dtype=np.int64)
-    return App("label-gather", "cross-entropy label logits",
-               f"gather_elements of one label per row from [{rows}, {vocab}] float32 ({fmt_bytes(logits.nbytes)})",
-               {"logits": logits, "labels": labels},
-               dml=lambda t: dmlgpu.gather_elements(t["logits"], t["labels"], axis=1),
-               numpy=lambda a: np.take_along_axis(a["logits"], a["labels"], axis=1),
-               torch={"torch.gather": lambda a: _torch_module("torch").gather(a["logits"], 1, a["labels"]),
-                      "take_along_dim": lambda a: _torch_module("torch").take_along_dim(a["logits"], a["labels"],
-                                                                                         1)})
+    return _logits_gather("label-gather", "cross-entropy label logits", f"gather_elements of one label per row from "
+                          f"[{rows}, {vocab}] float32 ({fmt_bytes(logits.nbytes)})", logits, labels)
 
 
 def point_cloud(scale, rng) -> App:

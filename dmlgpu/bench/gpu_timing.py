@@ -35,7 +35,6 @@ import numpy as np
 import dmlgpu
 from dmlgpu.index_map import Layout, copy_map
 from dmlgpu.plan import GatherPlan
-from dmlgpu.runtime import command_count
 
 
 @dataclasses.dataclass
@@ -89,7 +88,7 @@ def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> Gp
         for _ in range(repeats):
             device.run(dispatches)
     ts = rec.timestamps()
-    per_op = command_count(dispatches)   # timed steps: a barrier (if any), the dispatch (or copies)
+    per_op = device.command_count(dispatches)   # timed steps: a barrier (if any), the dispatch (or copies)
     expected = 1 + per_op * repeats
     if len(ts) < expected:   # (on unified memory one more: the barrier before host reads, at the end)
         raise RuntimeError(f"expected at least {expected} timestamps, got {len(ts)}")

@@ -235,16 +235,3 @@ class Dispatch:
                           # every block; the others bind each buffer's one block and refuse chunked buffers ...
     blocks: tuple | None = None   # ... unless this names the block to bind of each buffer (its index; None
                                   # for the first), for a kernel that reaches one block of a chunked buffer
-
-
-def command_count(dispatches) -> int:
-    """The Vulkan commands that these dispatches record in order (Runs._dispatch_ops): a kernel's barrier (if
-    it has one, or follows a copy step) and itself; a copy step's barrier and its region copies."""
-    n, after_copy = 0, False
-    for d in dispatches:
-        if d.kernel == COPY:
-            n += 1 + len(_copy_ops(d.buffers[0], 0, d.buffers[1], 0, d.count))
-        else:
-            n += 2 if d.barrier or after_copy else 1
-        after_copy = d.kernel == COPY
-    return n

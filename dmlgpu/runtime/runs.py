@@ -249,6 +249,12 @@ class Runs:
             after_copy = False
         return ops
 
+    def command_count(self, dispatches) -> int:
+        """The Vulkan commands that these dispatches record in order (each op of _dispatch_ops is one): a
+        kernel's barrier (if it has one, or follows a copy step) and itself; a copy step's barrier and its
+        region copies (one per block range)."""
+        return len(self._dispatch_ops(dispatches))
+
     def _host_read_ops(self, dispatches) -> list:
         """Unified memory: the barrier that makes what the dispatches wrote visible to host reads (so that
         reading a mapped buffer afterwards needs no submission of its own)."""
