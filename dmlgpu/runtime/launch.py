@@ -12,8 +12,8 @@ Scratch lifetime: a launch's scratch returns to the caching allocator when the `
 it raises. A queued run may still use it then; the allocator hands a block that queued work uses only to
 later work of the same queue, which the barrier before every dispatch orders after it (runtime/runs.py), and
 what reaches such a block from outside the batches first waits for them (runtime/batch.py). Inside a
-recording of this thread the recording owns the buffers its steps bind, and the launch gives nothing back. ``keep()`` hands the scratch to the caller instead (buffers kept for the next call of a
-signature).
+recording of this thread the recording owns the buffers its steps bind, and the launch gives nothing back.
+``keep()`` hands the scratch to the caller instead (buffers kept for the next call of a signature).
 """
 from __future__ import annotations
 
@@ -96,6 +96,6 @@ class Launch:
 
     def steps(self, steps: tuple, buffers: list, zeroed: bool) -> None:
         """A call template's launches recorded into the open batch: ``steps`` are (kernel, workgroups,
-        barrier, slots), each slot an index into ``buffers`` or a Buffer; ``zeroed``: they use zeroed
-        scratch (Device.zeroed). Only outside recordings, with max_queued > 0 (the caller checks both)."""
+        barrier, slots) (a COPY step's workgroups: its bytes), each slot an index into ``buffers`` or a
+        Buffer; ``zeroed``: they use zeroed scratch (Device.zeroed). Only outside recordings, with max_queued > 0 (the caller checks both)."""
         self.device._batches.record_steps(steps, buffers, zeroed)
