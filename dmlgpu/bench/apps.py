@@ -937,7 +937,8 @@ def main(argv=None) -> int:
             report = Path(tmp) / "peer.json"
             cmd = [sys.executable, "-m", "dmlgpu", "bench", "apps", "--peer-side-only", str(report),
                    "--vulkan-name", dmlgpu.devices()[index].name, "--scale", repr(args.scale), "--repeats",
-                   str(args.repeats), "--budget", repr(args.budget), "--peer", args.peer, "--workloads", ",".join(names)]
+                   str(args.repeats), "--budget", repr(args.budget), "--peer", args.peer,
+                   "--workloads", ",".join(names)]
             if args.cuda_device is not None:
                 cmd += ["--cuda-device", str(args.cuda_device)]
             if not args.quiet:
