@@ -35,8 +35,8 @@ class _Call(NamedTuple):
     that updates nothing returns a copy of data; else the empty result of ``out_shape``), and ``keep``: the
     call's signature when its operands and result take at most KEEP_BYTES (a NumPy-in/out call then keeps
     its device buffers for the next call of that signature, which submits the same recorded command buffer
-    again: Device._run's replays), else None; ``sig``: the call's signature (None: it has none), under which
-    runs on Tensors are traced into a call template (dmlgpu/calls.py)."""
+    again: the runtime's replays of synchronous runs), else None; ``sig``: the call's signature (None: it has
+    none), under which runs on Tensors are traced into a call template (dmlgpu/calls.py)."""
 
     plan: Any           # Plan or ReducePlan
     out_shape: tuple
@@ -159,7 +159,7 @@ def _copy_result(data, device):
 
 def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | None = None, trace: bool = True):
     """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
-    or a Tensor (queued: Device._run) when an operand is a Tensor or the call is being recorded, or ``out``
+    or a Tensor (queued: Launch.run) when an operand is a Tensor or the call is being recorded, or ``out``
     (a packed Tensor that no other operand than data shares: _execute), which the kernels write. ``trace``:
     the run may make the signature's call template."""
     plan, out_shape = call.plan, call.out_shape
@@ -218,8 +218,8 @@ def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, update
                  nbytes: int, out: Tensor | None = None, trace: bool = True) -> Tensor:
     """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
     Tensor or ``out``; a reduction's scratch goes back once queued (later queued work may reuse it:
-    Device._run). The run is traced into the signature's call template (dmlgpu/calls.py) when it has one to
-    trace."""
+    runtime/launch.py). The run is traced into the signature's call template (dmlgpu/calls.py) when it has one
+    to trace."""
     with dev.launch() as launch:
         out_buf = launch.output(nbytes) if out is None else out.buffer   # not zero-filled: the kernels write it all
         buffers = [data.buffer, indices.buffer, out_buf, None if updates is None else updates.buffer]
