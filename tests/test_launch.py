@@ -87,6 +87,31 @@ def test_the_clock_hold_retains_the_cuda_context_of_the_same_gpu_once(monkeypatc
     assert other.wait() == "no CUDA device has this GPU's UUID" and fake.retained == [1]
 
 
+def test_releasing_a_clock_hold_does_not_wait_for_the_cuda_driver(monkeypatch):
+    """A Device closed while its hold is still being made (cuInit is slow) returns at once, and the hold is
+    then never made."""
+    import threading
+    started, go = threading.Event(), threading.Event()
+    fake = _FakeCuda([bytes(range(16))])
+
+    def slow_init(flags):
+        started.set()
+        go.wait(10)
+        return 0
+
+    fake.cuInit = slow_init
+    monkeypatch.setattr(clocks.ctypes, "CDLL", lambda name: fake)
+    monkeypatch.setattr(clocks, "_cuda", None)
+    monkeypatch.setattr(clocks, "_cuda_error", None)
+    monkeypatch.setattr(clocks, "_retained", {})
+    hold = clocks.ClockHold(clocks.NVIDIA, bytes(range(16)), True)
+    assert started.wait(10)
+    hold.release()                               # cuInit still running: no wait
+    assert hold.state == "released before it was made"
+    go.set()
+    assert hold.wait() == "released before it was made" and fake.retained == []
+
+
 def test_the_clock_hold_is_off_where_asked_and_on_other_gpus(monkeypatch):
     monkeypatch.setenv("DMLGPU_HOLD_CLOCKS", "0")
     assert clocks.ClockHold(clocks.NVIDIA, bytes(16), None).wait() == "off"

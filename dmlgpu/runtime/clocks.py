@@ -21,7 +21,8 @@ import threading
 
 NVIDIA = 0x10de
 
-_lock = threading.Lock()
+_lock = threading.Lock()          # the holds and their counts
+_init_lock = threading.Lock()     # loading and initialising libcuda (slow: outside _lock, so release() never waits)
 _cuda: ctypes.CDLL | None = None
 _cuda_error: str | None = None
 _retained: dict[int, int] = {}       # CUDA device ordinal -> Devices holding it
@@ -30,15 +31,16 @@ _retained: dict[int, int] = {}       # CUDA device ordinal -> Devices holding it
 def _library() -> ctypes.CDLL | None:
     """libcuda, initialised (None where it is absent or fails: _cuda_error says why)."""
     global _cuda, _cuda_error
-    if _cuda is None and _cuda_error is None:
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-            status = lib.cuInit(0)
-            if status != 0:
-                raise OSError(f"cuInit returned {status}")
-            _cuda = lib
-        except OSError as e:
-            _cuda_error = f"no usable CUDA driver library ({e})"
+    with _init_lock:
+        if _cuda is None and _cuda_error is None:
+            try:
+                lib = ctypes.CDLL("libcuda.so.1")
+                status = lib.cuInit(0)
+                if status != 0:
+                    raise OSError(f"cuInit returned {status}")
+                _cuda = lib
+            except OSError as e:
+                _cuda_error = f"no usable CUDA driver library ({e})"
     return _cuda
 
 
@@ -79,10 +81,10 @@ class ClockHold:
             self._thread.start()
 
     def _retain(self, uuid: bytes) -> None:
+        lib = _library()
         with _lock:
             if self._released:
                 return
-            lib = _library()
             if lib is None:
                 self.state = str(_cuda_error)
                 return
@@ -107,11 +109,14 @@ class ClockHold:
         return self.state
 
     def release(self) -> None:
-        """Releases the hold (once; the context goes when no Device of its GPU holds it)."""
+        """Releases the hold (once; the context goes when no Device of its GPU holds it). It does not wait
+        for a hold still being made: that one is then not made."""
         with _lock:
             self._released = True
             ordinal, self._ordinal = self._ordinal, None
             if ordinal is None:
+                if self.state == "starting":
+                    self.state = "released before it was made"
                 return
             _retained[ordinal] -= 1
             if not _retained[ordinal] and _cuda is not None:
