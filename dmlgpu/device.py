@@ -32,6 +32,10 @@ class Device(runtime.Device):
     profile : str or None
         Open it as if it had fewer features and lower limits, e.g. "minimum" (dmlgpu/runtime/profiles.py;
         default: DMLGPU_DEVICE_PROFILE, else "full").
+    hold_clocks : bool or None
+        Keep an NVIDIA GPU at its working clocks while the Device is open (a retained CUDA primary context:
+        dmlgpu/runtime/clocks.py; ``clock_hold.state`` says whether it is held); default: DMLGPU_HOLD_CLOCKS
+        (0 or 1) if set, else on. Other devices ignore it.
 
     Raises
     ------
@@ -54,7 +58,7 @@ class Device(runtime.Device):
     def __init__(self, index: int | None = None, *,
                  feature_level: FeatureLevel | str | float | tuple[int, int] = "4.1", memory_limit: int | None = None,
                  direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None,
-                 profile: str | None = None):
+                 profile: str | None = None, hold_clocks: bool | None = None):
         self.feature_level = FeatureLevel.parse(feature_level)
         # the layer-2 calls planned on this device, by signature; signature -> the buffers its last NumPy-in/out
         # call kept (functions.py)
@@ -62,7 +66,7 @@ class Device(runtime.Device):
         self._kept: dict[tuple[Any, ...], Any] = {}
         self.templates: dict[tuple[Any, ...], Any] = {}  # call templates by signature (calls.py)
         super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory, max_queued=max_queued,
-                         chunk_bytes=chunk_bytes, profile=profile)
+                         chunk_bytes=chunk_bytes, profile=profile, hold_clocks=hold_clocks)
 
     def empty_cache(self) -> None:
         """Releases the device memory of every cached (free) block, and of the buffers that small

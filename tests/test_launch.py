@@ -123,3 +123,5 @@ def test_a_device_reports_its_clock_hold(device):
     assert device.clock_hold.wait() in ("not an NVIDIA GPU", "off") or device.clock_hold.state.startswith(
         ("held", "no "))
     assert len(device.info.device_uuid) in (0, 16)
+    with dmlgpu.Device(device.info.index, hold_clocks=False) as off:      # the public Device takes the switch
+        assert off.clock_hold.wait() == "off"
