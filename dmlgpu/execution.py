@@ -116,8 +116,13 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     if isinstance(out, np.ndarray):         # the call's own result (its index check included), copied in
         np.copyto(out, _execute(dev, call, data, idx, values, updates, byte_order))
         return out
+    results = None          # the result buffers of a call whose indices the device checks (index_check)
     if call.check is not None:
-        call.check(values)
+        if values is not None:
+            call.check(values)
+        elif call.plan is None or out is not None and out_key(out, data) == IN_PLACE or \
+                (results := call.check.on_device(dev, _packed(idx))) is None:
+            call.check(idx.numpy())         # read back: what the device cannot check (index_check)
     if call.plan is None:
         if out is None:
             return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
@@ -126,7 +131,10 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
         return out
     run = _run_native if byte_order else _run
     if out is None:
-        return run(dev, call, _packed(data), _packed(idx), _packed(updates))
+        result = run(dev, call, _packed(data), _packed(idx), _packed(updates))
+        if results is not None:
+            results.append(result.buffer)   # never handed out as valid if the check fails
+        return result
     if out.offset == 0 and not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (idx, updates)):
         if out_key(out, data) == IN_PLACE:
             if call.plan.output_from_input:         # the kernels update data's bytes: no copy of data

@@ -70,6 +70,7 @@ class Buffer:
     _host: np.ndarray | None = None      # its mapped memory as an array (_host_copy())
     pinned = False                       # a recording uses it: Device.give_buffers leaves it alone
     recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
+    error: BaseException | None = None   # a watched check failed for the work that wrote it: reads raise this
 
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:

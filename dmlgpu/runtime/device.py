@@ -147,6 +147,7 @@ class Device(Runs, Scratch):
         self._zeroed_clean = True   # False once a run that used zeroed scratch failed: the next request renews it
         self.zeroed_serial = 0      # counts the zeroed scratch buffers made (a call template names the one it used)
         self.closed = False
+        self._watched: list = []    # watch(): (status buffer, report, results) in the order watched
         self.dummy = Buffer(self, 4)
         self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
         self._copy_barrier = kp.OpMemoryBarrier([], *BEFORE_COPY)       # before a copy step (Dispatch COPY)
@@ -207,6 +208,33 @@ class Device(Runs, Scratch):
         """
         with self.lock:
             self.check_open()._flush()
+            self._report()
+
+    def watch(self, status: Buffer, report: Callable[[np.ndarray], BaseException | None]) -> list[Buffer]:
+        """Checks that the device itself makes of the work queued so far (mode="raise" on Tensor indices): once
+        that work has run, at the device's next synchronize() or host read (read_range), ``report`` gets the
+        bytes of ``status`` and returns an exception or None; the first exception returned is raised there (the
+        others' reports are still made). Returns a list that the caller may fill with result buffers of the
+        watched work: when ``report`` returns an exception, a host read of any of them raises it again."""
+        results: list[Buffer] = []
+        with self.lock:
+            self._watched.append((status, report, results))
+        return results
+
+    def _report(self) -> None:
+        """Makes the watched reports (watch()), raising the first exception one returns."""
+        if not self._watched:
+            return
+        watched, self._watched = self._watched, []
+        first = None
+        for status, report, results in watched:
+            error = report(self._read(status, 0, status.nbytes))
+            if error is not None:
+                for buf in results:
+                    buf.error = error
+                first = first or error
+        if first is not None:
+            raise first
 
     def memory_stats(self) -> dict[str, int]:
         """The caching allocator's counters.
@@ -256,6 +284,7 @@ class Device(Runs, Scratch):
                 self._flush()
                 self._pipelines.save()
                 self.closed = True
+                self._watched = []              # reports not made: nothing reads this device again
                 self.clock_hold.release()
                 self._pipelines.clear()
                 self._mgr.destroy()
@@ -383,9 +412,19 @@ class Device(Runs, Scratch):
                     self._staging.write(block.tensor, at, src[pos:pos + n])
 
     def read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
-        """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included)."""
+        """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included),
+        once the watched reports are made (watch(): their exception raised instead, or the one that marked
+        ``buf``)."""
         with self.lock:
-            self.check_open()._sync_buffer(buf)
+            self.check_open()._report()
+            if buf.error is not None:
+                raise buf.error.with_traceback(None)
+            return self._read(buf, offset, nbytes)
+
+    def _read(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
+        """read_range() without the reports."""
+        with self.lock:
+            self._sync_buffer(buf)
             out = np.empty(nbytes, dtype=np.uint8)
             for block, at, pos, n in buf._pieces(offset, nbytes):
                 if block.view is not None:
