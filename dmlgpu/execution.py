@@ -19,6 +19,7 @@ from .calls import IN_PLACE, out_key
 from .arguments import named, other_device
 from .device import Device
 from .errors import DeviceError
+from .index_check import IndexCheck
 from .index_map import IndexMap, Layout
 from .runtime import as_bytes
 from .constructors import empty, tensor
@@ -40,7 +41,7 @@ class _Call(NamedTuple):
 
     plan: Any           # Plan or ReducePlan
     out_shape: tuple
-    check: Callable | None = None
+    check: IndexCheck | None = None
     copy: bool = False
     keep: tuple | None = None
     sig: tuple | None = None

@@ -30,7 +30,8 @@ from .runtime import Buffer, Device, Dispatch
 
 MAX_COUNT = 2**32 - 2         # the most indices the device checks (index_check.comp: ~position != 0)
 MAX_DIMS = 8                  # entries of its dimension list (index tuples of up to 8 components)
-C_WORDS = 4 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signed, fetch pass, dims (low, high)
+C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signed, pass, slot, 3 unused, dims
+UNROLL = 4                    # indices an invocation checks per step (index_check.comp's C_UNROLL)
 
 
 class IndexCheck:
@@ -63,23 +64,22 @@ class IndexCheck:
         words = np.zeros(C_WORDS, np.uint32)
         dims = np.atleast_1d(self.dims).astype(np.uint64)
         words[:3] = count, dims.size, dtype.kind == "i"
-        words[4:4 + 2 * dims.size] = dims.view(np.uint32)          # little-endian: (low, high) pairs
-        fetch = words.copy()
-        fetch[3] = 1
+        words[8:8 + 2 * dims.size] = dims.view(np.uint32)          # little-endian: (low, high) pairs
         kernel = kernels.check_variant(dtype.itemsize)
         with dev.launch() as launch:
-            status = launch.output(16)
-            status.stage(np.zeros(16, np.uint8))
+            watch = dev.watch(self._report(indices.shape, dtype))
+            fetch = words.copy()
+            fetch[3:5] = 1, watch.slot
             (params, fresh), (fetch_params, fetch_fresh) = dev.params(words), dev.params(fetch)
-            uploads = [b for b, new in ((params, fresh), (fetch_params, fetch_fresh)) if new] + [status]
-            launch.run([Dispatch(kernel, (params, indices.buffer, status), count),
-                        Dispatch(kernel, (fetch_params, indices.buffer, status), 1)], uploads=uploads, queue=True)
-        return dev.watch(status, self._report(indices.shape, dtype))
+            launch.run([Dispatch(kernel, (params, indices.buffer, watch.buffer), -(-count // UNROLL)),
+                        Dispatch(kernel, (fetch_params, indices.buffer, watch.buffer), 1)],
+                       uploads=[b for b, new in ((params, fresh), (fetch_params, fetch_fresh)) if new], queue=True)
+        return watch.results
 
     def _report(self, shape: tuple, dtype: np.dtype) -> Callable[[np.ndarray], BaseException | None]:
-        """The report of the device check's status words (index_check.comp): None, or the IndexError."""
-        def report(raw: np.ndarray) -> BaseException | None:
-            words = raw[:16].view(np.uint32)
+        """The report of the device check's slot (index_check.comp: the accumulated word, the first bad
+        position, its value's low and high words): None, or the IndexError."""
+        def report(words: np.ndarray) -> BaseException | None:
             if not words[0]:
                 return None
             bits = 8 * dtype.itemsize

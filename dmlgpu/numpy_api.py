@@ -308,10 +308,9 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
         shape_in = data.shape
         data, axis, idx = _along_axis(data, indices, axis)
         if isinstance(idx, Tensor):     # on the device, into a copy of arr; its indices checked there
-            result = _put_along_axis_tensor(tensor(data, device=idx.device), idx, values, axis, device,
-                                            in_place=False)
-            if result is not None:
-                np.copyto(arr, result.numpy().reshape(shape_in))   # (raises first if an index was bad)
+            copy = _put_along_axis_tensor(tensor(data, device=idx.device), idx, values, axis, device, in_place=False)
+            if copy is not None:
+                np.copyto(arr, copy.numpy().reshape(shape_in))     # (raises first if an index was bad)
             return
         shape = _broadcast_along(data.shape, idx.shape, axis)
         n = data.shape[axis]
@@ -370,7 +369,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
         vals = assigned(values, data.dtype, None, "put_along_axis")      # NumPy's cast (a[...] = values)
     np.broadcast_shapes(vals.shape, shape)           # ValueError where values do not broadcast
     if math.prod(shape) == 0 or vals.size == 0:
-        return
+        return None
 
     def rule(data: Any, idx: Any, vals: Any, axis: int) -> driver.Signature:
         """scatter_elements through layouts that broadcast: where arr is broadcast (a stride 0), several
@@ -381,9 +380,10 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
         return driver.Signature(data.shape, n, (*layouts, axis, data.dtype, idx.dtype, "none", _self_copy(data)))
 
     mode = "raise" if isinstance(idx, Tensor) else "clamp"      # Tensor indices: checked as take's (the driver's)
-    return driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device,
-                       out=data if in_place else None, mode=mode, key=(axis, mode, "put_along_axis", in_place),
-                       name="put_along_axis")
+    result: Tensor = driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device,
+                                 out=data if in_place else None, mode=mode,
+                                 key=(axis, mode, "put_along_axis", in_place), name="put_along_axis")
+    return None if in_place else result
 
 
 # NumPy's np.take, np.take_along_axis and np.put_along_axis on Tensors run these (Tensor.__array_function__)

@@ -1,12 +1,16 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // mode="raise" on the device (dmlgpu/index_check.py): finds the first index, in row-major order, of a packed
 // index tensor in one block that lies outside [-dim, dim) (signed types) or [0, dim) (unsigned ones), so that
 // no index is read back to the host. Index i checks against dims[i % C_K] (a gather's one dimension: C_K 1;
 // an index tuple's components: C_K its size; a dimension of size 0 has no valid index).
-// Pass 0 (C_FETCH 0): every bad index i makes S[0] at least ~i (atomicMax; the host zeroes S first, and
-// count < 2^32 - 1, so S[0] != 0 exactly when some index is bad, and ~S[0] is the first). Pass 1 (C_FETCH 1,
-// one invocation, after a barrier): S[1] = that position, S[2], S[3] = its value's low and high words.
+// S is the device's check buffer (runtime Device.watch): S[0] accumulates, S[4 + 4 slot ...] are reports.
+// Pass 0 (C_FETCH 0): every bad index i makes S[0] at least ~i (atomicMax; S[0] is 0 before, and count <
+// 2^32 - 1, so S[0] != 0 exactly when some index is bad, and ~S[0] is the first); an invocation checks
+// C_UNROLL consecutive indices per step, their loads first. Pass 1 (C_FETCH 1, one invocation, after a
+// barrier): report slot C_SLOT = (S[0], the first bad position, its value's low and high words); S[0] = 0
+// again for the next check.
 //   IDX64 0/1: 32- or 64-bit indices
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
@@ -21,7 +25,9 @@ const uint C_COUNT = 0u;    // indices to check
 const uint C_K = 1u;        // entries of C_DIMS, 1..8
 const uint C_SIGNED = 2u;   // 1: the indices are of a signed type
 const uint C_FETCH = 3u;    // 1: pass 1
-const uint C_DIMS = 4u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
+const uint C_SLOT = 4u;     // pass 1: the report slot
+const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
+const uint C_UNROLL = 4u;   // indices per invocation and step of pass 0 (index_check.UNROLL)
 
 uvec2 index_at(uint i, bool is_signed) {
 #if IDX64
@@ -36,7 +42,9 @@ bool below(uvec2 a, uvec2 b) {      // a < b as unsigned 64-bit values (x: low w
     return a.y < b.y || (a.y == b.y && a.x < b.x);
 }
 
-bool bad(uvec2 v, uvec2 dim, bool is_signed) {
+bool bad(uvec2 v, uint i, bool is_signed) {
+    uint c = P[C_K] == 1u ? 0u : i % P[C_K];
+    uvec2 dim = uvec2(P[C_DIMS + 2u * c], P[C_DIMS + 2u * c + 1u]);
     if (is_signed && (v.y & 0x80000000u) != 0u) {       // v - 2^64 < 0: valid when v >= 2^64 - dim, dim > 0
         if (dim == uvec2(0u))
             return true;
@@ -49,24 +57,34 @@ bool bad(uvec2 v, uvec2 dim, bool is_signed) {
 void main() {
     bool is_signed = P[C_SIGNED] != 0u;
     if (P[C_FETCH] != 0u) {
-        if (gl_GlobalInvocationID.x == 0u && S[0] != 0u) {
-            uint i = ~S[0];
-            uvec2 v = index_at(i, is_signed);
-            S[1] = i;
-            S[2] = v.x;
-            S[3] = v.y;
+        if (gl_GlobalInvocationID.x == 0u) {
+            uint r = 4u + 4u * P[C_SLOT], first = S[0];
+            S[r] = first;
+            if (first != 0u) {
+                uvec2 v = index_at(~first, is_signed);
+                S[r + 1u] = ~first;
+                S[r + 2u] = v.x;
+                S[r + 3u] = v.y;
+            }
+            S[0] = 0u;
         }
         return;
     }
-    uint total = P[C_COUNT], k = P[C_K];
-    uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < total;) {
-        uint c = k == 1u ? 0u : i % k;
-        if (bad(index_at(i, is_signed), uvec2(P[C_DIMS + 2u * c], P[C_DIMS + 2u * c + 1u]), is_signed)) {
-            atomicMax(S[0], ~i);        // an invocation's first bad index is its least: it checks no more
-            break;
+    uint total = P[C_COUNT];
+    uint step = C_UNROLL * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = C_UNROLL * gl_GlobalInvocationID.x; i < total;) {
+        uvec2 v[C_UNROLL];
+        [[unroll]] for (uint j = 0u; j < C_UNROLL; ++j)
+            v[j] = i + j < total ? index_at(i + j, is_signed) : uvec2(0u);
+        bool found = false;
+        for (uint j = 0u; j < C_UNROLL && i + j < total; ++j) {
+            if (bad(v[j], i + j, is_signed)) {
+                atomicMax(S[0], ~(i + j));  // an invocation's first bad index is its least: it checks no more
+                found = true;
+                break;
+            }
         }
-        if (total - i <= step)
+        if (found || total - i <= step)
             break;
         i += step;
     }

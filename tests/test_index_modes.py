@@ -216,3 +216,24 @@ def test_put_along_axis_into_an_array_checks_tensor_indices_on_the_device(reads)
     np.put_along_axis(before, np.array([[1], [-4]]), np.array([[7], [8]], np.float32), axis=1)
     np.testing.assert_array_equal(a, before)
     assert good.buffer not in reads
+
+
+def test_more_checks_than_report_slots_and_two_failures():
+    """Past CHECK_SLOTS pending checks the device makes the reports first; of two failed calls the first's
+    error is raised, and both results stay marked."""
+    from dmlgpu.runtime.device import CHECK_SLOTS
+    dev = dmlgpu.default_device()
+    data = dmlgpu.tensor(np.arange(10, dtype=np.float32))
+    good = dmlgpu.tensor(np.array([1, 2], np.int64))
+    results = [dmlgpu.take(data, good) for _ in range(CHECK_SLOTS + 20)]
+    dev.synchronize()
+    assert all(r.numpy().tolist() == [1.0, 2.0] for r in results[::37])
+    first = dmlgpu.take(data, dmlgpu.tensor(np.array([0, 11], np.int64)))
+    second = dmlgpu.take(data, dmlgpu.tensor(np.array([-12], np.int64)))
+    with pytest.raises(IndexError, match=r"take: index 11 at indices position \(1,\)"):
+        dev.synchronize()
+    with pytest.raises(IndexError, match=r"take: index -12 at indices position \(0,\)"):
+        second.numpy()
+    with pytest.raises(IndexError, match=r"index 11"):
+        first.numpy()
+    dev.synchronize()

@@ -5,7 +5,8 @@
 A permutation of N float32 (default 64M) by an int64 permutation Tensor of N elements: dmlgpu.take with
 mode="raise" (checked on the device), "wrap" and "clip", and dmlgpu.gather's default clamp, each timed as call +
 synchronize() (first call of the process, then the median of R) in this process, which has no CUDA context
-unless dmlgpu's clock hold made one; GPU time (Vulkan timestamps, median of R replays) beside it. PyTorch's
+unless dmlgpu's clock hold made one; GPU time (Vulkan timestamps, median of R replays) beside it; and a small
+gather (32 rows of 64 B) in clamp and raise modes, for the check's fixed cost. PyTorch's
 x[p] in a fresh process of its own (first call, median call + synchronize, median CUDA-event time), where CUDA
 PyTorch is installed. Results are checked against NumPy on a sample of positions.
 """
@@ -49,10 +50,14 @@ def main() -> int:
     x, p = dmlgpu.tensor(xh, device=dev), dmlgpu.tensor(ph, device=dev)
     dev.synchronize()
     sample = rng.integers(0, args.n, 4096)
+    small = dmlgpu.tensor(rng.standard_normal((1024, 16), dtype=np.float32), device=dev)
+    small_ids = dmlgpu.tensor(rng.integers(0, 1024, 32).astype(np.int64), device=dev)
     calls = {"gather clamp": lambda: dmlgpu.gather(x, p),
              "take raise": lambda: dmlgpu.take(x, p),
              "take wrap": lambda: dmlgpu.take(x, p, mode="wrap"),
-             "take clip": lambda: dmlgpu.take(x, p, mode="clip")}
+             "take clip": lambda: dmlgpu.take(x, p, mode="clip"),
+             "small clamp": lambda: dmlgpu.gather(small, small_ids, axis=0),
+             "small raise": lambda: dmlgpu.take(small, small_ids, axis=0)}
     print(f"{dev.info.name}; n = {args.n}; clock hold: {dev.clock_hold.state}", flush=True)
     rows = {}
     for name, fn in calls.items():
@@ -60,7 +65,8 @@ def main() -> int:
         y = fn()
         dev.synchronize()
         first = time.perf_counter() - t0
-        ok = np.array_equal(y.numpy()[sample], xh[ph[sample]])
+        ok = np.array_equal(y.numpy()[sample], xh[ph[sample]]) if not name.startswith("small") else \
+            np.array_equal(y.numpy(), small.numpy()[small_ids.numpy()])
         walls = []
         for _ in range(args.repeats):
             del y
@@ -69,7 +75,7 @@ def main() -> int:
             dev.synchronize()
             walls.append(time.perf_counter() - t0)
         gpus = []
-        if name != "take raise":        # (mode="raise" on Tensor indices cannot be recorded)
+        if "raise" not in name:         # (mode="raise" on Tensor indices cannot be recorded)
             with dev.record(timestamps=True) as rec:
                 fn()
             for _ in range(args.repeats):
@@ -92,9 +98,10 @@ def main() -> int:
     clamp = rows["gather clamp"]["wall"]
     print(f"{'call':14s} {'first ms':>9s} {'call+sync ms':>12s} {'GPU ms':>8s} {'vs clamp':>8s} {'x[p] / it':>9s} checked")
     for name, r in rows.items():
-        vs_peer = f"{peer['wall'] / r['wall']:.2f}x" if peer else "-"
+        base = rows["small clamp"]["wall"] if name.startswith("small") else clamp
+        vs_peer = f"{peer['wall'] / r['wall']:.2f}x" if peer and not name.startswith("small") else "-"
         print(f"{name:14s} {r['first'] * 1e3:9.3f} {r['wall'] * 1e3:12.3f} {r['gpu'] * 1e3:8.3f} "
-              f"{r['wall'] / clamp:8.3f} {vs_peer:>9s} {r['checked']}")
+              f"{r['wall'] / base:8.3f} {vs_peer:>9s} {r['checked']}")
     if peer:
         print(f"{'torch x[p]':14s} {peer['first'] * 1e3:9.3f} {peer['wall'] * 1e3:12.3f} {peer['gpu'] * 1e3:8.3f}"
               f"   (PyTorch {peer['torch']}, its own process)")

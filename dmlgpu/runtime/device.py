@@ -10,7 +10,7 @@ import os
 import threading
 import weakref
 
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -43,6 +43,18 @@ def _save_pipeline_caches() -> None:
         if not dev.closed:
             dev._pipelines.save()
 
+
+CHECK_SLOTS = 256     # checks (Device.watch) that may await their reports at once: the check buffer's slots
+
+
+class Watch(NamedTuple):
+    """A check made by the device (Device.watch): its buffer and report slot, how to report it, the buffers
+    that a failed check marks."""
+
+    buffer: Buffer
+    slot: int
+    report: Callable[[np.ndarray], BaseException | None]
+    results: list
 
 class Device(Runs, Scratch):
     """A Vulkan device opened through Kompute.
@@ -147,7 +159,8 @@ class Device(Runs, Scratch):
         self._zeroed_clean = True   # False once a run that used zeroed scratch failed: the next request renews it
         self.zeroed_serial = 0      # counts the zeroed scratch buffers made (a call template names the one it used)
         self.closed = False
-        self._watched: list = []    # watch(): (status buffer, report, results) in the order watched
+        self._watched: list[Watch] = []   # watch()'s checks whose reports are not made yet, by slot
+        self._checks: Buffer | None = None   # the check buffer (watch()), made on first use
         self.dummy = Buffer(self, 4)
         self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
         self._copy_barrier = kp.OpMemoryBarrier([], *BEFORE_COPY)       # before a copy step (Dispatch COPY)
@@ -210,27 +223,38 @@ class Device(Runs, Scratch):
             self.check_open()._flush()
             self._report()
 
-    def watch(self, status: Buffer, report: Callable[[np.ndarray], BaseException | None]) -> list[Buffer]:
-        """Checks that the device itself makes of the work queued so far (mode="raise" on Tensor indices): once
-        that work has run, at the device's next synchronize() or host read (read_range), ``report`` gets the
-        bytes of ``status`` and returns an exception or None; the first exception returned is raised there (the
-        others' reports are still made). Returns a list that the caller may fill with result buffers of the
-        watched work: when ``report`` returns an exception, a host read of any of them raises it again."""
-        results: list[Buffer] = []
+    def watch(self, report: Callable[[np.ndarray], BaseException | None]) -> Watch:
+        """A check that the device itself makes of work about to be queued (mode="raise" on Tensor indices),
+        reported through the device's check buffer (``Watch.buffer``, zero but where a check is under way:
+        words 0-3 are the checking kernels' own; report slot ``Watch.slot`` is words 4 + 4 slot to 7 + 4 slot,
+        which the check's last kernel writes). Call it and queue the check's kernels in one launch (which
+        holds the device's lock). Once that work has run, at the device's next synchronize() or host read
+        (read_range), ``report`` gets the slot's four words (uint32) and returns an exception or None; the
+        first exception returned is raised there (the other reports are still made). ``Watch.results``: a
+        list the caller may fill with result buffers of the checked work; when ``report`` returns an
+        exception, a host read of any of them raises it again."""
         with self.lock:
-            self._watched.append((status, report, results))
-        return results
+            if len(self._watched) == CHECK_SLOTS:   # every slot awaits its report: make them first
+                self._flush()
+                self._report()
+            if self._checks is None:
+                self._checks = self.buffer(nbytes=16 * (CHECK_SLOTS + 1))
+            watch = Watch(self._checks, len(self._watched), report, [])
+            self._watched.append(watch)
+            return watch
 
     def _report(self) -> None:
-        """Makes the watched reports (watch()), raising the first exception one returns."""
+        """Makes the watched reports (watch()) with one read of the check buffer, raising the first exception
+        one returns."""
         if not self._watched:
             return
         watched, self._watched = self._watched, []
+        words = self._read(self._checks, 0, 16 * (len(watched) + 1)).view(np.uint32)
         first = None
-        for status, report, results in watched:
-            error = report(self._read(status, 0, status.nbytes))
+        for watch in watched:
+            error = watch.report(words[4 + 4 * watch.slot:8 + 4 * watch.slot])
             if error is not None:
-                for buf in results:
+                for buf in watch.results:
                     buf.error = error
                 first = first or error
         if first is not None:
