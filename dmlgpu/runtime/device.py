@@ -249,7 +249,7 @@ class Device(Runs, Scratch):
         if not self._watched:
             return
         watched, self._watched = self._watched, []
-        words = self._read(self._checks, 0, 16 * (len(watched) + 1)).view(np.uint32)
+        words = self._read(watched[0].buffer, 0, 16 * (len(watched) + 1)).view(np.uint32)
         first = None
         for watch in watched:
             error = watch.report(words[4 + 4 * watch.slot:8 + 4 * watch.slot])
