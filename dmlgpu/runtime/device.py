@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import kernels
 from ..errors import DeviceError
-from . import profiles, transfers
+from . import host, profiles, transfers
 from .clocks import ClockHold
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
     open_manager
@@ -254,6 +254,7 @@ class Device(Runs, Scratch):
         with self.lock:
             if not self.closed:
                 self._flush()
+                host.release_all(self)          # host arrays' imports (runtime/host.py)
                 self._pipelines.save()
                 self.closed = True
                 self.clock_hold.release()
