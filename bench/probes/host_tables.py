@@ -49,6 +49,24 @@ def _timed(fn, reps: int) -> tuple[float, float, object]:
     return first, statistics.median(times) if times else first, res
 
 
+def _import_status(dev, array) -> str:
+    """Whether ``array`` is read in place on ``dev`` (its import is cached by the call), else why not."""
+    from dmlgpu.runtime import host
+    if not host.available(dev):
+        return "NO: the device cannot import host memory (no VK_EXT_external_memory_host, or kp without patch 0023)"
+    if not host.importable(dev, array):
+        return f"NO: the array is not importable (C-contiguous {array.flags.c_contiguous}, address % 16 = " \
+               f"{array.ctypes.data % 16}, bytes % 4 = {array.nbytes % 4})"
+    flat = array.reshape(-1).view(np.uint8)
+    n = flat.size if flat.size <= dev.whole_max else dev.chunk_bytes      # (its first block is enough to ask)
+    try:                                # the driver's answer, with its reason
+        for t in dev._mgr.import_host_buffers(flat.ctypes.data, n, n):
+            t.destroy()
+    except RuntimeError as e:
+        return f"NO: the driver refused the import: {e}"
+    return f"yes (address % 4096 = {array.ctypes.data % 4096})"
+
+
 def part_a(args) -> None:
     import dmlgpu
     from dmlgpu import execution
@@ -64,6 +82,7 @@ def part_a(args) -> None:
     print(f"[a] {dev.info.name}: host import {'available' if host.available(dev) else 'NOT available'} "
           f"(minImportedHostPointerAlignment {dev.info.min_imported_host_pointer_alignment}); device opened in "
           f"{_ms(t_open).strip()}; table {mib} MiB float32, 65,536 random rows of 256 B, NumPy in and out")
+    print(f"[a] the table read in place: {_import_status(dev, table)}")
     want = np.take(table, ids, axis=0)
     first, _, got = _timed(lambda: dmlgpu.take(table, ids, axis=0), 0)
     assert got.tobytes() == want.tobytes(), "part a: cold result differs from np.take"
@@ -165,6 +184,7 @@ def part_c_dmlgpu(args) -> None:
     rng = np.random.default_rng(2)
     count = args.c_rows
     ids_np = rng.integers(0, rows, count)
+    print(f"[c] the table read in place: {_import_status(dev, table)}", flush=True)
     ids = dmlgpu.tensor(ids_np, device=dev)
     dev.synchronize()
 
