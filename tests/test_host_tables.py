@@ -229,3 +229,30 @@ def test_import_cache_follows_the_array(dev):
     del table
     gc.collect()
     assert not dev.__dict__.get("_host_imports") and "block_list" not in a.__dict__
+
+
+def test_imports_split_at_max_allocation(imports):
+    """A table larger than maxMemoryAllocationSize is imported in several allocations, each a whole number of
+    blocks (lowered here: lavapipe's is 2 GiB)."""
+    import dataclasses
+    with dmlgpu.Device(chunk_bytes=MIB) as d:
+        _needs_import(d)
+        d.info = dataclasses.replace(d.info, max_memory_allocation_size=2 * MIB + 2 * 4096)
+        calls = []
+        real = d._mgr
+
+        class Counting:             # counts the allocations (kp's import calls)
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def import_host_buffers(self, *a):
+                calls.append(a)
+                return real.import_host_buffers(*a)
+        d._mgr = Counting()
+        try:
+            table = _table((5 * 4096 + 100, 64), np.float32, 20)      # 5 MiB and a bit: 6 blocks, 3 imports
+            ids = np.random.default_rng(21).integers(0, table.shape[0], 3000)
+            assert dmlgpu.take(table, ids, axis=0, device=d).tobytes() == np.take(table, ids, axis=0).tobytes()
+            assert [n for _, n, _ in calls[:3]] == [2 * MIB, 2 * MIB, table.nbytes - 4 * MIB]
+        finally:
+            d._mgr = real
