@@ -256,3 +256,13 @@ def test_imports_split_at_max_allocation(imports):
             assert [n for _, n, _ in calls[:3]] == [2 * MIB, 2 * MIB, table.nbytes - 4 * MIB]
         finally:
             d._mgr = real
+
+
+def test_lavapipe_imports_host_memory(device):
+    """lavapipe offers VK_EXT_external_memory_host: with kp patch 0023 the default device must be able to import
+    (so that the tests above run rather than skip)."""
+    from dmlgpu.runtime.devices import kp
+    if "0023-host-memory-import" not in getattr(kp, "__dmlgpu_patches__", ()):
+        pytest.skip("kp without patch 0023 (rebuild it: python tools/build_kp.py)")
+    if device.info.type == "CPU" and device.profile.name == "full":
+        assert host.available(device) and device.info.min_imported_host_pointer_alignment == 4096
