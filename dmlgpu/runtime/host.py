@@ -113,7 +113,8 @@ def import_array(device: "Device", array: np.ndarray, cache: bool = False) -> Ho
     and reuse it for the same bytes (the module's docstring); the caller must then not release() it."""
     flat = array.reshape(-1).view(np.uint8)
     if not cache:
-        return _make(device, flat)
+        with device.lock:                         # (kp's manager is shared by the device's threads)
+            return _make(device, flat)
     owner = _owner(array)
     key = (id(owner), flat.ctypes.data, flat.size)
     imports: dict = device.__dict__.setdefault("_host_imports", {})
