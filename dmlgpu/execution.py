@@ -1,6 +1,7 @@
 """How a layer-2 call runs: its plan, found by signature (``_planned``), then run on the operands' buffers
-(``_execute``): NumPy operands are uploaded and the result downloaded; Tensor operands are used where they
-are and the result is a new Tensor, queued, or ``out``.
+(``_execute``): NumPy operands are uploaded and the result downloaded (but a gather's large NumPy table is read
+where it is: ``reads_in_place``); Tensor operands are used where they are and the result is a new Tensor, queued,
+or ``out``.
 
 Repeated calls: each call's validation and planning depend only on its *signature* (the function, the
 operands' shapes and dtypes, axis or batch_dims, mode, reduction, the kind of ``out``). Every Device keeps the
@@ -186,6 +187,7 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
     (a packed Tensor that no other operand than data shares: _execute), which the kernels write. ``trace``:
     the run may make the signature's call template. A NumPy ``data`` that reads_in_place() picks is read where it
     is (runtime/host.py) when its pages can be imported, and a NumPy result then written into the array returned;
+    such a call runs and waits even where it returns a Tensor (the caller may change the array once it returns).
     ``op`` names the function in errors."""
     plan, out_shape = call.plan, call.out_shape
     recording = dev.active_recording() is not None
