@@ -31,10 +31,11 @@ CALL_CACHE = 512      # planned calls kept per device
 # rule, reads_in_place(). A gather from a NumPy ``data`` of at least HOST_TABLE_BYTES whose result takes at most
 # HOST_READ_SHARE of its bytes reads the rows it needs from the caller's array instead of uploading the whole
 # table (bench/RESULTS.md: the crossover); so does any gather from a table larger than the device's memory.
-# A NumPy result of at least HOST_OUT_BYTES is then written by the kernels into the returned array itself.
+# A NumPy-in/out gather's result of at least HOST_OUT_BYTES is written by the kernels into the returned array
+# itself (writes_in_place), whether its table is read in place or uploaded.
 HOST_TABLE_BYTES = 1 << 20
 HOST_READ_SHARE = 1.0
-HOST_OUT_BYTES = 1 << 16
+HOST_OUT_BYTES = 1 << 20    # (= KEEP_BYTES: smaller calls keep their buffers and replay instead)
 KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
 KEEP_CALLS = 32       # ... for the last this many such signatures per device
 
@@ -91,6 +92,13 @@ def reads_in_place(dev: Device, plan: Any, data_nbytes: int, out_nbytes: int) ->
     return not plan.output_from_input and host.available(dev) and (
         data_nbytes >= HOST_TABLE_BYTES and out_nbytes <= HOST_READ_SHARE * data_nbytes or
         data_nbytes > dev.memory_capacity)
+
+
+def writes_in_place(dev: Device, plan: Any, out_nbytes: int) -> bool:
+    """The rule that a NumPy-in/out gather's kernels write its result into the array returned (imported: it must
+    also be importable, else the result is downloaded): a gather on a device that imports host memory, with a
+    result of at least HOST_OUT_BYTES."""
+    return not plan.output_from_input and out_nbytes >= HOST_OUT_BYTES and host.available(dev)
 
 
 def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
@@ -202,12 +210,12 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
         host_in = host.import_array(dev, data, cache=True) if host.importable(dev, data) else None
         if host_in is None:
             _uploaded(dev, data, nbytes, op)
-        elif not as_tensor and nbytes >= HOST_OUT_BYTES:
-            result = np.empty(out_shape, data.dtype)
-            host_out = host.import_array(dev, result) if host.importable(dev, result) else None
+    if not as_tensor and writes_in_place(dev, plan, nbytes):
+        result = np.empty(out_shape, data.dtype)
+        host_out = host.import_array(dev, result) if host.importable(dev, result) else None
     with dev.launch() as launch:
         uploads = []
-        keep = call.keep if not as_tensor and host_in is None else None
+        keep = call.keep if not as_tensor and host_in is None and host_out is None else None
         kept = iter(dev._kept.pop(keep, ()) if keep is not None else ())
 
         def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)

@@ -80,13 +80,18 @@ def test_large_result_written_in_place(dev, imports):
     """A NumPy result of HOST_OUT_BYTES or more is the array the kernels wrote (imported, not cached)."""
     _needs_import(dev)
     table = _table((8192, 64), np.float32, 4)
-    ids = np.random.default_rng(5).integers(0, 8192, 8192)
+    ids = np.random.default_rng(5).integers(0, 8192, 4096)
     got = dmlgpu.take(table, ids, axis=0, device=dev)
     assert got.nbytes >= execution.HOST_OUT_BYTES and (got.nbytes, False, True) in imports
     assert got.tobytes() == np.take(table, ids, axis=0).tobytes()
     out = np.zeros_like(got)
     assert dmlgpu.take(table, ids[::-1], axis=0, out=out, device=dev) is out
     assert out.tobytes() == np.take(table, ids[::-1], axis=0).tobytes()
+    small = _table((100, 64), np.float32, 5)          # an uploaded table, a result written in place
+    many = np.random.default_rng(6).integers(0, 100, 8192)
+    imports.clear()
+    assert dmlgpu.take(small, many, axis=0, device=dev).tobytes() == np.take(small, many, axis=0).tobytes()
+    assert imports == [(8192 * 256, False, True)]
 
 
 @pytest.mark.parametrize("case", ["row-slice", "unaligned", "strided", "fortran", "odd-bytes"])
