@@ -273,6 +273,9 @@ def _uploaded(dev: Device, data: np.ndarray, nbytes: int, op: str) -> None:
     try:
         dev.check_sizes(data.nbytes, nbytes)
     except DeviceError as e:
+        if host.importable(dev, data):
+            raise DeviceError(f"{op}: {e}; reading the NumPy table in place failed: the driver refused to import "
+                              f"its pages ({host.refusal(dev)})") from None
         raise DeviceError(f"{op}: {e}; a NumPy table is read in place (not uploaded) only where it is C-contiguous, "
                           f"starts at a multiple of {host.ALIGNMENT} bytes and takes a multiple of 4 bytes: pass "
                           f"np.ascontiguousarray(data) or a copy made by np.empty") from None

@@ -184,7 +184,9 @@ def part_c_dmlgpu(args) -> None:
     rng = np.random.default_rng(2)
     count = args.c_rows
     ids_np = rng.integers(0, rows, count)
-    print(f"[c] the table read in place: {_import_status(dev, table)}", flush=True)
+    print(f"[c] the table read in place: {_import_status(dev, table)}; blocks of {dev.chunk_bytes >> 20} MiB, "
+          f"maxMemoryAllocationSize {dev.info.max_memory_allocation_size:#x} (several imports where the table "
+          f"exceeds it)", flush=True)
     ids = dmlgpu.tensor(ids_np, device=dev)
     dev.synchronize()
 

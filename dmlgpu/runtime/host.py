@@ -87,9 +87,10 @@ def _make(device: "Device", flat: np.ndarray) -> HostBuffer | None:
     try:
         for at in range(0, nbytes, per_import):
             tensors += device._mgr.import_host_buffers(address + at, min(per_import, nbytes - at), chunk)
-    except RuntimeError:
+    except RuntimeError as e:
         for t in tensors:
             t.destroy()
+        device.__dict__["_host_refused"] = str(e)
         return None
     buf = HostBuffer.__new__(HostBuffer)
     buf.device, buf.nbytes, buf.canary_words = device, nbytes, 0
@@ -151,6 +152,11 @@ def _forget_import(device_ref: Any, key: tuple) -> None:
     entry = None if device is None else device.__dict__.get("_host_imports", {}).pop(key, None)
     if entry is not None:
         entry[0]._release()
+
+
+def refusal(device: "Device") -> str | None:
+    """The driver's reason for the last import it refused on ``device`` (None: none refused)."""
+    return device.__dict__.get("_host_refused")
 
 
 def release(buf: HostBuffer) -> None:
