@@ -271,3 +271,32 @@ def test_lavapipe_imports_host_memory(device):
         pytest.skip("kp without patch 0023 (rebuild it: python tools/build_kp.py)")
     if device.info.type == "CPU" and device.profile.name == "full":
         assert host.available(device) and device.info.min_imported_host_pointer_alignment == 4096
+
+
+def test_refused_import_falls_back_or_says_why():
+    """Where the driver refuses an import, the table is uploaded; past the device's memory the DeviceError gives
+    the driver's reason."""
+    table = _table((16384, 64), np.float32, 22)          # 4 MiB
+    ids = np.random.default_rng(23).integers(0, 16384, 1000)
+    for limit in (None, 2 * MIB):
+        with dmlgpu.Device(memory_limit=limit) as d:
+            _needs_import(d)
+            real = d._mgr
+
+            class Refusing:
+                def __getattr__(self, name):
+                    return getattr(real, name)
+
+                def import_host_buffers(self, *a):
+                    raise RuntimeError("vkAllocateMemory refused (a test)")
+            d._mgr = Refusing()
+            try:
+                if limit is None:
+                    got = dmlgpu.take(table, ids, axis=0, device=d)
+                    assert got.tobytes() == np.take(table, ids, axis=0).tobytes()
+                else:
+                    with pytest.raises(dmlgpu.DeviceError, match=r"take: .*refused to import its pages "
+                                                                 r"\(vkAllocateMemory refused \(a test\)\)"):
+                        dmlgpu.take(table, ids, axis=0, device=d)
+            finally:
+                d._mgr = real
