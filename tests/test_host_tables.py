@@ -300,3 +300,24 @@ def test_refused_import_falls_back_or_says_why():
                         dmlgpu.take(table, ids, axis=0, device=d)
             finally:
                 d._mgr = real
+
+
+def test_threads_share_tables(dev):
+    """Threads gathering from shared NumPy tables (imported once each, under the device's lock) and from tables
+    of their own that they drop (their imports released as they go)."""
+    from strategies import run_in_threads
+    _needs_import(dev)
+    shared = _table((4096, 64), np.float32, 24)
+    failures = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for i in range(6):
+            own = _table((2048 + 64 * seed, 128), np.float32, 100 * seed + i)
+            for table in (shared, own):
+                ids = rng.integers(0, table.shape[0], 1500)
+                if dmlgpu.take(table, ids, axis=0, device=dev).tobytes() != np.take(table, ids, axis=0).tobytes():
+                    failures.append((seed, i))
+            del own
+    run_in_threads(work)
+    assert not failures
