@@ -29,8 +29,9 @@ from .tensor import Tensor
 CALL_CACHE = 512      # planned calls kept per device
 # NumPy tables read where they are (runtime/host.py: their pages imported, VK_EXT_external_memory_host): the one
 # rule, reads_in_place(). A gather from a NumPy ``data`` of at least HOST_TABLE_BYTES whose result takes at most
-# HOST_READ_SHARE of its bytes reads the rows it needs from the caller's array instead of uploading the whole
-# table (bench/RESULTS.md: the crossover); so does any gather from a table larger than the device's memory.
+# HOST_READ_SHARE of its bytes (any share on unified memory, where the device's memory is the host's: lavapipe,
+# integrated GPUs) reads the rows it needs from the caller's array instead of uploading the whole table
+# (bench/RESULTS.md: the crossover); so does any gather from a table larger than the device's memory.
 # A NumPy-in/out gather's result of at least HOST_OUT_BYTES is written by the kernels into the returned array
 # itself (writes_in_place), whether its table is read in place or uploaded.
 HOST_TABLE_BYTES = 1 << 20
@@ -88,10 +89,11 @@ def reads_in_place(dev: Device, plan: Any, data_nbytes: int, out_nbytes: int) ->
     """The rule, by sizes alone, that a call's NumPy ``data`` is read where it is rather than uploaded (the
     constants above; the array must also be importable: runtime/host.py, else it is uploaded): a gather (a
     plan whose output is no copy of its input) on a device that imports host memory, from a table of at least
-    HOST_TABLE_BYTES that its result takes at most HOST_READ_SHARE of, or larger than the device's memory."""
+    HOST_TABLE_BYTES that its result takes at most HOST_READ_SHARE of (any share on unified memory), or larger
+    than the device's memory."""
     return not plan.output_from_input and host.available(dev) and (
-        data_nbytes >= HOST_TABLE_BYTES and out_nbytes <= HOST_READ_SHARE * data_nbytes or
-        data_nbytes > dev.memory_capacity)
+        data_nbytes >= HOST_TABLE_BYTES and (out_nbytes <= HOST_READ_SHARE * data_nbytes or dev.info.unified_memory)
+        or data_nbytes > dev.memory_capacity)
 
 
 def writes_in_place(dev: Device, plan: Any, out_nbytes: int) -> bool:
