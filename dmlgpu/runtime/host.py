@@ -94,7 +94,7 @@ def _make(device: "Device", flat: np.ndarray) -> HostBuffer | None:
         return None
     buf = HostBuffer.__new__(HostBuffer)
     buf.device, buf.nbytes, buf.canary_words = device, nbytes, 0
-    buf.block_list = [Block(t, chunk, False) for t in tensors]
+    buf.block_list = [Block(t, 4 * t.size(), False) for t in tensors]     # (kp sizes are 32-bit words)
     buf._block, buf._tensor = buf.block_list[0], tensors[0]
     buf.chunked = len(tensors) > 1
     buf.array = flat
