@@ -213,8 +213,9 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
         if host_in is None:
             _uploaded(dev, data, nbytes, op)
     if not as_tensor and writes_in_place(dev, plan, nbytes):
-        result = np.empty(out_shape, data.dtype)
-        host_out = host.import_array(dev, result) if host.importable(dev, result) else None
+        made = host.result_array(dev, out_shape, data.dtype)     # imported host memory, pooled
+        if made is not None:
+            result, host_out = made
     with dev.launch() as launch:
         uploads = []
         keep = call.keep if not as_tensor and host_in is None and host_out is None else None
@@ -261,7 +262,6 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
             return out if out is not None else Tensor._wrap(out_buf, out_shape, data.dtype)
         if host_out is not None:
             launch.run(dispatches, uploads=params + uploads, host_read=True)
-            host.release(host_out)
             return result
         got = launch.run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
         if keep is not None:

@@ -76,22 +76,47 @@ def test_friends_read_in_place(dev, imports):
     assert all(ok for n, cached, ok in imports if n == table.nbytes) and len(imports) >= 3
 
 
-def test_large_result_written_in_place(dev, imports):
-    """A NumPy result of HOST_OUT_BYTES or more is the array the kernels wrote (imported, not cached)."""
+def _leased(array) -> bool:
+    """True when ``array`` views a result buffer of host.result_array (imported memory, pooled)."""
+    while array is not None and not isinstance(array, host._Lease):
+        array = getattr(array, "base", None)
+    return array is not None
+
+
+def test_large_result_written_in_place(dev, imports, monkeypatch):
+    """A NumPy-in/out gather's result of HOST_OUT_BYTES or more is written by the kernels into the returned array
+    (pooled imported memory: when it is collected its buffer serves the next result, nothing imported again)."""
     _needs_import(dev)
+    made = []
+    real_make = host._make
+    monkeypatch.setattr(host, "_make", lambda d, flat: made.append(flat.size) or real_make(d, flat))
     table = _table((8192, 64), np.float32, 4)
     ids = np.random.default_rng(5).integers(0, 8192, 4096)
     got = dmlgpu.take(table, ids, axis=0, device=dev)
-    assert got.nbytes >= execution.HOST_OUT_BYTES and (got.nbytes, False, True) in imports
+    assert got.nbytes >= execution.HOST_OUT_BYTES and _leased(got) and got.flags.writeable
     assert got.tobytes() == np.take(table, ids, axis=0).tobytes()
-    out = np.zeros_like(got)
+    kept = got.copy()
+    got[:] = 0                                      # the caller's to write
+    again = dmlgpu.take(table, ids[::-1], axis=0, device=dev)     # another buffer: got still holds its own
+    assert again.tobytes() == np.take(table, ids[::-1], axis=0).tobytes() and not got.any()
+    del got, again
+    gc.collect()
+    count = len(made)
+    for i in range(3):                              # the pool serves them: no import
+        r = dmlgpu.take(table, ids, axis=0, device=dev)
+        assert r.tobytes() == kept.tobytes()
+        del r
+    assert len(made) == count
+    out = np.zeros_like(kept)
     assert dmlgpu.take(table, ids[::-1], axis=0, out=out, device=dev) is out
     assert out.tobytes() == np.take(table, ids[::-1], axis=0).tobytes()
     small = _table((100, 64), np.float32, 5)          # an uploaded table, a result written in place
     many = np.random.default_rng(6).integers(0, 100, 8192)
     imports.clear()
-    assert dmlgpu.take(small, many, axis=0, device=dev).tobytes() == np.take(small, many, axis=0).tobytes()
-    assert imports == [(8192 * 256, False, True)]
+    r = dmlgpu.take(small, many, axis=0, device=dev)
+    assert r.tobytes() == np.take(small, many, axis=0).tobytes() and _leased(r) and not imports
+    dev.empty_cache()                                 # releases the free result buffers
+    assert not dev.__dict__["_host_results"].free
 
 
 @pytest.mark.parametrize("case", ["row-slice", "unaligned", "strided", "fortran", "odd-bytes"])

@@ -234,11 +234,12 @@ class Device(Runs, Scratch):
             return stats
 
     def empty_cache(self) -> None:
-        """Releases the device memory of every cached (free) block; buffers in use keep theirs (example:
-        dmlgpu.Device.empty_cache)."""
+        """Releases the device memory of every cached (free) block, and the pooled host memory of free results
+        written in place (runtime/host.py); buffers in use keep theirs (example: dmlgpu.Device.empty_cache)."""
         with self.lock:
             self.check_open()._flush()
             self._allocator.empty_cache()
+            host.release_results(self)
 
     def close(self) -> None:
         """Releases the device (after its queued work; saving its pipeline cache); using it afterwards raises

@@ -20,13 +20,14 @@ the driver refuses the pointer), callers upload a copy as before.
 """
 from __future__ import annotations
 
+import collections
 import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .buffer import Buffer
-from .memory import Block
+from .memory import Block, size_class
 
 if TYPE_CHECKING:
     from .device import Device
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 FEATURE = "externalMemoryHost"       # kp patch 0023's name of VK_EXT_external_memory_host in Device.features
 ALIGNMENT = 16                       # the widest unit kernels load (uvec4): an array must start at such a byte
 CACHE = 8                            # imports kept per device (cache=True), by owner
+POOL_BYTES = 256 << 20               # free result buffers kept per device (result_array), bytes at most
 
 
 def available(device: "Device") -> bool:
@@ -166,7 +168,84 @@ def release(buf: HostBuffer) -> None:
 
 
 def release_all(device: "Device") -> None:
-    """Releases every cached import of ``device`` (before it closes)."""
+    """Releases every cached import of ``device`` and its free result buffers (before it closes)."""
     imports = device.__dict__.get("_host_imports", {})
     while imports:
         _drop(imports.pop(next(iter(imports))))
+    release_results(device)
+
+
+class _Lease:
+    """The memory of a result array (result_array()): NumPy arrays made from it hold it, and when the last of
+    them goes, its HostBuffer goes back to the device's pool of free result buffers."""
+
+    def __init__(self, pool: "_Pool", buf: HostBuffer, nbytes: int):
+        self.pool, self.buf = pool, buf
+        assert buf.array is not None
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (buf.array.ctypes.data, False),
+                                    "version": 3}
+
+    def __del__(self) -> None:
+        self.pool.returned.append(self.buf)        # (any thread: drained under the device's lock)
+
+
+class _Pool:
+    """A device's free result buffers (imported host memory of our own), by size class."""
+
+    def __init__(self) -> None:
+        self.free: dict = collections.defaultdict(list)
+        self.bytes = 0
+        self.returned: collections.deque = collections.deque()
+
+    def drain(self) -> None:
+        while self.returned:
+            buf = self.returned.popleft()
+            if "block_list" not in buf.__dict__:
+                continue                            # released meanwhile (the device closed)
+            if self.bytes + buf.nbytes > POOL_BYTES:
+                buf._release()
+                continue
+            self.free[buf.nbytes].append(buf)
+            self.bytes += buf.nbytes
+
+
+def result_array(device: "Device", shape: tuple, dtype: np.dtype) -> tuple[np.ndarray, HostBuffer] | None:
+    """(a new array of ``shape`` and ``dtype``, contents undefined, and the HostBuffer over its memory) for a
+    result that the kernels write in place, or None where the driver refuses the import. The memory is host
+    memory of dmlgpu's own, imported once and pooled, like the caching allocator's blocks: when the array (and
+    every view of it) is collected its buffer serves the next result of its size class, so that repeated calls
+    import nothing (up to POOL_BYTES of free buffers are kept per device; release_results() lets them go). The
+    HostBuffer spans the size class; the array views its first bytes."""
+    nbytes = max(4, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    size = -(-size_class(nbytes, 1 << 62) // 16) * 16
+    with device.lock:
+        pool: _Pool = device.__dict__.setdefault("_host_results", _Pool())
+        pool.drain()
+        free = pool.free.get(size)
+        if free:
+            buf = free.pop()
+            pool.bytes -= size
+        else:
+            raw = np.empty(size + 64, np.uint8)
+            at = -raw.ctypes.data % 64
+            made = _make(device, raw[at:at + size])      # (64-byte aligned: any device's buffer offsets)
+            if made is None:
+                return None
+            buf = made
+    lease = _Lease(pool, buf, nbytes)
+    array = np.asarray(lease)[:int(np.prod(shape)) * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
+    return array, buf
+
+
+def release_results(device: "Device") -> None:
+    """Releases ``device``'s free result buffers (those in use go when their arrays do)."""
+    pool = device.__dict__.get("_host_results")
+    if pool is None:
+        return
+    with device.lock:
+        pool.drain()
+        for bufs in pool.free.values():
+            for buf in bufs:
+                buf._release()
+        pool.free.clear()
+        pool.bytes = 0
