@@ -300,7 +300,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions per case (default 10, --quick 3)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 4, help="threads filling part c's table")
     ap.add_argument("--no-torch", action="store_true", help="part c without PyTorch")
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds for each part-c process")
+    ap.add_argument("--timeout", type=int, default=480, help="seconds for each part-c process (default 480)")
     ap.add_argument("--part", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.host_gib is None:

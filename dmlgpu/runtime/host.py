@@ -78,7 +78,8 @@ class HostBuffer(Buffer):
 
 def _make(device: "Device", flat: np.ndarray) -> HostBuffer | None:
     """The HostBuffer over ``flat`` (a C-contiguous uint8 array; importable()), imported in as few allocations
-    as maxMemoryAllocationSize allows (each a whole number of blocks); None where the driver refuses it."""
+    as maxMemoryAllocationSize allows (each a whole number of blocks; where the driver refuses that, one per
+    block); None where the driver refuses it."""
     nbytes = flat.size
     chunk = device.chunk_bytes if nbytes > device.whole_max else nbytes
     align = device.info.min_imported_host_pointer_alignment
@@ -86,13 +87,17 @@ def _make(device: "Device", flat: np.ndarray) -> HostBuffer | None:
         if device.info.max_memory_allocation_size else nbytes
     address = flat.ctypes.data
     tensors: list = []
-    try:
-        for at in range(0, nbytes, per_import):
-            tensors += device._mgr.import_host_buffers(address + at, min(per_import, nbytes - at), chunk)
-    except RuntimeError as e:
-        for t in tensors:
-            t.destroy()
-        device.__dict__["_host_refused"] = str(e)
+    for per in dict.fromkeys((per_import, chunk)):
+        try:
+            for at in range(0, nbytes, per):
+                tensors += device._mgr.import_host_buffers(address + at, min(per, nbytes - at), chunk)
+            break
+        except RuntimeError as e:
+            for t in tensors:
+                t.destroy()
+            tensors = []
+            device.__dict__["_host_refused"] = str(e)
+    if not tensors:
         return None
     buf = HostBuffer.__new__(HostBuffer)
     buf.device, buf.nbytes, buf.canary_words = device, nbytes, 0
