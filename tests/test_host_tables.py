@@ -189,6 +189,12 @@ def test_queued_calls_wait_for_an_in_place_table(dev, imports):
     assert (table.nbytes, True, True) in imports
     # and the next call sees the new values (the same import, read again)
     assert not dmlgpu.take(table, ids, axis=0).numpy().any()
+    # a Tensor out= with NumPy indices: the same (runs before it returns)
+    table[:] = expect_first
+    out = dmlgpu.empty((1000, 64), np.float32, device=dev)
+    assert dmlgpu.take(table, ids.numpy(), axis=0, out=out, device=dev) is out
+    table[:] = 0
+    assert out.numpy().tobytes() == want.tobytes()
 
 
 def test_recordings_upload(dev, imports):
