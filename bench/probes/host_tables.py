@@ -82,10 +82,10 @@ def part_a(args) -> None:
     print(f"[a] {dev.info.name}: host import {'available' if host.available(dev) else 'NOT available'} "
           f"(minImportedHostPointerAlignment {dev.info.min_imported_host_pointer_alignment}); device opened in "
           f"{_ms(t_open).strip()}; table {mib} MiB float32, 65,536 random rows of 256 B, NumPy in and out")
-    print(f"[a] the table read in place: {_import_status(dev, table)}")
     want = np.take(table, ids, axis=0)
     first, _, got = _timed(lambda: dmlgpu.take(table, ids, axis=0), 0)
     assert got.tobytes() == want.tobytes(), "part a: cold result differs from np.take"
+    print(f"[a] the table read in place: {_import_status(dev, table)}")
     up = dmlgpu.Device(profile="no-host-import")
 
     def downloaded():
@@ -205,9 +205,8 @@ def part_c_dmlgpu(args) -> None:
     rng = np.random.default_rng(2)
     count = args.c_rows
     ids_np = rng.integers(0, rows, count)
-    print(f"[c] the table read in place: {_import_status(dev, table)}; blocks of {dev.chunk_bytes >> 20} MiB, "
-          f"maxMemoryAllocationSize {dev.info.max_memory_allocation_size:#x} (several imports where the table "
-          f"exceeds it)", flush=True)
+    print(f"[c] blocks of {dev.chunk_bytes >> 20} MiB, maxMemoryAllocationSize "
+          f"{dev.info.max_memory_allocation_size:#x} (several imports where the table exceeds it)", flush=True)
     ids = dmlgpu.tensor(ids_np, device=dev)
     dev.synchronize()
 
@@ -215,7 +214,11 @@ def part_c_dmlgpu(args) -> None:
         out = dmlgpu.gather(table, ids, axis=0)        # a device Tensor; the table read in place (mode clamp)
         dev.synchronize()
         return out
-    first, steady, out = _timed(gather, args.reps)
+    try:
+        first, steady, out = _timed(gather, args.reps)
+    except Exception:
+        print(f"[c] the table read in place: {_import_status(dev, table)}", flush=True)
+        raise
     got = out.numpy()
     assert (got == ids_np.astype(np.uint32)[:, None]).all(), "part c: dmlgpu's rows are not the table's"
     gb = count * ROW_BYTES_C / 1e9
