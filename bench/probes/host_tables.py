@@ -292,8 +292,8 @@ def part_c(args) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", default="abc", help="which parts to run (default abc)")
     ap.add_argument("--quick", action="store_true", help="small sizes (a 32 MiB table, --host-gib 0.25, 3 reps): a "
                                                          "smoke test on lavapipe")
