@@ -77,7 +77,7 @@ def part_a(args) -> None:
     mib = 32 if args.quick else 256
     rows = (mib << 20) // 256
     rng = np.random.default_rng(0)
-    table = rng.standard_normal((rows, 64), dtype=np.float32)
+    table = _normal(rng, (rows, 64))
     ids = rng.integers(0, rows, 65536)
     print(f"[a] {dev.info.name}: host import {'available' if host.available(dev) else 'NOT available'} "
           f"(minImportedHostPointerAlignment {dev.info.min_imported_host_pointer_alignment}); device opened in "
@@ -161,12 +161,12 @@ def part_b(args) -> None:
     sizes = (1, 4, 16, 64) if args.quick else (1, 4, 16, 64, 256, 1024)
     for mib in sizes:
         n = (mib << 20) // 256
-        table = rng.standard_normal((n, 64), dtype=np.float32)
+        table = _normal(rng, (n, 64))
         row(f"table {mib:5d} MiB, 65,536 rows", table, rng.integers(0, n, 65536))
         del table
     mib = 32 if args.quick else 256
     n = (mib << 20) // 256
-    table = rng.standard_normal((n, 64), dtype=np.float32)
+    table = _normal(rng, (n, 64))
     for count in sorted({1024, 16384, 65536, 262144, n, 2 * n}):
         row(f"table {mib} MiB, {count:9,d} rows (x{count / n:.3f})", table, rng.integers(0, n, count))
     up.close()
@@ -187,10 +187,29 @@ def _fill(table: np.ndarray, threads: int) -> None:
         list(pool.map(work, range(0, table.shape[0], step)))
 
 
+ALIGNED = False      # --aligned: tables start on a page (NumPy's own large arrays start 16 bytes into one)
+
+
+def _empty(shape, dtype) -> np.ndarray:
+    """np.empty, or with --aligned a view of a larger array that starts on a 4096-byte boundary."""
+    if not ALIGNED:
+        return np.empty(shape, dtype)
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(nbytes + 4096, np.uint8)
+    at = -raw.ctypes.data % 4096
+    return raw[at:at + nbytes].view(dtype).reshape(shape)
+
+
+def _normal(rng, shape) -> np.ndarray:
+    table = _empty(shape, np.float32)
+    table[...] = rng.standard_normal(shape, dtype=np.float32)
+    return table
+
+
 def _host_table(gib: float, threads: int) -> tuple[np.ndarray, float]:
     rows = int(gib * (1 << 30)) // ROW_BYTES_C
     t0 = time.perf_counter()
-    table = np.empty((rows, ROW_BYTES_C // 4), np.uint32)
+    table = _empty((rows, ROW_BYTES_C // 4), np.uint32)
     _fill(table, threads)
     return table, time.perf_counter() - t0
 
@@ -266,7 +285,8 @@ def part_c_torch(args) -> None:
 def _child(part: str, args) -> dict:
     """Runs one part in a process of its own; returns its RESULT numbers (empty where it failed)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--part", part, "--host-gib", str(args.host_gib),
-           "--c-rows", str(args.c_rows), "--reps", str(args.reps), "--threads", str(args.threads)]
+           "--c-rows", str(args.c_rows), "--reps", str(args.reps), "--threads", str(args.threads)] + \
+        (["--aligned"] if args.aligned else [])
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     found = {}
     for line in r.stdout.splitlines():
@@ -304,8 +324,12 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 4, help="threads filling part c's table")
     ap.add_argument("--no-torch", action="store_true", help="part c without PyTorch")
     ap.add_argument("--timeout", type=int, default=480, help="seconds for each part-c process (default 480)")
+    ap.add_argument("--aligned", action="store_true", help="tables start on a 4096-byte page (default: where NumPy "
+                                                           "puts them, 16 bytes into a page)")
     ap.add_argument("--part", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global ALIGNED
+    ALIGNED = args.aligned
     if args.host_gib is None:
         args.host_gib = 0.25 if args.quick else 90.0
     if args.reps is None:
