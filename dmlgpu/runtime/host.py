@@ -14,6 +14,10 @@ import pins the pages on discrete GPUs, which costs time); it then holds no refe
 released when the owner is collected (weakref.finalize, before NumPy frees the memory) or when the owner's data
 moved (``ndarray.resize``).
 
+Results written in place (``result_array``) live in host memory of dmlgpu's own, imported once and pooled per
+device like the caching allocator's blocks: a result array, once collected, gives its buffer to the next result of
+its size class (up to POOL_BYTES of free ones; ``release_results`` lets them go).
+
 Where an array's pages cannot be imported (the device lacks the extension, or a profile withholds the
 ``externalMemoryHost`` feature; the array is not C-contiguous, not 16-byte aligned or not a multiple of 4 bytes;
 the driver refuses the pointer), callers upload a copy as before.
@@ -34,7 +38,7 @@ if TYPE_CHECKING:
 
 FEATURE = "externalMemoryHost"       # kp patch 0023's name of VK_EXT_external_memory_host in Device.features
 ALIGNMENT = 16                       # the widest unit kernels load (uvec4): an array must start at such a byte
-CACHE = 8                            # imports kept per device (cache=True), by owner
+CACHE = 8                            # imports kept per device (cache=True), by owner, the least recently used dropped
 POOL_BYTES = 256 << 20               # free result buffers kept per device (result_array), bytes at most
 
 
