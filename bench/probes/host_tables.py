@@ -301,7 +301,7 @@ def _child(part: str, args) -> dict:
 
 
 def part_c(args) -> None:
-    found = _child("c-dmlgpu", args)
+    found = {} if args.no_dmlgpu else _child("c-dmlgpu", args)
     if args.no_torch:
         return
     found.update(_child("c-torch", args))
@@ -323,6 +323,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions per case (default 10, --quick 3)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 4, help="threads filling part c's table")
     ap.add_argument("--no-torch", action="store_true", help="part c without PyTorch")
+    ap.add_argument("--no-dmlgpu", action="store_true", help="part c's PyTorch side alone (for a second command)")
     ap.add_argument("--timeout", type=int, default=480, help="seconds for each part-c process (default 480)")
     ap.add_argument("--aligned", action="store_true", help="tables start on a 4096-byte page (default: where NumPy "
                                                            "puts them, 16 bytes into a page)")
