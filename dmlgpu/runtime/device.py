@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import kernels
 from ..errors import DeviceError
-from . import profiles, transfers
+from . import host, profiles, transfers
 from .clocks import ClockHold
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
     open_manager
@@ -286,11 +286,12 @@ class Device(Runs, Scratch):
             return stats
 
     def empty_cache(self) -> None:
-        """Releases the device memory of every cached (free) block; buffers in use keep theirs (example:
-        dmlgpu.Device.empty_cache)."""
+        """Releases the device memory of every cached (free) block, and the pooled host memory of free results
+        written in place (runtime/host.py); buffers in use keep theirs (example: dmlgpu.Device.empty_cache)."""
         with self.lock:
             self.check_open()._flush()
             self._allocator.empty_cache()
+            host.release_results(self)
 
     def close(self) -> None:
         """Releases the device (after its queued work; saving its pipeline cache); using it afterwards raises
@@ -306,6 +307,7 @@ class Device(Runs, Scratch):
         with self.lock:
             if not self.closed:
                 self._flush()
+                host.release_all(self)          # host arrays' imports (runtime/host.py)
                 self._pipelines.save()
                 self.closed = True
                 self._watched = []              # reports not made: nothing reads this device again
