@@ -30,13 +30,14 @@ from .tensor import Tensor
 CALL_CACHE = 512      # planned calls kept per device
 # NumPy tables read where they are (runtime/host.py: their pages imported, VK_EXT_external_memory_host): the one
 # rule, reads_in_place(). A gather from a NumPy ``data`` of at least HOST_TABLE_BYTES whose result takes at most
-# HOST_READ_SHARE of its bytes (any share on unified memory, where the device's memory is the host's: lavapipe,
+# HOST_READ_SHARE of its bytes plus HOST_READ_BYTES (any share on unified memory, where the device's memory is the host's: lavapipe,
 # integrated GPUs) reads the rows it needs from the caller's array instead of uploading the whole table
 # (bench/RESULTS.md: the crossover); so does any gather from a table larger than the device's memory.
 # A NumPy-in/out gather's result of at least HOST_OUT_BYTES is written by the kernels into the returned array
 # itself (writes_in_place), whether its table is read in place or uploaded.
 HOST_TABLE_BYTES = 1 << 20
-HOST_READ_SHARE = 1.0
+HOST_READ_SHARE = 0.4
+HOST_READ_BYTES = 32 << 20   # ... or at most this many bytes more than that share
 HOST_OUT_BYTES = 1 << 20    # (= KEEP_BYTES: smaller calls keep their buffers and replay instead)
 KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
 KEEP_CALLS = 32       # ... for the last this many such signatures per device
@@ -90,10 +91,12 @@ def reads_in_place(dev: Device, plan: Any, data_nbytes: int, out_nbytes: int) ->
     """The rule, by sizes alone, that a call's NumPy ``data`` is read where it is rather than uploaded (the
     constants above; the array must also be importable: runtime/host.py, else it is uploaded): a gather (a
     plan whose output is no copy of its input) on a device that imports host memory, from a table of at least
-    HOST_TABLE_BYTES that its result takes at most HOST_READ_SHARE of (any share on unified memory), or larger
-    than the device's memory."""
+    HOST_TABLE_BYTES whose result is at most HOST_READ_SHARE of it plus HOST_READ_BYTES (reading rows over the
+    bus costs by the bytes read, an upload by the table's bytes plus a fixed part; any share on unified memory),
+    or larger than the device's memory."""
     return not plan.output_from_input and host.available(dev) and (
-        data_nbytes >= HOST_TABLE_BYTES and (out_nbytes <= HOST_READ_SHARE * data_nbytes or dev.info.unified_memory)
+        data_nbytes >= HOST_TABLE_BYTES and (out_nbytes <= HOST_READ_SHARE * data_nbytes + HOST_READ_BYTES
+                                             or dev.info.unified_memory)
         or data_nbytes > dev.memory_capacity)
 
 

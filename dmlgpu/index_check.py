@@ -71,9 +71,11 @@ class IndexCheck:
             fetch = words.copy()
             fetch[3:5] = 1, watch.slot
             (params, fresh), (fetch_params, fetch_fresh) = dev.params(words), dev.params(fetch)
-            launch.run([Dispatch(kernel, (params, indices.buffer, watch.buffer), -(-count // UNROLL)),
-                        Dispatch(kernel, (fetch_params, indices.buffer, watch.buffer), 1)],
-                       uploads=[b for b, new in ((params, fresh), (fetch_params, fetch_fresh)) if new], queue=True)
+            bound = (indices.buffer, watch.buffer, watch.reports)
+            launch.run([Dispatch(kernel, (params, *bound), -(-count // UNROLL)),
+                        Dispatch(kernel, (fetch_params, *bound), 1)],
+                       uploads=[b for b, new in ((params, fresh), (fetch_params, fetch_fresh)) if new], queue=True,
+                       host_read=True)
         return watch.results
 
     def _report(self, shape: tuple, dtype: np.dtype) -> Callable[[np.ndarray], BaseException | None]:

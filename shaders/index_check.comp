@@ -5,12 +5,12 @@
 // index tensor in one block that lies outside [-dim, dim) (signed types) or [0, dim) (unsigned ones), so that
 // no index is read back to the host. Index i checks against dims[i % C_K] (a gather's one dimension: C_K 1;
 // an index tuple's components: C_K its size; a dimension of size 0 has no valid index).
-// S is the device's check buffer (runtime Device.watch): S[0] accumulates, S[4 + 4 slot ...] are reports.
-// Pass 0 (C_FETCH 0): every bad index i makes S[0] at least ~i (atomicMax; S[0] is 0 before, and count <
-// 2^32 - 1, so S[0] != 0 exactly when some index is bad, and ~S[0] is the first); an invocation checks
-// C_UNROLL consecutive indices per step, their loads first. Pass 1 (C_FETCH 1, one invocation, after a
-// barrier): report slot C_SLOT = (S[0], the first bad position, its value's low and high words); S[0] = 0
-// again for the next check.
+// S and R are the device's check buffers (runtime Device.watch): S[0] accumulates (device memory), R holds the
+// reports (host-visible memory: read without a transfer). Pass 0 (C_FETCH 0): every bad index i makes S[0] at
+// least ~i (atomicMax; S[0] is 0 before, and count < 2^32 - 1, so S[0] != 0 exactly when some index is bad,
+// and ~S[0] is the first); an invocation checks C_UNROLL consecutive indices per step, their loads first.
+// Pass 1 (C_FETCH 1, one invocation, after a barrier): report slot C_SLOT, R[4 slot ...] = (S[0], the first
+// bad position, its value's low and high words); S[0] = 0 again for the next check.
 //   IDX64 0/1: 32- or 64-bit indices
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
@@ -20,6 +20,7 @@ layout(std430, binding = 1) restrict readonly buffer Indices { uvec2 IDX[]; };
 layout(std430, binding = 1) restrict readonly buffer Indices { uint IDX[]; };
 #endif
 layout(std430, binding = 2) restrict buffer Status { uint S[]; };
+layout(std430, binding = 3) restrict writeonly buffer Reports { uint R[]; };
 
 const uint C_COUNT = 0u;    // indices to check
 const uint C_K = 1u;        // entries of C_DIMS, 1..8
@@ -58,14 +59,12 @@ void main() {
     bool is_signed = P[C_SIGNED] != 0u;
     if (P[C_FETCH] != 0u) {
         if (gl_GlobalInvocationID.x == 0u) {
-            uint r = 4u + 4u * P[C_SLOT], first = S[0];
-            S[r] = first;
-            if (first != 0u) {
-                uvec2 v = index_at(~first, is_signed);
-                S[r + 1u] = ~first;
-                S[r + 2u] = v.x;
-                S[r + 3u] = v.y;
-            }
+            uint r = 4u * P[C_SLOT], first = S[0];
+            uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
+            R[r] = first;
+            R[r + 1u] = ~first;
+            R[r + 2u] = v.x;
+            R[r + 3u] = v.y;
             S[0] = 0u;
         }
         return;

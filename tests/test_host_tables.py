@@ -147,19 +147,22 @@ def test_layouts(dev, imports, case):
 
 def test_small_or_sparse_tables_are_uploaded(dev, imports):
     """The rule: tables under HOST_TABLE_BYTES, or (on discrete GPUs, not on unified memory) whose result takes
-    more than HOST_READ_SHARE of them, are uploaded."""
+    more than HOST_READ_SHARE of them plus HOST_READ_BYTES, are uploaded."""
     _needs_import(dev)
     small = _table((100, 64), np.float32)
     ids = np.arange(100)
     assert dmlgpu.take(small, ids, axis=0, device=dev).tobytes() == small.tobytes()
     big = _table((4096, 64), np.float32)
-    many = np.random.default_rng(9).integers(0, 4096, 4096 * 3)
+    past = int(execution.HOST_READ_SHARE * big.nbytes) + execution.HOST_READ_BYTES      # bytes of result
+    many = np.random.default_rng(9).integers(0, 4096, past // 256 + 64)
     assert dmlgpu.take(big, many, axis=0, device=dev).tobytes() == np.take(big, many, axis=0).tobytes()
     assert [c for n, c, ok in imports if c] == ([True] if dev.info.unified_memory else [])
     table = execution.HOST_TABLE_BYTES            # the rule is one function of sizes
     assert execution.reads_in_place(dev, _GatherLike, table, table)
     assert not execution.reads_in_place(dev, _GatherLike, table - 4, 16)
-    assert execution.reads_in_place(dev, _GatherLike, table, 3 * table) == dev.info.unified_memory
+    beyond = int(execution.HOST_READ_SHARE * table) + execution.HOST_READ_BYTES + 4
+    assert execution.reads_in_place(dev, _GatherLike, table, beyond) == dev.info.unified_memory
+    assert execution.reads_in_place(dev, _GatherLike, table, beyond - 8)
     assert execution.reads_in_place(dev, _GatherLike, dev.memory_capacity + 4, 3 * dev.memory_capacity)
     assert not execution.reads_in_place(dev, _ScatterLike, 1 << 30, 16)
 

@@ -220,6 +220,31 @@ def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes
 COPY = "copy"      # Dispatch.kernel of a buffer copy: ``count`` bytes of buffers[0] into buffers[1], both from byte 0
 
 
+class MappedBuffer(Buffer):
+    """A Buffer in host-visible memory of its own (not the allocator's), read by the host without a transfer
+    on every device: what kernels write for the host to read (the device's check reports: Device.watch). Its
+    memory is released with it."""
+
+    def __init__(self, device: "Device", nbytes: int):
+        from .devices import HOST_COHERENT, HOST_VISIBLE
+        self.device, self.nbytes, self.canary_words, self.chunked = device, nbytes, 0, False
+        tensor = device._mgr.buffer(nbytes, HOST_VISIBLE | HOST_COHERENT)
+        self.block_list = [Block(tensor, nbytes, True)]
+        self._block, self._tensor = self.block_list[0], tensor
+
+    def _release(self) -> None:
+        blocks = self.__dict__.pop("block_list", None)
+        if blocks is not None:
+            dev = self.device
+            with dev.lock:
+                for block in blocks:
+                    if not dev.closed:
+                        dev._forget(block)
+                    block.tensor.destroy()
+
+    __del__ = _release
+
+
 @dataclass(slots=True)
 class Dispatch:
     """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count; or,

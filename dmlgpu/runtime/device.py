@@ -21,7 +21,7 @@ from .clocks import ClockHold
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
     open_manager
 from .batch import Batch
-from .buffer import COPY, Buffer, _copy_ops, as_bytes
+from .buffer import COPY, Buffer, MappedBuffer, _copy_ops, as_bytes
 from .memory import Allocator, Block
 from .pipelines import Pipelines
 from .recording import Recording
@@ -52,6 +52,7 @@ class Watch(NamedTuple):
     that a failed check marks."""
 
     buffer: Buffer
+    reports: Buffer
     slot: int
     report: Callable[[np.ndarray], BaseException | None]
     results: list
@@ -160,7 +161,7 @@ class Device(Runs, Scratch):
         self.zeroed_serial = 0      # counts the zeroed scratch buffers made (a call template names the one it used)
         self.closed = False
         self._watched: list[Watch] = []   # watch()'s checks whose reports are not made yet, by slot
-        self._checks: Buffer | None = None   # the check buffer (watch()), made on first use
+        self._checks: tuple[Buffer, Buffer] | None = None   # the check buffers (watch()), made on first use
         self.dummy = Buffer(self, 4)
         self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
         self._copy_barrier = kp.OpMemoryBarrier([], *BEFORE_COPY)       # before a copy step (Dispatch COPY)
@@ -225,10 +226,11 @@ class Device(Runs, Scratch):
 
     def watch(self, report: Callable[[np.ndarray], BaseException | None]) -> Watch:
         """A check that the device itself makes of work about to be queued (mode="raise" on Tensor indices),
-        reported through the device's check buffer (``Watch.buffer``, zero but where a check is under way:
-        words 0-3 are the checking kernels' own; report slot ``Watch.slot`` is words 4 + 4 slot to 7 + 4 slot,
-        which the check's last kernel writes). Call it and queue the check's kernels in one launch (which
-        holds the device's lock). Once that work has run, at the device's next synchronize() or host read
+        through the device's check buffers: ``Watch.buffer`` (16 bytes of device memory, the checking kernels'
+        own, zero but while a check runs) and ``Watch.reports`` (host-visible: read without a transfer), whose
+        words 4 slot to 4 slot + 3 (``Watch.slot``) the check's last kernel writes, with the barrier that lets
+        the host read them. Call it and queue the check's kernels in one launch (which holds the device's
+        lock). Once that work has run, at the device's next synchronize() or host read
         (read_range), ``report`` gets the slot's four words (uint32) and returns an exception or None; the
         first exception returned is raised there (the other reports are still made). ``Watch.results``: a
         list the caller may fill with result buffers of the checked work; when ``report`` returns an
@@ -238,8 +240,9 @@ class Device(Runs, Scratch):
                 self._flush()
                 self._report()
             if self._checks is None:
-                self._checks = self.buffer(nbytes=16 * (CHECK_SLOTS + 1))
-            watch = Watch(self._checks, len(self._watched), report, [])
+                self._checks = (self.buffer(nbytes=16), self.buffer(nbytes=16 * CHECK_SLOTS) if self.direct_memory
+                                else MappedBuffer(self, 16 * CHECK_SLOTS))
+            watch = Watch(*self._checks, len(self._watched), report, [])
             self._watched.append(watch)
             return watch
 
@@ -249,10 +252,10 @@ class Device(Runs, Scratch):
         if not self._watched:
             return
         watched, self._watched = self._watched, []
-        words = self._read(watched[0].buffer, 0, 16 * (len(watched) + 1)).view(np.uint32)
+        words = self._read(watched[0].reports, 0, 16 * len(watched)).view(np.uint32)
         first = None
         for watch in watched:
-            error = watch.report(words[4 + 4 * watch.slot:8 + 4 * watch.slot])
+            error = watch.report(words[4 * watch.slot:4 * watch.slot + 4])
             if error is not None:
                 for buf in watch.results:
                     buf.error = error
@@ -309,8 +312,11 @@ class Device(Runs, Scratch):
                 self._flush()
                 host.release_all(self)          # host arrays' imports (runtime/host.py)
                 self._pipelines.save()
-                self.closed = True
                 self._watched = []              # reports not made: nothing reads this device again
+                for buf in self._checks or ():
+                    buf._release()
+                self._checks = None
+                self.closed = True
                 self.clock_hold.release()
                 self._pipelines.clear()
                 self._mgr.destroy()
