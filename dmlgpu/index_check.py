@@ -31,7 +31,7 @@ from .runtime import Buffer, Device, Dispatch
 MAX_COUNT = 2**32 - 2         # the most indices the device checks (index_check.comp: ~position != 0)
 MAX_DIMS = 8                  # entries of its dimension list (index tuples of up to 8 components)
 C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signed, pass, slot, 3 unused, dims
-UNROLL = 4                    # indices an invocation checks per step (index_check.comp's C_UNROLL)
+UNROLL = 8                    # indices an invocation checks per step (index_check.comp's C_UNROLL)
 
 
 class IndexCheck:

@@ -14,11 +14,8 @@
 //   IDX64 0/1: 32- or 64-bit indices
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
-#if IDX64
-layout(std430, binding = 1) restrict readonly buffer Indices { uvec2 IDX[]; };
-#else
-layout(std430, binding = 1) restrict readonly buffer Indices { uint IDX[]; };
-#endif
+// The indices, 16 bytes to an element (a component load reads only its own 4 bytes: the tail needs no padding)
+layout(std430, binding = 1) restrict readonly buffer Indices { uvec4 IDX4[]; };
 layout(std430, binding = 2) restrict buffer Status { uint S[]; };
 layout(std430, binding = 3) restrict writeonly buffer Reports { uint R[]; };
 
@@ -28,13 +25,16 @@ const uint C_SIGNED = 2u;   // 1: the indices are of a signed type
 const uint C_FETCH = 3u;    // 1: pass 1
 const uint C_SLOT = 4u;     // pass 1: the report slot
 const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
-const uint C_UNROLL = 4u;   // indices per invocation and step of pass 0 (index_check.UNROLL)
+const uint C_UNROLL = 8u;   // indices per invocation and step of pass 0 (index_check.UNROLL), loaded 16 bytes
+                            // at a time (the step's first index is a multiple of 8: 16-byte aligned)
+const uint PER_LOAD = IDX64 == 1 ? 2u : 4u;
 
 uvec2 index_at(uint i, bool is_signed) {
 #if IDX64
-    return IDX[i];
+    uint lo = IDX4[i / 2u][2u * (i % 2u)], hi = IDX4[i / 2u][2u * (i % 2u) + 1u];
+    return uvec2(lo, hi);
 #else
-    uint lo = IDX[i];
+    uint lo = IDX4[i / 4u][i % 4u];
     return uvec2(lo, (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u);
 #endif
 }
@@ -73,8 +73,22 @@ void main() {
     uint step = C_UNROLL * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint i = C_UNROLL * gl_GlobalInvocationID.x; i < total;) {
         uvec2 v[C_UNROLL];
-        [[unroll]] for (uint j = 0u; j < C_UNROLL; ++j)
-            v[j] = i + j < total ? index_at(i + j, is_signed) : uvec2(0u);
+        if (total - i >= C_UNROLL) {            // a whole step: C_UNROLL / PER_LOAD loads of 16 bytes
+            uvec4 w[C_UNROLL / PER_LOAD];
+            [[unroll]] for (uint l = 0u; l < C_UNROLL / PER_LOAD; ++l)
+                w[l] = IDX4[i / PER_LOAD + l];
+            [[unroll]] for (uint j = 0u; j < C_UNROLL; ++j) {
+#if IDX64
+                v[j] = (j & 1u) == 0u ? w[j / 2u].xy : w[j / 2u].zw;
+#else
+                uint lo = w[j / 4u][j % 4u];
+                v[j] = uvec2(lo, (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u);
+#endif
+            }
+        } else {
+            [[unroll]] for (uint j = 0u; j < C_UNROLL; ++j)
+                v[j] = i + j < total ? index_at(i + j, is_signed) : uvec2(0u);
+        }
         bool found = false;
         for (uint j = 0u; j < C_UNROLL && i + j < total; ++j) {
             if (bad(v[j], i + j, is_signed)) {

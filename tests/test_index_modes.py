@@ -163,10 +163,11 @@ def test_raise_on_good_tensor_indices_and_into_out(reads):
     np.testing.assert_array_equal(out.numpy(), dmlgpu.gather(data, bad.numpy()))
 
 
-def test_the_first_bad_index_in_row_major_order_is_reported():
-    n = 100_000
-    ids = np.zeros(n, np.int32)
-    ids[[n - 1, 70_001, 3_000]] = [-5000, 2**31 - 1, 12]
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_the_first_bad_index_in_row_major_order_is_reported(dtype):
+    n = 100_003                                     # whole steps of 8 indices, then a tail
+    ids = np.zeros(n, dtype)
+    ids[[n - 1, 70_001, 3_000, 2_999]] = [99 if dtype in (np.uint32, np.uint64) else -5000, 2**31 - 1, 12, 9]
     data = np.arange(10, dtype=np.float32)
     message = host_message(dmlgpu.take, data, ids)
     assert "position (3000,)" in message
@@ -237,3 +238,12 @@ def test_more_checks_than_report_slots_and_two_failures():
     with pytest.raises(IndexError, match=r"index 11"):
         first.numpy()
     dev.synchronize()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_a_bad_index_in_the_last_partial_step(dtype):
+    ids = np.zeros(21, dtype)
+    ids[19] = 10
+    dmlgpu.take(dmlgpu.tensor(np.ones(10, np.float32)), dmlgpu.tensor(ids))
+    with pytest.raises(IndexError, match=r"take: index 10 at indices position \(19,\)"):
+        dmlgpu.default_device().synchronize()
