@@ -20,6 +20,7 @@ on the host before any GPU work, as for NumPy indices.
 """
 from __future__ import annotations
 
+import contextvars
 from typing import Callable
 
 import numpy as np
@@ -31,6 +32,9 @@ from .runtime import Buffer, Device, Dispatch
 MAX_COUNT = 2**32 - 2         # the most indices the device checks (index_check.comp: ~position != 0)
 MAX_DIMS = 8                  # entries of its dimension list (index tuples of up to 8 components)
 C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signed, pass, slot, 3 unused, dims
+# The name a device check's report starts with where it is not the function's own (the ONNX backend's node:
+# "Gather node 'n'"), set around the call that queues the check
+CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("dmlgpu_index_check_caller", default=None)
 UNROLL = 8                    # indices an invocation checks per step (index_check.comp's C_UNROLL)
 
 
@@ -43,10 +47,11 @@ class IndexCheck:
         self.op = op
         self.dims = np.asarray(dims, dtype=np.int64)
 
-    def message(self, pos: tuple, value: int) -> str:
+    def message(self, pos: tuple, value: int, caller: str | None = None) -> str:
+        """The IndexError's message, starting with ``caller`` (default: the function's name)."""
         dim = self.dims if self.dims.ndim == 0 else self.dims[pos[-1]]
-        return (f"{self.op}: index {value} at indices position {pos} is out of range for a dimension of size "
-                f"{dim} (valid: [-size, size))")
+        return (f"{caller or self.op}: index {value} at indices position {pos} is out of range for a dimension "
+                f"of size {dim} (valid: [-size, size))")
 
     def __call__(self, values: np.ndarray) -> None:
         """The host check of index values: IndexError for the first one out of range."""
@@ -67,7 +72,7 @@ class IndexCheck:
         words[8:8 + 2 * dims.size] = dims.view(np.uint32)          # little-endian: (low, high) pairs
         kernel = kernels.check_variant(dtype.itemsize)
         with dev.launch() as launch:
-            watch = dev.watch(self._report(indices.shape, dtype))
+            watch = dev.watch(self._report(indices.shape, dtype, CALLER.get()))
             fetch = words.copy()
             fetch[3:5] = 1, watch.slot
             (params, fresh), (fetch_params, fetch_fresh) = dev.params(words), dev.params(fetch)
@@ -78,7 +83,7 @@ class IndexCheck:
                        host_read=True)
         return watch.results
 
-    def _report(self, shape: tuple, dtype: np.dtype) -> Callable[[np.ndarray], BaseException | None]:
+    def _report(self, shape: tuple, dtype: np.dtype, caller: str | None) -> Callable[[np.ndarray], BaseException | None]:
         """The report of the device check's slot (index_check.comp: the accumulated word, the first bad
         position, its value's low and high words): None, or the IndexError."""
         def report(words: np.ndarray) -> BaseException | None:
@@ -89,5 +94,5 @@ class IndexCheck:
             if dtype.kind == "i" and value >> (bits - 1):
                 value -= 1 << bits
             pos = tuple(int(c) for c in np.unravel_index(int(words[1]), shape))
-            return IndexError(self.message(pos, value))
+            return IndexError(self.message(pos, value, caller))
         return report

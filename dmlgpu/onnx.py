@@ -19,8 +19,10 @@ naming them (is_compatible() says so beforehand). Nodes that depend only on init
 (the plumbing ones) are computed once, at prepare().
 
 Indices follow ONNX: negative ones count from the end, and an index outside [-n, n) is an error, so every
-operator runs in dmlgpu's mode="raise": IndexError names the node and the first bad index, before any GPU
-work (never DirectML's clamping). Duplicate scatter targets without a reduction, which ONNX leaves undefined,
+operator runs in dmlgpu's mode="raise": IndexError names the node and the first bad index (never DirectML's
+clamping): before any GPU work where the indices are on the host; where they are a Tensor (an input, or the
+output of another device operator) the device checks them, and run() raises it when it reads the outputs
+(outputs that stay Tensors raise it at their first read: dmlgpu/index_check.py). Duplicate scatter targets without a reduction, which ONNX leaves undefined,
 resolve as in the rest of dmlgpu: the last update in row-major order wins.
 
 Inputs live on the host (NumPy arrays, or anything dmlgpu's functions accept), which is what ONNX's device

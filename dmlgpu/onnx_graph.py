@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 import onnx
 
-from . import arguments
+from . import arguments, index_check
 from .device import Device
 from .onnx_ops import LAYER_2, OPERATORS, PLUMBING, NodeError, Value, described
 from .tensor import Tensor
@@ -60,10 +60,14 @@ class Node(NamedTuple):
                 return self.fn(*args, **self.attrs)
             except NodeError as e:
                 raise ValueError(f"{described(self.node)}: {e}") from None
+        name = described(self.node)
+        token = index_check.CALLER.set(name)          # (a Tensor's indices: the device's report names the node)
         try:
             return self.fn(dev, *args, **self.attrs)
         except (TypeError, ValueError, IndexError, RuntimeError) as e:
-            raise arguments.named(e, described(self.node), LAYER_2) from None
+            raise arguments.named(e, name, LAYER_2) from None
+        finally:
+            index_check.CALLER.reset(token)
 
 
 class Input(NamedTuple):
