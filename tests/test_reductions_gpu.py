@@ -228,9 +228,9 @@ class Downloads:
         self.seen = []
         run = device._run
 
-        def counting(dispatches, uploads=(), downloads=(), queue=False):
+        def counting(dispatches, uploads=(), downloads=(), queue=False, host_read=False):
             self.seen += list(downloads)
-            return run(dispatches, uploads=uploads, downloads=downloads, queue=queue)
+            return run(dispatches, uploads=uploads, downloads=downloads, queue=queue, host_read=host_read)
         monkeypatch.setattr(device, "_run", counting)
 
 
