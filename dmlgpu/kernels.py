@@ -1,11 +1,17 @@
 """The kernel variants: one table (``VARIANTS``) that the build and the package both read, the names the
 plans ask for, and how to launch them.
 
-Each variant is a shader of shaders/ compiled with a set of defines into dmlgpu/shaders/<stem>.spv. CMakeLists.txt
-runs this file as a script (``python -I dmlgpu/kernels.py``: standard library only, no package import) and compiles
-every line it prints, ``stem source NAME=VALUE ...``; the package looks the same stems up in ``VARIANTS``. A new
-variant is one row of ``_table()``. Facts the shaders share with the host (the workgroup size, the radix sort's
-digit and tile sizes) are defines given to every variant from here, so they are written once.
+Each variant (a stem of ``VARIANTS``: a shader of shaders/ and its values ``NAME=VALUE``) is a SPIR-V module and the
+values of its specialization constants. The values named in ``SPEC_CONSTANTS`` (the workgroup size, the radix
+sort's digit size, a reduction's operation: nothing that changes a shader's types, bindings or capabilities) are
+specialization constants, given when a pipeline is made (``specialization()``); the others are defines, compiled
+in. Variants that differ only in specialization constants share one module (``MODULES``; ``module()``): the
+128-invocation twins (SMALL_SUFFIX) of every variant, the four operations of a reduction kernel.
+CMakeLists.txt runs this file as a script (``python -I dmlgpu/kernels.py``: standard library only, no package
+import) and compiles every line it prints, ``module source NAME=VALUE ...``, into dmlgpu/shaders/<module>.spv; the
+defines include ``<NAME>_ID=<constant_id>`` for each specialization constant, so that its id is written here once.
+A new variant is one row of ``_table()``. Facts the shaders share with the host (the workgroup size, the radix
+sort's digit and tile sizes) are given to every variant from here, so they are written once.
 """
 from __future__ import annotations
 
@@ -463,7 +469,45 @@ def addr_variant(name: str) -> str:
 
 VARIANTS = _table()
 
+# The values of the variant table that are specialization constants, by constant_id (their index): the shaders
+# declare them as ``layout(constant_id = <NAME>_ID)`` (WORKGROUP_SIZE: ``local_size_x_id`` too, workgroup.glsl), and
+# no preprocessor line of theirs may test them (tests/test_kernels.py checks). A variant without one of them gets 0.
+SPEC_CONSTANTS = ("WORKGROUP_SIZE", "RADIX_BITS", "OP", "MEAN")
 
-if __name__ == "__main__":     # the table for CMakeLists.txt: "stem source NAME=VALUE ..." per line
+
+def _module_name(source: str, defines: dict) -> str:
+    """The file stem of the module of ``source`` compiled with ``defines`` (its defines, in table order)."""
+    return ".".join([source.removesuffix(".comp")] + [f"{k.lower()}{v}" for k, v in defines.items()])
+
+
+def _modules() -> tuple[dict[str, tuple[str, dict]], dict[str, str]]:
+    """(module -> (source, defines), stem -> module): the compiled defines of a variant are its values but the
+    specialization constants, and the constants' ids."""
+    ids = {f"{name}_ID": i for i, name in enumerate(SPEC_CONSTANTS)}
+    modules: dict[str, tuple[str, dict]] = {}
+    of: dict[str, str] = {}
     for stem, (source, defines) in VARIANTS.items():
-        sys.stdout.write(" ".join([stem, source] + [f"{k}={v}" for k, v in defines.items()]) + "\n")
+        compiled = {k: v for k, v in defines.items() if k not in SPEC_CONSTANTS}
+        name = _module_name(source, compiled)
+        modules.setdefault(name, (source, {**compiled, **ids}))
+        of[stem] = name
+    return modules, of
+
+
+MODULES, _MODULE_OF = _modules()
+
+
+def module(stem: str) -> str:
+    """The module (a key of MODULES: dmlgpu/shaders/<module>.spv) of a variant."""
+    return _MODULE_OF[stem]
+
+
+def specialization(stem: str) -> tuple[int, ...]:
+    """The values of a variant's specialization constants, by constant_id (SPEC_CONSTANTS' order)."""
+    defines = VARIANTS[stem][1]
+    return tuple(int(defines.get(name, 0)) for name in SPEC_CONSTANTS)
+
+
+if __name__ == "__main__":     # the modules for CMakeLists.txt: "module source NAME=VALUE ..." per line
+    for name, (source, defines) in MODULES.items():
+        sys.stdout.write(" ".join([name, source] + [f"{k}={v}" for k, v in defines.items()]) + "\n")
