@@ -3,8 +3,10 @@
 SPIR-V as specialized (``requirements``). The variants themselves are kernels.VARIANTS, their modules
 kernels.MODULES.
 
-``DMLGPU_SHADER_DIR``, where set, is a directory of modules read in place of the package's (an A/B of two shader
-builds in one session: bench/probes/spec_ab.py)."""
+``DMLGPU_SHADER_DIR``, where set, is a directory of SPIR-V read in place of the package's dmlgpu/shaders/ (an A/B of
+two shader builds in one session: bench/probes/spec_ab.py): ``<module>.spv`` files, or a build from before the
+specialization constants, one ``<variant>.spv`` per variant, which then is the variant's module (it declares no
+specialization constant: the values given are ignored)."""
 from __future__ import annotations
 
 import functools
@@ -21,6 +23,9 @@ def load(name: str) -> bytes:
     """The SPIR-V module of a variant (shared by the variants that differ only in specialization constants);
     FileNotFoundError names the build step when it is missing."""
     assert name in VARIANTS, f"{name} is no kernel variant (kernels.VARIANTS)"
+    shader_dir = os.environ.get("DMLGPU_SHADER_DIR")
+    if shader_dir and (pathlib.Path(shader_dir) / f"{name}.spv").is_file():
+        return _module(name)            # a variant's own module (see above)
     return _module(kernels.module(name))
 
 
