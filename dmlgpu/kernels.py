@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import sys
 
-WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
+WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl: a specialization constant)
 # A device whose maxComputeWorkGroupInvocations is below WORKGROUP_SIZE (Vulkan requires 128) runs the twin of
-# every variant compiled with SMALL_WORKGROUP (stem + SMALL_SUFFIX; the radix sort then sorts SMALL_RADIX_BITS
+# every variant made with SMALL_WORKGROUP (stem + SMALL_SUFFIX: the same module, specialized so; the radix sort then sorts SMALL_RADIX_BITS
 # per pass, one digit per invocation): Geometry says which sizes a device's plans use.
 SMALL_WORKGROUP = 128
 SMALL_SUFFIX = "_w128"
@@ -226,7 +226,8 @@ def has_tree(name: str) -> bool:
 
 def mean_variant(name: str) -> str:
     """The variant of a float add scatter reduction kernel (reduce_variant) whose runs write their mean (reduction
-    "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl): a kernel of its own, so add's has no division."""
+    "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl): a pipeline of its own (MEAN is a specialization
+    constant), so add's has no division."""
     assert name.startswith(("scatter_reduce_f", "scatter_reduce_bf")) and name.endswith("_add")
     return name + "_mean"
 
@@ -248,7 +249,7 @@ def partials_variants(name: str, values: bool) -> tuple[str, str]:
 
 
 class Geometry:
-    """The workgroup and radix sort sizes of a set of variants (the defines every variant is given): the
+    """The workgroup and radix sort sizes of a set of variants (the values every variant is given): the
     default one (WORKGROUP_SIZE, RADIX_BITS) or the small one (SMALL_WORKGROUP, SMALL_RADIX_BITS, variants
     named with SMALL_SUFFIX) for devices that allow fewer than WORKGROUP_SIZE invocations per workgroup."""
 
@@ -277,8 +278,8 @@ def geometry(max_invocations: int) -> Geometry:
 
 
 def _table() -> dict[str, tuple[str, dict]]:
-    """stem -> (shader source in shaders/, its defines), for every variant the build compiles: each in the
-    default geometry and its twin in the small one (stem + SMALL_SUFFIX)."""
+    """stem -> (shader source in shaders/, its values: defines and specialization constants), for every variant:
+    each in the default geometry and its twin in the small one (stem + SMALL_SUFFIX)."""
     table = _geometry_table()
     for stem, (source, defines) in list(table.items()):
         small = dict(defines, WORKGROUP_SIZE=SMALL_WORKGROUP)
@@ -289,7 +290,7 @@ def _table() -> dict[str, tuple[str, dict]]:
 
 
 def _geometry_table() -> dict[str, tuple[str, dict]]:
-    """stem -> (shader source in shaders/, its defines) of the default geometry's variants."""
+    """stem -> (shader source in shaders/, its values) of the default geometry's variants."""
     table: dict[str, tuple[str, dict]] = {}
 
     def add(stem: str, source: str, **defines) -> None:

@@ -3,7 +3,7 @@
 // Scatter reduction by 32-bit atomics (dmlgpu/reduction.py), for the operations whose result cannot depend
 // on the order of the updates: integer add (wrapping), min and max. Iteration i is update element i of the
 // scatter's index map (the plain scatter's); it combines straight into its target.
-//   OP 0 add, 2 min, 3 max (arith.glsl's codes); SIGNED 0/1 (min and max compare as signed integers)
+//   OP add, min or max (reduce_op.glsl); SIGNED 0/1 (min and max compare as signed integers)
 #define UNIT 4
 #include "units.glsl"
 #include "bindings.glsl"
