@@ -5,7 +5,7 @@ specialization constants must leave GPU speed unchanged, every row within 2 %).
 Step 1, where git is (this repository): build the other side's shaders from a commit, packed small enough to
 carry (SPIR-V compresses about tenfold):
 
-    python bench/probes/spec_ab.py build COMMIT shared/spec-ab-old.tar.xz   # e.g. the commit before the branch
+    python bench/probes/spec_ab.py build COMMIT spec-ab-old.tar.xz   # e.g. the commit before the branch (1.2 MB)
 
 It compiles that commit's shaders/ by that commit's variant table (dmlgpu/kernels.py run as a script: one
 ``<variant>.spv`` per variant before the specialization constants, ``<module>.spv`` after) with that commit's
@@ -13,21 +13,28 @@ tools/compile_shader.py, in a process per core.
 
 Step 2, on the GPU machine (this tree, its dmlgpu/shaders built as usual: side B):
 
-    python bench/probes/spec_ab.py run shared/spec-ab-old.tar.xz [--rounds 2] [--parts bench,apps,reductions]
+    python bench/probes/spec_ab.py run spec-ab-old.tar.xz [--rounds 2] [--parts bench,apps,reductions]
 
 It runs each part with side A (the archive, unpacked into a temporary directory) and side B (the package's
 shaders) in turn, A B A B ... for ``--rounds`` rounds, each run a process of its own with a pipeline cache of its
 side's (warmed by the first round), and prints every row's GPU time on each side (the best of its rounds) and
 B / A, marking rows off by more than ``--tolerance`` (2 %); exit status 1 if any is. The parts:
 
-* ``bench``: ``python -m dmlgpu bench --no-latency --peer numpy --sizes SIZES`` (``--sizes``, default 64K,4M,256M):
-  per (workload, size), the timestamped median and the back-to-back stream time of dmlgpu's dispatches;
-* ``apps``: ``python -m dmlgpu bench apps --peer numpy``: per workload, the timestamped GPU time;
+* ``bench``: ``python -m dmlgpu bench --no-latency --sizes SIZES`` (``--sizes``, default 64K,4M,256M): per
+  (workload, size), the timestamped median and the back-to-back stream time of dmlgpu's dispatches;
+* ``apps``: ``python -m dmlgpu bench apps``: per workload, the timestamped GPU time;
 * ``reductions``: ``python -m dmlgpu bench reductions`` (float32 and int32, float16 and bfloat16, three
   distributions, every reduction and order): per row, GPU and stream time.
 
-Extra arguments after ``--`` go to every ``bench`` part run. Outputs (each run's JSON or text) stay in ``--out``
-(default dmlgpu-bench/spec-ab).
+Extra arguments after ``--`` go to every run's command (one part per call: ``--parts bench -- --repeats 30``).
+The peer (PyTorch where CUDA is, else NumPy) runs as the harness runs it; only dmlgpu's times are compared.
+Outputs (each run's JSON or text) stay in ``--out`` (default dmlgpu-bench/spec-ab).
+
+On the GPU machine (tools/device_env.sh; one part per call keeps each under the 10-minute limit):
+
+    source tools/device_env.sh && python3 bench/probes/spec_ab.py run spec-ab-old.tar.xz --parts reductions
+    source tools/device_env.sh && python3 bench/probes/spec_ab.py run spec-ab-old.tar.xz --parts bench -- --repeats 30
+    source tools/device_env.sh && python3 bench/probes/spec_ab.py run spec-ab-old.tar.xz --parts apps -- --repeats 20
 """
 from __future__ import annotations
 
@@ -95,8 +102,7 @@ def build(commit: str, archive: pathlib.Path) -> int:
 
 # ---- the parts: command, then the rows of its output: {row name: {metric: value}} ----
 def bench_command(out: pathlib.Path, args) -> list[str]:
-    return ["-m", "dmlgpu", "bench", "--no-latency", "--peer", "numpy", "--quiet", "--sizes", args.sizes,
-            "--out", str(out), *args.extra]
+    return ["-m", "dmlgpu", "bench", "--no-latency", "--quiet", "--sizes", args.sizes, "--out", str(out)]
 
 
 def bench_rows(out: pathlib.Path, stdout: str) -> dict:
@@ -110,7 +116,7 @@ def bench_rows(out: pathlib.Path, stdout: str) -> dict:
 
 
 def apps_command(out: pathlib.Path, args) -> list[str]:
-    return ["-m", "dmlgpu", "bench", "apps", "--peer", "numpy", "--quiet", "--out", str(out)]
+    return ["-m", "dmlgpu", "bench", "apps", "--quiet", "--out", str(out)]
 
 
 def apps_rows(out: pathlib.Path, stdout: str) -> dict:
@@ -159,7 +165,7 @@ def run(args) -> int:
                     env = {k: v for k, v in os.environ.items() if k != "DMLGPU_SHADER_DIR"}
                     env.update(env_extra, DMLGPU_CACHE_DIR=str(pathlib.Path(tmp) / f"cache-{side}"))
                     print(f"== {part}, side {side}, round {rnd + 1}", file=sys.stderr, flush=True)
-                    r = subprocess.run([sys.executable, *command(out, args)], env=env, cwd=ROOT,
+                    r = subprocess.run([sys.executable, *command(out, args), *args.extra], env=env, cwd=ROOT,
                                        capture_output=True, text=True)
                     (out / "stdout.txt").write_text(r.stdout + r.stderr)
                     if r.returncode != 0:
