@@ -3,19 +3,19 @@ indices and their values for host checks, the device, the mode), axes, shapes, i
 naming (``named``: a message that starts with the function the user called)."""
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from . import kernels
 from .errors import DeviceError
-from .index_map import INDEX_DTYPES, as_index_array, check_in_range
+from .index_check import IndexCheck
+from .index_map import INDEX_DTYPES, as_index_array
 from .device import Device, as_device
 from .interop import host_array
 from .tensor import Tensor
 from .tensor_protocols import PYTHON_VALUES, assigned
 
 MODES = ("clamp", "raise")
+GATHER_MODES = MODES + ("wrap", "clip")   # what gather plans resolve (numpy.take's too): index_map.INDEX_MODE_FLAGS
 ITEM_SIZES = kernels.UNITS     # the kernels' access units: the item sizes layer 2 moves
 _INDEX_DTYPES = frozenset(INDEX_DTYPES)
 
@@ -83,18 +83,19 @@ def _indices(indices, mode: str):
             raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or "
                             f"uint64{order}")
         if mode == "raise" and indices.device.active_recording() is not None:
-            raise RuntimeError("mode='raise' cannot be recorded: its check reads the indices on the host "
-                               "before any GPU work")
-        return indices, (indices.numpy() if mode == "raise" else None)
+            raise RuntimeError("mode='raise' cannot be recorded with Tensor indices: its check reports at the "
+                               "device's next synchronize or read, which a recording's replays do not reach")
+        return indices, None            # mode="raise": checked on the device (index_check)
     arr = _index_array(indices)
     return arr, arr
 
 
-def _operands(op: str, data, indices, device, mode, updates=None):
+def _operands(op: str, data, indices, device, mode, updates=None, modes: tuple = MODES):
     """The checks every function starts with: (data, indices for the GPU, index values for host checks or
-    None, the device, the mode). Their errors name ``op``."""
+    None (a Tensor's: checked on the device), the device, the mode, one of ``modes``). Their errors name
+    ``op``."""
     try:
-        mode = _mode(mode)
+        mode = _mode(mode, modes)
         data = _data(data, "data")
         if data.ndim == 0:
             raise ValueError("data must have at least one dimension")
@@ -126,9 +127,9 @@ def named(e: Exception, op: str, inner: str | tuple[str, ...] = ()) -> Exception
 _AxisError = getattr(np, "exceptions", np).AxisError     # NumPy 2: np.exceptions; NumPy 1.x: np
 
 
-def _mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+def _mode(mode: str, modes: tuple = MODES) -> str:
+    if mode not in modes:
+        raise ValueError(f"mode must be one of {modes}, not {mode!r}")
     return mode
 
 
@@ -142,17 +143,17 @@ def _axis(axis, ndim: int, what: str = "data") -> int:
     return int(axis) % ndim
 
 
-def _index_check(op: str, count: int, dims, mode: str, dim_of) -> Callable | None:
-    """The check of a call's index values: mode="raise": a function that raises IndexError for the first
-    index outside [-dim, dim); mode="clamp": None. Either mode: IndexError now when ``count`` (> 0)
-    elements would be read or written through a dimension of size 0, which has no element to clamp to."""
+def _index_check(op: str, count: int, dims, mode: str) -> IndexCheck | None:
+    """The check of a call's index values: mode="raise": an IndexCheck (IndexError for the first index outside
+    [-dim, dim), on the host or on the device); else None. The other modes: IndexError now when ``count``
+    (> 0) elements would be read or written through a dimension of size 0, which has no element to resolve to
+    (``dims``: index_check.IndexCheck's)."""
     dims = np.asarray(dims)
     if mode == "raise":
-        return lambda values: check_in_range(values, dims, lambda pos, value: (
-            f"{op}: index {value} at indices position {pos} is out of range for a dimension of size "
-            f"{dim_of(pos)} (valid: [-size, size))"))
+        return IndexCheck(op, dims)
     if count and (dims == 0).any():
-        raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to clamp to")
+        raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to {mode} to"
+                         if mode == "clamp" else f"{op}: cannot do a non-empty take from an empty axis")
     return None
 
 

@@ -12,7 +12,9 @@ PARTS = {
         else ``dmlgpu.default_device()``.
     mode : {"clamp", "raise"}
         "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
-        IndexError for an index outside [-n, n), before any GPU work.""",
+        IndexError for an index outside [-n, n): NumPy indices before any GPU work; Tensor indices are
+        checked on the device, which raises it at its next synchronize() or host read (the result is never
+        handed out as valid: dmlgpu/index_check.py).""",
     "raises": """\
     TypeError
         A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.

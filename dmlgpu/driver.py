@@ -38,7 +38,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import calls, items, ops
-from .arguments import _index_check, _operands, _updates
+from .arguments import MODES, _index_check, _operands, _updates
 from .calls import out_key
 from .execution import _Call, _execute, _planned, check_out
 from .tensor import Tensor
@@ -63,7 +63,7 @@ Rule = Callable[..., Signature]
 
 def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args: tuple = (), *,
          device: Any = None, mode: str = "clamp", out: Any = None, key: tuple | None = None,
-         byte_order: bool = False) -> Any:
+         byte_order: bool = False, name: str | None = None, modes: tuple = MODES) -> Any:
     """Runs operator ``op`` (a name of ops.PLANS) on these operands (module docstring).
 
     Parameters
@@ -84,6 +84,11 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     key : tuple or None
         The arguments' part of the call's signature (exact ints and strings; default ``(*args, mode)``): the
         planned call and the call template are kept under it (and ``out``'s kind: execution.out_key).
+    name : str, optional
+        The function the user called, where it is not ``op`` (NumPy's names): the device's report of a bad
+        Tensor index (mode="raise", index_check.py), made after the call returned, starts with it.
+    modes : tuple
+        The modes the caller takes (arguments.MODES; NumPy's take: GATHER_MODES, which only gather plans resolve).
     byte_order : bool
         True for scatter reductions: their arithmetic needs native byte order, so NumPy operands of another
         byte order are converted there and back (execution._run_native); the other operators move bytes.
@@ -99,19 +104,19 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         As the layer-2 functions, with messages that start with ``op``.
     """
     if key is None:
-        key = (*args, mode)
+        key = (*args, mode) if name is None else (*args, mode, name)
     if op in items.OPERATORS and isinstance(getattr(data, "dtype", None), np.dtype) and items.odd(data.dtype):
         return items.call(call, op, rule, data, indices, updates, args, device=device, mode=mode, out=out,
-                          key=key, byte_order=byte_order)     # (records, "S3", ...: as rows of units)
+                          key=key, byte_order=byte_order, name=name, modes=modes)     # (records, "S3", ...: as rows of units)
     if any(isinstance(x, Tensor) and x._strides is not None for x in (data, indices, updates, out)):
         return _strided(op, rule, data, indices, updates, args, device=device, mode=mode, out=out, key=key,
-                        byte_order=byte_order)
+                        byte_order=byte_order, name=name, modes=modes)
     if device is None and type(data) is Tensor and type(indices) is Tensor and \
             (updates is None or type(updates) is Tensor) and (out is None or type(out) is Tensor) and _plain(key):
         res = calls.templated(op, (data, indices) if updates is None else (data, indices, updates), key, out)
         if res is not None:
             return res
-    data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates)
+    data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates, modes)
     upd = None if updates is None else _updates(updates, data, op)
     arrays = (data, idx) if upd is None else (data, idx, upd)
 
@@ -119,10 +124,11 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         sig = rule(data, idx, upd, *args)
         dims = np.asarray(sig.dims)
         count = upd.size if upd is not None else math.prod(sig.out_shape)
-        check = _index_check(op, count, dims, mode, lambda pos: dims if dims.ndim == 0 else dims[pos[-1]])
+        check = _index_check(name or op, count, dims, mode)
         if sig.plan_args is None:
             return _Call(None, sig.out_shape, check, copy=upd is not None)
-        return _Call(ops.PLANS[op](*sig.plan_args), sig.out_shape, check)
+        resolve = {"index_mode": mode} if mode in ("wrap", "clip") else {}     # gather's NumPy modes
+        return _Call(ops.PLANS[op](*sig.plan_args, **resolve), sig.out_shape, check)
 
     if out is not None:
         check_out(op, out, data, arrays[1:], dev)

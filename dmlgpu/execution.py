@@ -1,6 +1,7 @@
 """How a layer-2 call runs: its plan, found by signature (``_planned``), then run on the operands' buffers
-(``_execute``): NumPy operands are uploaded and the result downloaded; Tensor operands are used where they
-are and the result is a new Tensor, queued, or ``out``.
+(``_execute``): NumPy operands are uploaded and the result downloaded (but a gather's large NumPy table is read
+where it is: ``reads_in_place``); Tensor operands are used where they are and the result is a new Tensor, queued,
+or ``out``.
 
 Repeated calls: each call's validation and planning depend only on its *signature* (the function, the
 operands' shapes and dtypes, axis or batch_dims, mode, reduction, the kind of ``out``). Every Device keeps the
@@ -9,6 +10,7 @@ last ``CALL_CACHE`` planned calls by signature, so a repeated call checks only w
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, NamedTuple
 
@@ -19,12 +21,24 @@ from .calls import IN_PLACE, out_key
 from .arguments import named, other_device
 from .device import Device
 from .errors import DeviceError
+from .index_check import IndexCheck
 from .index_map import IndexMap, Layout
-from .runtime import as_bytes
+from .runtime import as_bytes, host
 from .constructors import empty, tensor
 from .tensor import Tensor
 
 CALL_CACHE = 512      # planned calls kept per device
+# NumPy tables read where they are (runtime/host.py: their pages imported, VK_EXT_external_memory_host): the one
+# rule, reads_in_place(). A gather from a NumPy ``data`` of at least HOST_TABLE_BYTES whose result takes at most
+# HOST_READ_SHARE of its bytes plus HOST_READ_BYTES (any share on unified memory, where the device's memory is the host's: lavapipe,
+# integrated GPUs) reads the rows it needs from the caller's array instead of uploading the whole table
+# (bench/RESULTS.md: the crossover); so does any gather from a table larger than the device's memory.
+# A NumPy-in/out gather's result of at least HOST_OUT_BYTES is written by the kernels into the returned array
+# itself (writes_in_place), whether its table is read in place or uploaded.
+HOST_TABLE_BYTES = 1 << 20
+HOST_READ_SHARE = 0.4
+HOST_READ_BYTES = 32 << 20   # ... or at most this many bytes more than that share
+HOST_OUT_BYTES = 1 << 20    # (= KEEP_BYTES: smaller calls keep their buffers and replay instead)
 KEEP_BYTES = 1 << 20  # NumPy-in/out calls moving up to this many bytes keep their device buffers ...
 KEEP_CALLS = 32       # ... for the last this many such signatures per device
 
@@ -40,7 +54,7 @@ class _Call(NamedTuple):
 
     plan: Any           # Plan or ReducePlan
     out_shape: tuple
-    check: Callable | None = None
+    check: IndexCheck | None = None
     copy: bool = False
     keep: tuple | None = None
     sig: tuple | None = None
@@ -73,13 +87,36 @@ def _built(op: str, build: Callable[[], _Call]) -> _Call:
         raise named(e, op) from None
 
 
+def reads_in_place(dev: Device, plan: Any, data_nbytes: int, out_nbytes: int) -> bool:
+    """The rule, by sizes alone, that a call's NumPy ``data`` is read where it is rather than uploaded (the
+    constants above; the array must also be importable: runtime/host.py, else it is uploaded): a gather (a
+    plan whose output is no copy of its input) on a device that imports host memory, from a table of at least
+    HOST_TABLE_BYTES whose result is at most HOST_READ_SHARE of it plus HOST_READ_BYTES (reading rows over the
+    bus costs by the bytes read, an upload by the table's bytes plus a fixed part; any share on unified memory),
+    or larger than the device's memory."""
+    return not plan.output_from_input and host.available(dev) and (
+        data_nbytes >= HOST_TABLE_BYTES and (out_nbytes <= HOST_READ_SHARE * data_nbytes + HOST_READ_BYTES
+                                             or dev.info.unified_memory)
+        or data_nbytes > dev.memory_capacity)
+
+
+def writes_in_place(dev: Device, plan: Any, out_nbytes: int) -> bool:
+    """The rule that a NumPy-in/out gather's kernels write its result into the array returned (imported: it must
+    also be importable, else the result is downloaded): a gather on a device that imports host memory, with a
+    result of at least HOST_OUT_BYTES."""
+    return not plan.output_from_input and out_nbytes >= HOST_OUT_BYTES and host.available(dev)
+
+
 def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
     """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise), with
-    ``keep`` set (to its signature ``sig``) for small calls."""
+    ``keep`` set (to its signature ``sig``) for small calls. A NumPy table read in place (reads_in_place) takes
+    no device memory."""
     if call.plan is None:
         return call
     sizes = [a.nbytes for a in arrays] + [math.prod(call.out_shape) * arrays[0].dtype.itemsize]
-    dev.check_sizes(*sizes)
+    held = sizes[1:] if isinstance(arrays[0], np.ndarray) and reads_in_place(dev, call.plan, sizes[0], sizes[-1]) \
+        else sizes
+    dev.check_sizes(*held)
     return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None, sig=sig)
 
 
@@ -116,17 +153,25 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     if isinstance(out, np.ndarray):         # the call's own result (its index check included), copied in
         np.copyto(out, _execute(dev, call, data, idx, values, updates, byte_order))
         return out
+    results = None          # the result buffers of a call whose indices the device checks (index_check)
     if call.check is not None:
-        call.check(values)
+        if values is not None:
+            call.check(values)
+        elif call.plan is None or out is not None and out_key(out, data) == IN_PLACE or \
+                (results := call.check.on_device(dev, _packed(idx))) is None:
+            call.check(idx.numpy())         # read back: what the device cannot check (index_check)
     if call.plan is None:
         if out is None:
             return _copy_result(data, dev) if call.copy else _empty_result(data, call.out_shape, dev)
         if call.copy and out_key(out, data) != IN_PLACE:
             out.write(data)                 # (a Tensor's on the device)
         return out
-    run = _run_native if byte_order else _run
+    run = functools.partial(_run_native if byte_order else _run, op=op)
     if out is None:
-        return run(dev, call, _packed(data), _packed(idx), _packed(updates))
+        result = run(dev, call, _packed(data), _packed(idx), _packed(updates))
+        if results is not None:
+            results.append(result.buffer)   # never handed out as valid if the check fails
+        return result
     if out.offset == 0 and not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (idx, updates)):
         if out_key(out, data) == IN_PLACE:
             if call.plan.output_from_input:         # the kernels update data's bytes: no copy of data
@@ -157,11 +202,15 @@ def _copy_result(data, device):
     return np.array(data, copy=True)
 
 
-def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | None = None, trace: bool = True):
+def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | None = None, trace: bool = True,
+         op: str = ""):
     """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
     or a Tensor (queued: Launch.run) when an operand is a Tensor or the call is being recorded, or ``out``
     (a packed Tensor that no other operand than data shares: _execute), which the kernels write. ``trace``:
-    the run may make the signature's call template."""
+    the run may make the signature's call template. A NumPy ``data`` that reads_in_place() picks is read where it
+    is (runtime/host.py) when its pages can be imported, and a NumPy result then written into the array returned;
+    such a call runs and waits even where it returns a Tensor (the caller may change the array once it returns).
+    ``op`` names the function in errors."""
     plan, out_shape = call.plan, call.out_shape
     recording = dev.active_recording() is not None
     nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
@@ -170,9 +219,18 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
         return _run_tensors(dev, call, data, indices, updates, nbytes, out, trace)
     as_tensor = recording or out is not None or isinstance(data, Tensor) or isinstance(indices, Tensor) or \
         isinstance(updates, Tensor)
+    host_in = host_out = result = None
+    if not recording and isinstance(data, np.ndarray) and reads_in_place(dev, plan, data.nbytes, nbytes):
+        host_in = host.import_array(dev, data, cache=True) if host.importable(dev, data) else None
+        if host_in is None:
+            _uploaded(dev, data, nbytes, op)
+    if not as_tensor and writes_in_place(dev, plan, nbytes):
+        made = host.result_array(dev, out_shape, data.dtype)     # imported host memory, pooled
+        if made is not None:
+            result, host_out = made
     with dev.launch() as launch:
         uploads = []
-        keep = call.keep if not as_tensor else None
+        keep = call.keep if not as_tensor and host_in is None and host_out is None else None
         kept = iter(dev._kept.pop(keep, ()) if keep is not None else ())
 
         def scratch(n):             # operands' copies, the result, a reduction's sort: given back (or kept)
@@ -185,6 +243,8 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
         def operand(x):
             if isinstance(x, Tensor):
                 return x.buffer
+            if x is data and host_in is not None:
+                return host_in
             buf = scratch(x.nbytes)
             buf.stage(as_bytes(x))
             uploads.append(buf)
@@ -194,6 +254,8 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
         idx_buf = operand(indices)
         if out is not None:
             out_buf = out.buffer
+        elif host_out is not None:           # the returned array itself (runtime/host.py)
+            out_buf = host_out
         elif isinstance(data, Tensor) or as_tensor and not plan.output_from_input:
             out_buf = launch.output(nbytes)  # a Tensor's: not zero-filled (the kernels write all of it)
         elif not plan.output_from_input:     # a new output (a scatter copies data into it)
@@ -204,14 +266,33 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
         dispatches, params = plan.dispatches(dev, input=in_buf, indices=idx_buf, output=out_buf, updates=upd_buf,
                                              take=scratch)
         if as_tensor:
-            launch.run(dispatches, uploads=params + uploads, queue=True)
+            # a NumPy table read in place: the call has finished with it when it returns (NumPy's contract),
+            # so the call runs now, after the queued work, and waits, instead of being queued
+            launch.run(dispatches, uploads=params + uploads, queue=host_in is None)
             if out is None and out_buf is in_buf:    # the operand's copy is the result: the Tensor keeps it
                 launch.taken.remove(out_buf)
             return out if out is not None else Tensor._wrap(out_buf, out_shape, data.dtype)
+        if host_out is not None:
+            launch.run(dispatches, uploads=params + uploads, host_read=True)
+            return result
         got = launch.run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
         if keep is not None:
             _keep(dev, keep, launch.keep())
         return got[:nbytes].view(data.dtype).reshape(out_shape)
+
+
+def _uploaded(dev: Device, data: np.ndarray, nbytes: int, op: str) -> None:
+    """A NumPy table that the rule would read in place but that cannot be imported is uploaded: DeviceError,
+    before any GPU work, where the device cannot hold it."""
+    try:
+        dev.check_sizes(data.nbytes, nbytes)
+    except DeviceError as e:
+        if host.importable(dev, data):
+            raise DeviceError(f"{op}: {e}; reading the NumPy table in place failed: the driver refused to import "
+                              f"its pages ({host.refusal(dev)})") from None
+        raise DeviceError(f"{op}: {e}; a NumPy table is read in place (not uploaded) only where it is C-contiguous, "
+                          f"starts at a multiple of {host.ALIGNMENT} bytes and takes a multiple of 4 bytes: pass "
+                          f"np.ascontiguousarray(data) or a copy made by np.empty") from None
 
 
 def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
@@ -243,11 +324,12 @@ def _self_copy(data) -> IndexMap:
     return ops.input_copy(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype)
 
 
-def _run_native(dev: Device, call: _Call, data, idx, upd, out: Tensor | None = None, trace: bool = True):
+def _run_native(dev: Device, call: _Call, data, idx, upd, out: Tensor | None = None, trace: bool = True,
+                op: str = ""):
     """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
     byte order are converted there and back."""
     if data.dtype.isnative:
-        return _run(dev, call, data, idx, upd, out, trace)
+        return _run(dev, call, data, idx, upd, out, trace, op)
     if out is not None or any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev.active_recording() is not None:
         raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
     native = data.dtype.newbyteorder("=")

@@ -32,7 +32,10 @@ P_END = P_SHIFT + MAX_RANK    # kernels with parameters of their own put them fr
 P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists start (plan.wide_params)
 P_ADDR = P_END + 8            # ADDR variants (scatter reductions): the same lists as 32-bit pairs, from here
 PARAM_WORDS = P_END           # size of the index map's parameter block
-FLAG_SIGNED, FLAG_ROWS = 1, 4   # bits of P[P_FLAGS]
+FLAG_SIGNED, FLAG_ROWS, FLAG_WRAP, FLAG_CLIP = 1, 4, 8, 16   # bits of P[P_FLAGS]
+# How the kernels resolve an index (index_map.glsl's resolve_index): "clamp" (DirectML's: negative indices count
+# from the end once, then clamp; mode="raise" too, once its check has passed), NumPy's "wrap" and "clip"
+INDEX_MODE_FLAGS = {"clamp": 0, "raise": 0, "wrap": FLAG_WRAP, "clip": FLAG_CLIP}
 ROW_LOOP_MAX = 4096   # units of the longest row a row-loop iteration moves (IndexMap.row_loop_ok) ...
 ROW_LOOP_ROWS = 64    # ... and the fewest rows worth it
 U32 = 2**32          # values of a 32-bit word: the 32-bit kernels' counts and offsets stay below U32 - 1
@@ -182,13 +185,15 @@ class IndexMap:
             object.__setattr__(self, "_fits_32_bits", fits)      # not a field: equality and hash ignore it
         return fits
 
-    def params(self, signed_indices: bool, vec: int = 0, row_loop: bool = False, wide: bool = False) -> np.ndarray:
+    def params(self, signed_indices: bool, vec: int = 0, row_loop: bool = False, wide: bool = False,
+               index_mode: str = "clamp") -> np.ndarray:
         """The kernel's parameter words (uint32[PARAM_WORDS]; with ``wide``, the WIDE variants' uint64 words,
         the same layout); DeviceError if the map needs 64 bits (fits_32_bits()) and ``wide`` is not given.
         ``vec`` (needs vec_ok(); not with ``wide``): a gather iterates over groups of ``vec`` bytes of its
         dense tensor. ``row_loop`` (needs row_loop_ok()): a gather iterates over the rows of the innermost
         dimension, moving each whole (FLAG_ROWS: fewer index decodes, for CPU devices, where an invocation is
-        a SIMD lane). Word P_TOTAL is the kernel's loop count in every case."""
+        a SIMD lane). ``index_mode``: how indices outside the dimension resolve (INDEX_MODE_FLAGS). Word P_TOTAL
+        is the kernel's loop count in every case."""
         if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
             raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
                               f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
@@ -200,7 +205,7 @@ class IndexMap:
         p[P_RANK] = sum(d.size > 1 for d in self.dims)
         p[P_TOTAL] = p[P_UNITS] = count
         p[P_K], p[P_TSTRIDE] = len(self.tuple_dims), self.tuple_stride
-        p[P_FLAGS] = FLAG_SIGNED if signed_indices else 0
+        p[P_FLAGS] = (FLAG_SIGNED if signed_indices else 0) | INDEX_MODE_FLAGS[index_mode]
         if vec:
             assert self.vec_ok()
             p[P_TOTAL] = -(-count * self.unit // vec)

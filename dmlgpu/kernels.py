@@ -108,6 +108,13 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     return f"{kernel}_u{unit}_i{index_bytes * 8}" + suffix
 
 
+def check_variant(index_bytes: int) -> str:
+    """File stem of the device-side index check (shaders/index_check.comp: mode="raise" on Tensor indices) for
+    an index width (4 or 8 bytes)."""
+    assert index_bytes in (4, 8)
+    return f"index_check_i{index_bytes * 8}"
+
+
 def row_claim_variants(unit: int, index_bytes: int) -> tuple[str, str, str]:
     """File stems of a scatter of whole rows (ROWS: scatter_claim.comp, scatter_write.comp): (the rows'
     claims, the units' writes for ``unit``-byte units, the claims' clearing), for an index width."""
@@ -310,6 +317,7 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                     add(variant(kernel, unit, index_bytes, few=True), f"{kernel}.comp", UNIT=unit,
                         IDX64=index_bytes // 8, FEW=1)
     for index_bytes in (4, 8):
+        add(check_variant(index_bytes), "index_check.comp", IDX64=index_bytes // 8)
         claim, _, clear = row_claim_variants(4, index_bytes)
         add(claim, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1)
         add(clear, "scatter_claim.comp", UNIT=4, IDX64=index_bytes // 8, ROWS=1, CLEAR=1)

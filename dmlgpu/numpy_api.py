@@ -5,9 +5,11 @@ They accept what the layer-2 functions accept (NumPy arrays, anything NumPy can 
 dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where NumPy does:
 
 - indices follow NumPy's rules: ``take``'s ``mode`` is "raise" (the default: an index outside [-n, n) raises
-  IndexError before any GPU work), "wrap" (modulo n) or "clip" (into [0, n - 1]: negative indices become
-  0, as in NumPy; layer 2's "clamp" would count them from the end); ``take_along_axis`` and
-  ``put_along_axis`` raise IndexError for an index outside [-n, n);
+  IndexError), "wrap" (modulo n) or "clip" (into [0, n - 1]: negative indices become 0, as in NumPy; layer
+  2's "clamp" would count them from the end); ``take_along_axis`` and ``put_along_axis`` raise IndexError
+  for an index outside [-n, n). The kernels resolve every mode: Tensor indices are never read back, and
+  "raise" on them reports at the device's next synchronize or read (dmlgpu/index_check.py says what a
+  caller sees); NumPy indices raise before any GPU work;
 - ``take_along_axis`` and ``put_along_axis`` broadcast the dimensions other than ``axis`` as NumPy does
   (a NumPy operand is broadcast on the host; a Tensor operand must already have the broadcast shape);
 - ``put_along_axis`` writes into ``arr`` and returns None: a NumPy array (through a scatter of its copy), or
@@ -25,10 +27,11 @@ from numpy.typing import ArrayLike
 
 from . import driver
 from .execution import _self_copy
-from .arguments import _axis, _data, _host_array, _index_array, named
-from .functions import (DeviceLike, IndexLike, gather, gather_elements,
+from .arguments import GATHER_MODES, _axis, _data, _host_array, _index_array, named
+from .functions import (DeviceLike, IndexLike, _gather_elements_rule, _gather_rule, gather, gather_elements,
                         scatter_elements)
 from .index_map import Layout, as_index_array, check_in_range
+from .constructors import tensor
 from .device import Device
 from .tensor import Tensor
 from .tensor_protocols import ARRAY_FUNCTIONS, assigned
@@ -85,8 +88,9 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         Receives the result and is returned: a NumPy array (cast safely), or a Tensor of exactly the result's
         shape and dtype (written on the device).
     mode : {"raise", "wrap", "clip"}
-        NumPy's: "raise": IndexError for an index outside [-n, n), before any GPU work; "wrap": modulo n;
-        "clip": into [0, n - 1] (negative indices become 0).
+        NumPy's: "raise": IndexError for an index outside [-n, n) (NumPy indices: before any GPU work;
+        Tensor indices: checked on the device, raised by its next synchronize or read, and the result is
+        never handed out as valid); "wrap": modulo n; "clip": into [0, n - 1] (negative indices become 0).
     device : dmlgpu.Device, int or None, keyword-only
         A Device or a device index; default: a Tensor operand's device, else ``dmlgpu.default_device()``.
 
@@ -135,19 +139,9 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
                             f"'safe' (NumPy's rule for take's out: its dtype must cast safely to a's)")
         if 0 in shape:
             result = gather(data, indices, axis, device=device, mode="clamp", out=into)   # empty: no index read
-        elif mode == "raise":
-            result = gather(data, indices, axis, device=device, mode="raise", out=into)
-        else:
-            values = indices.numpy() if isinstance(indices, Tensor) else _index_array(indices)
-            if n == 0:
-                if values.size:
-                    raise IndexError("cannot do a non-empty take from an empty axis")
-            elif values.dtype.kind == "u":
-                values = np.minimum(values, n - 1) if mode == "clip" else values % np.uint64(n)
-            else:
-                values = values.astype(np.int64)
-                values = np.clip(values, 0, n - 1) if mode == "clip" else values % n
-            result = gather(data, values, axis, device=device, mode="raise", out=into)
+        else:                   # (every mode resolves indices in the kernels; a Tensor's are never read back)
+            result = driver.call("gather", _gather_rule, data, indices, None, (axis,), device=device, mode=mode,
+                                 out=into, name="take", modes=GATHER_MODES)
         if into is not None:
             return into
         if out is not None:
@@ -239,7 +233,8 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
     Raises
     ------
     IndexError
-        An index outside [-n, n), before any GPU work; non-integer indices.
+        An index outside [-n, n) (NumPy indices: before any GPU work; Tensor indices: checked on the device,
+        raised by its next synchronize or read, as take's); non-integer indices.
     ValueError
         Shapes that do not broadcast (AxisError for an axis out of range).
     dmlgpu.DeviceError
@@ -259,7 +254,8 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
         shape = _broadcast_along(data.shape, idx.shape, axis)
         data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
         idx = _broadcast_to(idx, shape, "indices")
-        return gather_elements(data, idx, axis, device=device, mode="raise")
+        return driver.call("gather_elements", _gather_elements_rule, data, idx, None, (axis,), device=device,
+                           mode="raise", name="take_along_axis")
     except (TypeError, ValueError, IndexError, RuntimeError) as e:
         raise named(e, "take_along_axis", "gather_elements") from None
 
@@ -311,7 +307,11 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
         data = _data(arr, "arr")
         shape_in = data.shape
         data, axis, idx = _along_axis(data, indices, axis)
-        idx = idx.numpy() if isinstance(idx, Tensor) else idx
+        if isinstance(idx, Tensor):     # on the device, into a copy of arr; its indices checked there
+            copy = _put_along_axis_tensor(tensor(data, device=idx.device), idx, values, axis, device, in_place=False)
+            if copy is not None:
+                np.copyto(arr, copy.numpy().reshape(shape_in))     # (raises first if an index was bad)
+            return
         shape = _broadcast_along(data.shape, idx.shape, axis)
         n = data.shape[axis]
         check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
@@ -348,11 +348,13 @@ def _broadcast_strides(shape: tuple[int, ...], of: tuple[int, ...]) -> tuple[int
     return tuple(0 if d < pad or of[d - pad] == 1 and n != 1 else packed[d - pad] for d, n in enumerate(shape))
 
 
-def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | None, device: DeviceLike) -> None:
+def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | None, device: DeviceLike,
+                           in_place: bool = True) -> Tensor | None:
     """put_along_axis into a Tensor, on its device and in place: one scatter whose index map broadcasts
     the indices, the values and ``arr`` by strides (nothing is materialised, nothing of ``arr`` copied).
-    NumPy indices are checked on the host first (IndexError); a Tensor's are read back and checked by the
-    driver, as take's (mode="raise": IndexError, nothing written)."""
+    NumPy indices are checked on the host first (IndexError); a Tensor's by the driver (mode="raise":
+    IndexError, nothing written): read back in place, on the device where ``in_place`` is False (the scatter
+    then writes a new Tensor, returned; where nothing is written, None)."""
     data, axis, idx = _along_axis(arr, indices, axis)
     shape = _broadcast_along(data.shape, idx.shape, axis)
     n = data.shape[axis]
@@ -367,7 +369,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
         vals = assigned(values, data.dtype, None, "put_along_axis")      # NumPy's cast (a[...] = values)
     np.broadcast_shapes(vals.shape, shape)           # ValueError where values do not broadcast
     if math.prod(shape) == 0 or vals.size == 0:
-        return
+        return None
 
     def rule(data: Any, idx: Any, vals: Any, axis: int) -> driver.Signature:
         """scatter_elements through layouts that broadcast: where arr is broadcast (a stride 0), several
@@ -378,8 +380,10 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
         return driver.Signature(data.shape, n, (*layouts, axis, data.dtype, idx.dtype, "none", _self_copy(data)))
 
     mode = "raise" if isinstance(idx, Tensor) else "clamp"      # Tensor indices: checked as take's (the driver's)
-    driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device, out=data, mode=mode,
-                key=(axis, mode, "put_along_axis"))
+    result: Tensor = driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device,
+                                 out=data if in_place else None, mode=mode,
+                                 key=(axis, mode, "put_along_axis", in_place), name="put_along_axis")
+    return None if in_place else result
 
 
 # NumPy's np.take, np.take_along_axis and np.put_along_axis on Tensors run these (Tensor.__array_function__)

@@ -47,9 +47,11 @@ def input_copy(src: Layout, dst: Layout, dtype: DTypeLike) -> IndexMap:
     return copy_map(src, dst, _elem(dtype))
 
 
-def gather(data: Layout, indices: Layout, out: Layout, axis: int, dtype: DTypeLike, index_dtype: DTypeLike) -> Plan:
-    """GATHER (numpy.take): ``out`` of shape index_map.take_shape(data, indices, axis)."""
-    return make_plan(GatherPlan, take_map(data, indices, out, axis, _elem(dtype)), np.dtype(index_dtype))
+def gather(data: Layout, indices: Layout, out: Layout, axis: int, dtype: DTypeLike, index_dtype: DTypeLike,
+           index_mode: str = "clamp") -> Plan:
+    """GATHER (numpy.take): ``out`` of shape index_map.take_shape(data, indices, axis); ``index_mode``: how
+    indices outside the axis resolve (index_map.INDEX_MODE_FLAGS: NumPy's "wrap" and "clip" too)."""
+    return make_plan(GatherPlan, take_map(data, indices, out, axis, _elem(dtype)), np.dtype(index_dtype), index_mode)
 
 
 def gather_elements(data: Layout, indices: Layout, out: Layout, axis: int, dtype: DTypeLike,

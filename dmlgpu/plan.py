@@ -96,10 +96,11 @@ class _MapPlan(Plan):
     sign, wrapping). Maps that need 64 bits run only in the WIDE variants; the others in the 32-bit ones
     unless a buffer is held in several blocks."""
 
-    def __init__(self, index_map: IndexMap, index_dtype):
+    def __init__(self, index_map: IndexMap, index_dtype, index_mode: str = "clamp"):
         index_dtype = np.dtype(index_dtype)
         self.map = index_map.optimized()
         self.signed = index_dtype.kind == "i"
+        self.index_mode = index_mode         # index_map.INDEX_MODE_FLAGS: how indices outside a dimension resolve
         self.index_bytes = index_dtype.itemsize
         self.narrow = self.map.fits_32_bits()
         self._wide_words: dict = {}         # params() arguments -> WIDE words, made on first use
@@ -107,7 +108,7 @@ class _MapPlan(Plan):
     def wide_words(self, **kwargs) -> np.ndarray:
         key = tuple(sorted(kwargs.items()))
         if key not in self._wide_words:
-            self._wide_words[key] = self.map.params(self.signed, wide=True, **kwargs)
+            self._wide_words[key] = self.map.params(self.signed, wide=True, index_mode=self.index_mode, **kwargs)
         return self._wide_words[key]
 
 
@@ -140,13 +141,14 @@ class GatherPlan(_MapPlan):
 
     output_from_input = False
 
-    def __init__(self, index_map: IndexMap, index_dtype):
-        super().__init__(index_map, index_dtype)
+    def __init__(self, index_map: IndexMap, index_dtype, index_mode: str = "clamp"):
+        super().__init__(index_map, index_dtype, index_mode)
         self.vec = vec_bytes(self.map)
-        self.words: Any = self.map.params(self.signed, vec=self.vec) if self.narrow else None   # None: wide only
+        mode = index_mode
+        self.words: Any = self.map.params(self.signed, vec=self.vec, index_mode=mode) if self.narrow else None
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
-        self.row_words: Any = self.map.params(self.signed, row_loop=True) if self.narrow and self.map.row_loop_ok() \
-            else None
+        self.row_words: Any = self.map.params(self.signed, row_loop=True, index_mode=mode) \
+            if self.narrow and self.map.row_loop_ok() else None
         self.empty = not self.map.count
         # the kernel of each VEC width the words may ask for (0: no VEC), named once
         self.tuple_k = len(self.map.tuple_dims) if self.vec and len(self.map.tuple_dims) == 1 else None
@@ -155,7 +157,7 @@ class GatherPlan(_MapPlan):
         # units that each read their own random place (SPREAD_UNITS): one per invocation on GPUs; 1- and
         # 2-byte ones only through NARROW, on devices with the feature it needs
         self.spread = self.vec > 0 and self.map.indexed_spread() >= SPREAD_UNITS
-        self.unit_words: Any = self.map.params(self.signed) if self.spread else None
+        self.unit_words: Any = self.map.params(self.signed, index_mode=mode) if self.spread else None
         self.narrow_feature = kernels.NARROW_FEATURES.get(self.map.unit) if self.spread else None
         if self.narrow_feature:
             self.kernels[NARROW] = kernels.variant("gather", self.map.unit, self.index_bytes, narrow=True)

@@ -15,8 +15,7 @@ COUNTS = "radix_counts"     # the totals, counts and places: zeroed scratch (Dev
                             # sort leaves zero (radix.glsl)
 CPU_DIRECT = True           # CPU devices take the scatter pass that stores each pair in its chunk (False: tests)
 HIST_GROUPS = 1024          # the most histogram workgroups: each adds its tiles' counts to the totals once
-                            # (on an H200, 16M pairs: 59 us a pass, against 98 us with a workgroup per tile;
-                            # 16 partial totals per digit instead of one made no difference)
+                            # (why: bench/RESULTS.md, "Design notes moved from docstrings")
 
 
 class RadixSort:
@@ -79,8 +78,7 @@ def scatter_kernel(device: Device, few: bool) -> str:
     shaders, its shared memory) with subgroups of at least kernels.MIN_SUBGROUP invocations that divide the
     workgroup; else the one that sorts each tile in shared memory (radix_scatter.comp's LOCAL) where the device
     runs it; else the one that stores each pair in its chunk, which CPU devices take in any case (CPU_DIRECT).
-    On an H200 (1M pairs, 16-bit keys) a pass takes 19, 29 and 34 us; on lavapipe (64K pairs) 3.4, 3.3 and
-    2.0 ms."""
+    (Their times: bench/RESULTS.md, "Design notes moved from docstrings".)"""
     info, size = device.info, device.geometry.workgroup_size
     if CPU_DIRECT and info.type == "CPU":
         return kernels.radix_scatter_variant(few, False)

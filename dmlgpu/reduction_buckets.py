@@ -32,11 +32,9 @@ fold) and at most that many; a device runs it (``usable``) where it runs the ker
 ballot, arithmetic and shuffle in compute shaders), its subgroups are at least kernels.MIN_SUBGROUP and divide the
 workgroup (as radix_sort.scatter_kernel's), and every operand is in one block. By default (ENABLED None) only GPUs
 with subgroups of at most 32 take them, for float32 and bfloat16 (DEFAULT_TYPES), with keys of at least two
-digits' bits (a whole digit of owners per bucket: 65,536 invocations at 8-bit digits). On an H200 (bench/RESULTS.md,
-issue 20's sections of 2026-11-26) they beat the sorted plan with uniform and with Zipf-skewed targets; with fewer
-keys they keep too few invocations busy (1M adds onto 300, 1,000 and 4,096 targets
-and 4M onto 16,384: 6.0x, 4.0x, 1.9x and 1.2x the sorted plan's time), and float16's Zipf case took 6.4 against
-5.3 ms, so those and float8 keep the sorted plan. CPU devices fold without a sort (reduction_cpu.py).
+digits' bits (a whole digit of owners per bucket: 65,536 invocations at 8-bit digits): where they beat the sorted
+plan; fewer keys keep too few invocations busy, and float16 and float8 keep the sorted plan (the measurements:
+bench/RESULTS.md, "Design notes moved from docstrings", and issue 20's sections). CPU devices fold without a sort (reduction_cpu.py).
 
 Examples
 --------

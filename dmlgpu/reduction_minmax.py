@@ -18,8 +18,7 @@ updates' elements (two passes over the span, one over the updates; the slots are
 span); a device runs it where ``usable``: where it runs the three kernels (Device.supports: shaderInt64 and
 shaderBufferInt64Atomics, subgroup ballot and arithmetic in compute shaders, as pass 2 combines the updates of
 a subgroup that share its first one's target before their atomic, 5 storage buffers), every operand in one
-block. On an H200 (1M float32 updates onto 65,536 targets) it takes
-30 us of GPU time, against 160-180 us for the sort and fold (bench/RESULTS.md).
+block (its speed against the sort and fold: bench/RESULTS.md, "Design notes moved from docstrings").
 
 Examples
 --------

@@ -28,15 +28,17 @@ slices() {
     .venv/bin/python -m mypy || status=1
     echo "== staging memory (DMLGPU_DIRECT_MEMORY=0: as every discrete GPU moves bytes)"
     DMLGPU_DIRECT_MEMORY=0 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_tensor.py tests/test_runtime.py \
-        tests/test_queue.py tests/test_calls.py -k "not warmup" || status=1    # (building every pipeline moves no bytes)
+        tests/test_queue.py tests/test_calls.py tests/test_index_modes.py -k "not warmup" || status=1    # (building
+        # every pipeline moves no bytes)
     echo "== eager submission (DMLGPU_EAGER_SUBMIT=1, an opt-in)"
     DMLGPU_EAGER_SUBMIT=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_queue.py tests/test_calls.py \
         tests/test_launch.py tests/test_inplace.py || status=1
     echo "== device profile minimum"
     DMLGPU_DEVICE_PROFILE=minimum .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_profiles.py \
         tests/test_gathers.py tests/test_scatters.py tests/test_layer1.py tests/test_queue.py tests/test_reductions.py \
-        tests/test_reductions_gpu.py tests/test_calls.py tests/test_onnx.py tests/test_numpy_api.py \
-        -k "not held_in_several_blocks" || status=1    # (chunked tensors are refused there: no device addresses)
+        tests/test_reductions_gpu.py tests/test_calls.py tests/test_onnx.py tests/test_numpy_api.py tests/test_index_modes.py \
+        -k "not held_in_several_blocks and not in_several_blocks" || status=1    # (chunked tensors are refused there: no
+        # device addresses)
     for profile in small-workgroups no-int64 no-device-address small-shared-memory few-buffers; do
         echo "== device profile $profile"
         DMLGPU_DEVICE_PROFILE=$profile .venv/bin/python -m pytest -q -p no:cacheprovider -k "fuzz or reduction" \

@@ -46,6 +46,9 @@ const uint P_ADDR = P_END + 8u; // ADDR: the same as pairs of 32-bit words (litt
                                 // kernels' own words (dmlgpu/reduction.py's EXTRA_WORDS)
 const uint FLAG_SIGNED = 1u;  // indices are of a signed type
 const uint FLAG_ROWS = 4u;    // gather moving whole rows of the innermost dimension, one per iteration
+const uint FLAG_WRAP = 8u;    // NumPy's mode="wrap": an index is taken modulo its dimension's size
+const uint FLAG_CLIP = 16u;   // NumPy's mode="clip": negative indices become 0, those past the end dim - 1
+                              // (neither: DirectML's clamp: negative ones count from the end once, then clamp)
 
 // i / n for 2 <= n < 2^32 without a division instruction (Granlund-Montgomery): m = 2^32 (2^l - n) / n + 1.
 uint divide(uint i, uint m, uint l) {
@@ -137,24 +140,60 @@ uint64_t divide_dim(uint64_t i, uint d) {
 }
 
 // An index as a 64-bit two's complement value, resolved into [0, dim): negative values of signed types count
-// from the end, then anything outside is clamped.
+// from the end, then anything outside is clamped (FLAG_WRAP, FLAG_CLIP: NumPy's modes instead).
 uint64_t read_index(uint64_t pos, uint64_t dim, bool is_signed) {
     uint64_t v = raw_index(pos);
 #if !IDX64
     if (is_signed)
         v = uint64_t(int64_t(int(uint(v))));
 #endif
-    if (is_signed && int64_t(v) < 0)
-        return v >= 0u - dim ? v + dim : 0u;     // value v - 2^64 is in [-dim, -1]
+    uint mode = uint(PW(P_FLAGS)) & (FLAG_WRAP | FLAG_CLIP);
+    bool negative = is_signed && int64_t(v) < 0;
+    if (mode == FLAG_WRAP) {
+        uint64_t r = (negative ? 0u - v : v) % dim;               // |v| mod dim (0 - v: -v, also for -2^63)
+        return negative && r != 0u ? dim - r : r;
+    }
+    if (negative)
+        return mode == 0u && v >= 0u - dim ? v + dim : 0u;     // value v - 2^64 is in [-dim, -1]
     return v >= dim ? dim - 1u : v;
 }
 #else
 // An index given as a 64-bit two's complement (hi:lo) value, resolved into [0, dim):
-// negative values of signed types count from the end, then anything outside is clamped.
+// negative values of signed types count from the end, then anything outside is clamped (FLAG_WRAP,
+// FLAG_CLIP: NumPy's modes instead).
+// (hi:lo) mod d for 0 < d < 2^32 in 32-bit arithmetic: the high word's remainder, then the low word's bits
+// shifted in one at a time (r < d, so r doubled plus a bit is below 2d: one subtraction reduces it).
+uint mod64(uint hi, uint lo, uint d) {
+    if (hi == 0u)
+        return lo % d;
+    uint r = hi % d;
+    for (int b = 31; b >= 0; --b) {
+        bool carry = (r & 0x80000000u) != 0u;
+        r = (r << 1u) | ((lo >> uint(b)) & 1u);
+        if (carry || r >= d)
+            r -= d;
+    }
+    return r;
+}
+
+// NumPy's mode="wrap" of an index given as hi:lo (signed: two's complement): its value modulo dim.
+uint wrap_index(uint lo, uint hi, uint dim, bool is_signed) {
+    bool negative = is_signed && (hi & 0x80000000u) != 0u;
+    if (negative) {                                  // |value| = 2^64 - hi:lo
+        lo = ~lo + 1u;
+        hi = ~hi + (lo == 0u ? 1u : 0u);
+    }
+    uint r = mod64(hi, lo, dim);
+    return negative && r != 0u ? dim - r : r;
+}
+
 uint resolve_index(uint lo, uint hi, uint dim, bool is_signed) {
+    uint mode = uint(PW(P_FLAGS)) & (FLAG_WRAP | FLAG_CLIP);
+    if (mode == FLAG_WRAP)
+        return wrap_index(lo, hi, dim, is_signed);
     if (is_signed && (hi & 0x80000000u) != 0u) {
         // value = hi:lo - 2^64 is in [-dim, -1] exactly when hi is all ones and lo >= 2^32 - dim.
-        return (hi == 0xFFFFFFFFu && lo >= 0u - dim) ? lo + dim : 0u;
+        return (mode == 0u && hi == 0xFFFFFFFFu && lo >= 0u - dim) ? lo + dim : 0u;
     }
     return (hi != 0u || lo >= dim) ? dim - 1u : lo;
 }

@@ -59,8 +59,9 @@ def test_put_along_axis_tensor_indices_raise_as_take_does():
     a = np.zeros((2, 4), np.float32)
     t = dmlgpu.tensor(a)
     bad = dmlgpu.tensor(np.array([[100]]))
+    dmlgpu.take(t, bad, axis=1)                     # Tensor indices: checked on the device, raised at the next read
     with pytest.raises(IndexError, match="^take: index 100"):
-        dmlgpu.take(t, bad, axis=1)
+        t.numpy()
     with pytest.raises(IndexError, match="^put_along_axis: index 100 at indices position \\(0, 0\\) is out of"):
         dmlgpu.put_along_axis(t, bad, 1.0, axis=1)
     with pytest.raises(IndexError, match="^put_along_axis: index -5"):

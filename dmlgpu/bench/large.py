@@ -5,8 +5,12 @@ PyTorch is there, the same gather through ``torch.index_select`` timed with CUDA
 
 Sections (``--sections``, comma-separated):
 * ``rows``: a gather of ``--rows`` random rows of 8 KiB (float16) from a table of ``--table-gib`` GiB and from
-  one of ``--small-gib`` GiB; the small table also through the ADDR and WIDE variants forced (the mechanism's own cost
-  on the same data). Bandwidth = bytes read + written (2 x the output) / GPU time.
+  one of ``--small-gib`` GiB. ``--process separate`` (the default): each table in a fresh process of its own with
+  the default Device, as a dmlgpu user runs it (no CUDA context), its first gather (GPU time and call-to-completion
+  wall time) beside its steady state (GPU time, and call + synchronize), and PyTorch's index_select of the same
+  shapes in another fresh process, measured alike. ``--process same``: both tables in this process, the small
+  one also through the ADDR and WIDE variants forced (the mechanism's own cost on the same data), PyTorch in
+  this process. Bandwidth = bytes read + written (2 x the output) / time.
 * ``scatter``: scatter_nd of ``--rows`` / 4 rows of 8 KiB (float32, random rows, repeats included) into a
   tensor of ``--scatter-gib`` GiB (out of place: the copy of the input is timed too).
 * ``elements``: gather_elements on a uint8 tensor of ``--elements-gib`` GiB (1-D) with 2^22 int64 indices,
@@ -73,13 +77,17 @@ class Report:
                 f.write(json.dumps(row) + "\n")
 
     def table(self) -> None:
-        """The rows: steady-state GPU ms and GB/s; a first run's GB/s where measured; PyTorch's where run."""
+        """The rows: steady-state GPU ms and GB/s; a first run's GB/s where measured; PyTorch's where run; and
+        where a case ran in a fresh process (rows_separate), the steady call + synchronize GB/s and the first
+        call's wall ms of both sides."""
+        keys = ("first_gbps", "torch_gbps", "torch_first_gbps", "wall_gbps", "torch_wall_gbps", "first_wall_ms",
+                "torch_first_wall_ms")
         print(f"\n{'case':78} {'checked':8} {'GPU ms':>9} {'GB/s':>8} {'first GB/s':>10} {'torch GB/s':>10} "
-              f"{'torch first':>11}")
+              f"{'torch first':>11} {'wall GB/s':>9} {'torch wall':>10} {'1st ms':>7} {'torch 1st ms':>12}")
         for r in self.rows:
-            cols = [f"{r[k]:.0f}" if r.get(k) else "-" for k in ("first_gbps", "torch_gbps", "torch_first_gbps")]
+            cols = [f"{r[k]:.{1 if k.endswith('ms') else 0}f}" if r.get(k) else "-" for k in keys]
             print(f"{r['case']:78} {str(r.get('checked', '-')):8} {r['gpu_ms']:9.3f} {r['gbps']:8.0f} {cols[0]:>10} "
-                  f"{cols[1]:>10} {cols[2]:>11}")
+                  f"{cols[1]:>10} {cols[2]:>11} {cols[3]:>9} {cols[4]:>10} {cols[5]:>7} {cols[6]:>12}")
 
 
 def gpu_time(dev, dispatches, repeats: int) -> float:
@@ -114,6 +122,8 @@ def forced_wide(dev, plan, table, ids, out, wide: bool = False):
 
 
 def rows_section(dev, args, report: Report) -> None:
+    if args.process == "separate":
+        return rows_separate(args, report)
     rng = np.random.default_rng(1)
     for gib, label in ((args.table_gib, "large"), (args.small_gib, "small")):
         nbytes = int(gib * GiB) // ROW * ROW
@@ -149,6 +159,105 @@ def rows_section(dev, args, report: Report) -> None:
             del out2, forced
         del table, ids, out, host, got, dispatches
         dev.empty_cache()
+
+
+def rows_separate(args, report: Report) -> None:
+    """The rows section as users meet it: each table in a fresh process of its own (a Vulkan-only dmlgpu
+    process with the default Device, as a dmlgpu user runs it: ``rows_case``), and PyTorch's index_select of the
+    same shapes in another fresh process (``torch_rows_case``). The first call of each process is reported
+    beside the steady state."""
+    import importlib.util
+    peer = importlib.util.find_spec("torch") is not None
+    for gib in (args.table_gib, args.small_gib):
+        row = _child(["dmlgpu", gib], args)
+        if peer:
+            theirs = _child(["torch", gib], args)
+            if theirs:
+                row.update(theirs)
+        report.add(**row)
+
+
+def _child(what: list, args) -> dict:
+    """The result line of ``python -m dmlgpu.bench.large --child <side> <gib>`` run in a new process."""
+    import subprocess
+    cmd = [sys.executable, "-m", "dmlgpu.bench.large", "--child", *map(str, what), "--rows", str(args.rows),
+           "--repeats", str(args.repeats)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    if what[0] == "torch":
+        print(f"(PyTorch's process gave no result: {done.stderr.strip()[-300:]})", flush=True)
+        return {}
+    raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout}{done.stderr}")
+
+
+def rows_case(gib: float, rows: int, repeats: int) -> dict:
+    """One table of the rows section in this process, which must be fresh: a new default Device, the table
+    uploaded, ``rows`` random rows of 8 KiB gathered. The first gather is run with timestamps (its GPU time) and
+    timed from the call to its completion (its wall time: pipeline creation included); then the steady state:
+    the median call + synchronize() of ``repeats`` gathers, and the median GPU time of ``repeats`` replays."""
+    import statistics
+    dev = dmlgpu.Device()
+    nbytes = int(gib * GiB) // ROW * ROW
+    host = random_bytes(nbytes, seed=int(gib * 10)).view(np.float16).reshape(-1, ROW // 2)
+    table = dmlgpu.tensor(host, device=dev)
+    ids_host = np.random.default_rng(1).integers(0, host.shape[0], size=rows).astype(np.int64)
+    ids = dmlgpu.tensor(ids_host, device=dev)
+    dev.synchronize()
+    t0 = time.perf_counter()
+    with dev.record(timestamps=True) as rec:      # ending the block runs it: the process's first gather
+        out = dmlgpu.gather(table, ids)
+    first_wall = time.perf_counter() - t0
+    ts = rec.timestamps()
+    first_gpu = (ts[-1] - ts[0]) * 1e-9
+    del rec
+    ok = out.numpy().view(np.uint16).tobytes() == host[ids_host].view(np.uint16).tobytes()
+    walls = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dmlgpu.gather(table, ids, out=out)
+        dev.synchronize()
+        walls.append(time.perf_counter() - t0)
+    _, dispatches = capture(dev, dmlgpu.gather, table, ids)
+    gpu = gpu_time(dev, dispatches, repeats)
+    moved = 2 * out.nbytes
+    return dict(case=f"gather {rows} rows of 8 KiB from {gib:g} GiB ({len(table.buffer.block_list)} blocks, "
+                     f"{'wide' if dispatches[0].wide else '32-bit'}), fresh process", checked=ok,
+                gpu_ms=gpu * 1e3, gbps=moved / gpu / 1e9, first_gbps=moved / first_gpu / 1e9,
+                first_wall_ms=first_wall * 1e3, wall_gbps=moved / statistics.median(walls) / 1e9,
+                clock_hold=dev.clock_hold.state, table_bytes=nbytes)
+
+
+def torch_rows_case(gib: float, rows: int, repeats: int) -> dict:
+    """rows_case's gather through PyTorch's index_select on a CUDA table of the same shape (random bits), in
+    this process, which must be fresh: the first call's GPU time (CUDA events) and wall time (call +
+    synchronize), then the medians of ``repeats``."""
+    import statistics
+    import torch
+    table = torch.empty((int(gib * GiB) // ROW, ROW // 2), dtype=torch.float16, device="cuda")
+    table.view(torch.int16).random_()
+    ids = torch.randint(0, table.shape[0], (rows,), device="cuda")
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.perf_counter()
+    a.record()
+    out = torch.index_select(table, 0, ids)
+    b.record()
+    torch.cuda.synchronize()
+    first_wall = time.perf_counter() - t0
+    first_gpu = a.elapsed_time(b) * 1e-3
+    walls = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.index_select(table, 0, ids, out=out)
+        torch.cuda.synchronize()
+        walls.append(time.perf_counter() - t0)
+    steady = torch_time(lambda: torch.index_select(table, 0, ids, out=out), repeats)
+    moved = 2 * out.numel() * out.element_size()
+    return dict(torch_gbps=moved / steady / 1e9, torch_first_gbps=moved / first_gpu / 1e9,
+                torch_first_wall_ms=first_wall * 1e3, torch_wall_gbps=moved / statistics.median(walls) / 1e9,
+                torch=torch.__version__)
 
 
 def first_and_steady(dev, dispatches, uploads, repeats: int) -> tuple[float, float]:
@@ -486,8 +595,23 @@ def main(argv=None) -> int:
                     help="sweep: block sizes (MiB) to repeat it for, a new Device each (0: the default)")
     ap.add_argument("--sweep-torch", type=int, default=1, help="sweep: 0 skips PyTorch")
     ap.add_argument("--chunk-mib", type=int, default=None, help="Device(chunk_bytes=) in MiB (default: the largest)")
+    ap.add_argument("--process", choices=("separate", "same"), default="separate",
+                    help="rows: each table, and PyTorch's side, in a fresh process of its own (separate: its first "
+                         "call beside its steady state), or all in this process (same)")
+    ap.add_argument("--child", nargs=2, metavar=("SIDE", "GIB"), default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.child:                  # one case of rows_separate, in this fresh process
+        side, gib = args.child[0], float(args.child[1])
+        row = (rows_case if side == "dmlgpu" else torch_rows_case)(gib, args.rows, args.repeats)
+        print("RESULT " + json.dumps(row), flush=True)
+        return 0
+    sections = args.sections.split(",")
+    if sections == ["rows"] and args.process == "separate":    # no Device here: the children are fresh
+        report = Report(args.out)
+        rows_section(None, args, report)
+        report.table()
+        return 0 if all(r.get("checked") in (True, "-") for r in report.rows) else 1
     extra = {"chunk_bytes": args.chunk_mib * MiB} if args.chunk_mib else {}
     dev = dmlgpu.Device(max_queued=0, **extra) if "max_queued" in dmlgpu.Device.__init__.__code__.co_varnames \
         else dmlgpu.Device()
@@ -498,7 +622,7 @@ def main(argv=None) -> int:
           f"maxBufferSize {getattr(info, 'max_buffer_size', '?')}, features {sorted(getattr(dev, 'features', ()))}",
           flush=True)
     report = Report(args.out)
-    for name in args.sections.split(","):
+    for name in sections:
         SECTIONS[name](dev, args, report)
     report.table()
     return 0 if all(r.get("checked") in (True, "-") for r in report.rows) else 1

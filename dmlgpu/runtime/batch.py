@@ -137,7 +137,7 @@ class Batch:
         if self.queued:
             self.await_inflight()
             seq, ops, zeroed = self.seq, self.ops, self.zeroed
-            if dev.direct_memory:
+            if dev.direct_memory or dev._watched:      # (the checks' reports are read by the host: Device.watch)
                 ops.append(dev._host_barrier)
             try:
                 if ops != self.held:            # (kp ops compare by identity)

@@ -70,6 +70,7 @@ class Buffer:
     _host: np.ndarray | None = None      # its mapped memory as an array (_host_copy())
     pinned = False                       # a recording uses it: Device.give_buffers leaves it alone
     recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
+    error: BaseException | None = None   # a watched check failed for the work that wrote it: reads raise this
 
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
@@ -217,6 +218,31 @@ def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes
 
 
 COPY = "copy"      # Dispatch.kernel of a buffer copy: ``count`` bytes of buffers[0] into buffers[1], both from byte 0
+
+
+class MappedBuffer(Buffer):
+    """A Buffer in host-visible memory of its own (not the allocator's), read by the host without a transfer
+    on every device: what kernels write for the host to read (the device's check reports: Device.watch). Its
+    memory is released with it."""
+
+    def __init__(self, device: "Device", nbytes: int):
+        from .devices import HOST_COHERENT, HOST_VISIBLE
+        self.device, self.nbytes, self.canary_words, self.chunked = device, nbytes, 0, False
+        tensor = device._mgr.buffer(nbytes, HOST_VISIBLE | HOST_COHERENT)
+        self.block_list = [Block(tensor, nbytes, True)]
+        self._block, self._tensor = self.block_list[0], tensor
+
+    def _release(self) -> None:
+        blocks = self.__dict__.pop("block_list", None)
+        if blocks is not None:
+            dev = self.device
+            with dev.lock:
+                for block in blocks:
+                    if not dev.closed:
+                        dev._forget(block)
+                    block.tensor.destroy()
+
+    __del__ = _release
 
 
 @dataclass(slots=True)

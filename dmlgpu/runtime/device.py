@@ -10,18 +10,18 @@ import os
 import threading
 import weakref
 
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, NamedTuple, TypeVar
 
 import numpy as np
 
 from .. import kernels
 from ..errors import DeviceError
-from . import profiles, transfers
+from . import host, profiles, transfers
 from .clocks import ClockHold
 from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
     open_manager
 from .batch import Batch
-from .buffer import COPY, Buffer, _copy_ops, as_bytes
+from .buffer import COPY, Buffer, MappedBuffer, _copy_ops, as_bytes
 from .memory import Allocator, Block
 from .pipelines import Pipelines
 from .recording import Recording
@@ -43,6 +43,19 @@ def _save_pipeline_caches() -> None:
         if not dev.closed:
             dev._pipelines.save()
 
+
+CHECK_SLOTS = 256     # checks (Device.watch) that may await their reports at once: the check buffer's slots
+
+
+class Watch(NamedTuple):
+    """A check made by the device (Device.watch): its buffer and report slot, how to report it, the buffers
+    that a failed check marks."""
+
+    buffer: Buffer
+    reports: Buffer
+    slot: int
+    report: Callable[[np.ndarray], BaseException | None]
+    results: list
 
 class Device(Runs, Scratch):
     """A Vulkan device opened through Kompute.
@@ -147,6 +160,8 @@ class Device(Runs, Scratch):
         self._zeroed_clean = True   # False once a run that used zeroed scratch failed: the next request renews it
         self.zeroed_serial = 0      # counts the zeroed scratch buffers made (a call template names the one it used)
         self.closed = False
+        self._watched: list[Watch] = []   # watch()'s checks whose reports are not made yet, by slot
+        self._checks: tuple[Buffer, Buffer] | None = None   # the check buffers (watch()), made on first use
         self.dummy = Buffer(self, 4)
         self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
         self._copy_barrier = kp.OpMemoryBarrier([], *BEFORE_COPY)       # before a copy step (Dispatch COPY)
@@ -207,6 +222,46 @@ class Device(Runs, Scratch):
         """
         with self.lock:
             self.check_open()._flush()
+            self._report()
+
+    def watch(self, report: Callable[[np.ndarray], BaseException | None]) -> Watch:
+        """A check that the device itself makes of work about to be queued (mode="raise" on Tensor indices),
+        through the device's check buffers: ``Watch.buffer`` (16 bytes of device memory, the checking kernels'
+        own, zero but while a check runs) and ``Watch.reports`` (host-visible: read without a transfer), whose
+        words 4 slot to 4 slot + 3 (``Watch.slot``) the check's last kernel writes, with the barrier that lets
+        the host read them. Call it and queue the check's kernels in one launch (which holds the device's
+        lock). Once that work has run, at the device's next synchronize() or host read
+        (read_range), ``report`` gets the slot's four words (uint32) and returns an exception or None; the
+        first exception returned is raised there (the other reports are still made). ``Watch.results``: a
+        list the caller may fill with result buffers of the checked work; when ``report`` returns an
+        exception, a host read of any of them raises it again."""
+        with self.lock:
+            if len(self._watched) == CHECK_SLOTS:   # every slot awaits its report: make them first
+                self._flush()
+                self._report()
+            if self._checks is None:
+                self._checks = (self.buffer(nbytes=16), self.buffer(nbytes=16 * CHECK_SLOTS) if self.direct_memory
+                                else MappedBuffer(self, 16 * CHECK_SLOTS))
+            watch = Watch(*self._checks, len(self._watched), report, [])
+            self._watched.append(watch)
+            return watch
+
+    def _report(self) -> None:
+        """Makes the watched reports (watch()) with one read of the check buffer, raising the first exception
+        one returns."""
+        if not self._watched:
+            return
+        watched, self._watched = self._watched, []
+        words = self._read(watched[0].reports, 0, 16 * len(watched)).view(np.uint32)
+        first = None
+        for watch in watched:
+            error = watch.report(words[4 * watch.slot:4 * watch.slot + 4])
+            if error is not None:
+                for buf in watch.results:
+                    buf.error = error
+                first = first or error
+        if first is not None:
+            raise first
 
     def memory_stats(self) -> dict[str, int]:
         """The caching allocator's counters.
@@ -234,11 +289,12 @@ class Device(Runs, Scratch):
             return stats
 
     def empty_cache(self) -> None:
-        """Releases the device memory of every cached (free) block; buffers in use keep theirs (example:
-        dmlgpu.Device.empty_cache)."""
+        """Releases the device memory of every cached (free) block, and the pooled host memory of free results
+        written in place (runtime/host.py); buffers in use keep theirs (example: dmlgpu.Device.empty_cache)."""
         with self.lock:
             self.check_open()._flush()
             self._allocator.empty_cache()
+            host.release_results(self)
 
     def close(self) -> None:
         """Releases the device (after its queued work; saving its pipeline cache); using it afterwards raises
@@ -254,7 +310,12 @@ class Device(Runs, Scratch):
         with self.lock:
             if not self.closed:
                 self._flush()
+                host.release_all(self)          # host arrays' imports (runtime/host.py)
                 self._pipelines.save()
+                self._watched = []              # reports not made: nothing reads this device again
+                for buf in self._checks or ():
+                    buf._release()
+                self._checks = None
                 self.closed = True
                 self.clock_hold.release()
                 self._pipelines.clear()
@@ -383,9 +444,19 @@ class Device(Runs, Scratch):
                     self._staging.write(block.tensor, at, src[pos:pos + n])
 
     def read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
-        """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included)."""
+        """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included),
+        once the watched reports are made (watch(): their exception raised instead, or the one that marked
+        ``buf``)."""
         with self.lock:
-            self.check_open()._sync_buffer(buf)
+            self.check_open()._report()
+            if buf.error is not None:
+                raise buf.error.with_traceback(None)
+            return self._read(buf, offset, nbytes)
+
+    def _read(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
+        """read_range() without the reports."""
+        with self.lock:
+            self._sync_buffer(buf)
             out = np.empty(nbytes, dtype=np.uint8)
             for block, at, pos, n in buf._pieces(offset, nbytes):
                 if block.view is not None:

@@ -59,7 +59,8 @@ class DeviceInfo:
     storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers); ``subgroup_size`` (0 before
     Vulkan 1.1) and ``subgroup_operations``: the VkSubgroupFeatureFlags compute shaders have (kp patch 0021;
     0: none); ``device_uuid``: VkPhysicalDeviceIDProperties' deviceUUID (kp patch 0022; empty before Vulkan
-    1.1), the GPU's name in other APIs. A Device's ``info`` is this as its profile shows it (runtime/profiles.py).
+    1.1), the GPU's name in other APIs; ``min_imported_host_pointer_alignment``: VK_EXT_external_memory_host's
+    minImportedHostPointerAlignment (kp patch 0023; 0 without the extension: host arrays are then uploaded). A Device's ``info`` is this as its profile shows it (runtime/profiles.py).
 
     Parameters
     ----------
@@ -96,6 +97,7 @@ class DeviceInfo:
     subgroup_size: int
     subgroup_operations: int
     device_uuid: bytes
+    min_imported_host_pointer_alignment: int = 0
 
     @classmethod
     def from_kp(cls, index: int, p: dict) -> "DeviceInfo":
@@ -107,7 +109,7 @@ class DeviceInfo:
                    frozenset(name for name, has in p["features"].items() if has), p["max_memory_allocation_size"],
                    p["max_buffer_size"], p["max_compute_shared_memory_size"],
                    p["max_per_stage_descriptor_storage_buffers"], p["subgroup_size"], p["subgroup_operations"],
-                   bytes(p["device_uuid"]))
+                   bytes(p["device_uuid"]), p.get("min_imported_host_pointer_alignment", 0))
 
     @property
     def device_memory(self) -> int:

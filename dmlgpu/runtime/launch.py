@@ -78,16 +78,18 @@ class Launch:
         return self.taken
 
     def run(self, dispatches: Sequence[Dispatch], uploads: Sequence[Buffer] = (),
-            downloads: Sequence[Buffer] = (), queue: bool = False) -> list:
+            downloads: Sequence[Buffer] = (), queue: bool = False, host_read: bool = False) -> list:
         """Runs the dispatches in order after uploading the staged bytes of ``uploads``: appended to the
         recording of this thread if one is open; else queued into the device's open batch (``queue``,
         without downloads, and max_queued > 0); else submitted now and waited for, returning the bytes of
-        each of ``downloads`` (a new uint8 array of its nbytes). Returns [] where it did not wait."""
+        each of ``downloads`` (a new uint8 array of its nbytes). Returns [] where it did not wait.
+        ``host_read`` (a run submitted now): the dispatches write host memory (runtime/host.py) that the host
+        reads when the run returns, so the run ends with the barrier that makes their writes visible to it."""
         dev = self.device
         if queue and self.recording is None and not downloads:
             dev._queue(dispatches, uploads)
             return []
-        return dev._run(dispatches, uploads, downloads, queue)
+        return dev._run(dispatches, uploads, downloads, queue, host_read)
 
     def stage(self, uploads: Sequence[Buffer]) -> None:
         """Uploads the staged bytes of these buffers (Buffer.stage: a parameter buffer's words) before what

@@ -36,9 +36,9 @@ def cache_file(info, profile: str = "") -> pathlib.Path:
 
 
 # Bound algorithms a device keeps: a loop that binds new buffers every step (a decode loop's new token and
-# position tensors, and results that alternate between two buffers) needs a few per step and step; with 1024
-# the bench's 512-step decode loop missed on every call and made two Kompute algorithms per step (35.5 against
-# 15.5 us/step on an H200). Each costs a descriptor set (kp patch 0019) and a few hundred bytes of host memory.
+# position tensors, and results that alternate between two buffers) needs a few per step, and a 512-step loop
+# must not miss (why 8192: bench/RESULTS.md, "Design notes moved from docstrings"). Each costs a descriptor set
+# (kp patch 0019) and a few hundred bytes of host memory.
 ALGORITHMS = 8192
 
 

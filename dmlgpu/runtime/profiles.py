@@ -18,8 +18,10 @@ from typing import NamedTuple
 from ..errors import DeviceError
 
 # The optional features dmlgpu may enable (kp patch 0015), Vulkan's names.
+# "externalMemoryHost" is the extension VK_EXT_external_memory_host (kp patch 0023: host arrays read in place).
 FEATURES = frozenset({"shaderInt64", "shaderInt16", "shaderInt8", "storageBuffer16BitAccess",
-                      "storageBuffer8BitAccess", "shaderBufferInt64Atomics", "bufferDeviceAddress"})
+                      "storageBuffer8BitAccess", "shaderBufferInt64Atomics", "bufferDeviceAddress",
+                      "externalMemoryHost"})
 
 # The limits a profile may lower: Vulkan's name -> DeviceInfo's field.
 LIMITS = {"maxComputeWorkGroupInvocations": "max_workgroup_invocations",
@@ -60,6 +62,7 @@ PROFILES = {
     "small-workgroups": Profile("small-workgroups", limits=(("maxComputeWorkGroupInvocations", 128),
                                                             ("maxComputeWorkGroupSize", (128, 128, 64)))),
     "few-buffers": Profile("few-buffers", limits=(("maxPerStageDescriptorStorageBuffers", 4),)),
+    "no-host-import": Profile("no-host-import", frozenset({"externalMemoryHost"})),
 }
 
 

@@ -125,11 +125,13 @@ class Runs:
         with self.lock:
             self._pipelines.clear()
 
-    def _run(self, dispatches, uploads=(), downloads=(), queue: bool = False) -> list:
+    def _run(self, dispatches, uploads=(), downloads=(), queue: bool = False, host_read: bool = False) -> list:
         """Uploads the buffers' staged bytes, runs the dispatches in order (a barrier before each),
         downloads; waits. Returns the downloaded bytes: a new uint8 array of each buffer's nbytes.
         Inside a recording of this thread the steps are appended to it instead (returns []). ``queue``
-        (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns [])."""
+        (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns []).
+        ``host_read``: end with the barrier that makes the dispatches' writes visible to host reads (they write
+        imported host memory: Launch.run)."""
         if self._admitted is not None:
             self._admit(dispatches, uploads)
         rec = self.active_recording()
@@ -163,13 +165,15 @@ class Runs:
             for b in pending:
                 b._pending = None
             if dispatches or up_slot or down_slot:
-                self._submit_run(dispatches, pending, up_sizes, up_slot, downloads, down_sizes, down_slot)
+                self._submit_run(dispatches, pending, up_sizes, up_slot, downloads, down_sizes, down_slot,
+                                 host_read)
             if down_slot is not None:
                 view = down_slot.view
                 return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
             return [self.read_range(b, 0, b.nbytes) for b in downloads]
 
-    def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot) -> None:
+    def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot,
+                    host_read: bool = False) -> None:
         """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
         into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
         _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
@@ -180,12 +184,14 @@ class Runs:
             parts += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
         if down_slot is not None:
             parts += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
+        if host_read:
+            parts.append("host")
         key = tuple(parts)
         seq = self._replays.pop(key, None)
         if seq is None:
             seq = self._replay_sequence()
             ops = self._staged_copies(uploads, up_sizes, up_slot, True) + self._dispatch_ops(dispatches)
-            if self.direct_memory:
+            if self.direct_memory or host_read:
                 ops += self._host_read_ops(dispatches)
             ops += self._staged_copies(downloads, down_sizes, down_slot, False)
             for op in ops:

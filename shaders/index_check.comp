@@ -1,0 +1,104 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+// mode="raise" on the device (dmlgpu/index_check.py): finds the first index, in row-major order, of a packed
+// index tensor in one block that lies outside [-dim, dim) (signed types) or [0, dim) (unsigned ones), so that
+// no index is read back to the host. Index i checks against dims[i % C_K] (a gather's one dimension: C_K 1;
+// an index tuple's components: C_K its size; a dimension of size 0 has no valid index).
+// S and R are the device's check buffers (runtime Device.watch): S[0] accumulates (device memory), R holds the
+// reports (host-visible memory: read without a transfer). Pass 0 (C_FETCH 0): every bad index i makes S[0] at
+// least ~i (atomicMax; S[0] is 0 before, and count < 2^32 - 1, so S[0] != 0 exactly when some index is bad,
+// and ~S[0] is the first); an invocation checks C_UNROLL consecutive indices per step, their loads first.
+// Pass 1 (C_FETCH 1, one invocation, after a barrier): report slot C_SLOT, R[4 slot ...] = (S[0], the first
+// bad position, its value's low and high words); S[0] = 0 again for the next check.
+//   IDX64 0/1: 32- or 64-bit indices
+#include "workgroup.glsl"
+layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
+// The indices, 16 bytes to an element (a component load reads only its own 4 bytes: the tail needs no padding)
+layout(std430, binding = 1) restrict readonly buffer Indices { uvec4 IDX4[]; };
+layout(std430, binding = 2) restrict buffer Status { uint S[]; };
+layout(std430, binding = 3) restrict writeonly buffer Reports { uint R[]; };
+
+const uint C_COUNT = 0u;    // indices to check
+const uint C_K = 1u;        // entries of C_DIMS, 1..8
+const uint C_SIGNED = 2u;   // 1: the indices are of a signed type
+const uint C_FETCH = 3u;    // 1: pass 1
+const uint C_SLOT = 4u;     // pass 1: the report slot
+const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
+const uint C_UNROLL = 8u;   // indices per invocation and step of pass 0 (index_check.UNROLL), loaded 16 bytes
+                            // at a time (the step's first index is a multiple of 8: 16-byte aligned)
+const uint PER_LOAD = IDX64 == 1 ? 2u : 4u;
+
+uvec2 index_at(uint i, bool is_signed) {
+#if IDX64
+    uint lo = IDX4[i / 2u][2u * (i % 2u)], hi = IDX4[i / 2u][2u * (i % 2u) + 1u];
+    return uvec2(lo, hi);
+#else
+    uint lo = IDX4[i / 4u][i % 4u];
+    return uvec2(lo, (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u);
+#endif
+}
+
+bool below(uvec2 a, uvec2 b) {      // a < b as unsigned 64-bit values (x: low word)
+    return a.y < b.y || (a.y == b.y && a.x < b.x);
+}
+
+bool bad(uvec2 v, uint i, bool is_signed) {
+    uint c = P[C_K] == 1u ? 0u : i % P[C_K];
+    uvec2 dim = uvec2(P[C_DIMS + 2u * c], P[C_DIMS + 2u * c + 1u]);
+    if (is_signed && (v.y & 0x80000000u) != 0u) {       // v - 2^64 < 0: valid when v >= 2^64 - dim, dim > 0
+        if (dim == uvec2(0u))
+            return true;
+        uvec2 neg = uvec2(~dim.x + 1u, ~dim.y + (dim.x == 0u ? 1u : 0u));
+        return below(v, neg);
+    }
+    return !below(v, dim);
+}
+
+void main() {
+    bool is_signed = P[C_SIGNED] != 0u;
+    if (P[C_FETCH] != 0u) {
+        if (gl_GlobalInvocationID.x == 0u) {
+            uint r = 4u * P[C_SLOT], first = S[0];
+            uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
+            R[r] = first;
+            R[r + 1u] = ~first;
+            R[r + 2u] = v.x;
+            R[r + 3u] = v.y;
+            S[0] = 0u;
+        }
+        return;
+    }
+    uint total = P[C_COUNT];
+    uint step = C_UNROLL * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = C_UNROLL * gl_GlobalInvocationID.x; i < total;) {
+        uvec2 v[C_UNROLL];
+        if (total - i >= C_UNROLL) {            // a whole step: C_UNROLL / PER_LOAD loads of 16 bytes
+            uvec4 w[C_UNROLL / PER_LOAD];
+            [[unroll]] for (uint l = 0u; l < C_UNROLL / PER_LOAD; ++l)
+                w[l] = IDX4[i / PER_LOAD + l];
+            [[unroll]] for (uint j = 0u; j < C_UNROLL; ++j) {
+#if IDX64
+                v[j] = (j & 1u) == 0u ? w[j / 2u].xy : w[j / 2u].zw;
+#else
+                uint lo = w[j / 4u][j % 4u];
+                v[j] = uvec2(lo, (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u);
+#endif
+            }
+        } else {
+            [[unroll]] for (uint j = 0u; j < C_UNROLL; ++j)
+                v[j] = i + j < total ? index_at(i + j, is_signed) : uvec2(0u);
+        }
+        bool found = false;
+        for (uint j = 0u; j < C_UNROLL && i + j < total; ++j) {
+            if (bad(v[j], i + j, is_signed)) {
+                atomicMax(S[0], ~(i + j));  // an invocation's first bad index is its least: it checks no more
+                found = true;
+                break;
+            }
+        }
+        if (found || total - i <= step)
+            break;
+        i += step;
+    }
+}

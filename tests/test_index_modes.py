@@ -1,0 +1,249 @@
+"""Index modes resolved on the device (issue 41): NumPy's take modes "wrap" and "clip" in the kernels' index
+map (index_map.glsl's FLAG_WRAP, FLAG_CLIP), on every path (32-bit, ADDR, WIDE), against Python's own
+arithmetic (NumPy's mode="wrap" loops forever on the most negative int64); and mode="raise" on Tensor indices
+checked by the device (index_check.py): the same IndexError as the host check, raised at the next
+synchronize or read, the failing call's result never read as valid, and the indices never read back."""
+import contextlib
+
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu import plan
+from dmlgpu.runtime import Device as RuntimeDevice
+
+INDEX_DTYPES = (np.int32, np.int64, np.uint32, np.uint64)
+
+
+def extreme_indices(dtype, n: int) -> np.ndarray:
+    """In range, past the end, the type's extremes and, for signed types, negatives of every kind."""
+    info = np.iinfo(dtype)
+    vals = [0, 1, n - 1, n, n + 3, 2 * n + 1, info.max, info.max - 3, 2**31 - 1]
+    if info.min < 0:
+        vals += [-1, -n, -n - 1, -3 * n + 2, info.min, info.min + 1]
+    if info.bits == 64:
+        vals += [2**32 + 5, 2**40 + 7] + ([-(2**32) - 5, -(2**40) - 7] if info.min < 0 else [])
+    return np.array(vals, dtype)
+
+
+def resolved(values: np.ndarray, n: int, mode: str) -> np.ndarray:
+    """NumPy's take modes in Python integers: "wrap" modulo n, "clip" into [0, n - 1]."""
+    flat = [int(v) for v in values.reshape(-1)]
+    out = [v % n if mode == "wrap" else min(max(v, 0), n - 1) for v in flat]
+    return np.array(out, np.int64).reshape(values.shape)
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+@pytest.mark.parametrize("dtype", INDEX_DTYPES)
+def test_take_modes_on_tensor_and_numpy_indices(mode, dtype):
+    rng = np.random.default_rng(7)
+    table = rng.standard_normal((13, 3)).astype(np.float32)
+    ids = extreme_indices(dtype, 13)
+    want = table[resolved(ids, 13, mode)]
+    got = dmlgpu.take(dmlgpu.tensor(table), dmlgpu.tensor(ids), axis=0, mode=mode).numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(dmlgpu.take(table, ids, axis=0, mode=mode), want)
+    # along another axis, 2-d indices, rows of one element (no VEC path) and of several
+    ids2 = ids[: len(ids) // 2 * 2].reshape(2, -1)
+    want2 = np.moveaxis(table[resolved(ids2, 13, mode)], (0, 1), (0, 1))
+    np.testing.assert_array_equal(dmlgpu.take(dmlgpu.tensor(table.T.copy()), dmlgpu.tensor(ids2), axis=1,
+                                              mode=mode).numpy(), np.moveaxis(want2, 2, 0))
+
+
+@contextlib.contextmanager
+def wide_gathers():
+    """Every gather through GatherPlan.addressed's WIDE variants (64-bit index arithmetic)."""
+    with pytest.MonkeyPatch.context() as mp:
+        addressed = plan.GatherPlan.addressed
+        mp.setattr(plan.GatherPlan, "addressed", lambda self, *args, wide=False: addressed(self, *args, wide=True))
+        yield
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["addr", "wide"])
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+def test_take_modes_on_tensors_in_several_blocks(mode, wide):
+    """A table in blocks of 256 bytes: the ADDR variants, or (``wide``) the WIDE ones."""
+    table = np.arange(300 * 2, dtype=np.float32).reshape(300, 2)
+    with dmlgpu.Device(chunk_bytes=256) as dev, (wide_gathers() if wide else contextlib.nullcontext()):
+        for dtype in INDEX_DTYPES:
+            ids = extreme_indices(dtype, 300)
+            got = dmlgpu.take(dmlgpu.tensor(table, device=dev), dmlgpu.tensor(ids, device=dev), axis=0, mode=mode)
+            np.testing.assert_array_equal(got.numpy(), table[resolved(ids, 300, mode)], err_msg=str(dtype))
+
+
+def test_take_modes_from_an_empty_axis():
+    with pytest.raises(IndexError, match="take: cannot do a non-empty take from an empty axis"):
+        dmlgpu.take(dmlgpu.zeros((0, 2)), dmlgpu.tensor(np.array([0])), axis=0, mode="wrap")
+    assert dmlgpu.take(dmlgpu.zeros((0, 2)), dmlgpu.tensor(np.zeros(0, np.int64)), axis=0, mode="clip").shape == (0, 2)
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """The buffers the runtime reads to the host, in order."""
+    seen = []
+    read = RuntimeDevice._read
+
+    def spy(self, buf, offset, nbytes):
+        seen.append(buf)
+        return read(self, buf, offset, nbytes)
+
+    monkeypatch.setattr(RuntimeDevice, "_read", spy)
+    return seen
+
+
+def host_message(call, *args, **kw) -> str:
+    """The IndexError of the same call on NumPy operands (the host check's)."""
+    with pytest.raises(IndexError) as e:
+        call(*args, **kw)
+    return str(e.value)
+
+
+CASES = [   # (function, data, bad indices, keyword arguments)
+    (dmlgpu.gather, np.arange(20, dtype=np.float32).reshape(10, 2), np.array([[3, 1], [12, -20]], np.int64),
+     {"axis": 0, "mode": "raise"}),
+    (dmlgpu.gather, np.arange(20, dtype=np.int16).reshape(2, 10), np.array([4, -11, 0], np.int32), {"axis": 1, "mode": "raise"}),
+    (dmlgpu.gather, np.arange(20, dtype=np.int16).reshape(2, 10), np.array([4, 2**32 + 1, 0], np.uint64),
+     {"axis": 1, "mode": "raise"}),
+    (dmlgpu.gather_elements, np.arange(12, dtype=np.float64).reshape(3, 4), np.array([[0, 1, 2, 3], [4, 0, 0, 0]],
+                                                                                      np.uint32),
+     {"axis": 1, "mode": "raise"}),
+    (dmlgpu.gather_nd, np.arange(24, dtype=np.uint8).reshape(2, 3, 4), np.array([[1, 2], [0, 3], [1, -4]], np.int64),
+     {"mode": "raise"}),
+    (dmlgpu.take, np.arange(10, dtype=np.float32), np.array([1, 2, 3, 10], np.int64), {}),
+    (dmlgpu.take_along_axis, np.arange(12, dtype=np.float32).reshape(3, 4), np.array([[0], [-5], [1]], np.int64),
+     {"axis": 1}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_raise_on_tensor_indices_is_checked_on_the_device(case, reads):
+    fn, data, ids, kw = CASES[case]
+    dev = dmlgpu.default_device()
+    dev.synchronize()
+    message = host_message(fn, data, ids, **kw)
+    t_data, t_ids = dmlgpu.tensor(data), dmlgpu.tensor(ids)
+    reads.clear()
+    result = fn(t_data, t_ids, **kw)                    # returns: the check is queued beside the call
+    assert isinstance(result, dmlgpu.Tensor)
+    with pytest.raises(IndexError) as e:
+        dev.synchronize()
+    assert str(e.value) == message
+    assert t_ids.buffer not in reads                    # the indices were never read back
+    with pytest.raises(IndexError) as again:            # the failed result is never read as valid
+        result.numpy()
+    assert str(again.value) == message
+    dev.synchronize()                                   # reported once: the device goes on
+    np.testing.assert_array_equal(t_data.numpy(), data)
+
+
+def test_raise_reports_at_the_next_read_of_any_tensor():
+    dev = dmlgpu.default_device()
+    other = dmlgpu.tensor(np.arange(4, dtype=np.int32))
+    dmlgpu.gather(dmlgpu.tensor(np.ones(3, np.float32)), dmlgpu.tensor(np.array([5], np.int64)), mode="raise")
+    with pytest.raises(IndexError, match=r"gather: index 5 at indices position \(0,\)"):
+        other.numpy()
+    np.testing.assert_array_equal(other.numpy(), np.arange(4, dtype=np.int32))
+    dev.synchronize()
+
+
+def test_raise_on_good_tensor_indices_and_into_out(reads):
+    data = np.arange(40, dtype=np.float32).reshape(20, 2)
+    ids = np.array([[19, -20], [0, 7]], np.int64)
+    t_ids = dmlgpu.tensor(ids)
+    out = dmlgpu.empty((2, 2, 2), np.float32)
+    reads.clear()
+    assert dmlgpu.gather(dmlgpu.tensor(data), t_ids, mode="raise", out=out) is out
+    np.testing.assert_array_equal(out.numpy(), np.take(data, ids, axis=0))
+    assert t_ids.buffer not in reads
+    # a bad index into out: the first read raises; out holds the clamped gather after it
+    bad = dmlgpu.tensor(np.array([[19, -20], [0, 70]], np.int64))
+    dmlgpu.gather(dmlgpu.tensor(data), bad, mode="raise", out=out)
+    with pytest.raises(IndexError, match=r"index 70 at indices position \(1, 1\)"):
+        out.numpy()
+    np.testing.assert_array_equal(out.numpy(), dmlgpu.gather(data, bad.numpy()))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_the_first_bad_index_in_row_major_order_is_reported(dtype):
+    n = 100_003                                     # whole steps of 8 indices, then a tail
+    ids = np.zeros(n, dtype)
+    ids[[n - 1, 70_001, 3_000, 2_999]] = [99 if dtype in (np.uint32, np.uint64) else -5000, 2**31 - 1, 12, 9]
+    data = np.arange(10, dtype=np.float32)
+    message = host_message(dmlgpu.take, data, ids)
+    assert "position (3000,)" in message
+    dmlgpu.take(dmlgpu.tensor(data), dmlgpu.tensor(ids))
+    with pytest.raises(IndexError) as e:
+        dmlgpu.default_device().synchronize()
+    assert str(e.value) == message
+
+
+def test_raise_on_indices_the_device_cannot_check_reads_them_back():
+    """An index tensor held in several blocks, and a scatter in place (its data would change before the
+    device's report): checked on the host before any GPU work; data unchanged."""
+    with dmlgpu.Device(chunk_bytes=256) as dev:
+        ids = np.zeros(200, np.int64)
+        ids[150] = 9
+        with pytest.raises(IndexError, match=r"index 9 at indices position \(150,\)"):
+            dmlgpu.take(dmlgpu.tensor(np.ones(9, np.float32), device=dev), dmlgpu.tensor(ids, device=dev))
+    data = dmlgpu.tensor(np.arange(6, dtype=np.float32))
+    with pytest.raises(IndexError, match=r"index 6 at indices position \(1, 0\)"):
+        dmlgpu.scatter_nd(data, dmlgpu.tensor(np.array([[1], [6]], np.int64)), dmlgpu.tensor(np.zeros(2, np.float32)),
+                          mode="raise", out=data)
+    np.testing.assert_array_equal(data.numpy(), np.arange(6, dtype=np.float32))
+
+
+def test_scatter_out_of_place_with_raise_on_tensor_indices(reads):
+    data = np.arange(6, dtype=np.float32)
+    ids = dmlgpu.tensor(np.array([[1], [-7]], np.int64))
+    upd = dmlgpu.tensor(np.array([5, 6], np.float32))
+    result = dmlgpu.scatter_nd(dmlgpu.tensor(data), ids, upd, mode="raise")
+    with pytest.raises(IndexError, match=r"scatter_nd: index -7 at indices position \(1, 0\)"):
+        result.numpy()
+    assert ids.buffer not in reads
+    good = dmlgpu.scatter_nd(dmlgpu.tensor(data), dmlgpu.tensor(np.array([[1], [-6]], np.int64)), upd, mode="raise")
+    np.testing.assert_array_equal(good.numpy(), [6, 5, 2, 3, 4, 5])
+
+
+def test_put_along_axis_into_an_array_checks_tensor_indices_on_the_device(reads):
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    before = a.copy()
+    bad = dmlgpu.tensor(np.array([[1], [-5]], np.int64))
+    with pytest.raises(IndexError, match=r"^put_along_axis: index -5 at indices position \(1, 0\)"):
+        dmlgpu.put_along_axis(a, bad, 9.0, axis=1)
+    np.testing.assert_array_equal(a, before)        # nothing of the caller's written
+    assert bad.buffer not in reads
+    good = dmlgpu.tensor(np.array([[1], [-4]], np.int64))
+    dmlgpu.put_along_axis(a, good, dmlgpu.tensor(np.array([[7], [8]], np.float32)), axis=1)
+    np.put_along_axis(before, np.array([[1], [-4]]), np.array([[7], [8]], np.float32), axis=1)
+    np.testing.assert_array_equal(a, before)
+    assert good.buffer not in reads
+
+
+def test_more_checks_than_report_slots_and_two_failures():
+    """Past CHECK_SLOTS pending checks the device makes the reports first; of two failed calls the first's
+    error is raised, and both results stay marked."""
+    from dmlgpu.runtime.device import CHECK_SLOTS
+    dev = dmlgpu.default_device()
+    data = dmlgpu.tensor(np.arange(10, dtype=np.float32))
+    good = dmlgpu.tensor(np.array([1, 2], np.int64))
+    results = [dmlgpu.take(data, good) for _ in range(CHECK_SLOTS + 20)]
+    dev.synchronize()
+    assert all(r.numpy().tolist() == [1.0, 2.0] for r in results[::37])
+    first = dmlgpu.take(data, dmlgpu.tensor(np.array([0, 11], np.int64)))
+    second = dmlgpu.take(data, dmlgpu.tensor(np.array([-12], np.int64)))
+    with pytest.raises(IndexError, match=r"take: index 11 at indices position \(1,\)"):
+        dev.synchronize()
+    with pytest.raises(IndexError, match=r"take: index -12 at indices position \(0,\)"):
+        second.numpy()
+    with pytest.raises(IndexError, match=r"index 11"):
+        first.numpy()
+    dev.synchronize()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_a_bad_index_in_the_last_partial_step(dtype):
+    ids = np.zeros(21, dtype)
+    ids[19] = 10
+    dmlgpu.take(dmlgpu.tensor(np.ones(10, np.float32)), dmlgpu.tensor(ids))
+    with pytest.raises(IndexError, match=r"take: index 10 at indices position \(19,\)"):
+        dmlgpu.default_device().synchronize()
