@@ -5,7 +5,10 @@ specialization constants must leave GPU speed unchanged, every row within 2 %).
 Step 1, where git is (this repository): build the other side's shaders from a commit, packed small enough to
 carry (SPIR-V compresses about tenfold):
 
-    python bench/probes/spec_ab.py build COMMIT spec-ab-old.tar.xz   # e.g. the commit before the branch (1.2 MB)
+    python bench/probes/spec_ab.py build COMMIT spec-ab-old.tar.xz   # about 1.2 MB
+
+COMMIT: the tree this one is compared with, main just before the specialization constants merged (its shaders
+must read the parameter words this tree's host code writes: the harness checks every result).
 
 It compiles that commit's shaders/ by that commit's variant table (dmlgpu/kernels.py run as a script: one
 ``<variant>.spv`` per variant before the specialization constants, ``<module>.spv`` after) with that commit's
