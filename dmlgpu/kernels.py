@@ -1,19 +1,25 @@
 """The kernel variants: one table (``VARIANTS``) that the build and the package both read, the names the
 plans ask for, and how to launch them.
 
-Each variant is a shader of shaders/ compiled with a set of defines into dmlgpu/shaders/<stem>.spv. CMakeLists.txt
-runs this file as a script (``python -I dmlgpu/kernels.py``: standard library only, no package import) and compiles
-every line it prints, ``stem source NAME=VALUE ...``; the package looks the same stems up in ``VARIANTS``. A new
-variant is one row of ``_table()``. Facts the shaders share with the host (the workgroup size, the radix sort's
-digit and tile sizes) are defines given to every variant from here, so they are written once.
+Each variant (a stem of ``VARIANTS``: a shader of shaders/ and its values ``NAME=VALUE``) is a SPIR-V module and the
+values of its specialization constants. The values named in ``SPEC_CONSTANTS`` (the workgroup size, the radix
+sort's digit size, a reduction's operation: nothing that changes a shader's types, bindings or capabilities) are
+specialization constants, given when a pipeline is made (``specialization()``); the others are defines, compiled
+in. Variants that differ only in specialization constants share one module (``MODULES``; ``module()``): the
+128-invocation twins (SMALL_SUFFIX) of every variant, the four operations of a reduction kernel.
+CMakeLists.txt runs this file as a script (``python -I dmlgpu/kernels.py``: standard library only, no package
+import) and compiles every line it prints, ``module source NAME=VALUE ...``, into dmlgpu/shaders/<module>.spv; the
+defines include ``<NAME>_ID=<constant_id>`` for each specialization constant, so that its id is written here once.
+A new variant is one row of ``_table()``. Facts the shaders share with the host (the workgroup size, the radix
+sort's digit and tile sizes) are given to every variant from here, so they are written once.
 """
 from __future__ import annotations
 
 import sys
 
-WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl takes it as a define)
+WORKGROUP_SIZE = 256          # local_size_x of every kernel (shaders/workgroup.glsl: a specialization constant)
 # A device whose maxComputeWorkGroupInvocations is below WORKGROUP_SIZE (Vulkan requires 128) runs the twin of
-# every variant compiled with SMALL_WORKGROUP (stem + SMALL_SUFFIX; the radix sort then sorts SMALL_RADIX_BITS
+# every variant made with SMALL_WORKGROUP (stem + SMALL_SUFFIX: the same module, specialized so; the radix sort then sorts SMALL_RADIX_BITS
 # per pass, one digit per invocation): Geometry says which sizes a device's plans use.
 SMALL_WORKGROUP = 128
 SMALL_SUFFIX = "_w128"
@@ -227,7 +233,8 @@ def has_tree(name: str) -> bool:
 
 def mean_variant(name: str) -> str:
     """The variant of a float add scatter reduction kernel (reduce_variant) whose runs write their mean (reduction
-    "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl): a kernel of its own, so add's has no division."""
+    "mean": scatter_reduce.comp's MEAN, mean_of in arith.glsl): a pipeline of its own (MEAN is a specialization
+    constant), so add's has no division."""
     assert name.startswith(("scatter_reduce_f", "scatter_reduce_bf")) and name.endswith("_add")
     return name + "_mean"
 
@@ -249,7 +256,7 @@ def partials_variants(name: str, values: bool) -> tuple[str, str]:
 
 
 class Geometry:
-    """The workgroup and radix sort sizes of a set of variants (the defines every variant is given): the
+    """The workgroup and radix sort sizes of a set of variants (the values every variant is given): the
     default one (WORKGROUP_SIZE, RADIX_BITS) or the small one (SMALL_WORKGROUP, SMALL_RADIX_BITS, variants
     named with SMALL_SUFFIX) for devices that allow fewer than WORKGROUP_SIZE invocations per workgroup."""
 
@@ -278,8 +285,8 @@ def geometry(max_invocations: int) -> Geometry:
 
 
 def _table() -> dict[str, tuple[str, dict]]:
-    """stem -> (shader source in shaders/, its defines), for every variant the build compiles: each in the
-    default geometry and its twin in the small one (stem + SMALL_SUFFIX)."""
+    """stem -> (shader source in shaders/, its values: defines and specialization constants), for every variant:
+    each in the default geometry and its twin in the small one (stem + SMALL_SUFFIX)."""
     table = _geometry_table()
     for stem, (source, defines) in list(table.items()):
         small = dict(defines, WORKGROUP_SIZE=SMALL_WORKGROUP)
@@ -290,7 +297,7 @@ def _table() -> dict[str, tuple[str, dict]]:
 
 
 def _geometry_table() -> dict[str, tuple[str, dict]]:
-    """stem -> (shader source in shaders/, its defines) of the default geometry's variants."""
+    """stem -> (shader source in shaders/, its values) of the default geometry's variants."""
     table: dict[str, tuple[str, dict]] = {}
 
     def add(stem: str, source: str, **defines) -> None:
@@ -471,7 +478,45 @@ def addr_variant(name: str) -> str:
 
 VARIANTS = _table()
 
+# The values of the variant table that are specialization constants, by constant_id (their index): the shaders
+# declare them as ``layout(constant_id = <NAME>_ID)`` (WORKGROUP_SIZE: ``local_size_x_id`` too, workgroup.glsl), and
+# no preprocessor line of theirs may test them (tests/test_kernels.py checks). A variant without one of them gets 0.
+SPEC_CONSTANTS = ("WORKGROUP_SIZE", "RADIX_BITS", "OP", "MEAN")
 
-if __name__ == "__main__":     # the table for CMakeLists.txt: "stem source NAME=VALUE ..." per line
+
+def _module_name(source: str, defines: dict) -> str:
+    """The file stem of the module of ``source`` compiled with ``defines`` (its defines, in table order)."""
+    return ".".join([source.removesuffix(".comp")] + [f"{k.lower()}{v}" for k, v in defines.items()])
+
+
+def _modules() -> tuple[dict[str, tuple[str, dict]], dict[str, str]]:
+    """(module -> (source, defines), stem -> module): the compiled defines of a variant are its values but the
+    specialization constants, and the constants' ids."""
+    ids = {f"{name}_ID": i for i, name in enumerate(SPEC_CONSTANTS)}
+    modules: dict[str, tuple[str, dict]] = {}
+    of: dict[str, str] = {}
     for stem, (source, defines) in VARIANTS.items():
-        sys.stdout.write(" ".join([stem, source] + [f"{k}={v}" for k, v in defines.items()]) + "\n")
+        compiled = {k: v for k, v in defines.items() if k not in SPEC_CONSTANTS}
+        name = _module_name(source, compiled)
+        modules.setdefault(name, (source, {**compiled, **ids}))
+        of[stem] = name
+    return modules, of
+
+
+MODULES, _MODULE_OF = _modules()
+
+
+def module(stem: str) -> str:
+    """The module (a key of MODULES: dmlgpu/shaders/<module>.spv) of a variant."""
+    return _MODULE_OF[stem]
+
+
+def specialization(stem: str) -> tuple[int, ...]:
+    """The values of a variant's specialization constants, by constant_id (SPEC_CONSTANTS' order)."""
+    defines = VARIANTS[stem][1]
+    return tuple(int(defines.get(name, 0)) for name in SPEC_CONSTANTS)
+
+
+if __name__ == "__main__":     # the modules for CMakeLists.txt: "module source NAME=VALUE ..." per line
+    for name, (source, defines) in MODULES.items():
+        sys.stdout.write(" ".join([name, source] + [f"{k}={v}" for k, v in defines.items()]) + "\n")

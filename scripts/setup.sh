@@ -44,7 +44,8 @@ sources() {
 if [ "$(cat .venv/.dmlgpu-installed 2>/dev/null)" != "$(sources | sha256sum)" ] ||
    ! (cd / && $py -c 'import dmlgpu' 2>/dev/null); then
   echo "setup: building and installing dmlgpu into .venv"
-  $py -m pip install -q --no-build-isolation --no-deps .
+  # (the shaders compile in parallel, a process per core, whichever generator CMake uses)
+  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" $py -m pip install -q --no-build-isolation --no-deps .
   sources | sha256sum > .venv/.dmlgpu-installed
 fi
 

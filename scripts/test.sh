@@ -4,7 +4,8 @@
 # included (doctests), on the default Vulkan device (lavapipe without a GPU), with the Khronos validation
 # layer (synchronization validation included) on: any message it reports fails the run
 # (DMLGPU_VALIDATION=0 turns it off). Extra arguments go to pytest.
-# Without extra arguments it then reruns the Tensor, transfer and recording tests with DMLGPU_DIRECT_MEMORY=0
+# Without extra arguments it also reruns (in a second process beside the suite, their output after its) the Tensor,
+# transfer and recording tests with DMLGPU_DIRECT_MEMORY=0
 # (the default device then moves bytes through staging, as on discrete GPUs), the queue's tests with eager
 # submission (DMLGPU_EAGER_SUBMIT=1), and runs the device-profile slice (dmlgpu/runtime/profiles.py, README's device
 # feature matrix): every operator, a reduction, a chunked tensor, recordings and queued calls under the
@@ -13,25 +14,50 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --no-demo
-.venv/bin/python -m mypy
 export DMLGPU_VALIDATION="${DMLGPU_VALIDATION:-1}"
 if [ $# -gt 0 ]; then
+    .venv/bin/python -m mypy
     exec .venv/bin/python -m pytest -q "$@"
 fi
-.venv/bin/python -m pytest -q
-echo "== staging memory (DMLGPU_DIRECT_MEMORY=0: as every discrete GPU moves bytes)"
-DMLGPU_DIRECT_MEMORY=0 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_tensor.py tests/test_runtime.py \
-    tests/test_queue.py tests/test_calls.py tests/test_index_modes.py
-echo "== eager submission (DMLGPU_EAGER_SUBMIT=1, an opt-in)"
-DMLGPU_EAGER_SUBMIT=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_queue.py tests/test_calls.py \
-    tests/test_launch.py tests/test_inplace.py
-echo "== device profile minimum"
-DMLGPU_DEVICE_PROFILE=minimum .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_profiles.py \
-    tests/test_gathers.py tests/test_scatters.py tests/test_layer1.py tests/test_queue.py tests/test_reductions.py \
-    tests/test_reductions_gpu.py tests/test_calls.py tests/test_onnx.py tests/test_numpy_api.py tests/test_index_modes.py \
-    -k "not held_in_several_blocks and not in_several_blocks"     # (chunked tensors are refused there: no device addresses)
-for profile in small-workgroups no-int64 no-device-address small-shared-memory few-buffers; do
-    echo "== device profile $profile"
-    DMLGPU_DEVICE_PROFILE=$profile .venv/bin/python -m pytest -q -p no:cacheprovider -k "fuzz or reduction" \
-        tests/test_gathers.py tests/test_scatters.py tests/test_reductions.py
-done
+
+# The slices (and mypy) run in a second process beside the suite (two cores: each keeps one busy; lavapipe's
+# compiles and most tests' host work use one thread); their output follows the suite's.
+slices() {
+    set +e
+    status=0
+    .venv/bin/python -m mypy || status=1
+    echo "== staging memory (DMLGPU_DIRECT_MEMORY=0: as every discrete GPU moves bytes)"
+    DMLGPU_DIRECT_MEMORY=0 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_tensor.py tests/test_runtime.py \
+        tests/test_queue.py tests/test_calls.py tests/test_index_modes.py -k "not warmup" || status=1    # (building
+        # every pipeline moves no bytes)
+    echo "== eager submission (DMLGPU_EAGER_SUBMIT=1, an opt-in)"
+    DMLGPU_EAGER_SUBMIT=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_queue.py tests/test_calls.py \
+        tests/test_launch.py tests/test_inplace.py || status=1
+    echo "== device profile minimum"
+    DMLGPU_DEVICE_PROFILE=minimum .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_profiles.py \
+        tests/test_gathers.py tests/test_scatters.py tests/test_layer1.py tests/test_queue.py tests/test_reductions.py \
+        tests/test_reductions_gpu.py tests/test_calls.py tests/test_onnx.py tests/test_numpy_api.py tests/test_index_modes.py \
+        -k "not held_in_several_blocks and not in_several_blocks" || status=1    # (chunked tensors are refused there: no
+        # device addresses)
+    for profile in small-workgroups no-int64 no-device-address small-shared-memory few-buffers; do
+        echo "== device profile $profile"
+        DMLGPU_DEVICE_PROFILE=$profile .venv/bin/python -m pytest -q -p no:cacheprovider -k "fuzz or reduction" \
+            tests/test_gathers.py tests/test_scatters.py tests/test_reductions.py || status=1
+    done
+    return $status
+}
+log=$(mktemp -t dmlgpu-test-slices.XXXXXX)
+trap 'rm -f "$log"' EXIT
+slices > "$log" 2>&1 &
+slices_pid=$!
+echo "== the suite (mypy and the slices run beside it; their output follows)"
+suite=0
+.venv/bin/python -m pytest -q || suite=$?
+sliced=0
+wait "$slices_pid" || sliced=$?
+echo "== mypy and the slices"
+cat "$log"
+if [ "$suite" -ne 0 ] || [ "$sliced" -ne 0 ]; then
+    echo "test.sh: FAILED (suite exit $suite, mypy or a slice failed: $sliced)"
+    exit 1
+fi

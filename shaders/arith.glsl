@@ -1,5 +1,5 @@
-// combine(acc, x): one step of a scatter reduction on raw element bits, for one element type and one
-// operation chosen at compile time:
+// combine(acc, x): one step of a scatter reduction on raw element bits, for one element type chosen at compile
+// time and one operation chosen at pipeline creation (OP, a specialization constant: reduce_op.glsl):
 //   ELEM_KIND  0 unsigned integer, 1 signed integer, 2 IEEE float (float16, float32, float64),
 //              3 bfloat16, 4 float8_e4m3fn, 5 float8_e5m2 (ml_dtypes' types)
 //   ELEM_BYTES 1, 2, 4 or 8 (values of 1 and 2 bytes are held in the low bits of a uint, zero-extended;
@@ -32,10 +32,7 @@
 #define ELEM_T uint
 #endif
 
-#define OP_ADD 0
-#define OP_MUL 1
-#define OP_MIN 2
-#define OP_MAX 3
+#include "reduce_op.glsl"
 
 // ---- float formats (ELEM_KIND >= 2): exponent and fraction bits, bias; FMT_FN: no infinity, NaN all ones ----
 #if ELEM_KIND == 2 && ELEM_BYTES == 2
@@ -133,11 +130,7 @@ uvec2 bf16_to_f64(uint v) {
 }
 
 uint bf16_soft(uint acc, uint x) {
-#if OP == OP_ADD
-    uvec2 r = f64_add(bf16_to_f64(acc), bf16_to_f64(x));
-#else
-    uvec2 r = f64_mul(bf16_to_f64(acc), bf16_to_f64(x));
-#endif
+    uvec2 r = OP == OP_ADD ? f64_add(bf16_to_f64(acc), bf16_to_f64(x)) : f64_mul(bf16_to_f64(acc), bf16_to_f64(x));
     if (f64_is_nan(r)) return FMT_QNAN | FMT_SIGN;              // invalid operation
     int e = f64_exp(r);
     if (e == 0) return (r.y >> 31) << 15;                       // zero (bfloat16 results are float64 normals)
@@ -240,11 +233,11 @@ bool is_nan(ELEM_T v) {
 
 // One float32 add or mul (OP) as the device computes it ("precise": neither contracted nor reassociated), as bits.
 uint f32_op(float a, float b) {
-#if OP == OP_ADD
-    precise float r = a + b;
-#else
+    if (OP == OP_ADD) {
+        precise float r = a + b;
+        return floatBitsToUint(r);
+    }
     precise float r = a * b;
-#endif
     return floatBitsToUint(r);
 }
 
@@ -255,7 +248,6 @@ uint f32_op(float a, float b) {
 // result a normal of the type in float32 (fast_result): what combine() would otherwise take in software, by its
 // NaN rules or with a subnormal rounding. Callers take it only where every step of theirs passed both checks.
 // (The checks are range compares without && or ||, which glslang compiles to branches.)
-#if OP == OP_ADD || OP == OP_MUL
 #if ELEM_KIND == 3
 #define FAST_STEP 1
 uint fast_f32(uint v) { return v << 16; }
@@ -274,42 +266,34 @@ uint fast_round(uint f) {
 }
 uint fast_keep(uint f) { return (f + 0xFFFu + ((f >> 13) & 1u)) & 0xFFFFE000u; }
 #endif
-#endif
 
 ELEM_T combine(ELEM_T acc, ELEM_T x) {
-#if OP == OP_MIN || OP == OP_MAX
-    if (is_nan(acc)) return acc;
-    if (is_nan(x)) return x;
-#if OP == OP_MIN
-    return key_less(x, acc) ? x : acc;
+    if (OP == OP_MIN || OP == OP_MAX) {
+        if (is_nan(acc)) return acc;
+        if (is_nan(x)) return x;
+        if (OP == OP_MIN)
+            return key_less(x, acc) ? x : acc;
+        return key_less(acc, x) ? x : acc;
+    }
+#if ELEM_KIND < 2                         // integers: the low bits of a product or sum do not depend on sign
+#if ELEM_BYTES == 8
+    return OP == OP_ADD ? u64_add(acc, x) : u64_mul(acc, x);
 #else
-    return key_less(acc, x) ? x : acc;
+    return (OP == OP_ADD ? acc + x : acc * x) & ALL_BITS;
 #endif
 
-#elif ELEM_KIND < 2                       // integers: the low bits of a product or sum do not depend on sign
-#if ELEM_BYTES == 8 && OP == OP_ADD
-    return u64_add(acc, x);
 #elif ELEM_BYTES == 8
-    return u64_mul(acc, x);
-#elif OP == OP_ADD
-    return (acc + x) & ALL_BITS;
-#else
-    return (acc * x) & ALL_BITS;
-#endif
-
-#elif ELEM_BYTES == 8 && OP == OP_ADD
-    return f64_add(acc, x);
-#elif ELEM_BYTES == 8
-    return f64_mul(acc, x);
+    return OP == OP_ADD ? f64_add(acc, x) : f64_mul(acc, x);
 
 #elif ELEM_KIND >= 3                      // bfloat16, float8: ml_dtypes' NaN rules, then float32 or software
-#if ELEM_KIND >= 4 && OP == OP_ADD
-    if (is_nan(acc)) return FMT_QNAN | (acc & FMT_SIGN);
-    if (is_nan(x)) return FMT_QNAN;
-#else
+#if ELEM_KIND >= 4
+    if (OP == OP_ADD) {
+        if (is_nan(acc)) return FMT_QNAN | (acc & FMT_SIGN);
+        if (is_nan(x)) return FMT_QNAN;
+    }
+#endif
     if (is_nan(x)) return FMT_QNAN | (x & FMT_SIGN);
     if (is_nan(acc)) return FMT_QNAN | (acc & FMT_SIGN);
-#endif
 #if ELEM_KIND == 3
     if (bf16_subnormal(acc) || bf16_subnormal(x)) return bf16_soft(acc, x);
     float a = uintBitsToFloat(acc << 16), b = uintBitsToFloat(x << 16);
@@ -342,7 +326,7 @@ ELEM_T combine(ELEM_T acc, ELEM_T x) {
 #endif
 }
 
-#if OP == OP_ADD && ELEM_KIND >= 2
+#if ELEM_KIND >= 2
 // Reduction "mean": s / n (n >= 1 updates, counted as dmlgpu/reduction.py says) rounded once to nearest even,
 // by long division in integers (the same bits on every device, subnormals included). A NaN, an infinity,
 // a zero, and n == 1 give s itself.

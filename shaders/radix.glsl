@@ -30,11 +30,11 @@ const uint R_MASK = R_BASE + 2u;
 const uint R_TILES = R_BASE + 3u;
 const uint R_SCAN_DIGITS = R_BASE + 4u;     // radix_scan.comp: digits (rows of counts) per workgroup
 // RADIX_BITS, RADIX_ITEMS (pairs per invocation in a tile), RADIX_SCAN_ITEMS (counts per invocation in a step
-// of the scan): defines from the variant table (dmlgpu/kernels.py).
+// of the scan): from the variant table (dmlgpu/kernels.py).
+// RADIX_BITS is a specialization constant (kernels.SPEC_CONSTANTS); the radix kernels give each invocation one
+// digit: WORKGROUP_SIZE == RADIX (kernels.Geometry).
+layout(constant_id = RADIX_BITS_ID) const uint RADIX_BITS = 0u;
 const uint RADIX = 1u << RADIX_BITS;
-#if WORKGROUP_SIZE != (1 << RADIX_BITS)
-#error "the radix kernels give each invocation one digit: WORKGROUP_SIZE must be RADIX"
-#endif
 const uint ITEMS = RADIX_ITEMS;
 const uint TILE = WORKGROUP_SIZE * ITEMS;
 const uint SCAN_ITEMS = RADIX_SCAN_ITEMS;

@@ -3,10 +3,11 @@
 // Scatter reduction by 32-bit atomics (dmlgpu/reduction.py), for the operations whose result cannot depend
 // on the order of the updates: integer add (wrapping), min and max. Iteration i is update element i of the
 // scatter's index map (the plain scatter's); it combines straight into its target.
-//   OP 0 add, 2 min, 3 max (arith.glsl's codes); SIGNED 0/1 (min and max compare as signed integers)
+//   OP add, min or max (reduce_op.glsl); SIGNED 0/1 (min and max compare as signed integers)
 #define UNIT 4
 #include "units.glsl"
 #include "bindings.glsl"
+#include "reduce_op.glsl"
 #if SIGNED
 #define VALUE_T int
 #define VALUE_AT(ARR, off) INT_AT(ARR, off)
@@ -24,12 +25,11 @@ layout(std430, binding = 3) restrict readonly buffer Dense { VALUE_T DENSE[]; };
 #include "index_map.glsl"
 void process(OFF_T i) {
     Offsets o = map_offsets(i);
-#if OP == 0
-    atomicAdd(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
-#elif OP == 2
-    atomicMin(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
-#else
-    atomicMax(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
-#endif
+    if (OP == OP_ADD)
+        atomicAdd(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
+    else if (OP == OP_MIN)
+        atomicMin(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
+    else
+        atomicMax(VALUE_AT(DATA, o.data), VALUE_AT(DENSE, o.dense));
 }
 #include "grid_loop.glsl"

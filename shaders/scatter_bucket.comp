@@ -85,9 +85,8 @@ void keep_key(uint key, uint shift) {
 // MODE_EXCLUDE_SELF)); with MODE_SOURCE, of a key without rows (up to the last key), its output's value.
 void store_key(uint key, uint shift, ELEM_T acc, uint count, bool exclude) {
     if (count != 0u) {
-#if defined(MEAN) && MEAN
-        acc = mean_of(acc, count + (exclude ? 0u : 1u));
-#endif
+        if (MEAN != 0u)
+            acc = mean_of(acc, count + (exclude ? 0u : 1u));
         STORE_UNIT(DATA, key << shift, acc);
     } else if (from_source()) {
         keep_key(key, shift);
@@ -106,7 +105,7 @@ void store_key(uint key, uint shift, ELEM_T acc, uint count, bool exclude) {
 // fast operand of the next step), float16 in its own bits, checked as an operand at each step (each form measured
 // the faster for its type). A block where a step did not pass the checks is redone. fast_done: whether the
 // block's result stands.
-#if ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)
+#if ELEM_KIND == 2 && ELEM_BYTES == 4      // (the bucket variants are add and mul alone)
 #define FAST_FOLD 1
 const uint FOLD_UNROLL = 32u;
 uint fast_in(uint x) { return x; }

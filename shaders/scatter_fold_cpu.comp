@@ -25,11 +25,7 @@
 #define UNIT ELEM_BYTES
 #define IDX64 0
 #include "units.glsl"
-#if FINISH
 #include "workgroup.glsl"
-#else
-layout(local_size_x = WORKGROUP_SIZE) in;
-#endif
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
 #define PW(i) P[i]      // parameter word i (bindings.glsl)
 layout(std430, binding = 1) restrict readonly buffer Keys { uint IDX[]; };   // IDX: index_map.glsl's name

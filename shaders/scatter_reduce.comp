@@ -77,7 +77,7 @@ ELEM_T update(uint j, uint dense) {
     return LOAD_UNIT(DENSE, ROW_AT(j) + dense);
 #endif
 }
-#if defined(FOLD_BLOCKS) && ELEM_KIND == 2 && ELEM_BYTES == 4 && (OP == OP_ADD || OP == OP_MUL)
+#if defined(FOLD_BLOCKS) && ELEM_KIND == 2 && ELEM_BYTES == 4   // (FOLD_BLOCKS: add and mul alone)
 // Variant FOLD_BLOCKS (float32 add and mul, for GPUs; the other float types': below): inside a run, blocks of
 // FAST_BLOCK updates, their loads issued together and the device's own operations in a row (a long run's
 // critical path: one add per update instead of loads and NaN tests), and the NaN rules of combine() only when
@@ -89,11 +89,10 @@ ELEM_T update(uint j, uint dense) {
 uint fold_block(uint acc, uint j, uint dense) {
     precise float s = uintBitsToFloat(acc);
     for (uint k = 0u; k < FAST_BLOCK; ++k) {
-#if OP == OP_ADD
-        s = s + uintBitsToFloat(update(j + k, dense));
-#else
-        s = s * uintBitsToFloat(update(j + k, dense));
-#endif
+        if (OP == OP_ADD)
+            s = s + uintBitsToFloat(update(j + k, dense));
+        else
+            s = s * uintBitsToFloat(update(j + k, dense));
     }
     uint bits = floatBitsToUint(s);
     uint redo = f32_is_nan(bits) ? FAST_BLOCK : 0u;   // a loop, not a branch: SIMD CPUs skip it when no lane needs it
@@ -142,8 +141,8 @@ const uint MODE_MEAN = 2u;            // reduction "mean" (float add variants): 
 // a variant of their own, so that add's carries none of the division's code) the accumulator divided by
 // ``count`` (its rows, plus one for the output's value unless MODE_EXCLUDE_SELF).
 ELEM_T finish(ELEM_T acc, uint count) {
-#if defined(MEAN) && MEAN
-    return mean_of(acc, count);
+#if ELEM_KIND >= 2
+    return MEAN != 0u ? mean_of(acc, count) : acc;
 #else
     return acc;
 #endif

@@ -98,8 +98,8 @@ void process(uint i) {
         ELEM_T self_ = LOAD_UNIT_ATOMIC(DATA, target);   // neighbouring targets' runs write its word too
         acc = combine(self_, acc);
     }
-#if OP == OP_ADD
-    if ((PW(P_MODE) & MODE_MEAN) != 0u)
+#if ELEM_KIND >= 2
+    if (OP == OP_ADD && (PW(P_MODE) & MODE_MEAN) != 0u)
         acc = mean_of(acc, run_end(j) - j + (exclude ? 0u : 1u));
 #endif
     STORE_UNIT(DATA, target, acc);

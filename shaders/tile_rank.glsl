@@ -9,7 +9,7 @@ const uint MAX_SUBGROUPS = WORKGROUP_SIZE / MIN_SUBGROUP;
 // a count of a subgroup's pairs, or a place in the tile, is below TILE < 2^16), then the sorted tile, in the same
 // words.
 const uint COUNTER_WORDS = MAX_SUBGROUPS * RADIX / 2u;
-shared uint s_mem[max(COUNTER_WORDS, RANK_WORDS)];
+shared uint s_mem[COUNTER_WORDS > RANK_WORDS ? COUNTER_WORDS : RANK_WORDS];
 shared uint s_start[RADIX];                 // digit's first place in the tile sorted by digit
 
 uint counter(uint s, uint d) { return (s_mem[(s * RADIX + d) >> 1u] >> ((d & 1u) * 16u)) & 0xFFFFu; }

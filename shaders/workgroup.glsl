@@ -1,9 +1,7 @@
-// The workgroup size of every kernel: WORKGROUP_SIZE, a define that the variant table (dmlgpu/kernels.py)
-// gives every variant.
-#ifndef WORKGROUP_SIZE
-#error "WORKGROUP_SIZE is defined by the variant table (dmlgpu/kernels.py)"
-#endif
+// The workgroup size of every kernel: WORKGROUP_SIZE, a specialization constant (dmlgpu/kernels.py's
+// SPEC_CONSTANTS, which gives its id as WORKGROUP_SIZE_ID), the same as local_size_x.
 #ifndef WORKGROUP_GLSL
 #define WORKGROUP_GLSL
-layout(local_size_x = WORKGROUP_SIZE) in;
+layout(local_size_x_id = WORKGROUP_SIZE_ID) in;
+layout(constant_id = WORKGROUP_SIZE_ID) const uint WORKGROUP_SIZE = 1u;
 #endif

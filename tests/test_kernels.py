@@ -65,8 +65,8 @@ def glsl_defines(name: str) -> dict:
 
 
 def test_reduction_op_codes_match_the_glsl():
-    """kernels.REDUCE_OPS' order is arith.glsl's OP codes (the OP define of every reduction variant)."""
-    ops = {n: v for n, v in glsl_defines("arith.glsl").items() if n.startswith("OP_")}
+    """kernels.REDUCE_OPS' order is reduce_op.glsl's OP codes (the OP constant of every reduction variant)."""
+    ops = {n: v for n, v in glsl_defines("reduce_op.glsl").items() if n.startswith("OP_")}
     assert ops == {f"OP_{op.upper()}": i for i, op in enumerate(kernels.REDUCE_OPS)}
 
 
@@ -91,8 +91,14 @@ def test_line_claims_fit_the_shared_memory_every_device_has():
 
 def test_variant_table_is_what_was_built():
     built = {p.stem for p in (pathlib.Path(dmlgpu.__file__).parent / "shaders").glob("*.spv")}
-    assert built == set(kernels.VARIANTS)
+    assert built == set(kernels.MODULES)
+    assert {kernels.module(stem) for stem in kernels.VARIANTS} == set(kernels.MODULES)
     for stem, (source, defines) in kernels.VARIANTS.items():
+        module_source, compiled = kernels.MODULES[kernels.module(stem)]
+        assert module_source == source
+        assert {k: v for k, v in defines.items() if k not in kernels.SPEC_CONSTANTS} == {
+            k: v for k, v in compiled.items() if not k.endswith("_ID")}
+        assert kernels.specialization(stem) == tuple(defines.get(n, 0) for n in kernels.SPEC_CONSTANTS)
         geometry = kernels.SMALL_GEOMETRY if stem.endswith(kernels.SMALL_SUFFIX) else kernels.FULL_GEOMETRY
         assert (SHADERS / source).is_file() and defines["WORKGROUP_SIZE"] == geometry.workgroup_size
         assert defines.get("RADIX_BITS", geometry.radix_bits) == geometry.radix_bits
@@ -130,13 +136,32 @@ def test_requirements_read_from_the_spirv():
     assert spirv.requirements(kernels.variant("scatter_write", 4, 4)).storage_buffers == kernels.SCATTER_BUFFERS
 
 
-def test_variant_table_script_prints_the_table():
-    """CMakeLists.txt runs kernels.py as a script, isolated (-I: no package import, standard library only)."""
+def test_variant_table_script_prints_the_modules():
+    """CMakeLists.txt runs kernels.py as a script, isolated (-I: no package import, standard library only): a line
+    per module, whose defines give each specialization constant's id."""
     out = subprocess.run([sys.executable, "-I", kernels.__file__], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
-    assert len(lines) == len(kernels.VARIANTS)
-    for line, (stem, (source, defines)) in zip(lines, kernels.VARIANTS.items()):
-        assert line.split() == [stem, source] + [f"{k}={v}" for k, v in defines.items()]
+    assert len(lines) == len(kernels.MODULES)
+    ids = [f"{name}_ID={i}" for i, name in enumerate(kernels.SPEC_CONSTANTS)]
+    for line, (name, (source, defines)) in zip(lines, kernels.MODULES.items()):
+        assert line.split() == [name, source] + [f"{k}={v}" for k, v in defines.items()]
+        assert line.split()[-len(ids):] == ids
+
+
+def test_no_preprocessor_line_tests_a_specialization_constant():
+    """A specialization constant is no macro: ``#if OP == ...`` would read 0. Shaders test them in code."""
+    names = re.compile(r"\b(" + "|".join(kernels.SPEC_CONSTANTS) + r")\b")
+    for path in SHADERS.iterdir():
+        for line in path.read_text().splitlines():
+            if re.match(r"\s*#\s*(if|elif|ifdef|ifndef)\b", line):
+                assert not names.search(line.split("//")[0]), f"{path.name}: {line}"
+
+
+def test_shader_build_stays_small():
+    """Specialization constants keep the shader build within issue 38's budget: at most 700 modules, 15 MB."""
+    assert len(kernels.MODULES) <= 700
+    built = (pathlib.Path(dmlgpu.__file__).parent / "shaders").glob("*.spv")
+    assert sum(p.stat().st_size for p in built) <= 15_000_000
 
 
 def test_variant_names_are_in_the_table():

@@ -222,15 +222,29 @@ def test_pipeline_cache_is_saved_and_loaded(tmp_path):
 
 
 @pytest.mark.parametrize("profile", ["full", "small-workgroups", "no-int64"])
-def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monkeypatch, profile):
+def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monkeypatch, capsys, profile):
     """After Device.warmup() a device's operations (gathers, scatters, reductions, 32- and 64-bit indices)
     build no pipeline of their own: spirv.requirements() reads each variant's bindings and needs right, in
-    the device's geometry; what the device cannot run is skipped."""
+    the device's geometry; what the device cannot run is skipped. "full" warms up through the command line,
+    ``python -m dmlgpu warmup`` (in this process, on this test's device: one build of every pipeline, not two)."""
     from dmlgpu import kernels
+    from dmlgpu.__main__ import main
     from dmlgpu.runtime import profiles
     monkeypatch.setenv("DMLGPU_CACHE_DIR", str(tmp_path))
     dev = dmlgpu.Device(profile=profile)
-    built, skipped = dev.warmup()
+    if profile == "full":
+        monkeypatch.setattr(sys.modules["dmlgpu.device"], "as_device", lambda *args: dev)
+        assert main(["warmup", "--device", "0"]) == 0
+        out, err = capsys.readouterr()
+        stems = sum(not n.endswith(kernels.SMALL_SUFFIX) for n in kernels.VARIANTS)
+        assert f"/{stems}]" in err and "done in" in err          # the progress line
+        assert "kernel variants are built; pipeline cache: " + str(tmp_path) in out
+        [cache] = tmp_path.glob("pipelines-*.bin")
+        if cache.stat().st_size <= 32:                  # a header alone (lavapipe keeps no pipelines): said so
+            assert "holds no pipelines" in out and f"{cache.stat().st_size} bytes" in out
+        else:
+            assert "holds no pipelines" not in out
+    built, skipped = dev.warmup()                       # (after the command: builds nothing new)
     stems = [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)]
     assert sorted(built + skipped) == sorted(n + dev.geometry.suffix for n in stems)
     assert bool(skipped) == (profile == "no-int64")
@@ -238,7 +252,8 @@ def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monk
         need = spirv.requirements(name)
         with pytest.raises(dmlgpu.DeviceError):
             profiles.check_limits(dev, name, need._replace(storage_buffers=max(need.storage_buffers, need.bindings)))
-    assert dev.memory_stats()["pipelines"] == len({spirv.load(n) for n in built})   # equal SPIR-V: shared
+    # equal SPIR-V and specialization constants: one pipeline
+    assert dev.memory_stats()["pipelines"] == len({(spirv.load(n), spirv.specialization(n)) for n in built})
     assert list(tmp_path.glob("pipelines-*.bin"))
     before = dev.memory_stats()["pipelines"]
     rng = np.random.default_rng(0)
@@ -260,19 +275,8 @@ def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monk
     dev.close()
 
 
-def test_warmup_command(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "dmlgpu", "warmup", "--device", "0"], capture_output=True, text=True,
-                       timeout=300, env=dict(os.environ, DMLGPU_CACHE_DIR=str(tmp_path)))
-    assert r.returncode == 0, r.stderr
-    from dmlgpu import kernels
-    stems = sum(not n.endswith(kernels.SMALL_SUFFIX) for n in kernels.VARIANTS)
-    assert f"/{stems}]" in r.stderr and "done in" in r.stderr          # the progress line
-    assert "kernel variants are built; pipeline cache: " + str(tmp_path) in r.stdout
-    [cache] = tmp_path.glob("pipelines-*.bin")
-    if cache.stat().st_size <= 32:                  # a header alone (lavapipe keeps no pipelines): said so
-        assert "holds no pipelines" in r.stdout and f"{cache.stat().st_size} bytes" in r.stdout
-    else:
-        assert "holds no pipelines" not in r.stdout
+def test_warmup_command_refuses_a_bad_device():
+    """(The command's warmup itself: test_warmup_builds_the_pipelines_that_the_operations_then_use[full].)"""
     bad = subprocess.run([sys.executable, "-m", "dmlgpu", "warmup", "--device", "99"], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and "--device=99 is no device index" in bad.stderr

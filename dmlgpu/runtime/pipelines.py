@@ -1,5 +1,5 @@
-"""Kernel pipelines: one VkPipeline per kernel variant and device (kp patch 0013 shares them between
-algorithms), a Kompute algorithm (a descriptor set binding the pipeline's buffers) per buffer set, and the
+"""Kernel pipelines: one VkPipeline per kernel variant and device (a module and its specialization constants:
+kp patch 0013 shares them between algorithms, keyed by both), a Kompute algorithm (a descriptor set binding the pipeline's buffers) per buffer set, and the
 device's VkPipelineCache kept on disk so that a new process does not compile its kernels again.
 
 The cache file lives in ``DMLGPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/dmlgpu``, else ``~/.cache/dmlgpu``, one
@@ -13,6 +13,8 @@ import os
 import pathlib
 import tempfile
 from typing import Any, NamedTuple, Sequence
+
+import numpy as np
 
 from .. import kernels, spirv
 from .devices import kp
@@ -38,6 +40,16 @@ def cache_file(info, profile: str = "") -> pathlib.Path:
 # must not miss (why 8192: bench/RESULTS.md, "Design notes moved from docstrings"). Each costs a descriptor set
 # (kp patch 0019) and a few hundred bytes of host memory.
 ALGORITHMS = 8192
+
+
+_NO_PUSH_CONSTANTS = np.empty(0, np.uint32)
+
+
+def _algorithm(mgr, tensors: list, name: str, groups: int):
+    """A kp algorithm of the variant ``name``: its module, specialized by its constants (32-bit unsigned, by
+    constant_id: kp's NumPy overload takes their type from the array's dtype)."""
+    constants = np.array(spirv.specialization(name), np.uint32)
+    return mgr.algorithm(tensors, spirv.load(name), (groups, 1, 1), constants, _NO_PUSH_CONSTANTS)
 
 
 class Bound(NamedTuple):
@@ -79,7 +91,7 @@ class Pipelines:
         bound = self._algorithms.pop(key, None)
         if bound is None:
             tensors = [b.tensor for b in blocks]
-            algo = self._mgr.algorithm(tensors, spirv.load(kernel + self._suffix), (groups, 1, 1), [], [])
+            algo = _algorithm(self._mgr, tensors, kernel + self._suffix, groups)
             bound = Bound(algo, kp.OpAlgoDispatch(algo))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
@@ -93,7 +105,7 @@ class Pipelines:
         binding buffers that matter: ``tensor`` (any kp buffer) fills every binding of a descriptor set that is
         dropped at once."""
         count = spirv.requirements(name).bindings
-        self._mgr.algorithm([tensor] * count, spirv.load(name), (1, 1, 1), [], [])
+        _algorithm(self._mgr, [tensor] * count, name, 1)
 
     def forget(self, block) -> None:
         """Drops the algorithms that bind ``block`` (before it is destroyed)."""
