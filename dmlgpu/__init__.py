@@ -7,18 +7,17 @@ on NumPy arrays or device-resident Tensors (tensor(), asarray(), empty(), zeros(
 *_like forms); Device.record() batches operations into one submission. NumPy's names with NumPy's semantics: take, take_along_axis, put_along_axis. An ONNX backend
 (onnx.backend.base.Backend, needs the onnx package): dmlgpu.onnx.
 """
-from .dtypes import DataType, FeatureLevel
+from .layer1.dtypes import DataType, FeatureLevel
 from .errors import DescError, DeviceError
-from .functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
-from .numpy_api import put_along_axis, take, take_along_axis
-from .operators import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
-                        ScatterElementsDesc, ScatterNDDesc)
-from .device import Device, default_device
+from .api.functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
+from .api.numpy_api import put_along_axis, take, take_along_axis
+from .layer1.descriptors import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
+                                 ScatterElementsDesc, ScatterNDDesc)
+from .api.device import Device, default_device
 from .runtime import Buffer, DeviceInfo, Recording, devices
-from .constructors import (asarray, empty, empty_like, full, full_like, ones, ones_like, tensor, zeros,
-                           zeros_like)
-from .tensor import Tensor
-from .tensor_desc import TensorDesc
+from .api.constructors import asarray, empty, empty_like, full, full_like, ones, ones_like, tensor, zeros, zeros_like
+from .api.tensor import Tensor
+from .layer1.tensor_desc import TensorDesc
 
 __version__ = "0.1.0"
 

@@ -67,9 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def warmup(index: int | None = None) -> int:
     """``python -m dmlgpu warmup``: builds every kernel variant's pipeline on device ``index`` (default: the
     default device) and saves the device's pipeline cache, with a progress line on stderr."""
-    from . import kernels, spirv
+    from .kernels import table as kernels, spirv
     from .bench.progress import Progress
-    from .device import as_device
+    from .api.device import as_device
     from .runtime.pipelines import cache_file
     from .errors import DeviceError
     try:

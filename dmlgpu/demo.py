@@ -6,8 +6,10 @@ import time
 
 import numpy as np
 
-from . import examples, functions, reference
-from .device import Device
+from .layer1 import examples
+from .api import functions
+from . import reference
+from .api.device import Device
 
 
 def _show(name, arr) -> str:

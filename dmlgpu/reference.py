@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .index_map import resolve
+from .plans.index_map import resolve
 
 
 def gather(data, indices, axis=0):
@@ -126,7 +126,7 @@ def tree(reduction, xs):
     return combine(reduction, tree(reduction, xs[:h]), tree(reduction, xs[h:]))
 
 
-# order="fixed-point" (dmlgpu/reduction_fixed.py has the contract): float types by name -> (fraction bits,
+# order="fixed-point" (dmlgpu/plans/reduction_fixed.py has the contract): float types by name -> (fraction bits,
 # exponent bits, finite only: no infinities, one NaN per sign)
 FIXED_FORMATS = {"float16": (10, 5, False), "float32": (23, 8, False), "bfloat16": (7, 8, False),
                  "float8_e4m3fn": (3, 4, True), "float8_e5m2": (2, 5, False)}

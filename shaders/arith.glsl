@@ -327,7 +327,7 @@ ELEM_T combine(ELEM_T acc, ELEM_T x) {
 }
 
 #if ELEM_KIND >= 2
-// Reduction "mean": s / n (n >= 1 updates, counted as dmlgpu/reduction.py says) rounded once to nearest even,
+// Reduction "mean": s / n (n >= 1 updates, counted as dmlgpu/plans/reduction.py says) rounded once to nearest even,
 // by long division in integers (the same bits on every device, subnormals included). A NaN, an infinity,
 // a zero, and n == 1 give s itself.
 ELEM_T mean_of(ELEM_T s, uint n) {

@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-// mode="raise" on the device (dmlgpu/index_check.py): finds the first index, in row-major order, of a packed
+// mode="raise" on the device (dmlgpu/plans/index_check.py): finds the first index, in row-major order, of a packed
 // index tensor in one block that lies outside [-dim, dim) (signed types) or [0, dim) (unsigned ones), so that
 // no index is read back to the host. Index i checks against dims[i % C_K] (a gather's one dimension: C_K 1;
 // an index tuple's components: C_K its size; a dimension of size 0 has no valid index).

@@ -1,6 +1,6 @@
 // The index machinery shared by every kernel: decode a linear id over the iteration space, apply the
 // strides of the three tensors, read each index of the tuple (32- or 64-bit, signed or not), wrap negative
-// indices, clamp, and add the indexed coordinates. Host side: dmlgpu/index_map.py (same word layout and names,
+// indices, clamp, and add the indexed coordinates. Host side: dmlgpu/plans/index_map.py (same word layout and names,
 // checked by tests/test_kernels.py).
 //
 // Terms: the iteration space is the "dense" tensor's shape (gather: output; scatter: updates);
@@ -43,7 +43,7 @@ layout(std140, binding = 0) uniform Params { uvec4 P4[UNIFORM_WORDS / 4u]; };
 #endif
 const uint P_BLOCKS = P_END; // WIDE: the tensors' block lists, 64-bit words (see address())
 const uint P_ADDR = P_END + 8u; // ADDR: the same as pairs of 32-bit words (little-endian), after the reduction
-                                // kernels' own words (dmlgpu/reduction.py's EXTRA_WORDS)
+                                // kernels' own words (dmlgpu/plans/reduction.py's EXTRA_WORDS)
 const uint FLAG_SIGNED = 1u;  // indices are of a signed type
 const uint FLAG_ROWS = 4u;    // gather moving whole rows of the innermost dimension, one per iteration
 const uint FLAG_WRAP = 8u;    // NumPy's mode="wrap": an index is taken modulo its dimension's size

@@ -1,4 +1,4 @@
-// The passes of the stable LSD radix sort of (key, value) pairs (dmlgpu/reduction.py): a reduce-then-scan
+// The passes of the stable LSD radix sort of (key, value) pairs (dmlgpu/plans/reduction.py): a reduce-then-scan
 // sort that needs no forward progress between workgroups. Each pass sorts by one digit of RADIX_BITS bits, with
 // three dispatches:
 //   radix_hist.comp     workgroup per tile: the tile's digit counts (COUNTS), and each digit's total over the
@@ -30,7 +30,7 @@ const uint R_MASK = R_BASE + 2u;
 const uint R_TILES = R_BASE + 3u;
 const uint R_SCAN_DIGITS = R_BASE + 4u;     // radix_scan.comp: digits (rows of counts) per workgroup
 // RADIX_BITS, RADIX_ITEMS (pairs per invocation in a tile), RADIX_SCAN_ITEMS (counts per invocation in a step
-// of the scan): from the variant table (dmlgpu/kernels.py).
+// of the scan): from the variant table (dmlgpu/kernels/table.py).
 // RADIX_BITS is a specialization constant (kernels.SPEC_CONSTANTS); the radix kernels give each invocation one
 // digit: WORKGROUP_SIZE == RADIX (kernels.Geometry).
 layout(constant_id = RADIX_BITS_ID) const uint RADIX_BITS = 0u;

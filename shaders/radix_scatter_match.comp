@@ -17,7 +17,7 @@
 // 4. The pairs go to the tile sorted by digit in shared memory (the counters' memory), then out in that order:
 //    a digit's pairs of the tile to consecutive places.
 // The order of a digit's pairs is that of the tile (subgroup, item, lane), whatever the scheduling.
-// Variant TILE_LOCAL (the fold per bucket, dmlgpu/reduction_buckets.py): each tile is sorted in its own place
+// Variant TILE_LOCAL (the fold per bucket, dmlgpu/plans/reduction_buckets.py): each tile is sorted in its own place
 // (a pair's place: the tile's first + its place in the tile sorted by digit), its digit counts come from the
 // counters (no histogram pass), and TILE_DIGITS[tile * RADIX + d] = (digit d's first place in the sorted tile)
 // | (its count << 16) says where each digit's pairs are.

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Scatter reduction, step 1 (dmlgpu/reduction.py): for update row r (row-major), its target's output
+// Scatter reduction, step 1 (dmlgpu/plans/reduction.py): for update row r (row-major), its target's output
 // offset (index_map.glsl over the rows: indices read, wrapped and clamped) and its updates offset:
 //   KEYS[r] = target offset >> PW(P_KEY_SHIFT) (the low bits every target offset has at zero)
 //   ROWS[r] = updates offset of row r, or with VALUES (rows of one element of VALUES = 1, 2 or 4 bytes) the

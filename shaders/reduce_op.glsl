@@ -1,5 +1,5 @@
 // OP, a scatter reduction's operation (OP_ADD, OP_MUL, OP_MIN, OP_MAX: kernels.REDUCE_OPS' order), and MEAN (the
-// float add variants of reduction "mean"): specialization constants (dmlgpu/kernels.py's SPEC_CONSTANTS, which
+// float add variants of reduction "mean"): specialization constants (dmlgpu/kernels/table.py's SPEC_CONSTANTS, which
 // gives their ids), tested in code, never by the preprocessor.
 #ifndef REDUCE_OP_GLSL
 #define REDUCE_OP_GLSL

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Scatter reduction by 32-bit atomics (dmlgpu/reduction.py), for the operations whose result cannot depend
+// Scatter reduction by 32-bit atomics (dmlgpu/plans/reduction.py), for the operations whose result cannot depend
 // on the order of the updates: integer add (wrapping), min and max. Iteration i is update element i of the
 // scatter's index map (the plain scatter's); it combines straight into its target.
 //   OP add, min or max (reduce_op.glsl); SIGNED 0/1 (min and max compare as signed integers)

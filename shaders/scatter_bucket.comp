@@ -4,7 +4,7 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
-// Scatter reduction, the fold per bucket (dmlgpu/reduction_buckets.py). A key is (j << (RADIX_BITS + O)) |
+// Scatter reduction, the fold per bucket (dmlgpu/plans/reduction_buckets.py). A key is (j << (RADIX_BITS + O)) |
 // (o << RADIX_BITS) | b: bucket b, owner o (O = PW(B_OWNER_BITS) bits), key j < 2^E of the owner (E = PW(R_SHIFT)
 // <= MAX_E). Before it: one pass of the radix sort over the buckets (stable, so a bucket's rows are in row-major
 // order; HIST: bucket b's rows from places_at(b, 0)), then radix_scatter_match.comp's TILE_LOCAL over the same
@@ -35,7 +35,7 @@ layout(std430, binding = 4) restrict readonly buffer TileDigits { uint TILE_DIGI
 layout(std430, binding = 5) buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 6) restrict readonly buffer Source { UNIT_T SOURCE[]; };   // with MODE_SOURCE
 #include "arith.glsl"
-const uint B_OWNER_BITS = R_SCAN_DIGITS + 1u;   // (names and offsets: dmlgpu/reduction_buckets.py's)
+const uint B_OWNER_BITS = R_SCAN_DIGITS + 1u;   // (names and offsets: dmlgpu/plans/reduction_buckets.py's)
 const uint B_FOLD_SHIFT = R_SCAN_DIGITS + 2u;   // target offset = key << PW(B_FOLD_SHIFT)
 const uint B_MODE = R_SCAN_DIGITS + 3u;         // MODE_ bits (scatter_reduce.comp's)
 const uint B_LAST_KEY = R_SCAN_DIGITS + 4u;     // the largest key (the output's value of none past it is read)

@@ -2,7 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 // Scatter, pass 1: each update claims its target; the update latest in row-major order wins
 // (OWNER[target] = max(i + 1)). OWNER is all zeros before this pass; scatter_write.comp restores that.
-// ROWS (a scatter of whole rows: dmlgpu/plan.py's ScatterPlan): iteration r is update row r (the index map
+// ROWS (a scatter of whole rows: dmlgpu/plans/plan.py's ScatterPlan): iteration r is update row r (the index map
 // over the rows), which claims its target row: OWNER[row start >> PW(P_OWNER_SHIFT)] = max(r * PW(P_ROW_UNITS)
 // + 1), the position of its first unit + 1. CLEAR (with ROWS): the pass after the writes, which zeroes
 // the rows' claims again.

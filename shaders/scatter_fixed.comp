@@ -9,7 +9,7 @@
 #define COMBINE 1
 #endif
 #endif
-// Scatter reduction "add" and "mean" of floats with order="fixed-point" (dmlgpu/reduction_fixed.py): each
+// Scatter reduction "add" and "mean" of floats with order="fixed-point" (dmlgpu/plans/reduction_fixed.py): each
 // target's terms (its updates, and its own value with include_self) summed as 64-bit fixed-point integers
 // scaled to the target's largest exponent, so the sum does not depend on the order in which they land.
 // Per output element t (its offset; slots sized for the output's span; CODE only grows in stages 0-1, so a

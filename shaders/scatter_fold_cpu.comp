@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Scatter reduction on CPU devices, without a sort (dmlgpu/reduction_cpu.py): a few invocations each own a
+// Scatter reduction on CPU devices, without a sort (dmlgpu/plans/reduction_cpu.py): a few invocations each own a
 // contiguous range of keys, and each goes through the update rows in row-major order, folding into the
 // output those whose key falls in its range. Each target is folded by one invocation, in the rows' order:
 // the sequential left fold, whatever the scheduling. Its input is reduce_keys.comp's, unsorted:
@@ -36,7 +36,7 @@ layout(std430, binding = 4) restrict readonly buffer Rows { uint ROWS[]; };
 layout(std430, binding = 5) restrict buffer Counts { uint COUNTS[]; };
 #include "index_map.glsl"
 #include "arith.glsl"
-const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/reduction_cpu.py's)
+const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/plans/reduction_cpu.py's)
 const uint P_FOLD_SHIFT = P_END + 1u; // target offset = key << PW(P_FOLD_SHIFT)
 const uint P_FIRST = P_END + 2u;      // this piece's rows: [PW(P_FIRST), PW(P_LAST))
 const uint P_LAST = P_END + 3u;

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// SCATTER_ELEMENTS in one pass, claims in shared memory (dmlgpu/plan.py's ScatterLinesPlan). Two updates
+// SCATTER_ELEMENTS in one pass, claims in shared memory (dmlgpu/plans/plan.py's ScatterLinesPlan). Two updates
 // can only target the same output element when they lie on one *line*: the same coordinates but along the
 // axis. So a workgroup takes PW(P_LINE_GROUP) whole lines at a time: it zeroes a claim word per output
 // element of its lines (PW(P_LINE_N) per line) in shared memory, each update claims its target with
@@ -10,15 +10,15 @@
 // Parameters: index_map.glsl's words describe the lines (iteration over the dimensions but the axis: dense
 // = updates, data = output, index = indices offsets of a line's first update; P_TOTAL lines), then
 // P_LINE_* (below). Bindings as bindings.glsl: 2 output, 3 updates.
-// COPY (4-byte units; dmlgpu/lines_plan.py says where): the lines are the output's innermost dimension, one after
-// the other (line i is the output's elements [i n, (i + 1) n)), and the output has the input's packed layout
+// COPY (4-byte units; dmlgpu/plans/scatter_lines.py says where): the lines are the output's innermost dimension, one
+// after the other (line i is the output's elements [i n, (i + 1) n)), and the output has the input's packed layout
 // (binding 4). No copy comes before this pass: each invocation loads its share of the group's input elements
 // first; after the claims, each update that holds its target's claim puts its value beside the claim in shared
 // memory, and the group's output elements are written once, in order and coalesced: the claimed update's value,
 // else the input's element. Its claims take half the shared words.
 #extension GL_EXT_control_flow_attributes : require
 #include "units.glsl"
-#define PARAMS_OWN 8u            // the P_LINE_* words below (in a uniform buffer: kernels.py's PARAMS_UNIFORM)
+#define PARAMS_OWN 8u            // the P_LINE_* words below (in a uniform buffer: kernels/table.py's PARAMS_UNIFORM)
 #include "bindings.glsl"
 layout(std430, binding = 2) restrict buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 3) restrict readonly buffer Dense { UNIT_T DENSE[]; };

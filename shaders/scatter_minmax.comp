@@ -7,7 +7,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 // Scatter reduction min and max of elements of at most 4 bytes by 64-bit atomics, without a sort
-// (dmlgpu/reduction.py, step 7): the sequential fold's result (arith.glsl: the first NaN of the sequence, the
+// (dmlgpu/plans/reduction.py, step 7): the sequential fold's result (arith.glsl: the first NaN of the sequence, the
 // output's value first, its bits unchanged; else the least (greatest) value in order_key's total order, -0 < +0)
 // does not depend on the order of the updates but through "first", which a slot per output element settles:
 // a 64-bit word compared as an integer, the least wins (atomicMin):

@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-// Scatter reduction, last step (dmlgpu/reduction.py): output[target] = combine(... combine(output[target],
+// Scatter reduction, last step (dmlgpu/plans/reduction.py): output[target] = combine(... combine(output[target],
 // u_0) ..., u_m) over the updates of each target, in row-major order of the updates: deterministic, no
 // atomics on values. Its input is the (key, row) pairs of reduce_keys.comp stably sorted by key, so each
 // target's rows form one run, in row-major order:
@@ -13,7 +13,7 @@
 // whatever the lengths of the runs. For each run it reads the output once, combines, and writes once.
 // map_offsets() (tuple size 0) gives a slice position's offsets in the output (.data) and in an update row
 // (.dense). Element type and operation: ELEM_KIND, ELEM_BYTES, OP (arith.glsl).
-// Variant PARTIALS (associative operations: min/max of every type, integer add/mul; dmlgpu/reduction.py
+// Variant PARTIALS (associative operations: min/max of every type, integer add/mul; dmlgpu/plans/reduction.py
 // gives the argument) folds long runs in a tree of passes instead of one invocation's loop:
 //   PARTIALS == 1, level 0 (over the sorted rows, chunks of PW(P_CHUNK)): runs headed and ending in the
 //     chunk as above. The run that comes into the chunk from an earlier one (the chunk's first row is no
@@ -84,7 +84,7 @@ ELEM_T update(uint j, uint dense) {
 // the block's result is a NaN. A NaN comes only from a NaN operand or an invalid operation, and stays NaN
 // through every later add or multiply, so a result that is not a NaN had none on the way: combine() gives the same bits
 // then. A NaN result redoes the block with combine(), from the same accumulator. (On lavapipe the blocks
-// measure 2x slower: dmlgpu/reduction.py picks the variant by device type.)
+// measure 2x slower: dmlgpu/plans/reduction.py picks the variant by device type.)
 #define FAST_BLOCK 16u
 uint fold_block(uint acc, uint j, uint dense) {
     precise float s = uintBitsToFloat(acc);
@@ -126,7 +126,7 @@ ELEM_T fold_block(ELEM_T acc, uint j, uint dense) {
     return acc;
 }
 #endif
-const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/reduction.py's)
+const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/plans/reduction.py's)
 // iterations per slice (elements of one update row)
 const uint P_FOLD_SHIFT = P_END + 1u; // target offset = key << PW(P_FOLD_SHIFT)
 const uint P_ROWS = P_END + 2u;       // number of sorted rows

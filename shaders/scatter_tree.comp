@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Scatter reduction with order="tree" (dmlgpu/reduction.py; float add and mul, "mean"), after the sort of
+// Scatter reduction with order="tree" (dmlgpu/plans/reduction.py; float add and mul, "mean"), after the sort of
 // reduce_keys.comp and radix*.comp (KEYS: each target's sorted rows are a run, in row-major order). The L
 // updates u_0 .. u_{L-1} of a run (one slice position) are combined in a pairwise tree whose shape depends on
 // L alone (never on the workgroup size or the scheduling):
@@ -46,7 +46,7 @@ layout(std430, binding = 3) restrict readonly buffer Tree { PART_T V[]; };
 #endif
 #include "index_map.glsl"
 #include "arith.glsl"
-const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/reduction.py's, as scatter_reduce.comp)
+const uint P_SLICE = P_END;           // (names and offsets: dmlgpu/plans/reduction.py's, as scatter_reduce.comp)
 const uint P_FOLD_SHIFT = P_END + 1u; // target offset = key << PW(P_FOLD_SHIFT)
 const uint P_ROWS = P_END + 2u;       // number of sorted rows
 const uint P_PASS = P_END + 5u;       // TREE == 2: the pass's stride

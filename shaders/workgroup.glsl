@@ -1,4 +1,4 @@
-// The workgroup size of every kernel: WORKGROUP_SIZE, a specialization constant (dmlgpu/kernels.py's
+// The workgroup size of every kernel: WORKGROUP_SIZE, a specialization constant (dmlgpu/kernels/table.py's
 // SPEC_CONSTANTS, which gives its id as WORKGROUP_SIZE_ID), the same as local_size_x.
 #ifndef WORKGROUP_GLSL
 #define WORKGROUP_GLSL

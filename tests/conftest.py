@@ -26,7 +26,7 @@ def device():
 
 def pytest_sessionfinish(session, exitstatus):
     """With DMLGPU_VALIDATION=1 the whole run fails on any message of the Vulkan validation layer."""
-    from dmlgpu import validation
+    from dmlgpu.runtime import validation
     if not validation.requested() or validation.log_path() is None:
         return
     found = validation.messages()

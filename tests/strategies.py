@@ -262,7 +262,7 @@ def _queued_twice(fn, args, kwargs, expected) -> None:
     if dev is None or any(isinstance(a, np.ndarray) and not a.dtype.isnative for a in args):
         return
     import dmlgpu
-    from dmlgpu.index_map import as_index_array
+    from dmlgpu.plans.index_map import as_index_array
 
     def on_device():    # indices (the second operand) of a narrow dtype widen, as layer 2 does for arrays
         return tuple(dmlgpu.tensor(as_index_array(a) if i == 1 else a, device=dev) if isinstance(a, np.ndarray)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import dmlgpu
-from dmlgpu import plan
+from dmlgpu.plans import plan
 
 PATHS = ("auto", "rows", "vec", "unit", "run")
 
@@ -132,7 +132,7 @@ def test_each_path_runs_its_variant(blocks):
         assert check_gather(blocks, small, np.arange(300) % 40, 0, "run", wide) == ["gather_u16_i64_run" + suffix]
         # the large table's lists: with 4 KiB blocks 351 + 45 (output) + 1 (indices) addresses, 8 head words and
         # the 72 (WIDE) or 40 (ADDR) 64-bit parameter words fit 512 (1024 32-bit words); with 256-byte blocks not
-        assert dmlgpu.kernels.RUN_UNIFORM_WORDS == 1024
+        assert dmlgpu.kernels.table.RUN_UNIFORM_WORDS == 1024
         want = "gather_u16_i64_run" if blocks.chunk_bytes == 4096 else "gather_u16_i64"
         assert check_gather(blocks, large, np.arange(90) % 700, 0, "run", wide) == [want + suffix]
 
@@ -186,7 +186,7 @@ def test_addressed_copies(blocks, dtype, wide, monkeypatch):
     """CopyPlan on buffers held in several blocks: packed (VEC) and strided (one unit per iteration), through
     the ADDR variant or (forced: ``narrow`` off, as for maps past 2^32 units) the WIDE one (kernel copies
     forced: CPU devices copy packed layouts by a COPY step, test_packed_copies_by_transfer_commands)."""
-    from dmlgpu.index_map import Layout, copy_map
+    from dmlgpu.plans.index_map import Layout, copy_map
     monkeypatch.setattr(plan, "KERNEL_COPIES", True)
     rng = np.random.default_rng(np.dtype(dtype).itemsize)
     x = random_table(rng, (97, 45), dtype)
@@ -208,7 +208,7 @@ def test_addressed_copies(blocks, dtype, wide, monkeypatch):
 def test_packed_copies_by_transfer_commands(blocks, dtype, monkeypatch):
     """A packed copy as a COPY step (CPU devices' default), between buffers held in several blocks of other
     boundaries, queued after work on the source and before work on the destination."""
-    from dmlgpu.index_map import Layout, copy_map
+    from dmlgpu.plans.index_map import Layout, copy_map
     from dmlgpu.runtime import COPY
     monkeypatch.setattr(plan, "KERNEL_COPIES", False)
     rng = np.random.default_rng(3)
@@ -247,8 +247,9 @@ def test_fuzz_addressed_gather(blocks, data):
 
 
 def test_repeated_calls_remake_the_block_lists():
-    """A repeated gather on Tensors held in several blocks runs from a call template (dmlgpu/calls.py), which
-    makes the ADDR variant's parameters again for each call's buffers (plan.wide_params' recipe of plan.addr_words)."""
+    """A repeated gather on Tensors held in several blocks runs from a call template (dmlgpu/api/call_templates.py),
+    which makes the ADDR variant's parameters again for each call's buffers (plan.wide_params' recipe of
+    plan.addr_words)."""
     with dmlgpu.Device(chunk_bytes=4096) as dev:
         rng = np.random.default_rng(9)
         tables = [dmlgpu.tensor(random_table(rng, (500, 37), np.float32), device=dev) for _ in range(2)]

@@ -1,11 +1,12 @@
-"""Call templates (dmlgpu/calls.py): a repeated eager call on Tensors records its traced launches without
+"""Call templates (dmlgpu/api/call_templates.py): a repeated eager call on Tensors records its traced launches without
 planning. The templated path must give what the planned path gives, on the same inputs, for every operator
 and reduction, and must decline (falling back to the planned path) whenever its conditions do not hold."""
 import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import calls, driver, functions, reference
+from dmlgpu.api import call_templates as calls, driver, functions
+from dmlgpu import reference
 
 
 @pytest.fixture(scope="module", params=["direct", "staged"])

@@ -1,8 +1,9 @@
-"""Every example of the DirectML pages, exactly (errata applied: see dmlgpu/examples.py)."""
+"""Every example of the DirectML pages, exactly (errata applied: see dmlgpu/layer1/examples.py)."""
 import numpy as np
 import pytest
 
-from dmlgpu import examples, reference
+from dmlgpu.layer1 import examples
+from dmlgpu import reference
 import dmlgpu
 
 

@@ -1,5 +1,5 @@
 """Each deliberate fast path against the general path on the same inputs, bit for bit: the call template of
-repeated Tensor calls (dmlgpu/calls.py), the single-dispatch scatter of at most a workgroup of rows
+repeated Tensor calls (dmlgpu/api/call_templates.py), the single-dispatch scatter of at most a workgroup of rows
 (plan.ScatterPlan's SMALL), and NumPy-in/out calls that keep their device buffers for the next call of their
 signature (up to KEEP_BYTES). Scatters use duplicate indices (the last update wins), and every result is
 also checked against NumPy's."""
@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import calls, ops, reference
-from dmlgpu.index_map import Layout, nd_map
-from dmlgpu.plan import ScatterPlan
+from dmlgpu.api import call_templates as calls
+from dmlgpu.plans import ops
+from dmlgpu import reference
+from dmlgpu.plans.index_map import Layout, nd_map
+from dmlgpu.plans.plan import ScatterPlan
 
 
 def _bits(x) -> bytes:

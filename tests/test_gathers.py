@@ -449,7 +449,7 @@ ROW_CASES = [  # (table shape, dtype, index shape, axis): rows of the innermost 
 def test_gather_of_whole_rows(device, monkeypatch, shape, dtype, idx_shape, axis, row_loop):
     """On CPU devices a gather whose innermost dimension is a contiguous row moves each row in one iteration
     (FLAG_ROWS in the parameters); elsewhere one unit per iteration. Both paths, on any device."""
-    from dmlgpu import plan
+    from dmlgpu.plans import plan
     if not row_loop:
         monkeypatch.setattr(plan.GatherPlan, "_words", lambda self, device: (self.words, self.vec))
     elif device.info.type != "CPU":
@@ -535,7 +535,7 @@ def gpu_like():
 def test_fuzz_spread_paths(gpu_like, fuzz, data):
     """The GPU's one-unit and NARROW gathers on every shape, layout, dtype and index kind of the fuzz tests:
     plans made with SPREAD_UNITS = 1 (every map whose innermost units take their own index takes them)."""
-    from dmlgpu import plan
+    from dmlgpu.plans import plan
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(plan, "SPREAD_UNITS", 1)
         plan.make_plan.cache_clear()
@@ -587,7 +587,7 @@ def test_spread_units_take_one_unit_per_invocation_on_gpus(call, dtype, shape, k
 def test_long_rows_take_the_run_gather_on_gpus(gpu_like, shape, n, idx_dtype):
     """On a GPU, rows of at least plan.RUN_ROW_UNITS 16-byte units gathered whole take the run variant
     (kernels.RUN_UNROLL units kernels.RUN_LANES apart per invocation, a partial last block included)."""
-    from dmlgpu import plan
+    from dmlgpu.plans import plan
     rng = np.random.default_rng(n)
     x = random_data(rng, shape, np.float32)
     idx = rng.integers(-shape[0], shape[0], n).astype(idx_dtype)

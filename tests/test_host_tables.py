@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import execution
+from dmlgpu.api import execution
 from dmlgpu.runtime import host
 
 MIB = 1 << 20
@@ -301,7 +301,7 @@ def test_imports_split_at_max_allocation(imports):
 def test_lavapipe_imports_host_memory(device):
     """lavapipe offers VK_EXT_external_memory_host: with kp patch 0023 the default device must be able to import
     (so that the tests above run rather than skip)."""
-    from dmlgpu.runtime.devices import kp
+    from dmlgpu.runtime.discovery import kp
     if "0023-host-memory-import" not in getattr(kp, "__dmlgpu_patches__", ()):
         pytest.skip("kp without patch 0023 (rebuild it: python tools/build_kp.py)")
     if device.info.type == "CPU" and device.profile.name == "full":

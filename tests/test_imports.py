@@ -78,7 +78,7 @@ def test_the_runtime_knows_nothing_of_the_operators():
     for name, deps in graph.items():
         if name.startswith("dmlgpu.runtime"):
             outside = {d for d in deps if not d.startswith("dmlgpu.runtime")} - {
-                "dmlgpu.errors", "dmlgpu.kernels", "dmlgpu.spirv", "dmlgpu.validation"}
+                "dmlgpu.errors", "dmlgpu.kernels.table", "dmlgpu.kernels.spirv", "dmlgpu.runtime.validation"}
             assert not outside, f"{name} imports {outside}"
 
 
@@ -100,9 +100,9 @@ def test_the_planning_module_knows_neither_layer():
     """ops.py (operator -> plan) is what both layers call: it imports neither of them, nor what is built on them
     (the layer-2 driver, the ONNX backend), so that either layer can import it."""
     graph = _graph()
-    layers = {"dmlgpu.operators", "dmlgpu.desc_rules", "dmlgpu.compiled", "dmlgpu.functions", "dmlgpu.driver",
-              "dmlgpu.numpy_api", "dmlgpu.onnx", "dmlgpu.onnx_ops", "dmlgpu.onnx_graph", "dmlgpu.calls"}
-    seen, todo = set(), ["dmlgpu.ops"]
+    layers = {"dmlgpu.layer1.descriptors", "dmlgpu.layer1.rules", "dmlgpu.layer1.compiled", "dmlgpu.api.functions", "dmlgpu.api.driver",
+              "dmlgpu.api.numpy_api", "dmlgpu.onnx", "dmlgpu.onnx.operations", "dmlgpu.onnx.graph", "dmlgpu.api.call_templates"}
+    seen, todo = set(), ["dmlgpu.plans.ops"]
     while todo:                       # everything ops.py imports, directly or not
         for d in graph[todo.pop()] - seen:
             seen.add(d)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import plan
+from dmlgpu.plans import plan
 from dmlgpu.runtime import Device as RuntimeDevice
 
 INDEX_DTYPES = (np.int32, np.int64, np.uint32, np.uint64)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu.arguments import _host_array
+from dmlgpu.api.arguments import _host_array
 
 from strategies import same_bytes
 

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 import dmlgpu
-from dmlgpu import index_map, kernels, lines_plan, plan, radix_sort, reduction, reduction_buckets, spirv
+from dmlgpu.plans import index_map, scatter_lines as lines_plan, plan, radix_sort, reduction, reduction_buckets
+from dmlgpu.kernels import table as kernels, spirv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHADERS = ROOT / "shaders"
@@ -137,7 +138,7 @@ def test_requirements_read_from_the_spirv():
 
 
 def test_variant_table_script_prints_the_modules():
-    """CMakeLists.txt runs kernels.py as a script, isolated (-I: no package import, standard library only): a line
+    """CMakeLists.txt runs kernels/table.py as a script, isolated (-I: no package import, standard library only): a line
     per module, whose defines give each specialization constant's id."""
     out = subprocess.run([sys.executable, "-I", kernels.__file__], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()

@@ -10,8 +10,8 @@ import pytest
 
 import dmlgpu
 import dmlgpu.reference
-from dmlgpu import kernels
-from dmlgpu.dtypes import DataType as D
+from dmlgpu.kernels import table as kernels
+from dmlgpu.layer1.dtypes import DataType as D
 
 from test_layer1 import BUILDERS, KINDS, ONE_STRIDED, kinds_of
 
@@ -190,7 +190,7 @@ def test_one_strided_tensor_across_blocks(tiny_blocks, op, tensor, kind):
 # ---- 64-bit maps ----
 
 def test_maps_past_2_to_the_32_units_run_in_the_wide_variants():
-    from dmlgpu.index_map import Layout, take_map
+    from dmlgpu.plans.index_map import Layout, take_map
     m = take_map(Layout.packed((5 << 30,)), Layout.packed((3,)), Layout.packed((3,)), 0, 1)
     assert not m.fits_32_bits()
     with pytest.raises(dmlgpu.DeviceError, match="large-tensor kernels"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import interop
+from dmlgpu.api import interop
 
 D = np.arange(6.0).reshape(2, 3)
 

@@ -130,7 +130,7 @@ ODD = ["S3", "V7", [("a", "u1"), ("b", ">f8"), ("c", "<i4"), ("d", "V11")], "c32
 @pytest.mark.parametrize("dtype", ODD, ids=lambda d: np.dtype(d).str)
 @pytest.mark.parametrize("as_tensor", [False, True], ids=["numpy", "tensor"])
 def test_odd_items_in_every_layer2_operator(dtype, as_tensor):
-    """Layer 2's operators move items of any size bit-exact (as rows of units: dmlgpu/items.py), NumPy arrays
+    """Layer 2's operators move items of any size bit-exact (as rows of units: dmlgpu/api/items.py), NumPy arrays
     and Tensors, out= and in place included, against the NumPy references."""
     from dmlgpu import reference
     rng = np.random.default_rng(8)

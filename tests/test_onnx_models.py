@@ -13,7 +13,7 @@ from onnx.reference import ReferenceEvaluator
 
 import dmlgpu
 import dmlgpu.onnx as backend
-from dmlgpu import functions
+from dmlgpu.api import functions
 
 MODELS = pathlib.Path(__file__).parent / "models"
 sys.path.insert(0, str(MODELS))

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import DeviceError, kernels, reduction_cpu, reference, spirv
+from dmlgpu import DeviceError, reference
+from dmlgpu.kernels import table as kernels, spirv
+from dmlgpu.plans import reduction_cpu
 from dmlgpu.runtime import profiles
 
 PROFILES = ["full", "minimum", "no-int64", "no-device-address", "no-narrow-storage", "small-shared-memory",

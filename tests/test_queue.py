@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import execution, functions, reference
+from dmlgpu.api import execution, functions
+from dmlgpu import reference
 from strategies import run_in_threads
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import reduction
+from dmlgpu.plans import reduction
 
 from strategies import same_bytes
 
@@ -32,6 +32,6 @@ def test_pytorch_names_are_aliases(torch_name, onnx_name, dtype):
 def test_unknown_names_list_both():
     with pytest.raises(ValueError, match="^scatter_nd: reduction must be one of .*'mean', 'sum', 'prod', 'amax', 'amin', not 'avg'"):
         dmlgpu.scatter_nd(np.zeros(3, np.float32), [[0]], np.ones(1, np.float32), reduction="avg")
-    from dmlgpu import desc_rules
+    from dmlgpu.layer1 import rules as desc_rules
     with pytest.raises(dmlgpu.DescError, match="^Reduction must be one of 'none', 'add', 'mul', 'min', 'max', not 'sum'"):
         desc_rules.check_reduction("sum")                # layer 1: DirectML's (ONNX's) names only

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import dmlgpu
-from dmlgpu import DataType, DescError, TensorDesc, kernels, reference
+from dmlgpu import DataType, DescError, TensorDesc, reference
+from dmlgpu.kernels import table as kernels
 
 REDUCTIONS = ("add", "mul", "min", "max")
 NARROW_DTYPES = [np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)]

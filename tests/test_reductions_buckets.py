@@ -1,5 +1,5 @@
 """Float add, mul and mean by one sort pass, tiles sorted in place and a fold per bucket of keys
-(dmlgpu/reduction_buckets.py, shaders/scatter_bucket.comp, radix_scatter_match.comp's TILE_LOCAL), and the key
+(dmlgpu/plans/reduction_buckets.py, shaders/scatter_bucket.comp, radix_scatter_match.comp's TILE_LOCAL), and the key
 kernel that makes the sort's first histogram (reduce_keys.comp's FIRST_HIST). GPUs take these by default for
 float32 and bfloat16; here they are forced for every float type on every device that runs them (CPU devices fold
 without a sort by default), with owners folded by their own invocations, by whole subgroups, or as the plan
@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import kernels, reduction_buckets, reduction_cpu, reference
+from dmlgpu.kernels import table as kernels
+from dmlgpu.plans import reduction_buckets, reduction_cpu
+from dmlgpu import reference
 from dmlgpu.bench.gpu_timing import capture
-from dmlgpu.index_map import Layout
-from dmlgpu.reduction import ReducePlan
+from dmlgpu.plans.index_map import Layout
+from dmlgpu.plans.reduction import ReducePlan
 
 from test_reductions import same, values
 from test_reductions_gpu import HALF_FLOATS, half_float_rows, sequential

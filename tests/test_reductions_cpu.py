@@ -1,8 +1,8 @@
-"""Scatter reductions folded without a sort on CPU devices (dmlgpu/reduction_cpu.py, shaders/scatter_fold_cpu.comp):
-every dtype and reduction, include_self=False and "mean", rows of one and of several elements, runs across the
-fold's pieces of rows and its blocks of 32, key ranges that do not divide among the owners, strided outputs,
-negative, clamped and duplicate indices; bit for bit the sequential NumPy reference, and the sorted plan's bits.
-On other devices the fold never runs: those tests are skipped."""
+"""Scatter reductions folded without a sort on CPU devices (dmlgpu/plans/reduction_cpu.py,
+shaders/scatter_fold_cpu.comp): every dtype and reduction, include_self=False and "mean", rows of one and of several
+elements, runs across the fold's pieces of rows and its blocks of 32, key ranges that do not divide among the owners,
+strided outputs, negative, clamped and duplicate indices; bit for bit the sequential NumPy reference, and the sorted
+plan's bits. On other devices the fold never runs: those tests are skipped."""
 import zlib
 
 import ml_dtypes
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import reduction_cpu, reduction_minmax, reference
+from dmlgpu.plans import reduction_cpu, reduction_minmax
+from dmlgpu import reference
 
 from test_reductions import same, values
 from test_reductions_gpu import sequential
@@ -37,7 +38,7 @@ def kernels_of(device, fn, *args, **kwargs):
 
 
 def reductions_of(dtype):
-    return ("add", "mul", "min", "max") + (("mean",) if dmlgpu.reduction.is_float(dtype) else ())
+    return ("add", "mul", "min", "max") + (("mean",) if dmlgpu.plans.reduction.is_float(dtype) else ())
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -78,9 +79,9 @@ def test_runs_across_pieces(cpu, dtype, reduction, include_self):
     n, m = 2 * PIECE + 1000 + 13, 3
     idx = rng.integers(0, m, size=n)
     idx[PIECE - 500:PIECE + 500] = 1
-    if reduction == "mul" and dmlgpu.reduction.is_float(dtype):
+    if reduction == "mul" and dmlgpu.plans.reduction.is_float(dtype):
         upd = rng.choice(np.array([1, -1, 2, 0.5], dtype=dtype), size=n)
-    elif dmlgpu.reduction.is_float(dtype):
+    elif dmlgpu.plans.reduction.is_float(dtype):
         upd = rng.integers(-4, 5, size=n).astype(dtype)     # small integers: exact sums, whatever the order
     else:
         upd = values(rng, (n,), dtype, reduction)

@@ -1,4 +1,4 @@
-"""order="fixed-point" (dmlgpu/reduction_fixed.py, shaders/scatter_fixed.comp): "add" and "mean" of float32,
+"""order="fixed-point" (dmlgpu/plans/reduction_fixed.py, shaders/scatter_fixed.comp): "add" and "mean" of float32,
 float16, bfloat16 and float8 against reference.fixed_sum bit for bit (NaN bits included), on both kernel families
 (64-bit atomics and the FEW variants of 32-bit words, forced with reduction_fixed.INT64 and by device profiles),
 with include_self, in place, empty and one-update targets, zeros, signed zeros, infinities, NaN, subnormals,
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import dmlgpu
-from dmlgpu import reduction_fixed, reference
+from dmlgpu.plans import reduction_fixed
+from dmlgpu import reference
 from dmlgpu.runtime import COPY
 
 from test_reductions_cpu import kernels_of
@@ -59,7 +60,7 @@ def finite(rng, shape, dtype):
 
 def runs_int64(device):
     """Whether ``device`` runs the 64-bit atomics' variants (64-bit atomics, subgroup arithmetic, 6 buffers)."""
-    return all(map(device.supports, dmlgpu.kernels.fixed_variants("scatter_reduce_f32_add", 4)[1:]))
+    return all(map(device.supports, dmlgpu.kernels.table.fixed_variants("scatter_reduce_f32_add", 4)[1:]))
 
 
 @pytest.fixture(params=["int64", "words"])
@@ -335,7 +336,7 @@ def test_repeated_calls_and_recordings(device, family):
 def test_operands_held_in_several_blocks_refused():
     rng = np.random.default_rng(2)
     with dmlgpu.Device(chunk_bytes=4096) as dev:
-        if not dmlgpu.kernels.WIDE_FEATURES <= dev.features:
+        if not dmlgpu.kernels.table.WIDE_FEATURES <= dev.features:
             pytest.skip("no tensors held in several blocks on this device (profile)")
         table = dmlgpu.tensor(finite(rng, (3000,), np.dtype(np.float32)), device=dev)
         idx, upd = dmlgpu.tensor(rng.integers(0, 3000, size=50), device=dev), dmlgpu.tensor(

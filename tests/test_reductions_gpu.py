@@ -1,4 +1,4 @@
-"""Scatter reductions grouped on the GPU (dmlgpu/reduction.py): the radix sort's passes (0 to 4 of them:
+"""Scatter reductions grouped on the GPU (dmlgpu/plans/reduction.py): the radix sort's passes (0 to 4 of them:
 target counts 1, 2, 2^k +- 1, more than 2^24), partial chunks, tiles and scan chunks, skewed
 distributions, every dtype (sort and atomics paths), row slices, and no host round trip in layers 1
 and 2 (the indices are never downloaded). Results are compared bit for bit with a sequential reference. CPU devices
@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import DataType, TensorDesc, kernels, radix_sort, reduction_cpu, reduction_minmax, reference
-from dmlgpu.index_map import Layout
-from dmlgpu.reduction import P_ROWS, ReducePlan
+from dmlgpu import DataType, TensorDesc, reference
+from dmlgpu.kernels import table as kernels
+from dmlgpu.plans import radix_sort, reduction_cpu, reduction_minmax
+from dmlgpu.plans.index_map import Layout
+from dmlgpu.plans.reduction import P_ROWS, ReducePlan
 
 from test_reductions import ARITH_DTYPES, REDUCTIONS, same, values
 
@@ -287,7 +289,7 @@ def test_fold_variants(device, monkeypatch, dtype, blocks, reduction, include_se
     """Float add and mul fold long runs plainly or by blocks (the GPU variants, forced here; float32's with its
     own arithmetic, the others' loads issued a block at a time): the same bits, infinities, invalid operations
     (inf - inf, 0 * inf), NaN operands and signed zeros included; with include_self=False and "mean" too."""
-    monkeypatch.setattr(dmlgpu.reduction, "FOLD_BLOCKS", blocks)
+    monkeypatch.setattr(dmlgpu.plans.reduction, "FOLD_BLOCKS", blocks)
     dtype = np.dtype(dtype)
     rng = np.random.default_rng(31)
     m, n = 7, 6000
@@ -338,7 +340,7 @@ def test_half_float_blocks_round_as_reference(device, monkeypatch, reduction, dt
     integers) against the sequential reference (ml_dtypes, NumPy): random mantissas over many exponents (ties
     included), runs that overflow to infinity and go on (the block is redone), runs near the smallest normal,
     subnormals and zeros."""
-    monkeypatch.setattr(dmlgpu.reduction, "FOLD_BLOCKS", True)
+    monkeypatch.setattr(dmlgpu.plans.reduction, "FOLD_BLOCKS", True)
     idx, upd = half_float_rows(np.random.default_rng(47), reduction, dtype, shift, bias, big, tiny)
     data = np.array([1, -2, 0.5, 3, 100], dtype=np.float32).astype(dtype)
     out = dmlgpu.scatter_elements(data, idx, upd, device=device, reduction=reduction)
@@ -432,9 +434,9 @@ def test_partials_bit_exact(device, monkeypatch, chunks, dtype, reduction):
     """Long runs over many chunks and many groups of every level (small chunks make deep trees of short
     inputs), partial last chunks, run boundaries on chunk edges; data values with NaNs too. Bit for bit the
     sequential reference: which NaN wins shows the partials combined in order."""
-    monkeypatch.setattr(dmlgpu.reduction, "FOLD_CHUNK", chunks[0])
-    monkeypatch.setattr(dmlgpu.reduction, "PARTIALS", True)
-    monkeypatch.setattr(dmlgpu.reduction, "PARTIAL_CHUNK", chunks[1])
+    monkeypatch.setattr(dmlgpu.plans.reduction, "FOLD_CHUNK", chunks[0])
+    monkeypatch.setattr(dmlgpu.plans.reduction, "PARTIALS", True)
+    monkeypatch.setattr(dmlgpu.plans.reduction, "PARTIAL_CHUNK", chunks[1])
     rng = np.random.default_rng(zlib.crc32(f"{chunks} {dtype} {reduction}".encode()))
     m = 37
     for n in (1531, 4096 if chunks[0] == 16 else 512):
@@ -454,9 +456,9 @@ def test_partials_bit_exact(device, monkeypatch, chunks, dtype, reduction):
 def test_partials_exclude_self(device, monkeypatch, chunks, dtype, reduction):
     """include_self=False on the levels of partials: each run starts from its first row (level 0), runs
     across many chunks and levels, targets without updates keep their values."""
-    monkeypatch.setattr(dmlgpu.reduction, "FOLD_CHUNK", chunks[0])
-    monkeypatch.setattr(dmlgpu.reduction, "PARTIALS", True)
-    monkeypatch.setattr(dmlgpu.reduction, "PARTIAL_CHUNK", chunks[1])
+    monkeypatch.setattr(dmlgpu.plans.reduction, "FOLD_CHUNK", chunks[0])
+    monkeypatch.setattr(dmlgpu.plans.reduction, "PARTIALS", True)
+    monkeypatch.setattr(dmlgpu.plans.reduction, "PARTIAL_CHUNK", chunks[1])
     rng = np.random.default_rng(zlib.crc32(f"{chunks} {dtype} {reduction} exclude".encode()))
     m, n = 37, 1531
     for name, idx in partial_cases(rng, n, m):
@@ -473,9 +475,9 @@ def test_partials_exclude_self(device, monkeypatch, chunks, dtype, reduction):
                                               (np.dtype(np.int32), "add"), (np.dtype(np.uint64), "mul")], ids=str)
 def test_partials_row_slices(device, monkeypatch, dtype, reduction):
     """Rows of several elements (partials per slice position; 1-byte outputs share words) in long runs."""
-    monkeypatch.setattr(dmlgpu.reduction, "FOLD_CHUNK", 3)
-    monkeypatch.setattr(dmlgpu.reduction, "PARTIALS", True)
-    monkeypatch.setattr(dmlgpu.reduction, "PARTIAL_CHUNK", 2)
+    monkeypatch.setattr(dmlgpu.plans.reduction, "FOLD_CHUNK", 3)
+    monkeypatch.setattr(dmlgpu.plans.reduction, "PARTIALS", True)
+    monkeypatch.setattr(dmlgpu.plans.reduction, "PARTIAL_CHUNK", 2)
     rng = np.random.default_rng(41)
     data = special_values(rng, (5, 9), dtype, reduction)
     idx = np.where(rng.random(700) < 0.8, 2, rng.integers(0, 5, size=700))[:, None]
@@ -506,7 +508,7 @@ def test_sequential_fold_in_pieces(device, monkeypatch, dtype, reduction, includ
     """CPU devices fold float add/mul runs in pieces of CPU_PIECE rows, one pass each (llvmpipe ends a shader's
     loops after 65535 iterations): runs crossing many pieces, in slices of several elements, bit-exact; the
     pass that ends a run divides it ("mean")."""
-    from dmlgpu import reduction as red
+    from dmlgpu.plans import reduction as red
     if device.info.type != "CPU":
         pytest.skip("pieces are a CPU device's")
     monkeypatch.setattr(red, "CPU_PIECE", red.FOLD_CHUNK + 1)    # pieces of 17 rows (at least a chunk)

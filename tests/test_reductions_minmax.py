@@ -1,4 +1,4 @@
-"""Scatter reductions min and max by 64-bit atomics (dmlgpu/reduction.py, step 7; shaders/scatter_minmax.comp):
+"""Scatter reductions min and max by 64-bit atomics (dmlgpu/plans/reduction.py, step 7; shaders/scatter_minmax.comp):
 every element type of at most 4 bytes, bit for bit against the sequential reference, with the cases where the
 order of the updates could show: NaNs with distinct payloads and signs (the first one in row-major order wins,
 the output's own first), signed zeros, include_self=False, rows of several elements, negative and clamped

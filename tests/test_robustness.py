@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import reference, runtime, validation
-from dmlgpu.tensor_desc import TensorDesc
+from dmlgpu import reference, runtime
+from dmlgpu.runtime import validation
+from dmlgpu.layer1.tensor_desc import TensorDesc
 from strategies import run_in_threads
 
 DT = dmlgpu.DataType
@@ -27,7 +28,7 @@ def _python(code: str, **env) -> subprocess.CompletedProcess:
 
 _SCATTERS = """
     import numpy as np, dmlgpu
-    from dmlgpu import validation, runtime
+    from dmlgpu.runtime import validation; from dmlgpu import runtime
     {patch}
     d = np.zeros(64, np.uint8)
     out = dmlgpu.scatter_nd(d, (np.arange(400) % 64).reshape(-1, 1), (np.arange(400) % 256).astype(np.uint8))

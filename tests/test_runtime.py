@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import calls, reference, spirv
+from dmlgpu.api import call_templates as calls
+from dmlgpu import reference
+from dmlgpu.kernels import spirv
 from dmlgpu.runtime import memory, transfers
 from strategies import run_in_threads
 
@@ -227,13 +229,13 @@ def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monk
     build no pipeline of their own: spirv.requirements() reads each variant's bindings and needs right, in
     the device's geometry; what the device cannot run is skipped. "full" warms up through the command line,
     ``python -m dmlgpu warmup`` (in this process, on this test's device: one build of every pipeline, not two)."""
-    from dmlgpu import kernels
+    from dmlgpu.kernels import table as kernels
     from dmlgpu.__main__ import main
     from dmlgpu.runtime import profiles
     monkeypatch.setenv("DMLGPU_CACHE_DIR", str(tmp_path))
     dev = dmlgpu.Device(profile=profile)
     if profile == "full":
-        monkeypatch.setattr(sys.modules["dmlgpu.device"], "as_device", lambda *args: dev)
+        monkeypatch.setattr(sys.modules["dmlgpu.api.device"], "as_device", lambda *args: dev)
         assert main(["warmup", "--device", "0"]) == 0
         out, err = capsys.readouterr()
         stems = sum(not n.endswith(kernels.SMALL_SUFFIX) for n in kernels.VARIANTS)

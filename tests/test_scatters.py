@@ -373,7 +373,8 @@ def test_scatter_elements_lines(device, monkeypatch, copy_lines, shape, dtype, i
     line has duplicate targets (the last update along the axis wins), indices negative and out of range
     (clamped); the plan falls back to claims in memory past kernels.LINE_CLAIM_WORDS. With COPY_LINES forced, the
     lines copy the input themselves wherever scatter_lines.comp's COPY applies (one dispatch)."""
-    from dmlgpu import kernels, lines_plan
+    from dmlgpu.kernels import table as kernels
+    from dmlgpu.plans import scatter_lines as lines_plan
     from dmlgpu.bench.gpu_timing import capture
     monkeypatch.setattr(lines_plan, "COPY_LINES", copy_lines)
     device.templates.clear()
@@ -384,9 +385,9 @@ def test_scatter_elements_lines(device, monkeypatch, copy_lines, shape, dtype, i
     upd = random_data(rng, idx_shape, dtype)
     same_bytes(dmlgpu.scatter_elements(x, idx, upd, axis=axis, device=device, mode="clamp"),
                reference.scatter_elements(x, np.clip(np.where(idx < 0, idx + n, idx), 0, n - 1), upd, axis))
-    layouts = [dmlgpu.index_map.Layout.packed(s) for s in (shape, idx_shape, idx_shape)]
+    layouts = [dmlgpu.plans.index_map.Layout.packed(s) for s in (shape, idx_shape, idx_shape)]
     chosen = lines_plan.scatter_elements_plan(*layouts, axis, np.dtype(dtype).itemsize, np.int64,
-                                        dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
+                                        dmlgpu.plans.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
     assert isinstance(chosen, lines_plan.ScatterLinesPlan) == (n <= kernels.LINE_CLAIM_WORDS)
     copies = np.dtype(dtype).itemsize == 4 and axis == len(shape) - 1 and n <= kernels.LINE_CLAIM_WORDS // 2 \
         and idx_shape[:-1] == shape[:-1]
@@ -407,7 +408,8 @@ def test_scatter_elements_lines(device, monkeypatch, copy_lines, shape, dtype, i
 def test_scatter_elements_unique_by_lines(device, monkeypatch, copy_lines):
     """unique_indices=True takes the lines' one pass where its COPY applies (4-byte elements along the last
     axis), else the claim-free scatter after the copy; in place, the claim-free scatter alone."""
-    from dmlgpu import kernels, lines_plan
+    from dmlgpu.kernels import table as kernels
+    from dmlgpu.plans import scatter_lines as lines_plan
     from dmlgpu.bench.gpu_timing import capture
     monkeypatch.setattr(lines_plan, "COPY_LINES", copy_lines)
     device.templates.clear()
@@ -430,7 +432,7 @@ def test_scatter_elements_unique_by_lines(device, monkeypatch, copy_lines):
 def test_scatter_elements_lines_leave_the_input_and_overlapping_layouts(device):
     """The input Tensor is left alone; an output layout whose elements overlap (a stride of 0) takes the
     claim-and-write plan."""
-    from dmlgpu import index_map, lines_plan, plan
+    from dmlgpu.plans import index_map, scatter_lines as lines_plan, plan
     assert not index_map.Layout((4, 3), (0, 1)).disjoint() and index_map.Layout((4, 3), (1, 4)).disjoint()
     rng = np.random.default_rng(7)
     x = rng.standard_normal((40, 33)).astype(np.float32)
@@ -474,7 +476,7 @@ def test_scatter_nd_row_claims(device, monkeypatch, copy_clears, shape, dtype, i
     pass; at most a workgroup of rows in shared memory, SMALL; more rows: the copy of the input and the
     claimed rows' writes in one pass, COPY, which clears the claims itself where a workgroup holds whole rows,
     CLEARS): the last update row of a target wins, and the claims are clean for the next scatter."""
-    from dmlgpu import plan
+    from dmlgpu.plans import plan
     monkeypatch.setattr(plan, "COPY_CLEARS", copy_clears)
     device.templates.clear()
     rng = np.random.default_rng(sum(shape) + sum(idx_shape))
@@ -484,16 +486,16 @@ def test_scatter_nd_row_claims(device, monkeypatch, copy_clears, shape, dtype, i
     upd = random_data(rng, idx_shape[:-1] + shape[k:], dtype)
     for _ in range(2):                                # the second call finds the claims cleared
         same_bytes(dmlgpu.scatter_nd(x, idx, upd, device=device), reference.scatter_nd(x, idx, upd))
-    layouts = [dmlgpu.index_map.Layout.packed(s) for s in (shape, idx_shape, upd.shape)]
-    p = plan.ScatterPlan(dmlgpu.index_map.nd_map(*layouts, 0, np.dtype(dtype).itemsize), np.int64,
-                         dmlgpu.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
+    layouts = [dmlgpu.plans.index_map.Layout.packed(s) for s in (shape, idx_shape, upd.shape)]
+    p = plan.ScatterPlan(dmlgpu.plans.index_map.nd_map(*layouts, 0, np.dtype(dtype).itemsize), np.int64,
+                         dmlgpu.plans.index_map.copy_map(layouts[0], layouts[0], np.dtype(dtype).itemsize))
     assert p.row_words is not None
-    assert bool(p.small) == (np.prod(idx_shape[:-1]) <= dmlgpu.kernels.WORKGROUP_SIZE)
+    assert bool(p.small) == (np.prod(idx_shape[:-1]) <= dmlgpu.kernels.table.WORKGROUP_SIZE)
     assert p.copy_words is not None                   # packed data and output: the one-pass copy where not SMALL
     with device.record() as rec:
         got = dmlgpu.scatter_nd(dmlgpu.tensor(x, device=device), idx, upd)
     ran = [what.kernel for kind, what in rec._steps if kind == "dispatch"]
-    fused = device.info.max_per_stage_storage_buffers >= dmlgpu.kernels.SCATTER_BUFFERS and \
+    fused = device.info.max_per_stage_storage_buffers >= dmlgpu.kernels.table.SCATTER_BUFFERS and \
         not (p.small and p.small <= device.geometry.workgroup_size) and \
         not any(k.endswith("_wide") for k in ran)     # (the device's claim scratch may be held in several blocks)
     assert any(k.startswith("scatter_copy_rows") for k in ran) == fused, ran
@@ -507,7 +509,7 @@ def test_scatter_nd_row_claims(device, monkeypatch, copy_clears, shape, dtype, i
 def test_scatter_rows_that_may_overlap_claim_units():
     """Output rows of 3 units whose second dimension's stride is 2 units: target rows may overlap, so every
     unit claims its own target (no ROWS variants)."""
-    from dmlgpu import index_map, plan
+    from dmlgpu.plans import index_map, plan
     out = index_map.Layout((5, 2, 3), (8, 2, 1))           # rows [0, 3) and [2, 5) overlap
     m = index_map.nd_map(out, index_map.Layout.packed((4, 1)), index_map.Layout.packed((4, 2, 3)), 0, 4)
     assert plan.ScatterPlan(m, np.int32, index_map.copy_map(out, out, 4)).row_words is None

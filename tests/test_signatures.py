@@ -1,6 +1,6 @@
 """What the layer-2 functions and the constructors made from shared templates look like at run time: their
 names, signatures, help() and docstrings (filled, with the doctests pytest runs) are each function's own;
-the typing decorators (dmlgpu/signatures.py) return the function itself. (What a type checker sees of them:
+the typing decorators (dmlgpu/api/signatures.py) return the function itself. (What a type checker sees of them:
 tests/test_typing.py.)"""
 import doctest
 import inspect
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import constructors, functions, signatures
+from dmlgpu.api import constructors, functions, signatures
 
 KEYWORDS = ["device", "mode", "out"]
 SCATTER_KEYWORDS = ["device", "mode", "reduction", "include_self", "order", "out", "unique_indices"]
@@ -27,7 +27,7 @@ LAYER_2 = {
 def test_layer_2_functions_keep_their_names_signatures_and_help(name):
     fn = getattr(dmlgpu, name)
     assert inspect.isfunction(fn) and fn is getattr(functions, name)
-    assert (fn.__name__, fn.__qualname__, fn.__module__) == (name, name, "dmlgpu.functions")
+    assert (fn.__name__, fn.__qualname__, fn.__module__) == (name, name, "dmlgpu.api.functions")
     sig = inspect.signature(fn)
     assert list(sig.parameters) == LAYER_2[name]
     assert sig.parameters["mode"].default == "clamp" and sig.parameters["out"].default is None
@@ -78,14 +78,14 @@ def test_the_decorated_functions_still_compute():
 @pytest.mark.parametrize("base", ["empty", "zeros", "ones"])
 def test_like_constructors_are_their_bases_of_a(base):
     like = getattr(dmlgpu, f"{base}_like")
-    assert inspect.isfunction(like) and like.__module__ == "dmlgpu.constructors"
+    assert inspect.isfunction(like) and like.__module__ == "dmlgpu.api.constructors"
     assert like.__name__ == like.__qualname__ == f"{base}_like"
     assert list(inspect.signature(like).parameters) == ["a", "dtype", "device"]
     doc = like.__doc__
     assert doc.startswith(f"{base}() of ``a``'s shape and dtype (default), on ``a``'s device if it is a Tensor")
     assert f"        As {base}()'s." in doc and "%(" not in doc and f">>> dmlgpu.{base}_like(" in doc
     names = {t.name for t in doctest.DocTestFinder().find(constructors) if t.examples}
-    assert f"dmlgpu.constructors.{base}_like" in names          # pytest --doctest-modules runs it
+    assert f"dmlgpu.api.constructors.{base}_like" in names          # pytest --doctest-modules runs it
     a = np.arange(6, dtype=np.int16).reshape(2, 3)
     t = like(a, dtype=np.float16)
     assert t.shape == a.shape and t.dtype == np.float16 and t.device is dmlgpu.default_device()

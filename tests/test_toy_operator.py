@@ -1,5 +1,5 @@
 """A new operator is its plan (a row of ops.PLANS), its function (a shape rule over driver.call) and its export,
-plus a shader and a kernels.py row only when no kernel does what it needs (README, "Adding an operator").
+plus a shader and a kernels/table.py row only when no kernel does what it needs (README, "Adding an operator").
 
 The toy operator, ``take_strided(data, indices, step)`` == ``numpy.take(data[::step], indices, axis=0)``, is
 added here through exactly that path, inside the test: a gather through a strided view of data, reusing the
@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu import driver, ops
-from dmlgpu.index_map import Layout, take_map, take_shape
-from dmlgpu.plan import GatherPlan, Plan, make_plan
+from dmlgpu.api import driver
+from dmlgpu.plans import ops
+from dmlgpu.plans.index_map import Layout, take_map, take_shape
+from dmlgpu.plans.plan import GatherPlan, Plan, make_plan
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -63,7 +64,7 @@ def test_toy_operator_matches_numpy(toy, device, shape, dtype, step, indices):
 
 
 def test_toy_operator_repeated_tensor_calls_take_the_template(toy, device):
-    """The driver gives a new operator the call template (dmlgpu/calls.py) of the built-in ones."""
+    """The driver gives a new operator the call template (dmlgpu/api/call_templates.py) of the built-in ones."""
     data = dmlgpu.tensor(np.arange(40, dtype=np.int32).reshape(20, 2), device=device)
     idx = dmlgpu.tensor(np.array([1, 0, 6], np.int64), device=device)
     want = np.take(np.arange(40, dtype=np.int32).reshape(20, 2)[::3], [1, 0, 6], axis=0)

@@ -1,7 +1,7 @@
 """Layer-1 validation: every rule of the six operator pages, at each feature level, and execute()'s checks.
 
 The data-type, index-type and rank tables below are transcribed from the pages (shared/spec/*.md), not
-taken from dmlgpu.dtypes, so that they check it.
+taken from dmlgpu.layer1.dtypes, so that they check it.
 """
 import dataclasses
 

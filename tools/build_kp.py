@@ -10,7 +10,7 @@ Building kp 0.9.0 offline: its sdist's CMake clones its dependencies from GitHub
 instead (Debian: libvulkan-dev, libfmt-dev, pybind11-dev). Its Release build still compiles in its
 debug-layer code, which turns on VK_LAYER_KHRONOS_validation whenever that layer is installed and routes
 every message to a debug log that is off: we build with ``KOMPUTE_OPT_DISABLE_VK_DEBUG_LAYERS=ON`` and
-dmlgpu enables the layer itself when asked to (``DMLGPU_VALIDATION=1``, dmlgpu/validation.py).
+dmlgpu enables the layer itself when asked to (``DMLGPU_VALIDATION=1``, dmlgpu/runtime/validation.py).
 
 Usage: ``python tools/build_kp.py [--sdist PATH] [--target DIR] [--force]``. It does nothing when a kp
 with exactly this series is already importable.

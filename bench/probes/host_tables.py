@@ -69,7 +69,7 @@ def _import_status(dev, array) -> str:
 
 def part_a(args) -> None:
     import dmlgpu
-    from dmlgpu import execution
+    from dmlgpu.api import execution
     from dmlgpu.runtime import host
     t_open = time.perf_counter()
     dev = dmlgpu.default_device()
@@ -119,7 +119,7 @@ def part_a(args) -> None:
 
 def part_b(args) -> None:
     import dmlgpu
-    from dmlgpu import execution
+    from dmlgpu.api import execution
     dev = dmlgpu.default_device()
     up = dmlgpu.Device(profile="no-host-import")
     rng = np.random.default_rng(1)

@@ -10,7 +10,7 @@ carry (SPIR-V compresses about tenfold):
 COMMIT: the tree this one is compared with, main just before the specialization constants merged (its shaders
 must read the parameter words this tree's host code writes: the harness checks every result).
 
-It compiles that commit's shaders/ by that commit's variant table (dmlgpu/kernels.py run as a script: one
+It compiles that commit's shaders/ by that commit's variant table (dmlgpu/kernels/table.py run as a script: one
 ``<variant>.spv`` per variant before the specialization constants, ``<module>.spv`` after) with that commit's
 tools/compile_shader.py, in a process per core.
 
@@ -76,10 +76,10 @@ def build(commit: str, archive: pathlib.Path) -> int:
         src, out = pathlib.Path(tmp) / "src", pathlib.Path(tmp) / "spv"
         src.mkdir()
         out.mkdir()
-        tar = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "shaders", "dmlgpu/kernels.py",
+        tar = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "shaders", "dmlgpu/kernels/table.py",
                               "tools/compile_shader.py"], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(src)], input=tar, check=True)
-        table = subprocess.run([sys.executable, "-I", str(src / "dmlgpu/kernels.py")], check=True,
+        table = subprocess.run([sys.executable, "-I", str(src / "dmlgpu/kernels/table.py")], check=True,
                                capture_output=True, text=True).stdout.splitlines()
         compiler = glslang()
 

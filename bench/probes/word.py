@@ -2,7 +2,7 @@
 batch's last command writes into host-visible memory (vkCmdFillBuffer after a global barrier), polled by Python.
 Small gather (one dispatch) and an empty batch, median of 2000 submissions each; a real dmlgpu Device's kp objects."""
 import time, statistics, numpy as np, dmlgpu, sys
-from dmlgpu.runtime.devices import HOST_VISIBLE, HOST_COHERENT, kp
+from dmlgpu.runtime.discovery import HOST_VISIBLE, HOST_COHERENT, kp
 from dmlgpu.runtime.transfers import BEFORE_COPY
 dev = dmlgpu.Device(); dev.clock_hold.wait()
 rng = np.random.default_rng(0)

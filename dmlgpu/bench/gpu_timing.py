@@ -33,8 +33,8 @@ import time
 import numpy as np
 
 import dmlgpu
-from dmlgpu.index_map import Layout, copy_map
-from dmlgpu.plan import GatherPlan
+from dmlgpu.plans.index_map import Layout, copy_map
+from dmlgpu.plans.plan import GatherPlan
 
 
 @dataclasses.dataclass

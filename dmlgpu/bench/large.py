@@ -146,7 +146,7 @@ def rows_section(dev, args, report: Report) -> None:
                    gbps=moved / s / 1e9, torch_gbps=moved / peer / 1e9 if peer else None, table_bytes=nbytes,
                    upload_gbps=nbytes / upload_s / 1e9, download_gbps=out.nbytes / download_s / 1e9)
         if label == "small" and not dispatches[0].wide:
-            from dmlgpu.plan import GatherPlan
+            from dmlgpu.plans.plan import GatherPlan
             plan = GatherPlan(dispatches_map(table, ids), ids_host.dtype)
             out2 = dmlgpu.empty(out.shape, out.dtype, device=dev)
             for wide_ in (False, True):
@@ -277,8 +277,8 @@ def warm_up(dev, seconds: float = 1.0) -> None:
     """Keeps the GPU busy copying 256 MiB for about ``seconds`` (not on CPU devices), so that a sweep's first
     case does not meet an idle GPU. On freshly started H200 machines the first case still measured cold after
     it (1,670-1,690 GB/s steady against 4,030; bench/RESULTS.md): the cause was not found."""
-    from dmlgpu.plan import CopyPlan
-    from dmlgpu.index_map import Layout, copy_map
+    from dmlgpu.plans.plan import CopyPlan
+    from dmlgpu.plans.index_map import Layout, copy_map
     if dev.info.type == "CPU":
         return
     units = 256 * MiB // 16
@@ -333,8 +333,8 @@ def sweep_dtype(row: int) -> np.dtype:
 
 def sweep_section(dev, args, report: Report) -> None:
     """The large-table sweep (module docstring): per block size, per table size, per row size."""
-    from dmlgpu.plan import CopyPlan, GatherPlan
-    from dmlgpu.index_map import Layout, copy_map
+    from dmlgpu.plans.plan import CopyPlan, GatherPlan
+    from dmlgpu.plans.index_map import Layout, copy_map
     sizes = [float(g) for g in args.sweep_gib.split(",") if g]
     rows_bytes = [int(r) for r in args.sweep_rows.split(",") if r]
     out_bytes = int(args.sweep_out_gib * GiB)
@@ -460,8 +460,8 @@ def alloc_section(dev, args, report: Report) -> None:
     copy("nothing else held")
     src, dst = dev.buffer(random_bytes(GiB, 1)), dev.buffer(nbytes=GiB)
     from dmlgpu.bench.gpu_timing import time_dispatches
-    from dmlgpu.index_map import Layout, copy_map
-    from dmlgpu.plan import GatherPlan
+    from dmlgpu.plans.index_map import Layout, copy_map
+    from dmlgpu.plans.plan import GatherPlan
     plan = GatherPlan(copy_map(Layout.packed((GiB // 16,)), Layout.packed((GiB // 16,)), 16), np.uint32)
     d, up = plan.dispatches(dev, input=src, indices=dev.dummy, output=dst)
     dev.run(d, uploads=up)
@@ -489,7 +489,7 @@ def alloc_section(dev, args, report: Report) -> None:
 
 
 def dispatches_map(table, ids):
-    from dmlgpu.index_map import Layout, take_map, take_shape
+    from dmlgpu.plans.index_map import Layout, take_map, take_shape
     shape = take_shape(table.shape, ids.shape, 0)
     return take_map(Layout.packed(table.shape), Layout.packed(ids.shape), Layout.packed(shape), 0,
                     table.dtype.itemsize)

@@ -29,7 +29,7 @@ one (every update onto target 0).
 --sorted: CPU devices run the sorted plan (reduction_cpu.CPU_FOLD off), the one they ran before their fold
 without a sort (the same bits): the two side by side in one tree.
 --no-buckets: GPUs fold float add, mul and mean by the sorted plan (reduction.py's step 3) where they would take
-the fold per bucket of keys (dmlgpu/reduction_buckets.py): the two side by side in one tree.
+the fold per bucket of keys (dmlgpu/plans/reduction_buckets.py): the two side by side in one tree.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 import dmlgpu
-from dmlgpu import reduction_buckets, reduction_cpu
+from dmlgpu.plans import reduction_buckets, reduction_cpu
 from dmlgpu.bench.clock import torch_time
 from dmlgpu.bench.gpu_timing import capture, time_dispatches
 
@@ -102,7 +102,7 @@ def targets(rng, dist: str, n: int, m: int) -> np.ndarray:
 
 
 def values(rng, dtype: np.dtype, shape) -> np.ndarray:
-    if dmlgpu.reduction.is_float(dtype):    # factors near 1: long products stay finite
+    if dmlgpu.plans.reduction.is_float(dtype):    # factors near 1: long products stay finite
         return rng.uniform(0.999, 1.001, size=shape).astype(dtype)
     if dtype.kind == "b":
         return rng.integers(0, 2, size=shape).astype(bool)
@@ -208,7 +208,7 @@ def main(argv=None) -> int:
             for reduction in rows:
                 red, include_self = reduction.split()[0], "no self" not in reduction
                 order = next((o for o in ORDERS if o in reduction), "row-major")
-                if order != "row-major" and not dmlgpu.reduction.is_float(dtype) or (
+                if order != "row-major" and not dmlgpu.plans.reduction.is_float(dtype) or (
                         order == "fixed-point" and dtype.itemsize > 4):
                     continue
                 call = lambda: fn(t_data, t_idx, t_upd, reduction=red, include_self=include_self,  # noqa: E731

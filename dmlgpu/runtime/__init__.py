@@ -1,9 +1,11 @@
-"""The runtime on a patched Kompute: finding devices (devices), device memory (memory: a caching allocator),
-moving bytes (transfers), kernel pipelines (pipelines), buffers and launches (buffer), running dispatches
-(device), the batches of queued runs (batch), recordings (recording). It knows nothing of DirectML or of the operators: plans hand it Dispatches."""
+"""The runtime on a patched Kompute, which knows nothing of DirectML or of the operators (plans hand it Dispatches):
+finding devices (discovery), device memory (memory: a caching allocator), moving bytes (transfers), kernel pipelines
+(pipelines), buffers (buffer), the device and its runs (device, runs, scratch), the launch contract every call path
+runs work through (launch), the batches of queued runs (batch), recordings (recording), device profiles (profiles),
+the NVIDIA clock hold (clocks) and the Vulkan validation layer (validation). May import: errors, kernels."""
 from .buffer import COPY, Buffer, Dispatch, as_bytes
 from .device import Device
-from .devices import DeviceInfo, default_device_index, devices
+from .discovery import DeviceInfo, default_device_index, devices
 from .recording import Recording
 
 __all__ = ["COPY", "Buffer", "Device", "DeviceInfo", "Dispatch", "Recording", "as_bytes", "default_device_index", "devices"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import transfers
-from .devices import HOST_COHERENT, HOST_VISIBLE, kp
+from .discovery import HOST_COHERENT, HOST_VISIBLE, kp
 from .buffer import COPY, _copy_ops
 from .memory import Block
 from .transfers import BEFORE_COPY

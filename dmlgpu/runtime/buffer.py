@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import DeviceError
 from . import transfers
-from .devices import kp
+from .discovery import kp
 from .memory import Block
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ class MappedBuffer(Buffer):
     memory is released with it."""
 
     def __init__(self, device: "Device", nbytes: int):
-        from .devices import HOST_COHERENT, HOST_VISIBLE
+        from .discovery import HOST_COHERENT, HOST_VISIBLE
         self.device, self.nbytes, self.canary_words, self.chunked = device, nbytes, 0, False
         tensor = device._mgr.buffer(nbytes, HOST_VISIBLE | HOST_COHERENT)
         self.block_list = [Block(tensor, nbytes, True)]

@@ -14,12 +14,12 @@ from typing import Any, Callable, Iterable, NamedTuple, TypeVar
 
 import numpy as np
 
-from .. import kernels
+from ..kernels import table as kernels
 from ..errors import DeviceError
 from . import host, profiles, transfers
 from .clocks import ClockHold
-from .devices import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp, \
-    open_manager
+from .discovery import (DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp,
+                        open_manager)
 from .batch import Batch
 from .buffer import COPY, Buffer, MappedBuffer, _copy_ops, as_bytes
 from .memory import Allocator, Block

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .. import kernels, spirv
-from .devices import kp
+from ..kernels import table as kernels, spirv
+from .discovery import kp
 
 
 def cache_dir() -> pathlib.Path:

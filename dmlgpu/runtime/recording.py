@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from .buffer import Buffer, Dispatch
-from .devices import kp
+from .discovery import kp
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
+    from ..api.tensor import Tensor
     from .device import Device
 
 

@@ -29,10 +29,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DeviceError
-from .. import kernels, spirv
+from ..kernels import table as kernels, spirv
 from . import profiles, transfers
 from .buffer import COPY, Dispatch, _block_ids, _copy_ops
-from .devices import DeviceInfo, kp
+from .discovery import DeviceInfo, kp
 from .launch import Launch
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
 
@@ -50,7 +50,7 @@ _FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the o
 STAGING_ALIGN = 16       # bytes: each piece of a run's staging buffer starts at a multiple of this
 
 
-def _packed(sizes) -> list:
+def _staging_offsets(sizes) -> list:
     """Byte offsets of consecutive pieces of these sizes in one staging buffer, each at a multiple of
     STAGING_ALIGN, followed by the total they take."""
     out, pos = [], 0
@@ -154,13 +154,13 @@ class Runs:
                     self.write_bytes(b, 0, b._pending)
             else:
                 if pending:
-                    up_pos = _packed(up_sizes)
+                    up_pos = _staging_offsets(up_sizes)
                     up_slot = self._staging.slot("up", 0, up_pos[-1])
                     view = up_slot.view
                     for b, pos, n in zip(pending, up_pos, up_sizes):
                         transfers.host_copy(view[pos:pos + n], b._pending)
                 if downloads:
-                    down_pos = _packed(down_sizes)
+                    down_pos = _staging_offsets(down_sizes)
                     down_slot = self._staging.slot("down", 0, down_pos[-1])
             for b in pending:
                 b._pending = None
@@ -202,11 +202,11 @@ class Runs:
     @staticmethod
     def _staged_copies(bufs, sizes, slot, upload: bool) -> list:
         """The ops that copy ``sizes`` bytes of each buffer from the upload staging buffer (``upload``) or
-        into the download one, at the offsets _packed() gives, with their barriers; [] without a slot."""
+        into the download one, at the offsets _staging_offsets() gives, with their barriers; [] without a slot."""
         if slot is None:
             return []
         ops = [kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY)]
-        for b, pos, n in zip(bufs, _packed(sizes), sizes):
+        for b, pos, n in zip(bufs, _staging_offsets(sizes), sizes):
             for block, at, off, m in b._pieces(0, n):
                 ops.append(kp.OpCopyRegion(slot.tensor, block.tensor, pos + off, at, m) if upload else
                            kp.OpCopyRegion(block.tensor, slot.tensor, at, pos + off, m))

@@ -11,7 +11,7 @@ from ..errors import DeviceError
 from .buffer import Buffer
 
 if TYPE_CHECKING:
-    from .devices import DeviceInfo
+    from .discovery import DeviceInfo
 
 _PARAMS_CACHE = 256      # parameter buffers kept per device
 
@@ -105,7 +105,7 @@ class Scratch:
     def zeroed(self, key: str, nbytes: int, beside: tuple = ()) -> Buffer:
         """Zeroed scratch: a buffer of at least ``nbytes`` (a multiple of 4), all zeros, kept for ``key`` and
         shared by the runs that ask for it. The kernels that use it must leave it all zeros again (a scatter's
-        claim words: dmlgpu/plan.py), or at least the part they rely on being zero where they write the rest
+        claim words: dmlgpu/plans/plan.py), or at least the part they rely on being zero where they write the rest
         before reading it (the radix sort's totals: shaders/radix.glsl); after a run that used zeroed scratch fails, the next request gets a new,
         zeroed one. It grows by powers of two up to one block (chunked past it). DeviceError, before any GPU
         work, if the device cannot hold it beside the operation's tensors ``beside`` (bytes)."""

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from .devices import HOST_CACHED, HOST_COHERENT, HOST_VISIBLE, kp
+from .discovery import HOST_CACHED, HOST_COHERENT, HOST_VISIBLE, kp
 
 CHUNK = 32 << 20            # bytes of one staging buffer
 _PARALLEL_MIN = 8 << 20     # host copies at least this large are split over threads

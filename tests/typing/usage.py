@@ -9,18 +9,18 @@ t = dmlgpu.tensor(table)
 ids = np.array([0, 3])
 
 reveal_type(dmlgpu.gather(table, ids))                            # R: numpy.ndarray
-reveal_type(dmlgpu.gather(t, ids))                                # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.gather(table, dmlgpu.tensor(ids)))             # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.gather(t, ids))                                # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.gather(table, dmlgpu.tensor(ids)))             # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.gather_elements(table, np.zeros((4, 1), int), axis=1))   # R: numpy.ndarray
-reveal_type(dmlgpu.gather_nd(t, [[0, 1]]))                        # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.gather_nd(t, [[0, 1]]))                        # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.scatter_nd(table, [[1]], table[:1], reduction="add"))    # R: numpy.ndarray
-reveal_type(dmlgpu.scatter_nd(table, [[1]], dmlgpu.tensor(table[:1])))      # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.scatter_elements(t, [[0]], [[1.0]], 1))        # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(table, [[1]], dmlgpu.tensor(table[:1])))      # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.scatter_elements(t, [[0]], [[1.0]], 1))        # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.take_along_axis(table, np.zeros((4, 1), int), axis=1))   # R: numpy.ndarray
-reveal_type(dmlgpu.take(t, [1]))                                  # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.take(t, [1]))                                  # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.take(table, [1], out=np.empty(1, np.float32)))            # R: numpy.ndarray
 reveal_type(t.numpy())                                            # R: numpy.ndarray
-reveal_type(t.device)                                             # R: dmlgpu.device.Device
+reveal_type(t.device)                                             # R: dmlgpu.api.device.Device
 reveal_type(dmlgpu.default_device().record())                     # R: dmlgpu.runtime.recording.Recording
 reveal_type(dmlgpu.onnx.prepare(b""))                             # R: dmlgpu.onnx.DmlgpuRep
 
@@ -32,7 +32,7 @@ dmlgpu.gather(table, ids, device=0)
 
 dev = dmlgpu.Device(0, feature_level="4.1", max_queued=8)
 dmlgpu.put_along_axis(table, np.zeros((4, 1), np.int64), 1.0, axis=1)
-reveal_type(dmlgpu.empty((2, 3), np.float16, device=dev))        # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.empty((2, 3), np.float16, device=dev))        # R: dmlgpu.api.tensor.Tensor
 reveal_type(dev.memory_stats())                                   # R: dict[str, int]
 reveal_type(dmlgpu.devices()[0].name)                             # R: str
 desc = dmlgpu.GatherDesc(dmlgpu.TensorDesc(dmlgpu.DataType.FLOAT32, (1, 1, 3, 2)),
@@ -42,30 +42,30 @@ dev.compile(desc).execute(input=dev.buffer(table), indices=dev.buffer(nbytes=8),
 with dev.record() as rec:
     rec.upload(t)
 reveal_type(dmlgpu.onnx.prepare("model.onnx", dml_device=dev).run([ids]))   # R: tuple[Any, ...]
-reveal_type(dmlgpu.zeros(3, device=dev))                          # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.full((2, 2), 7, np.uint16)[1:])                # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.asarray(t, dtype=np.float16).reshape(-1))      # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.zeros(3, device=dev))                          # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.full((2, 2), 7, np.uint16)[1:])                # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.asarray(t, dtype=np.float16).reshape(-1))      # R: dmlgpu.api.tensor.Tensor
 reveal_type(t.tolist())                                           # R: Any
 with dev.record() as rec2:
     rec2.download(t)
 reveal_type(rec2.host(t))                                         # R: numpy.ndarray
 
-# out=X gives X's type, whatever the operands (every signature: dmlgpu/signatures.py)
+# out=X gives X's type, whatever the operands (every signature: dmlgpu/api/signatures.py)
 view = dmlgpu.empty((2, 3), np.float32)
 reveal_type(dmlgpu.gather(table, ids, out=np.empty((2, 3), np.float32)))             # R: numpy.ndarray
-reveal_type(dmlgpu.gather_elements(t, np.zeros((4, 3), int), 0, out=t))               # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.gather_nd(table, [[0], [1]], batch_dims=0, out=view))              # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.gather_elements(t, np.zeros((4, 3), int), 0, out=t))               # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.gather_nd(table, [[0], [1]], batch_dims=0, out=view))              # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.gather_nd(table, [[0], [1]], 0, mode="raise"))                     # R: numpy.ndarray
-reveal_type(dmlgpu.gather_nd(table, dmlgpu.tensor(np.array([[0]]))))                  # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], reduction="max", include_self=False, out=t))  # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], order="tree", out=t, unique_indices=True))   # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], reduction="add", order="fixed-point", out=t))  # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.gather_nd(table, dmlgpu.tensor(np.array([[0]]))))                  # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], reduction="max", include_self=False, out=t))  # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], order="tree", out=t, unique_indices=True))   # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.scatter_nd(t, [[1]], table[:1], reduction="add", order="fixed-point", out=t))  # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.scatter_nd(table, [[1]], table[:1], out=table))                    # R: numpy.ndarray
 reveal_type(dmlgpu.scatter_elements(table, [[0]], [[1.0]], axis=1, out=table))       # R: numpy.ndarray
 reveal_type(dmlgpu.scatter_elements(table, [[0]], [[1.0]], 1, reduction="mean"))      # R: numpy.ndarray
-reveal_type(dmlgpu.scatter_elements(table, dmlgpu.tensor(ids), [[1.0]], 1))           # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.zeros_like(table, device=dev))                                     # R: dmlgpu.tensor.Tensor
-reveal_type(dmlgpu.empty_like(t, np.float16))                                         # R: dmlgpu.tensor.Tensor
+reveal_type(dmlgpu.scatter_elements(table, dmlgpu.tensor(ids), [[1.0]], 1))           # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.zeros_like(table, device=dev))                                     # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.empty_like(t, np.float16))                                         # R: dmlgpu.api.tensor.Tensor
 dmlgpu.gather_nd(table, [[0]], axis=0)                                                # E: No overload variant
 dmlgpu.gather_elements(table, ids, batch_dims=0)                                      # E: No overload variant
 dmlgpu.scatter_nd(table, [[1]], table[:1], axis=0)                                    # E: No overload variant

@@ -1,0 +1,190 @@
+"""Call templates: what a repeated eager call on Tensors records, worked out once per signature and device.
+
+A layer-2 call on device Tensors whose signature (the function, the operands' shapes and dtypes, the other
+arguments) was planned before records the same launches each time: the same kernel variants, workgroup
+counts, barriers and parameter buffers, on new buffers (the result, a reduction's scratch). A template is
+those launches with the per-call buffers as slots: ``[data, indices, output, updates, claims, scratch...]``
+(claims: the device's scatter claim buffer, which a template never holds). A hit
+costs the argument checks of the fast path, a dictionary lookup, the result (and scratch) from the caching
+allocator, the bound algorithms (kept per buffer set by runtime/pipelines.py), and one kp call that records
+the launches into the device's open batch (``Launch.steps``: runtime/launch.py).
+
+Templates are made by tracing: the first two planned runs of a signature (execution._run_tensors) are traced,
+and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
+not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer). A run whose launches
+depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;
+a check of the index values, mode="raise") is never templated, and takes the planned path every time.
+
+Conditions checked on a hit (otherwise the call takes the planned path, which re-traces): no recording of this
+thread is open, queueing is on (max_queued > 0), every operand is on the template's device and held in one
+block, and the scatter claim buffer is still the one traced (Device.zeroed_serial) and clean. Parameter words
+that hold block addresses belong to the large-tensor launches alone (shaders/addressing.glsl), which are
+never templated, so a template's parameter buffers hold only words fixed by its signature.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..plans.plan import CLAIMS as CLAIMS_KEY, block_params
+from ..runtime import COPY
+from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .device import Device
+
+CLAIMS, SCRATCH = 4, 5        # the slot of the scatter claim buffer; slots from SCRATCH on: a run's scratch
+
+
+class Template:
+    """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
+
+    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes")
+
+    def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
+                 recipes: tuple):
+        self.device = device
+        self.steps = steps            # (kernel, workgroups, barrier, slots): Dispatch fields, slots for buffers
+        self.out_shape = out_shape
+        self.out_nbytes = out_nbytes
+        self.scratch = scratch        # sizes of the scratch buffers, in the order the plan took them
+        self.owner = owner            # Device.zeroed_serial of the claim buffer the launches use, or None
+        self.recipes = recipes        # large-tensor launches' parameters, made per call: (words, block-list slots,
+                                      # words padded to or 0), their buffers in the slots after the scratch, in order
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
+            self.owner == other.owner and self.out_nbytes == other.out_nbytes and \
+            [(w.tobytes(), s, n) for w, s, n in self.recipes] == [(w.tobytes(), s, n) for w, s, n in other.recipes]
+
+    def run(self, operands: tuple, out: Tensor | None = None):
+        """The result Tensor of the call on ``operands`` (data, indices[, updates]: Tensors of the traced
+        shapes and dtypes), queued, in a new Tensor or ``out`` (the Tensor of the signature's out_key());
+        None when a hit's conditions do not hold (module docstring)."""
+        dev = self.device
+        if not dev.max_queued:
+            return None
+        recipes = self.recipes
+        bufs = [o.buffer for o in operands]
+        for o, b in zip(operands, bufs):
+            if b.device is not dev or b.chunked and not recipes or o.offset:
+                return None
+        if out is not None:
+            b = out.buffer
+            if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
+                    out.shape != self.out_shape or out.dtype != operands[0].dtype:
+                return None         # (out is data's buffer only in place: out_key())
+        with dev.launch() as launch:
+            owner = self.owner
+            if launch.recording is not None or owner is not None and (owner != dev.zeroed_serial or
+                                                                      not dev.zeroed_clean):
+                return None
+            fits = not recipes
+            out_buf = launch.output(self.out_nbytes, fits) if out is None else out.buffer
+            bufs.insert(2, out_buf)
+            if len(bufs) < CLAIMS:
+                bufs.append(None)
+            bufs.append(dev.zeroed_buffer(CLAIMS_KEY))
+            bufs += [launch.scratch(n, fits) for n in self.scratch]
+            if recipes:     # large tensors: parameters that list these buffers' blocks (padded as traced: None
+                            # where their lists outgrow that, e.g. an operand held in more blocks than its shape needs)
+                bodies = [block_params(words, dev.block_table([None if s is None else bufs[s] for s in slots],
+                                                               len(words)), size) for words, slots, size in recipes]
+                made = [body for body in bodies if body is not None]
+                if len(made) < len(bodies):
+                    if out is None:
+                        launch.taken.append(out_buf)
+                    return None
+                for body in made:
+                    params, fresh = dev.params(body)
+                    bufs.append(params)
+                    if fresh:
+                        launch.stage([params])
+            launch.steps(self.steps, bufs, owner is not None)
+        return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
+
+
+def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple) -> None:
+    """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
+    or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
+    equals the first makes the signature's template."""
+    per_call = buffers + [dev.zeroed_buffer(CLAIMS_KEY)] + scratch
+    slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
+    steps: list[Any] = []
+    recipes: list[Any] = []
+    for d in dispatches:
+        bound = tuple(slots.get(id(b), b) for b in d.buffers)
+        if d.kernel != COPY and (d.wide or any(b.chunked for b in d.buffers)):
+            recipe = d.buffers[0].recipe      # the block lists: remade per call from these slots
+            if not d.wide or recipe is None or any(s is not None and s not in slots for s in recipe[1]):
+                return
+            bound = (len(per_call) + len(recipes),) + bound[1:]
+            recipes.append((recipe[0], tuple(None if s is None else slots[s] for s in recipe[1]), recipe[2]))
+        steps.append((d.kernel, d.count if d.kernel == COPY else dev.workgroups(d.count), d.barrier, bound))
+    uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
+    out = buffers[2]
+    template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),
+                        dev.zeroed_serial if uses_owner else None, tuple(recipes))
+    known = dev.templates.pop(sig, None)
+    while len(dev.templates) >= TEMPLATES:
+        del dev.templates[next(iter(dev.templates))]
+    if isinstance(known, _Candidate) and known.template == template:
+        dev.templates[sig] = template
+    else:
+        dev.templates[sig] = _Candidate(template)
+
+
+class _Candidate:
+    """A first trace, waiting for a second that agrees with it (``run`` declines every call until then)."""
+
+    __slots__ = ("template",)
+
+    def __init__(self, template: Template):
+        self.template = template
+
+    @staticmethod
+    def run(operands: tuple, out=None) -> None:
+        return None
+
+
+TEMPLATES = 512               # templates (and candidates) kept per device
+_wrap = Tensor._wrap
+
+
+def held(dev: Device) -> list:
+    """The buffers that ``dev``'s templates (and candidates) keep alive: their parameter buffers and the dummy
+    binding (each once)."""
+    kept = {}
+    for t in dev.templates.values():
+        for step in (t.template if isinstance(t, _Candidate) else t).steps:
+            for s in step[3]:
+                if s.__class__ is not int:
+                    kept[id(s)] = s
+    return list(kept.values())
+
+
+def templated(op: str, operands: tuple, args: tuple, out: Tensor | None = None):
+    """The result of ``op`` on Tensor ``operands`` with the other arguments ``args`` (exact ints and strings,
+    as in its signature) and ``out`` (a Tensor or None) through the device's template for that signature, or
+    None (no template yet, or a hit's conditions do not hold: the caller takes the planned path)."""
+    key = (op, *[(o.shape, o.dtype) for o in operands], *args)
+    if out is not None:
+        key += out_key(out, operands[0])
+    t = operands[0].buffer.device.templates.get(key)
+    return None if t is None else t.run(operands, out)
+
+
+def out_key(out, data) -> tuple:
+    """The part of a call's signature that ``out`` decides: () without one (or a NumPy ``out``, which the
+    call fills from its result), ("in place",) for a Tensor at ``data``'s own bytes (the same buffer and
+    offset), ("out",) for another Tensor. Call templates (dmlgpu/api/call_templates.py) are keyed by it too."""
+    if not isinstance(out, Tensor):
+        return ()
+    if out is data or isinstance(data, Tensor) and out.buffer is data.buffer and out.offset == data.offset:
+        return IN_PLACE
+    return OUT
+
+
+IN_PLACE, OUT = ("in place",), ("out",)
+

@@ -1,0 +1,165 @@
+"""Layer 2's generic operator driver: what every NumPy-style gather or scatter function does around its own
+shape rule, written once, so that a new operator's function is a shape rule and one ``call()``.
+
+``call(op, rule, data, indices, updates, args, device=, mode=)``:
+
+1. the call template (dmlgpu/api/call_templates.py): a repeated call on Tensors alone, without ``device=``, records the
+   launches traced for its signature;
+2. the operands' checks (dtypes dmlgpu can move, index dtypes, the device, ``mode``), errors named ``op``;
+3. once per signature (the device's cache of planned calls): ``rule(data, indices, updates, *args)``, the
+   operator's own checks, which returns a ``Signature``; the check of the index values (mode="raise") or
+   of dimensions of size 0; the plan, ``ops.PLANS[op](*plan_args)``;
+4. the run: NumPy operands give a NumPy result, a Tensor operand (or a recording) a Tensor.
+
+Adding an operator (README, "Adding an operator"): its plan, a row of ``ops.PLANS``; its function, a rule and a
+call(); its export in dmlgpu/__init__.py; and, only if no kernel does what it needs, a shader and its row in
+kernels/table.py.
+
+Examples
+--------
+A gather of whole rows along axis 0, through the driver (gather's own row of ops.PLANS):
+
+>>> import numpy as np
+>>> from dmlgpu.api import driver
+>>> from dmlgpu.plans.index_map import Layout, take_shape
+>>> def rows(data, idx, upd):
+...     out = take_shape(data.shape, idx.shape, 0)
+...     layouts = Layout.packed(data.shape), Layout.packed(idx.shape), Layout.packed(out)
+...     return driver.Signature(out, data.shape[0], (*layouts, 0, data.dtype, idx.dtype))
+>>> driver.call("gather", rows, np.arange(6, dtype=np.int16).reshape(3, 2), [2, -1])
+array([[4, 5],
+       [4, 5]], dtype=int16)
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from . import call_templates as calls, items
+from ..plans import ops
+from .arguments import MODES, _index_check, _operands, _updates
+from .call_templates import out_key
+from .execution import _Call, _execute, _planned, check_out
+from .tensor import Tensor
+
+
+class Signature(NamedTuple):
+    """What an operator's shape rule works out from a call's signature (shapes, dtypes, arguments).
+
+    ``out_shape``: the result's shape (a scatter's: data's). ``dims``: the size each index addresses, an int
+    for every index or one per position of an index tuple (the indices' last dimension); indices are checked
+    (mode="raise") or clamped against it. ``plan_args``: the arguments of the operator's row of ops.PLANS, or
+    None when the call moves nothing (a gather's empty result, a scatter's unchanged copy of data).
+    """
+
+    out_shape: tuple
+    dims: Any
+    plan_args: tuple | None
+
+
+Rule = Callable[..., Signature]
+
+
+def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args: tuple = (), *,
+         device: Any = None, mode: str = "clamp", out: Any = None, key: tuple | None = None,
+         byte_order: bool = False, name: str | None = None, modes: tuple = MODES) -> Any:
+    """Runs operator ``op`` (a name of ops.PLANS) on these operands (module docstring).
+
+    Parameters
+    ----------
+    op : str
+        The operator's name: its row of ops.PLANS, and the name its errors start with.
+    rule : callable
+        ``rule(data, indices, updates, *args)`` -> Signature: the operator's checks (TypeError, ValueError,
+        IndexError; named ``op`` by the driver) and shapes. ``data`` and ``updates`` are NumPy arrays or
+        Tensors, ``indices`` an index-dtype array or Tensor; ``updates`` is None for a gather.
+    data, indices, updates : array_like or Tensor
+        A gather's ``updates`` is None.
+    args : tuple
+        The operator's other arguments (axis, ...), passed to ``rule``.
+    device, mode, out
+        As the layer-2 functions take them (dmlgpu.gather, dmlgpu.scatter_nd): ``out`` a Tensor or NumPy
+        array of the result's shape and dtype, which may be a scatter's ``data`` (in place).
+    key : tuple or None
+        The arguments' part of the call's signature (exact ints and strings; default ``(*args, mode)``): the
+        planned call and the call template are kept under it (and ``out``'s kind: execution.out_key).
+    name : str, optional
+        The function the user called, where it is not ``op`` (NumPy's names): the device's report of a bad
+        Tensor index (mode="raise", index_check.py), made after the call returned, starts with it.
+    modes : tuple
+        The modes the caller takes (arguments.MODES; NumPy's take: GATHER_MODES, which only gather plans resolve).
+    byte_order : bool
+        True for scatter reductions: their arithmetic needs native byte order, so NumPy operands of another
+        byte order are converted there and back (execution._run_native); the other operators move bytes.
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        ``out`` when given.
+
+    Raises
+    ------
+    TypeError, ValueError, IndexError, dmlgpu.DeviceError
+        As the layer-2 functions, with messages that start with ``op``.
+    """
+    if key is None:
+        key = (*args, mode) if name is None else (*args, mode, name)
+    if op in items.OPERATORS and isinstance(getattr(data, "dtype", None), np.dtype) and items.odd(data.dtype):
+        return items.call(call, op, rule, data, indices, updates, args, device=device, mode=mode, out=out,
+                          key=key, byte_order=byte_order, name=name, modes=modes)     # (records, "S3", ...: as rows of units)
+    if any(isinstance(x, Tensor) and x._strides is not None for x in (data, indices, updates, out)):
+        return _strided(op, rule, data, indices, updates, args, device=device, mode=mode, out=out, key=key,
+                        byte_order=byte_order, name=name, modes=modes)
+    if device is None and type(data) is Tensor and type(indices) is Tensor and \
+            (updates is None or type(updates) is Tensor) and (out is None or type(out) is Tensor) and _plain(key):
+        res = calls.templated(op, (data, indices) if updates is None else (data, indices, updates), key, out)
+        if res is not None:
+            return res
+    data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates, modes)
+    upd = None if updates is None else _updates(updates, data, op)
+    arrays = (data, idx) if upd is None else (data, idx, upd)
+
+    def build() -> _Call:
+        sig = rule(data, idx, upd, *args)
+        dims = np.asarray(sig.dims)
+        count = upd.size if upd is not None else math.prod(sig.out_shape)
+        check = _index_check(name or op, count, dims, mode)
+        if sig.plan_args is None:
+            return _Call(None, sig.out_shape, check, copy=upd is not None)
+        resolve = {"index_mode": mode} if mode in ("wrap", "clip") else {}     # gather's NumPy modes
+        return _Call(ops.PLANS[op](*sig.plan_args, **resolve), sig.out_shape, check)
+
+    if out is not None:
+        check_out(op, out, data, arrays[1:], dev)
+        key += out_key(out, data)
+    return _execute(dev, _planned(dev, op, arrays, key, build), data, idx, values, upd, byte_order=byte_order, out=out,
+                    op=op)
+
+
+def _plain(key: tuple) -> bool:
+    """True when every argument of a call's signature is an exact int or str (others keep it out of the caches:
+    execution._planned)."""
+    for a in key:
+        if type(a) is not int and type(a) is not str:
+            return False
+    return True
+
+
+def _strided(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple, *, out: Any, **kw: Any) -> Any:
+    """call() with strided Tensor views (Tensor.transpose(), t[:, 1], ...): the kernels take packed operands,
+    so strided ones are packed copies (on the device); a strided ``out`` receives the packed result, written
+    into its elements on the device (in place on ``data``: data's packed copy is updated, then written back)."""
+    def packed(x: Any) -> Any:
+        return x._packed() if isinstance(x, Tensor) and x._strides is not None else x
+
+    pd, pi, pu = packed(data), packed(indices), packed(updates)
+    if not isinstance(out, Tensor) or out._strides is None:
+        return call(op, rule, pd, pi, pu, args, out=out, **kw)
+    in_place = out is data or isinstance(data, Tensor) and (data.buffer, data.offset, data.shape, data._strides) == \
+        (out.buffer, out.offset, out.shape, out._strides)
+    into = pd if in_place else Tensor._wrap(out.device.take_buffer(out.nbytes), out.shape, out.dtype)
+    call(op, rule, pd, pi, pu, args, out=into, **kw)
+    out._write_packed(into)
+    return out

@@ -1,0 +1,133 @@
+"""The layer-2 functions' signatures as a type checker sees them, written once per signature.
+
+A call's result is ``out`` when one is given (its type), else a Tensor when an operand is a Tensor, else a
+NumPy array: each signature is a Protocol whose overloaded ``__call__`` says so, and a function takes it
+through the decorator of its signature (``along_axis``, ``batch_dims``, ``scatter_nd``,
+``scatter_elements``), which mypy checks the function against and which returns the function itself (its
+``__name__``, ``__doc__`` and ``inspect.signature`` stay the function's own). gather and gather_elements
+share one signature. The keywords every function takes (``device``, ``mode``; a scatter's reduction
+keywords) are written once too, as the TypedDicts ``Where`` and ``Scattering``.
+
+Nothing here runs a call: dmlgpu.api.functions holds the functions and dmlgpu.api.driver their common call.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, TypeVar, Union, overload
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .device import Device
+from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack      # typing's from Python 3.11; only mypy reads these annotations
+
+Mode = Literal["clamp", "raise"]
+Reduction = Literal["none", "add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin"]  # (PyTorch's aliases)
+Order = Literal["row-major", "tree", "fixed-point"]
+DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: the default (device.as_device)
+ArrayInput = ArrayLike                    # an ndarray, what NumPy can view (interop.host_array), lists, scalars
+IndexLike = Union[Tensor, ArrayInput]
+
+_O = TypeVar("_O", Tensor, np.ndarray)    # out=: the result is out
+
+
+class Where(TypedDict, total=False):
+    """The keywords of every layer-2 function but ``out``: where it runs and how it treats indices."""
+    device: DeviceLike
+    mode: Mode
+
+
+class Scattering(Where, total=False):
+    """A scatter's keywords but ``out``."""
+    reduction: Reduction
+    include_self: bool
+    order: Order
+    unique_indices: bool
+
+
+class AlongAxis(Protocol):
+    """``f(data, indices, axis=0, *, device=None, mode="clamp", out=None)``: gather, gather_elements."""
+    @overload
+    def __call__(self, data: Any, indices: Any, axis: int = 0, *, out: _O, **kw: Unpack[Where]) -> _O: ...
+    @overload
+    def __call__(self, data: Tensor, indices: IndexLike, axis: int = 0, *, out: None = None,
+                 **kw: Unpack[Where]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: Tensor, axis: int = 0, *, out: None = None,
+                 **kw: Unpack[Where]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: ArrayInput, axis: int = 0, *, out: None = None,
+                 **kw: Unpack[Where]) -> np.ndarray: ...
+
+
+class BatchDims(Protocol):
+    """``f(data, indices, batch_dims=0, *, device=None, mode="clamp", out=None)``: gather_nd."""
+    @overload
+    def __call__(self, data: Any, indices: Any, batch_dims: int = 0, *, out: _O, **kw: Unpack[Where]) -> _O: ...
+    @overload
+    def __call__(self, data: Tensor, indices: IndexLike, batch_dims: int = 0, *, out: None = None,
+                 **kw: Unpack[Where]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: Tensor, batch_dims: int = 0, *, out: None = None,
+                 **kw: Unpack[Where]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: ArrayInput, batch_dims: int = 0, *, out: None = None,
+                 **kw: Unpack[Where]) -> np.ndarray: ...
+
+
+class ScatterND(Protocol):
+    """``f(data, indices, updates, *, device=None, mode="clamp", reduction="none", include_self=True,
+    order="row-major", out=None, unique_indices=False)``: scatter_nd."""
+    @overload
+    def __call__(self, data: Any, indices: Any, updates: Any, *, out: _O, **kw: Unpack[Scattering]) -> _O: ...
+    @overload
+    def __call__(self, data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, *, out: None = None,
+                 **kw: Unpack[Scattering]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, *, out: None = None,
+                 **kw: Unpack[Scattering]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: ArrayInput, updates: Tensor, *, out: None = None,
+                 **kw: Unpack[Scattering]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: ArrayInput, updates: ArrayInput, *, out: None = None,
+                 **kw: Unpack[Scattering]) -> np.ndarray: ...
+
+
+class ScatterElements(Protocol):
+    """ScatterND's, with ``axis=0`` after ``updates``: scatter_elements."""
+    @overload
+    def __call__(self, data: Any, indices: Any, updates: Any, axis: int = 0, *, out: _O,
+                 **kw: Unpack[Scattering]) -> _O: ...
+    @overload
+    def __call__(self, data: Tensor, indices: IndexLike, updates: Tensor | ArrayInput, axis: int = 0, *,
+                 out: None = None, **kw: Unpack[Scattering]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, axis: int = 0, *,
+                 out: None = None, **kw: Unpack[Scattering]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: ArrayInput, updates: Tensor, axis: int = 0, *,
+                 out: None = None, **kw: Unpack[Scattering]) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, indices: ArrayInput, updates: ArrayInput, axis: int = 0, *,
+                 out: None = None, **kw: Unpack[Scattering]) -> np.ndarray: ...
+
+
+# The decorators: each returns the function it is given, typed by its signature's Protocol (mypy checks that
+# the function accepts every overload's arguments).
+def along_axis(fn: AlongAxis) -> AlongAxis:
+    return fn
+
+
+def batch_dims(fn: BatchDims) -> BatchDims:
+    return fn
+
+
+def scatter_nd(fn: ScatterND) -> ScatterND:
+    return fn
+
+
+def scatter_elements(fn: ScatterElements) -> ScatterElements:
+    return fn
