@@ -1,14 +1,9 @@
 """Layer 1's compiled operators: a descriptor validated for a device (CompiledOperator), run on its buffers."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .rules import OperatorDesc
 from ..errors import DeviceError
-from ..runtime import Buffer
-
-if TYPE_CHECKING:
-    from ..api.device import Device as _Device     # a dmlgpu.Device (it carries the feature level)
+from ..runtime import Buffer, Device
 
 
 class CompiledOperator:
@@ -35,13 +30,14 @@ class CompiledOperator:
     See Device.compile(), which makes them.
     """
 
-    def __init__(self, device: _Device, desc: OperatorDesc):
+    def __init__(self, device: Device, desc: OperatorDesc):
         if not isinstance(desc, OperatorDesc):
             raise TypeError(f"compile() takes an operator descriptor such as dmlgpu.GatherDesc, "
                             f"not {type(desc).__name__}")
         self.device = device
         self.desc = desc
-        self.plan = desc.plan(device.feature_level)
+        # a dmlgpu.Device (api/device.py, a layer above) carries the DirectML feature level that layer 1 follows
+        self.plan = desc.plan(device.feature_level)  # type: ignore[attr-defined]
 
     def execute(self, **buffers: Buffer) -> None:
         """Runs the operator on this device's buffers and waits for the GPU.

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 import numpy as np
 
@@ -11,8 +11,18 @@ from .discovery import kp
 from .transfers import BEFORE_COPY, BEFORE_HOST_READ
 
 if TYPE_CHECKING:
-    from ..api.tensor import Tensor
     from .device import Device
+
+
+class BufferRange(Protocol):
+    """What a recording moves besides a whole Buffer: a byte range of one (a dmlgpu.Tensor: the runtime knows no
+    Tensor class, only these attributes of it)."""
+    @property
+    def buffer(self) -> Buffer: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
 
 
 class Recording:
@@ -73,17 +83,17 @@ class Recording:
             self._zeroed = dev._uses_zeroed(self.dispatches())
         self.run()
 
-    def upload(self, *tensors: Union["Tensor", Buffer]) -> None:
+    def upload(self, *tensors: Union[BufferRange, Buffer]) -> None:
         """At this point of each run, sends the tensors' (or buffers') host copies (``host(t)``) to the
         device: a Tensor's bytes only (a view's range of its buffer), a Buffer's all."""
         self._steps.append(("upload", tuple(self._range_of(t, self._uploaded) for t in tensors)))
 
-    def download(self, *tensors: Union["Tensor", Buffer]) -> None:
+    def download(self, *tensors: Union[BufferRange, Buffer]) -> None:
         """At this point of each run, copies the tensors' (or buffers') device contents to their host copies
         (``host(t)``)."""
         self._steps.append(("download", tuple(self._range_of(t, self._downloaded) for t in tensors)))
 
-    def host(self, t: Union["Tensor", Buffer]) -> np.ndarray:
+    def host(self, t: Union[BufferRange, Buffer]) -> np.ndarray:
         """The recording's host copy of a Tensor (an array of its shape and dtype) or Buffer (uint8[nbytes]):
         what ``upload(t)`` sends and ``download(t)`` fills on each run. Writable when ``t`` is uploaded,
         read-only when it is only downloaded.
