@@ -30,9 +30,9 @@ FOLDERS = {
 TOP = {"__init__": None, "__main__": None, "demo": None, "errors": set(), "reference": {"plans"}}
 
 # the one kind of type-checking import still allowed to close a circle, inside one folder (issue 38's remaining
-# work: "no mixins that re-declare their host's attributes", "no function of self outside its class"): a module of
-# the folder annotating with the class it serves, the runtime Device (its mixins runs and scratch, the classes it
-# builds) or the Tensor (its methods written as module functions in tensor_views and tensor_protocols)
+# work: "no function of self outside its class"): a module of the folder annotating with the class it serves, the
+# runtime Device (the classes it builds: batches, launches, recordings) or the Tensor (its methods written as
+# module functions in tensor_views and tensor_protocols)
 SERVED_CLASSES = {"dmlgpu.runtime.device": "dmlgpu.runtime", "dmlgpu.api.tensor": "dmlgpu.api"}
 
 

@@ -1,6 +1,6 @@
 """The runtime on a patched Kompute, which knows nothing of DirectML or of the operators (plans hand it Dispatches):
 finding devices (discovery), device memory (memory: a caching allocator), moving bytes (transfers), kernel pipelines
-(pipelines), buffers (buffer), the device and its runs (device, runs, scratch), the launch contract every call path
+(pipelines), buffers (buffer), the device, its runs and scratch (device), the launch contract every call path
 runs work through (launch), the batches of queued runs (batch), recordings (recording), device profiles (profiles),
 the NVIDIA clock hold (clocks) and the Vulkan validation layer (validation). May import: errors, kernels."""
 from .buffer import COPY, Buffer, Dispatch, as_bytes

@@ -99,7 +99,7 @@ class Batch:
         after_copy = False
         for kernel, groups, before, slots in steps:
             bound = [buffers[s] if s.__class__ is int else s for s in slots]
-            if kernel == COPY:         # a copy step: groups is its byte count (barriers: Runs._dispatch_ops')
+            if kernel == COPY:         # a copy step: groups is its byte count (barriers: Device._dispatch_ops')
                 ops.append(dev._copy_barrier)
                 ops += _copy_ops(bound[0], 0, bound[1], 0, groups)
                 after_copy = True

@@ -1,8 +1,31 @@
 """A Vulkan device opened through Kompute: its buffers (runtime/buffer.py), synchronous runs of kernel
 dispatches and their replays, and the batches of queued eager runs (runtime/batch.py).
 
-How runs are ordered and when queued runs are submitted: runtime/runs.py (the mixin Runs); scratch,
-parameter and zeroed buffers: runtime/scratch.py (the mixin Scratch)."""
+Ordering: Kompute's OpAlgoDispatch records no barrier of its own (kp patch 0016), so dmlgpu records one
+global memory barrier before every dispatch (``BEFORE_DISPATCH`` on all memory, kp patch 0017: one
+vkCmdPipelineBarrier, made once per device): all earlier transfer and compute writes are made available and
+visible to the dispatch's reads and writes, and all earlier reads finish first. Two dependent dispatches in
+one submission are therefore ordered (RAW, WAW and WAR alike). A dispatch marked ``barrier=False`` (a
+scatter's copy, independent of the claim pass before it) shares the barrier of the dispatch before it, so
+the two may overlap. Copies into and out of device buffers are preceded by ``BEFORE_COPY``; memory the host
+reads after a submission (staging, or mapped device buffers on unified memory) is made visible to it by a
+global ``BEFORE_HOST_READ`` at the end.
+
+Queued eager calls: runs that produce device Tensors (``Launch.run(..., queue=True)``) join the device's
+open batch, submitted together when the host needs a result: a host read or write of a buffer the batch
+uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a recording's submission,
+``Device.synchronize()``, or ``max_queued`` runs in the batch; with ``eager_submit`` (an opt-in), also the
+first run queued while no batch is in flight. There is one open batch per device, shared by
+its threads under the device's lock, so the order of the calls is the order in which the threads got the
+lock. A batch submitted because it is full is not waited for: the next one is collected while the GPU runs
+it. The caching allocator may hand a block that a queued run still uses to a later queued run: the batches
+run in submission order on one queue, and the barrier before each dispatch makes earlier reads and writes
+finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host reads
+and writes of mapped memory, staging transfers, fills, destroying it) first waits for the batch that uses
+it (runtime/batch.py).
+
+Scratch: the size checks before any GPU work, scratch buffers, kernel parameter buffers shared by equal words,
+the WIDE variants' block lists, and zeroed scratch (a scatter's claim words)."""
 from __future__ import annotations
 
 import atexit
@@ -14,23 +37,42 @@ from typing import Any, Callable, Iterable, NamedTuple, TypeVar
 
 import numpy as np
 
-from ..kernels import table as kernels
+from ..kernels import spirv, table as kernels
 from ..errors import DeviceError
 from . import host, profiles, transfers
 from .clocks import ClockHold
+from .launch import Launch
 from .discovery import (DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp,
                         open_manager)
 from .batch import Batch
-from .buffer import COPY, Buffer, MappedBuffer, _copy_ops, as_bytes
+from .buffer import COPY, Buffer, Dispatch, MappedBuffer, _block_ids, _copy_ops, as_bytes
 from .memory import Allocator, Block
 from .pipelines import Pipelines
 from .recording import Recording
-from .runs import Runs
-from .scratch import Scratch
 from .transfers import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, Staging
 
 _REPLAYS = 16            # recorded synchronous runs kept per device, submitted again when repeated
 _MAX_QUEUED = 64         # eager runs a batch holds before it is submitted (Device's max_queued default)
+
+
+_FUSE_MAX = 4 << 20      # transfers up to this many bytes (each way) join the operation's own submission
+
+
+STAGING_ALIGN = 16       # bytes: each piece of a run's staging buffer starts at a multiple of this
+
+
+def _staging_offsets(sizes) -> list:
+    """Byte offsets of consecutive pieces of these sizes in one staging buffer, each at a multiple of
+    STAGING_ALIGN, followed by the total they take."""
+    out, pos = [], 0
+    for n in sizes:
+        out.append(pos)
+        pos += -(-n // STAGING_ALIGN) * STAGING_ALIGN
+    return out + [pos]
+
+
+_PARAMS_CACHE = 256      # parameter buffers kept per device
+
 
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
@@ -57,7 +99,7 @@ class Watch(NamedTuple):
     report: Callable[[np.ndarray], BaseException | None]
     results: list
 
-class Device(Runs, Scratch):
+class Device:
     """A Vulkan device opened through Kompute.
 
     ``index``: as listed by dmlgpu.devices(); default: DMLGPU_DEVICE, else the first discrete GPU, else
@@ -522,3 +564,338 @@ class Device(Runs, Scratch):
     # ---- internal: running ----
     def active_recording(self):
         return getattr(self._local, "recording", None)
+
+    # ---- runs: synchronous runs, their replays, the queue (module docstring) ----
+    def launch(self) -> Launch:
+        """A launch: the one way to run kernels on this device (runtime/launch.py): ``with dev.launch() as
+        launch:`` holds the device's lock, ``launch.scratch(n)`` hands out scratch that goes back when the block
+        ends, ``launch.run(dispatches, ...)`` runs, queues or records them.
+
+        Raises
+        ------
+        dmlgpu.DeviceError
+            A closed device.
+
+        Examples
+        --------
+        >>> import dmlgpu
+        >>> with dmlgpu.default_device().launch() as launch:
+        ...     launch.scratch(16).nbytes, launch.run([])
+        (16, [])
+        """
+        return Launch(self)
+
+    def run(self, dispatches, uploads=(), downloads=()) -> list:
+        """A launch of these dispatches without scratch of its own (Launch.run: recorded inside a recording of
+        this thread, else submitted now, waiting for it; returns the downloaded bytes)."""
+        with self.launch() as launch:
+            return launch.run(dispatches, uploads, downloads)
+
+    def clear_algorithms(self) -> None:
+        """Drops the Kompute algorithms (descriptor sets) kept for the buffer sets of past dispatches; the
+        pipelines stay. They keep their buffers' blocks alive until then."""
+        with self.lock:
+            self._pipelines.clear()
+
+    def _run(self, dispatches, uploads=(), downloads=(), queue: bool = False, host_read: bool = False) -> list:
+        """Uploads the buffers' staged bytes, runs the dispatches in order (a barrier before each),
+        downloads; waits. Returns the downloaded bytes: a new uint8 array of each buffer's nbytes.
+        Inside a recording of this thread the steps are appended to it instead (returns []). ``queue``
+        (without downloads): appended to the device's batch instead, unless max_queued is 0 (returns []).
+        ``host_read``: end with the barrier that makes the dispatches' writes visible to host reads (they write
+        imported host memory: Launch.run)."""
+        if self._admitted is not None:
+            self._admit(dispatches, uploads)
+        rec = self.active_recording()
+        if rec is not None:
+            rec._append(dispatches, uploads, downloads)
+            return []
+        with self.lock:
+            self.check_open()
+            if queue and self.max_queued and not downloads:
+                self._batches.enqueue(dispatches, uploads)
+                return []
+            self._flush()
+            pending = [b for b in uploads if b._pending is not None]
+            up_sizes = [b._pending.size for b in pending]
+            down_sizes = [b.nbytes for b in downloads]
+            fused = self.direct_memory or (sum(up_sizes) <= _FUSE_MAX and sum(down_sizes) <= _FUSE_MAX)
+            up_slot = down_slot = None
+            if self.direct_memory or not fused:   # mapped, or large: through staging in submissions of their own
+                for b in pending:
+                    self.write_bytes(b, 0, b._pending)
+            else:
+                if pending:
+                    up_pos = _staging_offsets(up_sizes)
+                    up_slot = self._staging.slot("up", 0, up_pos[-1])
+                    view = up_slot.view
+                    for b, pos, n in zip(pending, up_pos, up_sizes):
+                        transfers.host_copy(view[pos:pos + n], b._pending)
+                if downloads:
+                    down_pos = _staging_offsets(down_sizes)
+                    down_slot = self._staging.slot("down", 0, down_pos[-1])
+            for b in pending:
+                b._pending = None
+            if dispatches or up_slot or down_slot:
+                self._submit_run(dispatches, pending, up_sizes, up_slot, downloads, down_sizes, down_slot,
+                                 host_read)
+            if down_slot is not None:
+                view = down_slot.view
+                return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
+            return [self.read_range(b, 0, b.nbytes) for b in downloads]
+
+    def _submit_run(self, dispatches, uploads, up_sizes, up_slot, downloads, down_sizes, down_slot,
+                    host_read: bool = False) -> None:
+        """Submits a synchronous run and waits: uploads from ``up_slot`` (if any), the dispatches, downloads
+        into ``down_slot`` (if any). A run whose command buffer would be the same as one of the last
+        _REPLAYS (same kernels, counts, blocks, staging buffers and sizes) submits that one again."""
+        parts: list[Any] = []
+        for d in dispatches:
+            parts += (d.kernel, d.count, d.barrier, d.blocks, *_block_ids(d.buffers))
+        if up_slot is not None:
+            parts += ("up", up_slot.serial, *_block_ids(uploads), *up_sizes)
+        if down_slot is not None:
+            parts += ("down", down_slot.serial, *_block_ids(downloads), *down_sizes)
+        if host_read:
+            parts.append("host")
+        key = tuple(parts)
+        seq = self._replays.pop(key, None)
+        if seq is None:
+            seq = self._replay_sequence()
+            ops = self._staged_copies(uploads, up_sizes, up_slot, True) + self._dispatch_ops(dispatches)
+            if self.direct_memory or host_read:
+                ops += self._host_read_ops(dispatches)
+            ops += self._staged_copies(downloads, down_sizes, down_slot, False)
+            for op in ops:
+                seq.record(op)
+        self._replays[key] = seq                 # most recently used last
+        self._submit(seq, self._uses_zeroed(dispatches))
+
+    @staticmethod
+    def _staged_copies(bufs, sizes, slot, upload: bool) -> list:
+        """The ops that copy ``sizes`` bytes of each buffer from the upload staging buffer (``upload``) or
+        into the download one, at the offsets _staging_offsets() gives, with their barriers; [] without a slot."""
+        if slot is None:
+            return []
+        ops = [kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY)]
+        for b, pos, n in zip(bufs, _staging_offsets(sizes), sizes):
+            for block, at, off, m in b._pieces(0, n):
+                ops.append(kp.OpCopyRegion(slot.tensor, block.tensor, pos + off, at, m) if upload else
+                           kp.OpCopyRegion(block.tensor, slot.tensor, at, pos + off, m))
+        if not upload:
+            ops.append(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
+        return ops
+
+    # ---- internal: the batch of queued runs (runtime/batch.py) ----
+    def _queue(self, dispatches, uploads=()) -> None:
+        """``_run(dispatches, uploads, queue=True)`` for a caller that knows that no recording of this thread
+        is open (the common eager call: one check fewer)."""
+        if self._admitted is not None:
+            self._admit(dispatches, uploads)
+        with self.lock:
+            if self.closed:
+                self.check_open()
+            if self.max_queued:
+                self._batches.enqueue(dispatches, uploads)
+            else:
+                self._run(dispatches, uploads)
+
+    def _sync_buffer(self, buf: Buffer) -> None:
+        """Before ``buf`` is reached outside the batches: waits for the batches that use it."""
+        for block in buf.block_list:
+            self._batches.sync_block(block)
+
+    def _flush(self, wait: bool = True) -> None:
+        """Submits the open batch (Batch.flush)."""
+        self._batches.flush(wait)
+
+    def _dispatch_ops(self, dispatches) -> list:
+        """The kp ops of dispatches in order: the global barrier before each one that has ``barrier`` (and
+        before the kernel after a copy step, whose barrier orders transfers only); a copy's region copies after
+        a global barrier before transfers (BEFORE_COPY)."""
+        ops = []
+        after_copy = False
+        for d in dispatches:
+            if d.kernel == COPY:
+                ops.append(self._copy_barrier)
+                ops += _copy_ops(d.buffers[0], 0, d.buffers[1], 0, d.count)
+                after_copy = True
+                continue
+            if d.barrier or after_copy:
+                ops.append(self._barrier)
+            ops.append(self._algorithm(d).dispatch)
+            after_copy = False
+        return ops
+
+    def command_count(self, dispatches) -> int:
+        """The Vulkan commands that these dispatches record in order (each op of _dispatch_ops is one): a
+        kernel's barrier (if it has one, or follows a copy step) and itself; a copy step's barrier and its
+        region copies (one per block range)."""
+        return len(self._dispatch_ops(dispatches))
+
+    def _host_read_ops(self, dispatches) -> list:
+        """Unified memory: the barrier that makes what the dispatches wrote visible to host reads (so that
+        reading a mapped buffer afterwards needs no submission of its own)."""
+        return [self._host_barrier] if dispatches else []
+
+    def _uses_zeroed(self, dispatches) -> bool:
+        """True when the dispatches use zeroed scratch (zeroed())."""
+        held = {id(b) for b in self._zeroed.values()}
+        return bool(held) and any(id(b) in held for d in dispatches for b in d.buffers)
+
+    def workgroups(self, count: int) -> int:
+        """The workgroups that a dispatch of ``count`` iterations launches on this device."""
+        return self.geometry.workgroups(count, self._max_groups)
+
+    def _algorithm(self, d: Dispatch):
+        """The Kompute algorithm (shared pipeline, descriptor set of these buffers) for the dispatch, with
+        its ops (pipelines.Bound)."""
+        groups = self.geometry.workgroups(d.count, self._max_groups)
+        if d.blocks is not None:
+            return self._pipelines.algorithm(d.kernel, groups, [b.block_list[i or 0] for b, i in zip(d.buffers, d.blocks)])
+        if not d.wide:
+            for b in d.buffers:
+                if b.chunked:
+                    raise DeviceError(f"kernel {d.kernel} binds single blocks: it cannot address a buffer held in "
+                                      f"several (a large-tensor variant must be chosen for it)")
+        return self._pipelines.algorithm(d.kernel, groups, [b._block for b in d.buffers])
+
+    def supports(self, stem: str) -> bool:
+        """Whether this device, as its profile shows it, can run the kernel variant ``stem`` of its geometry
+        (its SPIR-V's needs, every binding a storage buffer: profiles.limit_problem); each stem is checked once.
+        Plans ask it to choose between variants where a device may lack what the faster one needs."""
+        ok = self._supported.get(stem)
+        if ok is None:
+            need = spirv.requirements(stem + self.geometry.suffix)
+            need = need._replace(storage_buffers=max(need.storage_buffers, need.bindings))
+            ok = self._supported[stem] = profiles.limit_problem(self.info, self.features, need) is None
+        return ok
+
+    def _admit(self, dispatches, uploads) -> None:
+        """DeviceError, before anything of the run is recorded, if a dispatch's kernel needs more than the
+        device's limits or features (profiles.check_limits: its SPIR-V's needs, and as many storage buffers
+        as the dispatch binds; each kernel is checked once). The run's new parameter buffers, never to be
+        uploaded, are then dropped. Runs only on a device whose limits are below what some variant needs
+        (``_admitted`` is None elsewhere)."""
+        for d in dispatches:
+            if d.kernel not in self._admitted:
+                name = d.kernel + self.geometry.suffix
+                need = spirv.requirements(name)
+                try:
+                    profiles.check_limits(self, name, need._replace(
+                        storage_buffers=max(need.storage_buffers, len(d.buffers))))
+                except DeviceError:
+                    for key, buf in list(self._param_buffers.items()):
+                        if buf._pending is not None and any(buf is b for b in uploads):
+                            del self._param_buffers[key]
+                    raise
+                self._admitted[d.kernel] = True
+
+    def _submit(self, seq, zeroed: bool) -> None:
+        """Submits a recorded Sequence and waits. ``zeroed``: it uses zeroed scratch, which is renewed if the
+        run fails (it may be left non-zero)."""
+        try:
+            seq.eval()
+        except BaseException:
+            if zeroed:
+                self._zeroed_clean = False
+            raise
+        self._count_submission()
+
+    def _count_submission(self) -> None:
+        self._submissions += 1
+        if self._submissions % 256 == 0:
+            self._mgr.clear()   # let Kompute forget expired objects: host memory stays flat
+
+    # ---- scratch, parameter and zeroed buffers; the size checks ----
+    @property
+    def memory_capacity(self) -> int:
+        """The most bytes of buffers this Device can hold at once: its memory_limit, else the device's largest
+        device-local memory heap."""
+        heap = self.info.device_memory
+        return heap if self.memory_limit is None else min(heap, self.memory_limit)
+
+    def check_sizes(self, *nbytes: int) -> None:
+        """DeviceError, before any GPU work, if buffers of these sizes (one operation's) cannot be held by the
+        device together."""
+        total, capacity = sum(nbytes), self.memory_capacity
+        if total > capacity:
+            what = f"a tensor of {total} bytes exceeds" if len(nbytes) == 1 else \
+                f"tensors of {' + '.join(map(str, nbytes))} = {total} bytes exceed"
+            raise DeviceError(f"{what} this device's memory ({capacity} bytes, {self.info.name}"
+                              f"{', its memory_limit' if capacity == self.memory_limit else ''}); "
+                              f"split the operation into smaller ones")
+
+
+    def take_buffer(self, nbytes: int) -> Buffer:
+        """A buffer of at least ``nbytes`` whose contents are undefined."""
+        if self.closed:
+            self.check_open()
+        return Buffer(self, max(4, (nbytes + 3) & ~3))
+
+    def give_buffers(self, *bufs: Buffer) -> None:
+        """Returns _take()n buffers to the allocator now (those a recording uses stay until it goes)."""
+        for buf in bufs:
+            if not buf.pinned:
+                buf._release()
+
+    def params(self, words: np.ndarray) -> tuple[Buffer, bool]:
+        """(a buffer holding these kernel parameter words, True if it is new: its words are staged and it
+        must be listed among the uploads of the run that uses it). Buffers are shared by equal words, so
+        repeated operations reuse their algorithms."""
+        key = words.tobytes()
+        buf = self._param_buffers.pop(key, None)
+        fresh = buf is None
+        if fresh:
+            if len(self._param_buffers) >= _PARAMS_CACHE:
+                self._param_buffers.pop(next(iter(self._param_buffers)))
+            buf = Buffer(self, words.nbytes, whole=True)    # bound whole at binding 0
+            buf.stage(np.frombuffer(key, dtype=np.uint8))
+        self._param_buffers[key] = buf            # most recently used last
+        return buf, fresh
+
+    def block_table(self, slots, base: int) -> np.ndarray:
+        """The block lists of the WIDE kernel variants (shaders/index_map.glsl's P_BLOCKS) for the buffers in
+        ``slots`` (None: absent), to be placed at word ``base`` of their parameter words: per slot, the log2 of
+        its block size in bytes (63: one block) and the word where its blocks' addresses start; then the
+        addresses (uint64)."""
+        head: list[int] = []
+        addresses: list[int] = []
+        start = base + 2 * len(slots)
+        for buf in slots:
+            blocks = buf.block_list if buf is not None else []
+            head += [self.chunk_bytes.bit_length() - 1 if len(blocks) > 1 else 63, start + len(addresses)]
+            addresses += [b.address for b in blocks] or [0]
+        return np.array(head + addresses, dtype=np.uint64)
+
+    def zeroed_buffer(self, key: str) -> Buffer | None:
+        """The zeroed scratch kept for ``key`` (zeroed()), or None where none was made."""
+        return self._zeroed.get(key)
+
+    @property
+    def zeroed_clean(self) -> bool:
+        """False after a run that used zeroed scratch failed (the next zeroed() request renews it)."""
+        return self._zeroed_clean
+
+    def zeroed(self, key: str, nbytes: int, beside: tuple = ()) -> Buffer:
+        """Zeroed scratch: a buffer of at least ``nbytes`` (a multiple of 4), all zeros, kept for ``key`` and
+        shared by the runs that ask for it. The kernels that use it must leave it all zeros again (a scatter's
+        claim words: dmlgpu/plans/plan.py), or at least the part they rely on being zero where they write the rest
+        before reading it (the radix sort's totals: shaders/radix.glsl); after a run that used zeroed scratch fails, the next request gets a new,
+        zeroed one. It grows by powers of two up to one block (chunked past it). DeviceError, before any GPU
+        work, if the device cannot hold it beside the operation's tensors ``beside`` (bytes)."""
+        buf = self._zeroed.get(key)
+        if buf is None or buf.nbytes < nbytes or not self._zeroed_clean:
+            self.check_sizes(*beside, nbytes)
+            size = max(nbytes, 4096, 0 if buf is None else buf.nbytes)
+            size = 1 << (size - 1).bit_length()        # powers of two up to one block, then what is asked
+            if size > self.whole_max:
+                size = nbytes
+            if not self._zeroed_clean:
+                self._zeroed.clear()
+                self._zeroed_clean = True
+            self._zeroed.pop(key, None)
+            buf = self._zeroed[key] = Buffer(self, size)
+            self.zeroed_serial += 1
+            self.fill_buffer(buf, 0, 0, buf.nbytes)
+        return buf

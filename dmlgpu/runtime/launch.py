@@ -10,7 +10,7 @@ A call's corridor, written once::
 
 Scratch lifetime: a launch's scratch returns to the caching allocator when the ``with`` block ends, also when
 it raises. A queued run may still use it then; the allocator hands a block that queued work uses only to
-later work of the same queue, which the barrier before every dispatch orders after it (runtime/runs.py), and
+later work of the same queue, which the barrier before every dispatch orders after it (runtime/device.py), and
 what reaches such a block from outside the batches first waits for them (runtime/batch.py). Inside a
 recording of this thread the recording owns the buffers its steps bind, and the launch gives nothing back.
 ``keep()`` hands the scratch to the caller instead (buffers kept for the next call of a signature).
