@@ -220,10 +220,28 @@ def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes
 COPY = "copy"      # Dispatch.kernel of a buffer copy: ``count`` bytes of buffers[0] into buffers[1], both from byte 0
 
 
-class MappedBuffer(Buffer):
-    """A Buffer in host-visible memory of its own (not the allocator's), read by the host without a transfer
-    on every device: what kernels write for the host to read (the device's check reports: Device.watch). Its
-    memory is released with it."""
+class OwnBuffer(Buffer):
+    """A Buffer whose blocks are Vulkan buffers of its own, not the caching allocator's (MappedBuffer; a host
+    array's imported pages: runtime/host.py's HostBuffer). Releasing it drops what refers to its blocks and
+    destroys them, under the device's lock (the runs that used them have completed)."""
+
+    def _release(self) -> None:
+        blocks = self.__dict__.pop("block_list", None)
+        if blocks is None:
+            return
+        dev = self.device
+        with dev.lock:
+            for block in blocks:
+                if not dev.closed:
+                    dev._forget(block)
+                block.tensor.destroy()
+
+    __del__ = _release
+
+
+class MappedBuffer(OwnBuffer):
+    """A Buffer in host-visible memory of its own, read by the host without a transfer on every device: what
+    kernels write for the host to read (the device's check reports: Device.watch)."""
 
     def __init__(self, device: "Device", nbytes: int):
         from .discovery import HOST_COHERENT, HOST_VISIBLE
@@ -231,18 +249,6 @@ class MappedBuffer(Buffer):
         tensor = device._mgr.buffer(nbytes, HOST_VISIBLE | HOST_COHERENT)
         self.block_list = [Block(tensor, nbytes, True)]
         self._block, self._tensor = self.block_list[0], tensor
-
-    def _release(self) -> None:
-        blocks = self.__dict__.pop("block_list", None)
-        if blocks is not None:
-            dev = self.device
-            with dev.lock:
-                for block in blocks:
-                    if not dev.closed:
-                        dev._forget(block)
-                    block.tensor.destroy()
-
-    __del__ = _release
 
 
 @dataclass(slots=True)

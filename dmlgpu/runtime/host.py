@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .buffer import Buffer
+from .buffer import OwnBuffer
 from .memory import Block, size_class
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def importable(device: "Device", array: Any) -> bool:
             array.nbytes > 0 and array.nbytes % 4 == 0 and array.ctypes.data % ALIGNMENT == 0)
 
 
-class HostBuffer(Buffer):
+class HostBuffer(OwnBuffer):
     """A Buffer over a host array's own bytes (import_array()). Block i holds bytes [i * Device.chunk_bytes,
     (i + 1) * chunk_bytes) of the array, as for any Buffer; ``array`` is the flat uint8 view it was made from
     (None once released, or for a cached import, which holds no reference to its owner)."""
@@ -64,17 +64,8 @@ class HostBuffer(Buffer):
     cached = False
 
     def _release(self) -> None:
-        """Drops what refers to its blocks and destroys their Vulkan buffers; the imported memory is freed with
-        the last of them (kp patch 0023). Under the device's lock: the runs that used it have completed."""
-        blocks = self.__dict__.pop("block_list", None)
-        if blocks is None:
-            return
-        dev = self.device
-        with dev.lock:
-            for block in blocks:
-                if not dev.closed:
-                    dev._forget(block)
-                block.tensor.destroy()
+        """OwnBuffer's; the imported memory is freed with the last of its Vulkan buffers (kp patch 0023)."""
+        super()._release()
         self.array = None
 
     __del__ = _release
