@@ -29,11 +29,9 @@ FOLDERS = {
 # the top-level modules: what they may import (None: anything; bench/ is the harness over everything)
 TOP = {"__init__": None, "__main__": None, "demo": None, "errors": set(), "reference": {"plans"}}
 
-# the one kind of type-checking import still allowed to close a circle, inside one folder (issue 38's remaining
-# work: "no function of self outside its class"): a module of the folder annotating with the class it serves, the
-# runtime Device (the classes it builds: batches, launches, recordings) or the Tensor (its methods written as
-# module functions in tensor_views and tensor_protocols)
-SERVED_CLASSES = {"dmlgpu.runtime.device": "dmlgpu.runtime", "dmlgpu.api.tensor": "dmlgpu.api"}
+# the one kind of type-checking import allowed to close a circle, inside one folder: a module of the folder
+# annotating with the class it serves, the runtime Device (the classes it builds: batches, launches, recordings)
+SERVED_CLASSES = {"dmlgpu.runtime.device": "dmlgpu.runtime"}
 
 
 def _modules() -> dict:

@@ -13,7 +13,7 @@ from .device import as_device
 from .interop import host_array
 from .tensor import DeviceLike, Tensor, _upload
 from .tensor_protocols import PYTHON_VALUES, assigned
-from .tensor_views import device_dtype as _device_dtype
+from .tensor import device_dtype as _device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -10,10 +10,22 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import tensor_index as _index
-from . import tensor_protocols as _protocols, tensor_views as _views
-from .tensor_views import device_dtype as _device_dtype
+from . import tensor_protocols as _protocols
 from .device import Device, as_device
 from ..runtime import Buffer, as_bytes
+
+_AxisError = getattr(np, "exceptions", np).AxisError     # NumPy's (an IndexError and a ValueError)
+
+
+def device_dtype(dtype: DTypeLike, who: str) -> np.dtype[Any]:
+    dt = np.dtype(dtype)
+    if dt.hasobject or dt.itemsize == 0:
+        raise TypeError(f"{who}: dtype {dt} cannot live on a device (Python objects or empty items): use a "
+                        f"numeric dtype")
+    return dt
+
+
+_device_dtype = device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 DeviceLike = Union[Device, int, None]
@@ -371,34 +383,244 @@ class Tensor:
             return self
         return _upload(self.numpy(), dev)
 
-    # ---- views (dmlgpu/api/tensor_views.py): basic indexing, reshape, flatten, transpose, squeeze, view ----
-    __getitem__ = _views.__getitem__
-    __setitem__ = _views.__setitem__
-    reshape = _views.reshape
-    flatten = _views.flatten
-    transpose = _views.transpose
-    T = property(_views.transposed)
-    squeeze = _views.squeeze
-    strides = property(_views.strides)
-    view = _views.view
+    # ---- views: basic indexing, reshape, flatten, transpose, squeeze, view (the index rules: tensor_index.py) ----
+    def __getitem__(self: Tensor, key: Any) -> Tensor:
+        """Basic indexing (ints, slices with any step, None, Ellipsis), as NumPy's: always a view of the
+        buffer, at a byte offset with element strides, whose writes (write(), ``t[key] = value``, ``out=``)
+        reach the base. Arrays as indices: TypeError (use dmlgpu.take / gather). The rules:
+        dmlgpu/api/tensor_index.py."""
+        out: Tensor = _index.getitem(self, key)
+        return out
 
-    # ---- protocols (dmlgpu/api/tensor_protocols.py): comparisons, NumPy, scalars, copies, pickling ----
-    __eq__ = _protocols.compare("==")
-    __ne__ = _protocols.compare("!=")
-    __lt__ = _protocols.compare("<")
-    __le__ = _protocols.compare("<=")
-    __gt__ = _protocols.compare(">")
-    __ge__ = _protocols.compare(">=")
+    def __setitem__(self: Tensor, key: Any, value: Any) -> None:
+        """``t[key] = value`` for basic indexing (ints, slices, None, ...): ``t[key].write(value)``, on the
+        device for Tensor values, with NumPy's broadcasting and casting (``a[...] = value``). Index arrays:
+        TypeError (use dmlgpu.put_along_axis / scatter_nd / scatter_elements)."""
+        try:
+            view = self[key]
+        except TypeError as e:
+            raise TypeError(str(e).replace("for index arrays use dmlgpu.take(t, indices, axis) or dmlgpu.gather / "
+                                           "gather_nd", "to write at index arrays use dmlgpu.put_along_axis, "
+                                           "dmlgpu.scatter_nd or dmlgpu.scatter_elements")) from None
+        view.write(value)
+
+    def reshape(self: Tensor, *shape: Any, order: str = "C") -> Tensor:
+        """The same elements as another shape: a view sharing the buffer (as NumPy's reshape where it needs no
+        copy; a strided view that no strides can reshape raises ValueError: reshape ``t.copy()``).
+
+        Parameters
+        ----------
+        *shape : int or sequence of int
+            ``reshape(2, 3)`` or ``reshape((2, 3))``; one dimension may be -1 (inferred).
+        order : {"C"}
+            Row-major only.
+
+        Returns
+        -------
+        Tensor
+            A view of this tensor's buffer.
+
+        Raises
+        ------
+        ValueError
+            A shape of another size, more than one -1, a negative dimension, another order, or a strided view
+            that no strides can show as ``shape``.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(6, dtype=np.int32))
+        >>> t.reshape(2, -1).numpy()
+        array([[0, 1, 2],
+               [3, 4, 5]], dtype=int32)
+        """
+        dims = _index.reshaped(self.size, shape, order)
+        if self._strides is None:
+            return self._view(dims, self.dtype, self.offset)
+        strides = _index.nocopy_reshape(self.shape, self._strides, dims)
+        if strides is None:
+            raise ValueError(f"Tensor.reshape: this strided view (shape {self.shape}, element strides "
+                             f"{self._strides}) cannot be seen as shape {dims} without a copy: reshape "
+                             f"t.copy(), or write through the base")
+        return self._view(dims, self.dtype, self.offset, strides)
+
+    def flatten(self: Tensor) -> Tensor:
+        """The elements as one dimension in row-major order: a view sharing the buffer (as PyTorch's
+        flatten and NumPy's ravel where they need no copy); ValueError for a strided view whose elements
+        no single stride reaches (flatten ``t.copy()``).
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(6, dtype=np.int32).reshape(2, 3))
+        >>> f = t.flatten(); f.base is t, f.tolist()
+        (True, [0, 1, 2, 3, 4, 5])
+        """
+        return self.reshape(-1)
+
+    def transpose(self: Tensor, *axes: Any) -> Tensor:
+        """The axes permuted (reversed without arguments): a strided view sharing the buffer, as NumPy's.
+
+        Parameters
+        ----------
+        *axes : int
+            A permutation of ``range(ndim)`` (or one tuple of it); negative ones count from the end.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(6, dtype=np.int32).reshape(2, 3))
+        >>> t.T.shape, t.transpose(1, 0).tolist()
+        ((3, 2), [[0, 3], [1, 4], [2, 5]])
+        """
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = tuple(axes[0]) if axes[0] is not None else ()
+        perm = [operator.index(a) for a in axes] if axes else list(range(self.ndim))[::-1]
+        if sorted(a % self.ndim if -self.ndim <= a < self.ndim else a for a in perm) != list(range(self.ndim)):
+            raise ValueError(f"Tensor.transpose: axes {tuple(perm)} are not a permutation of the "
+                             f"{self.ndim} axes")
+        perm = [a % self.ndim for a in perm]
+        strides = self._element_strides()
+        return self._view(tuple(self.shape[a] for a in perm), self.dtype, self.offset,
+                          tuple(strides[a] for a in perm))
+
+    def squeeze(self: Tensor, axis: Any = None) -> Tensor:
+        """The dimensions of size 1 removed (all, or those of ``axis``: an int or a tuple): a view, as NumPy's.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> dmlgpu.zeros((1, 3, 1)).squeeze().shape, dmlgpu.zeros((1, 3, 1)).squeeze(0).shape
+        ((3,), (3, 1))
+        """
+        if axis is None:
+            drop = {d for d, n in enumerate(self.shape) if n == 1}
+        else:
+            drop = set()
+            for a in (axis if isinstance(axis, tuple) else (axis,)):
+                a = operator.index(a)
+                if not -self.ndim <= a < self.ndim:
+                    raise _AxisError(f"Tensor.squeeze: axis {a} is out of bounds for a tensor of rank {self.ndim}")
+                if self.shape[a] != 1:
+                    raise ValueError(f"Tensor.squeeze: cannot select an axis to squeeze out which has size not "
+                                     f"equal to one (axis {a} has size {self.shape[a]})")
+                drop.add(a % self.ndim)
+        strides = self._element_strides()
+        keep = [d for d in range(self.ndim) if d not in drop]
+        return self._view(tuple(self.shape[d] for d in keep), self.dtype, self.offset, tuple(strides[d] for d in keep))
+
+    def view(self: Tensor, dtype: DTypeLike) -> Tensor:
+        """The same bytes as another dtype: a view sharing the buffer, with NumPy's rule for a changed item
+        size (the last axis's bytes are divided into the new items).
+
+        Parameters
+        ----------
+        dtype : dtype_like
+
+        Returns
+        -------
+        Tensor
+            A view of this tensor's buffer; its last dimension scaled by the ratio of the item sizes.
+
+        Raises
+        ------
+        ValueError
+            Another item size on a 0-d tensor, or a last axis whose bytes the new item size does not divide.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> dmlgpu.tensor(np.array([1.0], np.float32)).view(np.uint16).numpy()
+        array([    0, 16256], dtype=uint16)
+        """
+        new = _device_dtype(dtype, "Tensor.view")
+        if self._strides is not None:
+            if new.itemsize != self.dtype.itemsize:
+                raise ValueError(f"Tensor.view: a strided view's items cannot change size ({self.dtype} to {new}): "
+                                 f"view t.copy()")
+            return self._view(self.shape, new, self.offset, self._strides)
+        return self._view(_index.viewed(self.shape, self.dtype, new), new, self.offset)
+
+    @property
+    def T(self) -> Tensor:
+        """transpose(): the axes reversed, a view."""
+        return self.transpose()
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """The bytes between neighbours along each dimension (NumPy's strides; a packed tensor's are
+        row-major)."""
+        return tuple(s * self.dtype.itemsize for s in self._element_strides())
+
+    # ---- protocols: comparisons, NumPy, scalars, copies, pickling (helpers: tensor_protocols.py) ----
+    def _compare(self, other: Any, op: str) -> NoReturn:
+        """A rich comparison: TypeError, never an answer by identity."""
+        raise TypeError(f"Tensor {op} {type(other).__name__}: {_protocols.host_hint('a comparison')} "
+                        f"(t.numpy() {op} ...), or `t is u` to ask whether two Tensors are one object")
+
+    def __eq__(self, other: Any) -> Any:
+        self._compare(other, "==")
+
+    def __ne__(self, other: Any) -> Any:
+        self._compare(other, "!=")
+
+    def __lt__(self, other: Any) -> Any:
+        self._compare(other, "<")
+
+    def __le__(self, other: Any) -> Any:
+        self._compare(other, "<=")
+
+    def __gt__(self, other: Any) -> Any:
+        self._compare(other, ">")
+
+    def __ge__(self, other: Any) -> Any:
+        self._compare(other, ">=")
+
     __hash__ = object.__hash__             # (by identity, as before: Tensors stay dictionary keys)
-    __contains__ = _protocols.__contains__
-    __array_ufunc__ = _protocols.__array_ufunc__
-    __array_function__ = _protocols.__array_function__
-    __float__ = _protocols.__float__
-    __int__ = _protocols.__int__
-    __complex__ = _protocols.__complex__
-    __index__ = _protocols.__index__
-    __copy__ = _protocols.__copy__
-    __deepcopy__ = _protocols.__deepcopy__
+
+    def __contains__(self: Tensor, value: Any) -> bool:
+        raise TypeError(f"`x in t` for a Tensor: {_protocols.host_hint('membership')} (x in t.numpy())")
+
+    def __array_ufunc__(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"numpy.{ufunc.__name__}: {_protocols.host_hint('a NumPy ufunc')}")
+
+    def __array_function__(self: Tensor, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy's functions on Tensors: dmlgpu's where _protocols.ARRAY_FUNCTIONS has them (results are Tensors), else
+        TypeError naming t.numpy() (no silent download)."""
+        impl = _protocols.ARRAY_FUNCTIONS.get(func)
+        if impl is None:
+            name = getattr(func, "__name__", str(func))
+            raise TypeError(f"numpy.{name} does not run on a dmlgpu.Tensor: dmlgpu has take, take_along_axis and "
+                            f"put_along_axis (np.{name} of t.numpy() runs on a host copy)")
+        return impl(*args, **kwargs)
+
+    def _one(self, who: str) -> Any:
+        if self.size != 1:
+            raise TypeError(f"{who}() of a Tensor of {self.size} elements: only a one-element Tensor converts to a "
+                            f"Python scalar (use t.item(i) or t.numpy())")
+        return self.item()
+
+    def __float__(self: Tensor) -> float:
+        return float(self._one("float"))
+
+    def __int__(self: Tensor) -> int:
+        return int(self._one("int"))
+
+    def __complex__(self: Tensor) -> complex:
+        return complex(self._one("complex"))
+
+    def __index__(self: Tensor) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"operator.index() of a Tensor of dtype {self.dtype}: only integer Tensors of one element "
+                            f"are indices")
+        return int(self._one("operator.index"))
+
+    def __copy__(self: Tensor) -> Tensor:
+        """copy.copy(t): t.copy() (a packed copy on the device), as copy.copy of an ndarray copies its data."""
+        return self.copy()
+
+    def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
+        return self.copy()
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickling stores the data (downloaded); unpickling uploads it to the default device."""

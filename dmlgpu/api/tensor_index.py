@@ -17,12 +17,12 @@ from ..plans.plan import GatherPlan
 from ..runtime import Buffer, as_bytes
 
 
-def getitem(self: Any, key: Any) -> Any:
-    """``self[key]`` for a Tensor ``self`` (Tensor.__getitem__'s contract): every basic index is a view of
-    ``self``'s buffer, with element strides (ints move the offset, slices scale the strides, None inserts an
+def getitem(t: Any, key: Any) -> Any:
+    """``t[key]`` for a Tensor ``t`` (Tensor.__getitem__'s contract): every basic index is a view of
+    ``t``'s buffer, with element strides (ints move the offset, slices scale the strides, None inserts an
     axis of stride 0), as NumPy's."""
-    entries, out_shape = _basic_key(key, self.shape)
-    strides = self._element_strides()
+    entries, out_shape = _basic_key(key, t.shape)
+    strides = t._element_strides()
     offset, out_strides, axis = 0, [], 0
     for e in entries:
         if e is None:
@@ -37,7 +37,7 @@ def getitem(self: Any, key: Any) -> Any:
         axis += 1
     if math.prod(out_shape) == 0:
         offset = 0
-    return self._view(out_shape, self.dtype, self.offset + offset * self.dtype.itemsize, tuple(out_strides))
+    return t._view(out_shape, t.dtype, t.offset + offset * t.dtype.itemsize, tuple(out_strides))
 
 
 def packed(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -135,24 +135,24 @@ def write_packed(t: Any, src: Any) -> None:
         launch.run(dispatches, uploads=params + [idx_buf], queue=True)
 
 
-def _gather_rows(self: Any, shape: tuple[int, ...], idx: np.ndarray) -> Any:
-    """A new Tensor of the rows of this packed tensor, seen as ``shape``, at the row numbers ``idx`` (in
+def _gather_rows(t: Any, shape: tuple[int, ...], idx: np.ndarray) -> Any:
+    """A new Tensor of the rows of the packed tensor ``t``, seen as ``shape``, at the row numbers ``idx`` (in
     range; int32 or int64): dmlgpu.gather(t.reshape(shape), idx) through its plan, queued (recorded in a
     recording; this module sits below functions.py, which imports it)."""
-    dev = self.device
+    dev = t.device
     out_shape = idx.shape + shape[1:]
     index_map = take_map(Layout.packed(shape), Layout.packed(idx.shape), Layout.packed(out_shape), 0,
-                         self.dtype.itemsize)
+                         t.dtype.itemsize)
     plan = GatherPlan(index_map, idx.dtype)
-    out_bytes = math.prod(out_shape) * self.dtype.itemsize
-    dev.check_sizes(self.buffer.nbytes, idx.nbytes, out_bytes)
+    out_bytes = math.prod(out_shape) * t.dtype.itemsize
+    dev.check_sizes(t.buffer.nbytes, idx.nbytes, out_bytes)
     with dev.launch() as launch:
         idx_buf, out_buf = launch.scratch(idx.nbytes), launch.output(out_bytes)
         idx_buf.stage(as_bytes(idx))
-        dispatches, params = plan.dispatches(dev, input=self.buffer, indices=idx_buf, output=out_buf,
+        dispatches, params = plan.dispatches(dev, input=t.buffer, indices=idx_buf, output=out_buf,
                                              take=launch.scratch)
         launch.run(dispatches, uploads=params + [idx_buf], queue=True)
-    return type(self)._wrap(out_buf, out_shape, self.dtype)
+    return type(t)._wrap(out_buf, out_shape, t.dtype)
 
 def _strides(shape: tuple[int, ...]) -> list[int]:
     """Row-major strides in elements."""
