@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
-from dmlgpu.plans import reduction
+from dmlgpu.plans import reduction_args as reduction
 
 from strategies import same_bytes
 

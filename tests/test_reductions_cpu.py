@@ -38,7 +38,7 @@ def kernels_of(device, fn, *args, **kwargs):
 
 
 def reductions_of(dtype):
-    return ("add", "mul", "min", "max") + (("mean",) if dmlgpu.plans.reduction.is_float(dtype) else ())
+    return ("add", "mul", "min", "max") + (("mean",) if dmlgpu.plans.reduction_args.is_float(dtype) else ())
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -79,9 +79,9 @@ def test_runs_across_pieces(cpu, dtype, reduction, include_self):
     n, m = 2 * PIECE + 1000 + 13, 3
     idx = rng.integers(0, m, size=n)
     idx[PIECE - 500:PIECE + 500] = 1
-    if reduction == "mul" and dmlgpu.plans.reduction.is_float(dtype):
+    if reduction == "mul" and dmlgpu.plans.reduction_args.is_float(dtype):
         upd = rng.choice(np.array([1, -1, 2, 0.5], dtype=dtype), size=n)
-    elif dmlgpu.plans.reduction.is_float(dtype):
+    elif dmlgpu.plans.reduction_args.is_float(dtype):
         upd = rng.integers(-4, 5, size=n).astype(dtype)     # small integers: exact sums, whatever the order
     else:
         upd = values(rng, (n,), dtype, reduction)

@@ -21,7 +21,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from . import driver, signatures
-from ..plans import reduction as _reduction
+from ..plans import reduction_args as _reduction
 from .doc_parts import documented
 from .arguments import _axis, _check_elements_shapes, _check_nd
 from .execution import _self_copy

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..plans import reduction as _reduction
+from ..plans import reduction_args as _reduction
 from .arguments import _axis, _host_array, named
 from ..kernels.table import UNITS
 from .tensor import Tensor

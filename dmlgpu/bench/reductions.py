@@ -102,7 +102,7 @@ def targets(rng, dist: str, n: int, m: int) -> np.ndarray:
 
 
 def values(rng, dtype: np.dtype, shape) -> np.ndarray:
-    if dmlgpu.plans.reduction.is_float(dtype):    # factors near 1: long products stay finite
+    if dmlgpu.plans.reduction_args.is_float(dtype):    # factors near 1: long products stay finite
         return rng.uniform(0.999, 1.001, size=shape).astype(dtype)
     if dtype.kind == "b":
         return rng.integers(0, 2, size=shape).astype(bool)
@@ -208,7 +208,7 @@ def main(argv=None) -> int:
             for reduction in rows:
                 red, include_self = reduction.split()[0], "no self" not in reduction
                 order = next((o for o in ORDERS if o in reduction), "row-major")
-                if order != "row-major" and not dmlgpu.plans.reduction.is_float(dtype) or (
+                if order != "row-major" and not dmlgpu.plans.reduction_args.is_float(dtype) or (
                         order == "fixed-point" and dtype.itemsize > 4):
                     continue
                 call = lambda: fn(t_data, t_idx, t_upd, reduction=red, include_self=include_self,  # noqa: E731

@@ -10,7 +10,7 @@ from typing import TypeVar
 import numpy as np
 
 from . import dtypes
-from ..plans import ops, reduction
+from ..plans import ops, reduction_args
 from .dtypes import FeatureLevel
 from ..errors import DescError
 from ..plans.index_map import IndexMap, Layout, nd_shape
@@ -220,9 +220,9 @@ def input_copy(inp: TensorDesc, out: TensorDesc) -> IndexMap:
 
 
 def check_reduction(value: object) -> str:
-    """dmlgpu's Reduction member of the scatter descriptors: reduction.check_reduction's rule, as a DescError
+    """dmlgpu's Reduction member of the scatter descriptors: reduction_args.check_reduction's rule, as a DescError
     naming the member."""
     try:
-        return reduction.check_reduction(value, reduction.REDUCTIONS)
+        return reduction_args.check_reduction(value, reduction_args.REDUCTIONS)
     except ValueError as e:
         raise DescError("Reduction " + str(e).removeprefix("reduction ")) from None

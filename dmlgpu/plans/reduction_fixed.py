@@ -95,7 +95,7 @@ class FixedPoint:
     @classmethod
     def of(cls, kernel: str, index_bytes: int, map_words, elements: int, span: int,
            include_self: bool, mean: bool) -> "FixedPoint | None":
-        """The passes for a reduction kernel (reduction.kernel_for: float add of at most 4 bytes) whose scatter's
+        """The passes for a reduction kernel (reduction_args.kernel_for: float add of at most 4 bytes) whose scatter's
         index map (32-bit words) has ``elements`` update elements and reaches output offsets up to ``span`` - 1;
         None for other kernels."""
         stems = kernels.fixed_variants(kernel, index_bytes)

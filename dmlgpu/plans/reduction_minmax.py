@@ -58,7 +58,7 @@ class MinMax:
 
     @classmethod
     def of(cls, kernel: str, index_bytes: int, map_words, elements: int, span: int, mode: int) -> "MinMax | None":
-        """The passes for a reduction kernel (reduction.kernel_for) whose scatter's index map (32-bit words,
+        """The passes for a reduction kernel (reduction_args.kernel_for) whose scatter's index map (32-bit words,
         or None) has ``elements`` update elements and reaches output offsets up to ``span`` - 1; None where
         they do not apply."""
         stems = kernels.minmax_variants(kernel, index_bytes)
