@@ -247,3 +247,25 @@ def test_a_bad_index_in_the_last_partial_step(dtype):
     dmlgpu.take(dmlgpu.tensor(np.ones(10, np.float32)), dmlgpu.tensor(ids))
     with pytest.raises(IndexError, match=r"take: index 10 at indices position \(19,\)"):
         dmlgpu.default_device().synchronize()
+
+
+def test_raise_on_tensor_indices_through_a_call_template(reads):
+    """A repeated call of one signature runs from its template (api/call_templates.py), which queues the device
+    check before its launches: a bad index still raises, the result stays marked, no index is read back."""
+    from dmlgpu.api.call_templates import Template
+    dev = dmlgpu.default_device()
+    data = dmlgpu.tensor(np.arange(40, dtype=np.float32).reshape(20, 2))
+    for _ in range(3):
+        good = dmlgpu.take(data, dmlgpu.tensor(np.array([3, -20], np.int64)), axis=0)
+    assert any(isinstance(t, Template) and t.check is not None for t in dev.templates.values())
+    np.testing.assert_array_equal(good.numpy(), [[6, 7], [0, 1]])
+    bad_ids = dmlgpu.tensor(np.array([3, 20], np.int64))
+    reads.clear()
+    bad = dmlgpu.take(data, bad_ids, axis=0)
+    with pytest.raises(IndexError, match=r"^take: index 20 at indices position \(1,\)"):
+        dev.synchronize()
+    with pytest.raises(IndexError, match=r"index 20"):
+        bad.numpy()
+    assert bad_ids.buffer not in reads
+    np.testing.assert_array_equal(dmlgpu.take(data, dmlgpu.tensor(np.array([19, 0], np.int64)), axis=0).numpy(),
+                                  [[38, 39], [0, 1]])

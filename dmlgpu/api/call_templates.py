@@ -13,7 +13,9 @@ Templates are made by tracing: the first two planned runs of a signature (execut
 and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
 not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer). A run whose launches
 depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;
-a check of the index values, mode="raise") is never templated, and takes the planned path every time.
+a check of the index values on the host, mode="raise" with NumPy indices or in place) is never templated, and
+takes the planned path every time; mode="raise" on Tensor indices is, its template queuing the device's check of
+the indices (plans/index_check.py) before its launches.
 
 Conditions checked on a hit (otherwise the call takes the planned path, which re-traces): no recording of this
 thread is open, queueing is on (max_queued > 0), every operand is on the template's device and held in one
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..plans.index_check import IndexCheck
 from ..plans.plan import CLAIMS as CLAIMS_KEY, block_params
 from ..runtime import COPY
 from .tensor import Tensor
@@ -40,10 +43,10 @@ CLAIMS, SCRATCH = 4, 5        # the slot of the scatter claim buffer; slots from
 class Template:
     """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
 
-    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes")
+    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check")
 
     def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
-                 recipes: tuple):
+                 recipes: tuple, check: IndexCheck | None = None):
         self.device = device
         self.steps = steps            # (kernel, workgroups, barrier, slots): Dispatch fields, slots for buffers
         self.out_shape = out_shape
@@ -52,10 +55,11 @@ class Template:
         self.owner = owner            # Device.zeroed_serial of the claim buffer the launches use, or None
         self.recipes = recipes        # large-tensor launches' parameters, made per call: (words, block-list slots,
                                       # words padded to or 0), their buffers in the slots after the scratch, in order
+        self.check = check            # mode="raise": the device check of the indices, queued before the launches
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
-            self.owner == other.owner and self.out_nbytes == other.out_nbytes and \
+            self.owner == other.owner and self.out_nbytes == other.out_nbytes and self.check is other.check and \
             [(w.tobytes(), s, n) for w, s, n in self.recipes] == [(w.tobytes(), s, n) for w, s, n in other.recipes]
 
     def run(self, operands: tuple, out: Tensor | None = None):
@@ -101,14 +105,25 @@ class Template:
                     bufs.append(params)
                     if fresh:
                         launch.stage([params])
+            results = None
+            if self.check is not None:      # the indices checked on the device (plans/index_check.py)
+                results = self.check.on_device(dev, operands[1])
+                if results is None:
+                    if out is None:
+                        launch.taken.append(out_buf)
+                    return None
             launch.steps(self.steps, bufs, owner is not None)
+            if results is not None and out is None:
+                results.append(out_buf)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 
 
-def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple) -> None:
+def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple,
+          check: IndexCheck | None = None) -> None:
     """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
     or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
-    equals the first makes the signature's template."""
+    equals the first makes the signature's template. ``check``: the device check of the indices that the run
+    was queued after (mode="raise"; never in place), which the template queues before its launches too."""
     per_call = buffers + [dev.zeroed_buffer(CLAIMS_KEY)] + scratch
     slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
     steps: list[Any] = []
@@ -125,7 +140,7 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
     out = buffers[2]
     template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),
-                        dev.zeroed_serial if uses_owner else None, tuple(recipes))
+                        dev.zeroed_serial if uses_owner else None, tuple(recipes), check)
     known = dev.templates.pop(sig, None)
     while len(dev.templates) >= TEMPLATES:
         del dev.templates[next(iter(dev.templates))]

@@ -308,8 +308,9 @@ def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, update
         dispatches, params = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
                                                   updates=buffers[3], take=launch.scratch)
         launch.run(dispatches, params, queue=True)
-        if trace and call.sig is not None and call.check is None and dev.max_queued:
-            _calls.trace(dev, call.sig, dispatches, buffers, launch.taken, call.out_shape)
+        if trace and call.sig is not None and dev.max_queued and (call.check is None or out is None or
+                                                               out_key(out, data) != IN_PLACE):
+            _calls.trace(dev, call.sig, dispatches, buffers, launch.taken, call.out_shape, call.check)
         return out if out is not None else Tensor._wrap(out_buf, call.out_shape, data.dtype)
 
 
