@@ -152,7 +152,7 @@ def _index_check(op: str, count: int, dims, mode: str) -> IndexCheck | None:
     if mode == "raise":
         return IndexCheck(op, dims)
     if count and (dims == 0).any():
-        raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to {mode} to"
+        raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to clamp to"
                          if mode == "clamp" else f"{op}: cannot do a non-empty take from an empty axis")
     return None
 

@@ -27,9 +27,8 @@ from numpy.typing import ArrayLike
 
 from . import driver
 from .execution import _self_copy
-from .arguments import GATHER_MODES, _axis, _data, _host_array, _index_array, named
-from .functions import (DeviceLike, IndexLike, _gather_elements_rule, _gather_rule, gather, gather_elements,
-                        scatter_elements)
+from .arguments import GATHER_MODES, _axis, _data, _host_array, named
+from .functions import DeviceLike, IndexLike, _gather_elements_rule, _gather_rule, gather, scatter_elements
 from ..plans.index_map import Layout, as_index_array, check_in_range
 from .constructors import tensor
 from .device import Device
@@ -129,7 +128,6 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         if axis is None or data.ndim == 0:          # (NumPy takes a 0-d a as 1-d)
             data, axis = _flat(data), 0 if axis is None else axis
         axis = _axis(axis, data.ndim, "a")
-        n = data.shape[axis]
         into = out if isinstance(out, Tensor) else None
         shape = data.shape[:axis] + tuple(np.shape(indices)) + data.shape[axis + 1:]
         if isinstance(out, np.ndarray) and out.shape != shape:
