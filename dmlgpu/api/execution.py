@@ -154,12 +154,13 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     if isinstance(out, np.ndarray):         # the call's own result (its index check included), copied in
         np.copyto(out, _execute(dev, call, data, idx, values, updates, byte_order))
         return out
+    bound_idx = _bindable(idx)  # (packed once: the device's check and the run read the same copy)
     results = None          # the result buffers of a call whose indices the device checks (index_check)
     if call.check is not None:
         if values is not None:
             call.check(values)
         elif call.plan is None or out is not None and out_key(out, data) == IN_PLACE or \
-                (results := call.check.on_device(dev, _bindable(idx))) is None:
+                (results := call.check.on_device(dev, bound_idx)) is None:
             call.check(idx.numpy())         # read back: what the device cannot check (index_check)
     if call.plan is None:
         if out is None:
@@ -169,18 +170,18 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
         return out
     run = functools.partial(_run_native if byte_order else _run, op=op)
     if out is None:
-        result = run(dev, call, _bindable(data), _bindable(idx), _bindable(updates))
+        result = run(dev, call, _bindable(data), bound_idx, _bindable(updates))
         if results is not None:
             results.append(result.buffer)   # never handed out as valid if the check fails
         return result
     if out.offset == 0 and not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (idx, updates)):
         if out_key(out, data) == IN_PLACE:
             if call.plan.output_from_input:         # the kernels update data's bytes: no copy of data
-                return run(dev, call, out, _bindable(idx), _bindable(updates), out=out)
+                return run(dev, call, out, bound_idx, _bindable(updates), out=out)
         elif not (isinstance(data, Tensor) and data.buffer is out.buffer):
-            return run(dev, call, _bindable(data), _bindable(idx), _bindable(updates), out=out)
+            return run(dev, call, _bindable(data), bound_idx, _bindable(updates), out=out)
     # out shares its buffer with an operand the kernels read, or sits at an offset: a new result, copied in
-    out.write(run(dev, call, _bindable(data), _bindable(idx), _bindable(updates), trace=False))   # queued copy
+    out.write(run(dev, call, _bindable(data), bound_idx, _bindable(updates), trace=False))   # queued copy
     return out
 
 
