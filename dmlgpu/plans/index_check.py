@@ -46,6 +46,22 @@ class IndexCheck:
     def __init__(self, op: str, dims: np.ndarray):
         self.op = op
         self.dims = np.asarray(dims, dtype=np.int64)
+        self._words: dict = {}      # (count, index dtype, report slot) -> the two passes' parameter words
+
+    def words(self, count: int, dtype: np.dtype, slot: int) -> tuple[np.ndarray, np.ndarray]:
+        """The parameter words of index_check.comp's two passes over ``count`` indices of ``dtype``, reporting
+        into ``slot``: made once (an IndexCheck is planned per signature, which fixes the count and dtype)."""
+        key = (count, dtype, slot)
+        made = self._words.get(key)
+        if made is None:
+            words = np.zeros(C_WORDS, np.uint32)
+            dims = np.atleast_1d(self.dims).astype(np.uint64)
+            words[:3] = count, dims.size, dtype.kind == "i"
+            words[8:8 + 2 * dims.size] = dims.view(np.uint32)      # little-endian: (low, high) pairs
+            fetch = words.copy()
+            fetch[3:5] = 1, slot
+            made = self._words[key] = (words, fetch)
+        return made
 
     def message(self, pos: tuple, value: int, caller: str | None = None) -> str:
         """The IndexError's message, starting with ``caller`` (default: the function's name)."""
@@ -66,15 +82,10 @@ class IndexCheck:
                 dev.active_recording() is not None:
             return None
         dtype = indices.dtype
-        words = np.zeros(C_WORDS, np.uint32)
-        dims = np.atleast_1d(self.dims).astype(np.uint64)
-        words[:3] = count, dims.size, dtype.kind == "i"
-        words[8:8 + 2 * dims.size] = dims.view(np.uint32)          # little-endian: (low, high) pairs
         kernel = kernels.check_variant(dtype.itemsize)
         with dev.launch() as launch:
             watch = dev.watch(self._report(indices.shape, dtype, CALLER.get()))
-            fetch = words.copy()
-            fetch[3:5] = 1, watch.slot
+            words, fetch = self.words(count, dtype, watch.slot)
             (params, fresh), (fetch_params, fetch_fresh) = dev.params(words), dev.params(fetch)
             bound = (indices.buffer, watch.buffer, watch.reports)
             launch.run([Dispatch(kernel, (params, *bound), -(-count // UNROLL)),
