@@ -185,3 +185,39 @@ def test_templates_of_tensors_held_in_several_blocks(case):
             np.testing.assert_array_equal(got.numpy(), want)
     finally:
         d.close()
+
+
+def test_a_hit_queues_the_prepared_launches_and_gives_their_scratch_back(dev, monkeypatch):
+    """A kept template queues its launches through runtime.Prepared: results as planned, scratch back in the
+    allocator after every call, the result's block reused once the result is freed; with guard words
+    (test mode) the results and scratch come from the general allocation and the guards stay intact."""
+    from dmlgpu.runtime import Prepared
+    rng = np.random.default_rng(7)
+    data = rng.integers(-50, 50, (64, 12)).astype(np.int32)
+    idx = rng.integers(0, 64, (40, 1)).astype(np.int64)
+    upd = rng.integers(-50, 50, (40, 12)).astype(np.int32)
+    t, i, u = (dmlgpu.tensor(x, device=dev) for x in (data, idx, upd))
+    want = reference.scatter_nd(data, idx, upd, reduction="add")
+    for _ in range(3):
+        dmlgpu.scatter_nd(t, i, u, reduction="add").numpy()
+    template = dev.templates[("scatter_nd", *[(x.shape, x.dtype) for x in (t, i, u)],
+                              *_args("scatter_nd", dict(reduction="add")))]
+    assert isinstance(template, calls.Template) and template.prepared is not None
+    queued = []
+    real = Prepared.queue
+    monkeypatch.setattr(Prepared, "queue", lambda self, *a: queued.append(self) or real(self, *a))
+    dev.synchronize()
+    before = dev.memory_stats()["allocated_bytes"]
+    for _ in range(5):
+        r = dmlgpu.scatter_nd(t, i, u, reduction="add")
+        np.testing.assert_array_equal(r.numpy(), want)
+        del r
+    assert queued == [template.prepared] * 5
+    assert dev.memory_stats()["allocated_bytes"] == before    # no scratch kept, results given back
+    dev.canary_words = 8
+    try:
+        r = dmlgpu.scatter_nd(t, i, u, reduction="add")
+        assert r.buffer.canary_words == 8 and r.buffer.canary_intact()
+        np.testing.assert_array_equal(r.numpy(), want)
+    finally:
+        dev.canary_words = 0

@@ -5,9 +5,12 @@ arguments) was planned before records the same launches each time: the same kern
 counts, barriers and parameter buffers, on new buffers (the result, a reduction's scratch). A template is
 those launches with the per-call buffers as slots: ``[data, indices, output, updates, claims, scratch...]``
 (claims: the device's scatter claim buffer, which a template never holds). A hit
-costs the argument checks of the fast path, a dictionary lookup, the result (and scratch) from the caching
-allocator, the bound algorithms (kept per buffer set by runtime/pipelines.py), and one kp call that records
-the launches into the device's open batch (``Launch.steps``: runtime/launch.py).
+costs the argument checks of the fast path (``templated``: driver.call tries it before any other argument
+handling), a dictionary lookup, and ``Prepared.queue`` (runtime/launch.py: the template's launches prepared
+once by ``Device.prepare()``), which takes the result (and scratch) from the caching allocator and appends the
+bound algorithms (kept per buffer set by runtime/pipelines.py) to the device's open batch. Templates whose
+launches are made per call (large tensors' block lists, the device's index check) queue through a launch
+(``Launch.steps``).
 
 Templates are made by tracing: the first two planned runs of a signature (execution._run_tensors) are traced,
 and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
@@ -27,11 +30,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 
 from ..plans.index_check import IndexCheck
 from ..plans.plan import CLAIMS as CLAIMS_KEY, block_params
-from ..runtime import COPY
+from ..runtime import COPY, Prepared
 from .tensor import Tensor
 
 if TYPE_CHECKING:
@@ -43,7 +45,7 @@ CLAIMS, SCRATCH = 4, 5        # the slot of the scatter claim buffer; slots from
 class Template:
     """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
 
-    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check")
+    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check", "prepared")
 
     def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
                  recipes: tuple, check: IndexCheck | None = None):
@@ -56,6 +58,7 @@ class Template:
         self.recipes = recipes        # large-tensor launches' parameters, made per call: (words, block-list slots,
                                       # words padded to or 0), their buffers in the slots after the scratch, in order
         self.check = check            # mode="raise": the device check of the indices, queued before the launches
+        self.prepared: Prepared | None = None   # the launches prepared for queuing (Device.prepare), once the template is kept
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
@@ -67,8 +70,6 @@ class Template:
         shapes and dtypes), queued, in a new Tensor or ``out`` (the Tensor of the signature's out_key());
         None when a hit's conditions do not hold (module docstring)."""
         dev = self.device
-        if not dev.max_queued:
-            return None
         recipes = self.recipes
         bufs = [o.buffer for o in operands]
         for o, b in zip(operands, bufs):
@@ -79,6 +80,17 @@ class Template:
             if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
                     out.shape != self.out_shape or out.dtype != operands[0].dtype:
                 return None         # (out is data's buffer only in place: out_key())
+        prepared = self.prepared
+        if prepared is not None:    # the common hit: launches fixed by the signature, queued on new buffers
+            if len(bufs) < CLAIMS - 1:
+                bufs.append(None)
+            bufs.append(None if self.owner is None else dev.zeroed_buffer(CLAIMS_KEY))
+            result = prepared.queue(bufs, None if out is None else out.buffer)
+            if result is None:
+                return None
+            return _wrap(result, self.out_shape, operands[0].dtype) if out is None else out
+        if not dev.max_queued:
+            return None
         with dev.launch() as launch:
             owner = self.owner
             if launch.recording is not None or owner is not None and (owner != dev.zeroed_serial or
@@ -145,6 +157,8 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     while len(dev.templates) >= TEMPLATES:
         del dev.templates[next(iter(dev.templates))]
     if isinstance(known, _Candidate) and known.template == template:
+        if not recipes and check is None:
+            template.prepared = dev.prepare(template.steps, template.out_nbytes, template.scratch, template.owner)
         dev.templates[sig] = template
     else:
         dev.templates[sig] = _Candidate(template)
@@ -179,15 +193,28 @@ def held(dev: Device) -> list:
     return list(kept.values())
 
 
-def templated(op: str, operands: tuple, args: tuple, out: Tensor | None = None):
-    """The result of ``op`` on Tensor ``operands`` with the other arguments ``args`` (exact ints and strings,
-    as in its signature) and ``out`` (a Tensor or None) through the device's template for that signature, or
-    None (no template yet, or a hit's conditions do not hold: the caller takes the planned path)."""
-    key = (op, *[(o.shape, o.dtype) for o in operands], *args)
+def templated(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple, out: Any = None) -> Any:
+    """The result of ``op`` on packed Tensors ``data`` and ``indices`` (and ``updates``, a Tensor or None) with
+    the other arguments ``args`` (its signature's key: template only where each is an exact int or str) and
+    ``out`` (a Tensor or None) through the device's template for that signature, or None (no template yet, an
+    operand of another kind, or a hit's conditions do not hold: the caller takes the planned path)."""
+    for a in args:
+        if a.__class__ is not int and a.__class__ is not str:
+            return None
+    if updates is None:
+        key = (op, (data.shape, data.dtype), (indices.shape, indices.dtype), *args)
+        operands: tuple = (data, indices)
+    elif updates.__class__ is Tensor and updates._strides is None:
+        key = (op, (data.shape, data.dtype), (indices.shape, indices.dtype), (updates.shape, updates.dtype), *args)
+        operands = (data, indices, updates)
+    else:
+        return None
     if out is not None:
-        key += out_key(out, operands[0])
-    t = operands[0].buffer.device.templates.get(key)
-    return None if t is None else t.run(operands, out)
+        if out.__class__ is not Tensor or out._strides is not None:
+            return None
+        key += out_key(out, data)
+    template = data.device.templates.get(key)
+    return None if template is None else template.run(operands, out)
 
 
 def out_key(out, data) -> tuple:

@@ -106,17 +106,17 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     """
     if key is None:
         key = (*args, mode) if name is None else (*args, mode, name)
+    if device is None and data.__class__ is Tensor and indices.__class__ is Tensor and data._strides is None and \
+            indices._strides is None:
+        res = calls.templated(op, data, indices, updates, key, out)     # a repeated call: its template
+        if res is not None:
+            return res
     if op in items.OPERATORS and isinstance(getattr(data, "dtype", None), np.dtype) and items.odd(data.dtype):
         return items.call(call, op, rule, data, indices, updates, args, device=device, mode=mode, out=out,
                           key=key, byte_order=byte_order, name=name, modes=modes)     # (records, "S3", ...: as rows of units)
     if any(isinstance(x, Tensor) and x._strides is not None for x in (data, indices, updates, out)):
         return _strided(op, rule, data, indices, updates, args, device=device, mode=mode, out=out, key=key,
                         byte_order=byte_order, name=name, modes=modes)
-    if device is None and type(data) is Tensor and type(indices) is Tensor and \
-            (updates is None or type(updates) is Tensor) and (out is None or type(out) is Tensor) and _plain(key):
-        res = calls.templated(op, (data, indices) if updates is None else (data, indices, updates), key, out)
-        if res is not None:
-            return res
     data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates, modes)
     upd = None if updates is None else _updates(updates, data, op)
     arrays = (data, idx) if upd is None else (data, idx, upd)
@@ -136,15 +136,6 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         key += out_key(out, data)
     return _execute(dev, _planned(dev, op, arrays, key, build), data, idx, values, upd, byte_order=byte_order, out=out,
                     op=op)
-
-
-def _plain(key: tuple) -> bool:
-    """True when every argument of a call's signature is an exact int or str (others keep it out of the caches:
-    execution._planned)."""
-    for a in key:
-        if type(a) is not int and type(a) is not str:
-            return False
-    return True
 
 
 def _strided(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple, *, out: Any, **kw: Any) -> Any:

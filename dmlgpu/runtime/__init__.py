@@ -6,6 +6,7 @@ the NVIDIA clock hold (clocks) and the Vulkan validation layer (validation). May
 from .buffer import COPY, Buffer, Dispatch, as_bytes
 from .device import Device
 from .discovery import DeviceInfo, default_device_index, devices
+from .launch import Prepared
 from .recording import Recording
 
-__all__ = ["COPY", "Buffer", "Device", "DeviceInfo", "Dispatch", "Recording", "as_bytes", "default_device_index", "devices"]
+__all__ = ["COPY", "Buffer", "Device", "DeviceInfo", "Dispatch", "Prepared", "Recording", "as_bytes", "default_device_index", "devices"]

@@ -58,7 +58,7 @@ class Batch:
                     block.batch = number
         if not self.zeroed and dev._zeroed:
             self.zeroed = dev._uses_zeroed(dispatches)
-        self._added()
+        self.added()
 
     def stage(self, uploads) -> None:
         """Uploads the staged bytes of these buffers (Buffer.stage) before what the batch does next. Host
@@ -113,9 +113,11 @@ class Batch:
                     block.batch = number
         if zeroed:
             self.zeroed = True
-        self._added()
+        self.added()
 
-    def _added(self) -> None:
+    def added(self) -> None:
+        """A run was added to the open batch: submits it once it holds max_queued runs (or at once, with eager
+        submission, when none is in flight)."""
         self.queued += 1
         if self.queued >= self.device.max_queued or not self.inflight and self.device.eager_submit:
             self.flush(wait=False)        # collecting the next batch overlaps the GPU's work on this one

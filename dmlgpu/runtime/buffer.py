@@ -100,6 +100,16 @@ class Buffer:
         buf.block_list, buf._block, buf._tensor = [block], block, block.tensor
         return buf
 
+    @classmethod
+    def _of_class(cls, device: "Device", nbytes: int, size: int) -> "Buffer":
+        """``_in_block(device, nbytes)`` for a caller that knows the block size serving ``nbytes``
+        (memory.size_class)."""
+        buf = cls.__new__(cls)
+        buf.device, buf.nbytes, buf.canary_words, buf.chunked = device, nbytes, 0, False
+        block = device._allocator.allocate_class(size)
+        buf.block_list, buf._block, buf._tensor = [block], block, block.tensor
+        return buf
+
     def write(self, data, offset: int = 0) -> None:
         """Uploads raw bytes (any array or bytes-like object) at byte ``offset`` (a multiple of 4), after the
         queued work that uses the buffer. ValueError if they do not fit."""

@@ -41,7 +41,7 @@ from ..kernels import spirv, table as kernels
 from ..errors import DeviceError
 from . import host, profiles, transfers
 from .clocks import ClockHold
-from .launch import Launch
+from .launch import Launch, Prepared
 from .discovery import (DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp,
                         open_manager)
 from .batch import Batch
@@ -537,7 +537,7 @@ class Device:
             for b in touched:
                 for block in b.block_list:
                     block.batch = batch.number
-            batch._added()
+            batch.added()
 
     def fill_buffer(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
         """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
@@ -584,6 +584,12 @@ class Device:
         (16, [])
         """
         return Launch(self)
+
+    def prepare(self, steps: tuple, out_nbytes: int, scratch: tuple = (), owner: int | None = None) -> Prepared:
+        """Launches prepared once and queued per call on new buffers (runtime/launch.py's Prepared: a call
+        template's; ``steps`` as Launch.steps takes them, the result in slot 2, ``scratch`` sizes after the
+        caller's slots, ``owner`` the zeroed_serial of the zeroed scratch they use or None)."""
+        return Prepared(self, steps, out_nbytes, scratch, owner)
 
     def run(self, dispatches, uploads=(), downloads=()) -> list:
         """A launch of these dispatches without scratch of its own (Launch.run: recorded inside a recording of

@@ -14,12 +14,18 @@ later work of the same queue, which the barrier before every dispatch orders aft
 what reaches such a block from outside the batches first waits for them (runtime/batch.py). Inside a
 recording of this thread the recording owns the buffers its steps bind, and the launch gives nothing back.
 ``keep()`` hands the scratch to the caller instead (buffers kept for the next call of a signature).
+
+A call repeated with the same launches on new buffers (a call template: dmlgpu/api/call_templates.py) prepares
+them once (``Device.prepare()``: a ``Prepared``) and queues them per call with ``Prepared.queue(buffers)``: the
+same corridor, without the launch's generality (no recording, no parameter uploads, results and scratch of
+sizes fixed when prepared).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .buffer import Buffer
+from .buffer import COPY, Buffer
+from .memory import size_class
 
 if TYPE_CHECKING:
     from .buffer import Dispatch
@@ -101,3 +107,72 @@ class Launch:
         barrier, slots) (a COPY step's workgroups: its bytes), each slot an index into ``buffers`` or a
         Buffer; ``zeroed``: they use zeroed scratch (Device.zeroed). Only outside recordings, with max_queued > 0 (the caller checks both)."""
         self.device._batches.record_steps(steps, buffers, zeroed)
+
+
+class Prepared:
+    """Launches prepared for repeated queuing (made by ``Device.prepare()``). ``steps``: (kernel, workgroups,
+    barrier, slots) as ``Launch.steps`` takes them, each slot an index into the buffer list that ``queue``
+    completes, or a Buffer; ``out_nbytes``: the result's size (slot 2); ``scratch``: the sizes of the scratch
+    buffers that fill the slots after the caller's (given back once the launches are queued); ``owner``: the
+    ``Device.zeroed_serial`` of the zeroed scratch that the launches use, or None where they use none. Every
+    size is a positive multiple of 4 that one block holds (checked by the caller when it traced the launches)."""
+
+    __slots__ = ("device", "steps", "out_nbytes", "out_class", "scratch", "owner", "kernels_only")
+
+    def __init__(self, device: Device, steps: tuple, out_nbytes: int, scratch: tuple, owner: int | None):
+        self.device = device
+        self.steps = steps
+        self.kernels_only = all(step[0] != COPY for step in steps)    # (recorded here; copy steps by the batch)
+        self.out_nbytes = out_nbytes
+        self.out_class = size_class(out_nbytes, device._allocator.max_block)
+        self.scratch = scratch
+        self.owner = owner
+
+    def queue(self, buffers: list, out: Buffer | None = None) -> Buffer | None:
+        """Queues the launches into the device's open batch on ``buffers`` (the slots before the result's, then
+        those after it up to the scratch's; slot 2, the result, is ``out`` or a new buffer) and returns the
+        result's buffer; None, having done nothing, where they cannot be queued now: a recording of this
+        thread is open, queueing is off (max_queued 0), the device is closed, or the zeroed scratch they used
+        when prepared has been renewed (or a run that used it failed)."""
+        dev = self.device
+        lock = dev.lock
+        lock.acquire()
+        try:
+            if dev.closed or not dev.max_queued or getattr(dev._local, "recording", None) is not None:
+                return None
+            owner = self.owner
+            if owner is not None and (owner != dev.zeroed_serial or not dev._zeroed_clean):
+                return None
+            if dev.canary_words:            # test mode: results with guard words, made by the general path
+                made = out is None
+                if made:
+                    out = dev.take_buffer(self.out_nbytes)
+                scratch = [dev.take_buffer(n) for n in self.scratch]
+            else:
+                made = out is None
+                if made:
+                    out = Buffer._of_class(dev, self.out_nbytes, self.out_class)
+                scratch = [Buffer._in_block(dev, n) for n in self.scratch]
+            buffers.insert(2, out)
+            if scratch:
+                buffers += scratch
+            if self.kernels_only:      # Batch.record_steps for kernels on single blocks, inlined
+                batch = dev._batches
+                number, ops, algorithm, barrier = batch.number, batch.ops, dev._pipelines.algorithm, dev._barrier
+                for kernel, groups, before, slots in self.steps:
+                    blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
+                    if before:
+                        ops.append(barrier)
+                    ops.append(algorithm(kernel, groups, blocks).dispatch)
+                    for block in blocks:
+                        block.batch = number
+                if owner is not None:
+                    batch.zeroed = True
+                batch.added()
+            else:
+                dev._batches.record_steps(self.steps, buffers, owner is not None)
+            for b in scratch:
+                b._release()
+            return out
+        finally:
+            lock.release()

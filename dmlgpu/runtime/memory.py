@@ -73,9 +73,13 @@ class Allocator:
 
     def allocate(self, nbytes: int) -> Block:
         """A block of at least ``nbytes`` bytes (contents undefined)."""
+        return self.allocate_class(size_class(max(4, nbytes), self.max_block), nbytes)
+
+    def allocate_class(self, size: int, nbytes: int = 0) -> Block:
+        """A block of the size class ``size`` (size_class()'s answer for a request of ``nbytes``, which errors
+        name), contents undefined."""
         if self._returned:
             self._drain()
-        size = size_class(max(4, nbytes), self.max_block)
         free = self._free.get(size)
         s = self.stats
         if free:
@@ -83,7 +87,7 @@ class Allocator:
             s["cached_bytes"] -= size
             s["cache_hits"] += 1
         else:
-            block = self._new_block(size, nbytes)
+            block = self._new_block(size, nbytes or size)
         allocated = s["allocated_bytes"] = s["allocated_bytes"] + size
         if allocated > s["peak_allocated_bytes"]:
             s["peak_allocated_bytes"] = allocated
