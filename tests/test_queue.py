@@ -352,3 +352,59 @@ def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
     assert len(dev._kept) <= 2
     dev.empty_cache()
     assert not dev._kept
+
+
+def test_small_tensors_are_uploaded_in_order_without_waiting(dev):
+    """dmlgpu.tensor() of a small array queues its upload (or writes a block no batch uses): no submission
+    of its own, the copy taken at once, its bytes after the work queued before it (a freed Tensor's block,
+    reused while a queued call still reads it, keeps its old bytes for that call), zeros after odd sizes."""
+    rng = np.random.default_rng(11)
+    table = rng.integers(-1000, 1000, (64, 8)).astype(np.int32)
+    t = dmlgpu.tensor(table, device=dev)
+    dev.synchronize()
+    submissions = dev._submissions
+    results, wanted = [], []
+    for step in range(40):
+        ids = rng.integers(0, 64, 5).astype(np.int64)
+        host = ids.copy()
+        idx = dmlgpu.tensor(host, device=dev)
+        host[:] = 0                                    # the Tensor holds the bytes of the call's time
+        results.append(dmlgpu.gather(t, idx))
+        wanted.append(table[ids])
+        del idx                                        # its block serves the next step's indices
+    assert dev._submissions - submissions <= 40 // dev.max_queued + 1
+    for got, want in zip(results, wanted):
+        np.testing.assert_array_equal(got.numpy(), want)
+    odd = dmlgpu.tensor(np.array([1, 2, 3], np.uint8), device=dev)
+    np.testing.assert_array_equal(odd.buffer.read(), [1, 2, 3, 0])
+    np.testing.assert_array_equal(odd.numpy(), [1, 2, 3])
+    with dev.record() as rec:                          # inside a recording: uploaded at once, as before
+        inside = dmlgpu.tensor(np.array([7, 8], np.int64), device=dev)
+        r = dmlgpu.gather(t, inside)
+        rec.download(r)
+    np.testing.assert_array_equal(rec.host(r), table[[7, 8]])
+    np.testing.assert_array_equal(inside.numpy(), [7, 8])
+
+
+def test_small_writes_are_queued_after_the_calls_before_them(dev):
+    """Tensor.write of a small array while queued calls read the Tensor: they see its old bytes, later calls
+    and reads the new ones, with no submission of its own; a write at an offset (a view) too."""
+    rng = np.random.default_rng(12)
+    table = dmlgpu.tensor(np.arange(64 * 4, dtype=np.float32).reshape(64, 4), device=dev)
+    idx = dmlgpu.tensor(np.zeros(6, np.int64), device=dev)
+    dev.synchronize()
+    submissions = dev._submissions
+    results, wanted = [], []
+    for step in range(20):
+        ids = rng.integers(0, 64, 6).astype(np.int64)
+        idx.write(ids)
+        results.append(dmlgpu.gather(table, idx))
+        wanted.append(np.arange(64 * 4, dtype=np.float32).reshape(64, 4)[ids])
+    idx[2:4] = np.array([63, 0], np.int64)          # a view's write: at its byte offset
+    last = dmlgpu.gather(table, idx)
+    assert dev._submissions - submissions <= 21 // dev.max_queued + 1
+    for got, want in zip(results, wanted):
+        np.testing.assert_array_equal(got.numpy(), want)
+    ids[2:4] = [63, 0]
+    np.testing.assert_array_equal(idx.numpy(), ids)
+    np.testing.assert_array_equal(last.numpy()[:, 0], ids * 4)

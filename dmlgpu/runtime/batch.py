@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .device import Device
 
 QUEUE_UPLOADS = 1 << 20   # bytes of host data (per batch) that queued runs upload through the batch's own staging
+UPLOAD_OPS = 1024         # the upload copies whose kp ops a batch keeps (Batch.upload)
 
 
 class Batch:
@@ -44,6 +45,7 @@ class Batch:
         self.spare_uploads: Any = None
         self.inflight = 0             # number of the batch submitted and not waited for (0: none)
         self.inflight_zeroed = False
+        self.upload_ops: dict = {}    # (staging, position, block, offset, bytes) -> the ops of that copy (upload())
 
     def enqueue(self, dispatches, uploads) -> None:
         """Adds a run to the open batch (its uploads first: stage()), and submits the batch once it holds
@@ -73,19 +75,31 @@ class Batch:
             if n > QUEUE_UPLOADS // 4 or b.chunked:
                 dev.write_bytes(b, 0, src)          # after the batch if it uses the buffer
             else:
-                if self.upload_pos + n > QUEUE_UPLOADS:
-                    self.flush(wait=False)
-                if self.uploads is None:
-                    staging = dev._mgr.buffer(QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
-                    self.uploads = (staging, staging.host_view())
-                staging, view = self.uploads
-                pos = self.upload_pos
-                transfers.host_copy(view[pos:pos + n], src)
-                self.ops += (kp.OpMemoryBarrier([b._tensor], *BEFORE_COPY),
-                             kp.OpCopyRegion(staging, b._tensor, pos, 0, n))
-                self.upload_pos = pos + -(-n // 16) * 16
-                b._block.batch = self.number
+                self.upload(b, 0, src)
             b._pending = None
+
+    def upload(self, buf, offset: int, src) -> None:
+        """Copies ``src`` (flat uint8, at most a quarter of QUEUE_UPLOADS bytes) into the batch's upload buffer
+        now and queues its copy into ``buf`` (one block) at byte ``offset``, after what the batch does before."""
+        n = src.size
+        if self.upload_pos + n > QUEUE_UPLOADS:
+            self.flush(wait=False)
+        if self.uploads is None:
+            staging = self.device._mgr.buffer(QUEUE_UPLOADS, HOST_VISIBLE | HOST_COHERENT)
+            self.uploads = (staging, staging.host_view())
+        staging, view = self.uploads
+        pos = self.upload_pos
+        transfers.host_copy(view[pos:pos + n], src)
+        key = (id(staging), pos, id(buf._block), offset, n)
+        ops = self.upload_ops.get(key)
+        if ops is None:     # the same ops for the same copy, so that a loop's batch is submitted again as recorded
+            if len(self.upload_ops) >= UPLOAD_OPS:
+                self.upload_ops.clear()
+            ops = self.upload_ops[key] = (kp.OpMemoryBarrier([buf._tensor], *BEFORE_COPY),
+                                          kp.OpCopyRegion(staging, buf._tensor, pos, offset, n))
+        self.ops += ops
+        self.upload_pos = pos + -(-n // 16) * 16
+        buf._block.batch = self.number
 
     def record_steps(self, steps, buffers: list, zeroed: bool) -> None:
         """Adds a call template's launches to the open batch (the caller has checked that no recording of its
@@ -126,7 +140,7 @@ class Batch:
         """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
         uses the block, or waits for the batch in flight if that one does."""
         if block.batch == self.number:
-            if self.queued:
+            if self.ops:
                 self.flush()
         elif block.batch == self.inflight:
             self.await_inflight()
@@ -136,7 +150,7 @@ class Batch:
         new batch in the other Sequence. ``wait``: then waits for it too (every queued run has finished when
         this returns); else it stays in flight while the next batch is collected."""
         dev = self.device
-        if self.queued:
+        if self.ops:           # queued runs, or uploads alone (Device.buffer's: runtime/device.py)
             self.await_inflight()
             seq, ops, zeroed = self.seq, self.ops, self.zeroed
             if dev.direct_memory or dev._watched:      # (the checks' reports are read by the host: Device.watch)
@@ -185,3 +199,4 @@ class Batch:
     def forget(self) -> None:
         """A block is being destroyed: no Sequence is submitted again as it holds (it may bind the block)."""
         self.held = self.spare_held = None
+        self.upload_ops.clear()

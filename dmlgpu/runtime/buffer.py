@@ -117,7 +117,7 @@ class Buffer:
         if offset < 0 or offset % 4 or offset + src.size > self.nbytes:
             raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
                              f"(the offset must be a multiple of 4)")
-        if src.size:
+        if src.size and not self.device.queue_write(self, offset, src):
             self.device.write_bytes(self, offset, src)
 
     def read(self) -> np.ndarray:

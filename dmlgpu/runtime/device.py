@@ -44,7 +44,7 @@ from .clocks import ClockHold
 from .launch import Launch, Prepared
 from .discovery import (DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp,
                         open_manager)
-from .batch import Batch
+from .batch import QUEUE_UPLOADS, Batch
 from .buffer import COPY, Buffer, Dispatch, MappedBuffer, _block_ids, _copy_ops, as_bytes
 from .memory import Allocator, Block
 from .pipelines import Pipelines
@@ -248,10 +248,39 @@ class Device:
             return buf
         src = as_bytes(data)
         buf = Buffer(self, max(4, (max(src.size, nbytes or 0) + 3) // 4 * 4))
+        if buf.nbytes <= QUEUE_UPLOADS // 4:           # small: one write of its bytes and zeros, queued
+            if src.size < buf.nbytes:
+                padded = np.zeros(buf.nbytes, np.uint8)
+                padded[:src.size] = src
+                src = padded
+            if not self.queue_write(buf, 0, src):
+                self.write_bytes(buf, 0, src)
+            return buf
         if buf.nbytes > src.size:
             self.fill_buffer(buf, 0, src.size // 4 * 4, buf.nbytes - src.size // 4 * 4)
         buf.write(src)
         return buf
+
+    def queue_write(self, buf: Buffer, offset: int, src: np.ndarray) -> bool:
+        """Writes ``src`` (flat uint8) into ``buf`` at byte ``offset`` after the work queued before that uses
+        it, without waiting for that work (Buffer.write, Device.buffer): into its mapped memory now where no
+        batch uses its block, else copied now into the open batch's upload buffer and queued (Batch.upload).
+        False, having done nothing, where it cannot: more than a quarter of QUEUE_UPLOADS bytes, a buffer held
+        in several blocks, queueing off (max_queued 0), or a recording of this thread open (the caller then
+        writes now: write_bytes)."""
+        if src.size > QUEUE_UPLOADS // 4 or buf.chunked or not self.max_queued:
+            return False
+        with self.lock:
+            if self.active_recording() is not None:
+                return False
+            self.check_open()
+            block, batches = buf._block, self._batches
+            if block.view is not None and block.batch != batches.number and \
+                    not (batches.inflight and block.batch == batches.inflight):
+                transfers.host_copy(block.view[offset:offset + src.size], src)
+            else:
+                batches.upload(buf, offset, src)      # (not a run: it does not count towards max_queued)
+            return True
 
     def synchronize(self) -> None:
         """Submits the queued eager calls and waits until the device has finished them (host reads of their
