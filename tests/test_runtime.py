@@ -366,3 +366,33 @@ def test_an_empty_recording_and_timestamped_runs_submit_valid_commands(device):
         stamps = rec.timestamps()
         assert len(stamps) >= 3 and stamps[-1] >= stamps[0]
     assert rec.host(out).tolist() == list(range(8))
+
+
+def test_new_bindings_of_a_kernel_are_made_without_its_spirv(monkeypatch):
+    """The first binding of a kernel is made from its SPIR-V; later ones (results kept alive: new buffer
+    sets) from that one (kp patch 0024), with results as before. Once a block that first binding used is
+    destroyed, the next binding is made from the SPIR-V again."""
+    from dmlgpu.runtime import pipelines
+    made = []
+    real = pipelines._algorithm
+    monkeypatch.setattr(pipelines, "_algorithm", lambda mgr, tensors, name, groups: made.append(name) or
+                        real(mgr, tensors, name, groups))
+    d = dmlgpu.Device()
+    try:
+        rng = np.random.default_rng(3)
+        table = rng.standard_normal((50, 6)).astype(np.float32)
+        ids = rng.integers(0, 50, 17).astype(np.int64)
+        t, i = dmlgpu.tensor(table, device=d), dmlgpu.tensor(ids, device=d)
+        held = [dmlgpu.gather(t, i) for _ in range(8)]
+        assert len(made) == len(set(made)) >= 1         # each kernel from its SPIR-V once
+        for r in held:
+            np.testing.assert_array_equal(r.numpy(), table[ids])
+        first = list(made)
+        del held
+        d.empty_cache()                                  # destroys the first binding's result block
+        again = [dmlgpu.gather(t, i) for _ in range(3)]
+        assert made[len(first):] == first                # made from the SPIR-V again, once
+        for r in again:
+            np.testing.assert_array_equal(r.numpy(), table[ids])
+    finally:
+        d.close()

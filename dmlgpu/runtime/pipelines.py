@@ -1,5 +1,7 @@
 """Kernel pipelines: one VkPipeline per kernel variant and device (a module and its specialization constants:
-kp patch 0013 shares them between algorithms, keyed by both), a Kompute algorithm (a descriptor set binding the pipeline's buffers) per buffer set, and the
+kp patch 0013 shares them between algorithms, keyed by both), a Kompute algorithm (a descriptor set binding the
+pipeline's buffers) per buffer set (the first of a kernel made from its SPIR-V, later ones from that one without
+it: kp patch 0024's Manager.algorithm_like), and the
 device's VkPipelineCache kept on disk so that a new process does not compile its kernels again.
 
 The cache file lives in ``DMLGPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/dmlgpu``, else ``~/.cache/dmlgpu``, one
@@ -75,6 +77,10 @@ class Pipelines:
         self._capacity = capacity
         self._algorithms: dict = {}
         self._by_block: dict = {}          # id(block) -> keys of the algorithms binding it
+        # kernel -> (an algorithm made from its SPIR-V, its binding count, ids of the blocks it binds): new
+        # bindings of the kernel are made from it (Manager.algorithm_like) without the SPIR-V
+        self._bases: dict = {}
+        self._base_of: dict = {}           # id(block) -> kernels whose base binds it
         self._saved = 0
         self._load()
 
@@ -91,7 +97,14 @@ class Pipelines:
         bound = self._algorithms.pop(key, None)
         if bound is None:
             tensors = [b.tensor for b in blocks]
-            algo = _algorithm(self._mgr, tensors, kernel + self._suffix, groups)
+            base = self._bases.get(kernel)
+            if base is not None and base[1] == len(tensors):     # a new binding of a built shader (kp patch 0024)
+                algo = self._mgr.algorithm_like(base[0], tensors, (groups, 1, 1))
+            else:
+                algo = _algorithm(self._mgr, tensors, kernel + self._suffix, groups)
+                self._bases[kernel] = (algo, len(tensors), {id(b) for b in blocks})
+                for b in blocks:
+                    self._base_of.setdefault(id(b), set()).add(kernel)
             bound = Bound(algo, kp.OpAlgoDispatch(algo))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
@@ -108,13 +121,19 @@ class Pipelines:
         _algorithm(self._mgr, [tensor] * count, name, 1)
 
     def forget(self, block) -> None:
-        """Drops the algorithms that bind ``block`` (before it is destroyed)."""
+        """Drops the algorithms that bind ``block`` (before it is destroyed), and the bases that bind it."""
         for key in list(self._by_block.pop(id(block), ())):
             self._drop(key)
+        for kernel in self._base_of.pop(id(block), ()):
+            base = self._bases.get(kernel)
+            if base is not None and id(block) in base[2]:
+                del self._bases[kernel]
 
     def clear(self) -> None:
         self._algorithms.clear()
         self._by_block.clear()
+        self._bases.clear()
+        self._base_of.clear()
 
     def save(self) -> None:
         """Writes the pipeline cache to disk if pipelines were built since it was loaded or last saved."""
