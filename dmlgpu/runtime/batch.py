@@ -129,6 +129,22 @@ class Batch:
             self.zeroed = True
         self.added()
 
+    def record_kernels(self, steps, buffers: list, zeroed: bool) -> None:
+        """record_steps() for steps that are all kernels and buffers that are each held in one block (a
+        prepared call template's: runtime/launch.py's Prepared), in fewer operations."""
+        dev = self.device
+        number, ops, algorithm, barrier = self.number, self.ops, dev._pipelines.algorithm, dev._barrier
+        for kernel, groups, before, slots in steps:
+            blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
+            if before:
+                ops.append(barrier)
+            ops.append(algorithm(kernel, groups, blocks).dispatch)
+            for block in blocks:
+                block.batch = number
+        if zeroed:
+            self.zeroed = True
+        self.added()
+
     def added(self) -> None:
         """A run was added to the open batch: submits it once it holds max_queued runs (or at once, with eager
         submission, when none is in flight)."""

@@ -156,19 +156,8 @@ class Prepared:
             buffers.insert(2, out)
             if scratch:
                 buffers += scratch
-            if self.kernels_only:      # Batch.record_steps for kernels on single blocks, inlined
-                batch = dev._batches
-                number, ops, algorithm, barrier = batch.number, batch.ops, dev._pipelines.algorithm, dev._barrier
-                for kernel, groups, before, slots in self.steps:
-                    blocks = tuple([(buffers[s] if s.__class__ is int else s)._block for s in slots])
-                    if before:
-                        ops.append(barrier)
-                    ops.append(algorithm(kernel, groups, blocks).dispatch)
-                    for block in blocks:
-                        block.batch = number
-                if owner is not None:
-                    batch.zeroed = True
-                batch.added()
+            if self.kernels_only:
+                dev._batches.record_kernels(self.steps, buffers, owner is not None)
             else:
                 dev._batches.record_steps(self.steps, buffers, owner is not None)
             for b in scratch:
