@@ -408,3 +408,29 @@ def test_small_writes_are_queued_after_the_calls_before_them(dev):
     ids[2:4] = [63, 0]
     np.testing.assert_array_equal(idx.numpy(), ids)
     np.testing.assert_array_equal(last.numpy()[:, 0], ids * 4)
+
+
+def test_fills_queue_in_order(dev):
+    """zeros(), full() and Device.buffer(nbytes=) fill on the device in order with the queued work, without a
+    submission of their own (eager submission off); inside a recording they run at once, as before."""
+    dev.synchronize()
+    submissions, eager = dev._submissions, dev.eager_submit
+    dev.eager_submit = False
+    try:
+        z = dmlgpu.zeros((5, 3), np.int32, device=dev)
+        f = dmlgpu.full((4,), 7, np.int16, device=dev)
+        b = dev.buffer(nbytes=12)
+        g = dmlgpu.gather(f, dmlgpu.tensor(np.array([3, 0], np.int64), device=dev))
+        out = dmlgpu.scatter_nd(z, dmlgpu.tensor(np.array([[1]], np.int64), device=dev),
+                                dmlgpu.tensor(np.full((1, 3), 9, np.int32), device=dev))
+        assert dev._submissions == submissions
+    finally:
+        dev.eager_submit = eager
+    np.testing.assert_array_equal(out.numpy(), np.array([[0] * 3, [9] * 3, [0] * 3, [0] * 3, [0] * 3]))
+    np.testing.assert_array_equal(g.numpy(), [7, 7])
+    np.testing.assert_array_equal(b.read(), np.zeros(12, np.uint8))
+    np.testing.assert_array_equal(z.numpy(), np.zeros((5, 3), np.int32))
+    with dev.record() as rec:
+        inside = dmlgpu.zeros((2,), np.float32, device=dev)
+        rec.download(inside)
+    np.testing.assert_array_equal(rec.host(inside), [0, 0])

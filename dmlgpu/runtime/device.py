@@ -555,10 +555,26 @@ class Device:
         if rec is not None:
             rec._append_copy(touched, ops)
             return
+        self._queue_transfer(touched, dst, ops)
+
+    def fill_buffer(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
+        """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, in order
+        with the queued work: appended to the device's open batch (a host read of ``buf`` waits for it), or
+        run now inside a recording of this thread or when ``max_queued`` is 0."""
+        if nbytes > 0:
+            ops = [kp.OpFill(block.tensor, at, n, word) for block, at, _, n in buf._pieces(offset, nbytes)]
+            if self.active_recording() is not None:
+                self._transfer_now([buf], buf, ops)
+            else:
+                self._queue_transfer([buf], buf, ops)
+
+    def _queue_transfer(self, touched: list, written: Buffer, ops: list) -> None:
+        """Transfer ops on device buffers appended to the open batch after a barrier on the buffers they touch
+        (a run of the batch: it counts towards max_queued), or run now when max_queued is 0."""
         with self.lock:
             self.check_open()
             if not self.max_queued:
-                self._transfer_now(touched, dst, ops)
+                self._transfer_now(touched, written, ops)
                 return
             batch = self._batches
             batch.ops.append(kp.OpMemoryBarrier([t for b in touched for t in b._tensors], *BEFORE_COPY))
@@ -567,12 +583,6 @@ class Device:
                 for block in b.block_list:
                     block.batch = batch.number
             batch.added()
-
-    def fill_buffer(self, buf: Buffer, word: int, offset: int, nbytes: int) -> None:
-        """Fills ``nbytes`` of ``buf`` from byte ``offset`` (both multiples of 4) with a 32-bit word, now."""
-        if nbytes > 0:
-            self._transfer_now([buf], buf, [kp.OpFill(block.tensor, at, n, word)
-                                            for block, at, _, n in buf._pieces(offset, nbytes)])
 
     def _transfer_now(self, touched: list, written: Buffer, ops: list) -> None:
         """Submits transfer ops on device buffers and waits: after a barrier on the buffers they touch, and
