@@ -144,13 +144,11 @@ class Prepared:
             if owner is not None and (owner != dev.zeroed_serial or not dev._zeroed_clean):
                 return None
             if dev.canary_words:            # test mode: results with guard words, made by the general path
-                made = out is None
-                if made:
+                if out is None:
                     out = dev.take_buffer(self.out_nbytes)
                 scratch = [dev.take_buffer(n) for n in self.scratch]
             else:
-                made = out is None
-                if made:
+                if out is None:
                     out = Buffer._of_class(dev, self.out_nbytes, self.out_class)
                 scratch = [Buffer._in_block(dev, n) for n in self.scratch]
             buffers.insert(2, out)
