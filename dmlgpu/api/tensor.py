@@ -654,7 +654,7 @@ def _upload(array: np.ndarray, device: Device) -> "Tensor":
     """A new Tensor holding a copy of a host array (uploaded, C order) on ``device``."""
     if not array.flags.c_contiguous:
         array = array.copy(order="C")     # (np.ascontiguousarray would make a 0-d array 1-d)
-    return Tensor(device.buffer(array, nbytes=max(4, -(-array.nbytes // 4) * 4)), array.shape, array.dtype)
+    return Tensor._wrap(device.buffer(array, nbytes=max(4, -(-array.nbytes // 4) * 4)), array.shape, array.dtype)
 
 
 def _unpickle(array: np.ndarray) -> "Tensor":
