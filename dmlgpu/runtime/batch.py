@@ -152,6 +152,10 @@ class Batch:
         if self.queued >= self.device.max_queued or not self.inflight and self.device.eager_submit:
             self.flush(wait=False)        # collecting the next batch overlaps the GPU's work on this one
 
+    def uses(self, block: Block) -> bool:
+        """Whether the open batch or the one in flight uses ``block``."""
+        return block.batch == self.number or bool(self.inflight) and block.batch == self.inflight
+
     def sync_block(self, block: Block) -> None:
         """Before ``block`` is reached outside the batches: submits the open batch and waits for it if it
         uses the block, or waits for the batch in flight if that one does."""
@@ -162,9 +166,9 @@ class Batch:
             self.await_inflight()
 
     def flush(self, wait: bool = True) -> None:
-        """Submits the open batch (if any run is queued), after waiting for the one in flight, and opens a
-        new batch in the other Sequence. ``wait``: then waits for it too (every queued run has finished when
-        this returns); else it stays in flight while the next batch is collected."""
+        """Submits the open batch (if it holds anything: queued runs, or uploads alone), after waiting for the
+        one in flight, and opens a new batch in the other Sequence. ``wait``: then waits for it too (every queued
+        run has finished when this returns); else it stays in flight while the next batch is collected."""
         dev = self.device
         if self.ops:           # queued runs, or uploads alone (Device.buffer's: runtime/device.py)
             self.await_inflight()

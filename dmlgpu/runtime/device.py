@@ -274,12 +274,11 @@ class Device:
             if self.active_recording() is not None:
                 return False
             self.check_open()
-            block, batches = buf._block, self._batches
-            if block.view is not None and block.batch != batches.number and \
-                    not (batches.inflight and block.batch == batches.inflight):
+            block = buf._block
+            if block.view is not None and not self._batches.uses(block):
                 transfers.host_copy(block.view[offset:offset + src.size], src)
             else:
-                batches.upload(buf, offset, src)      # (not a run: it does not count towards max_queued)
+                self._batches.upload(buf, offset, src)      # (not a run: it does not count towards max_queued)
             return True
 
     def synchronize(self) -> None:

@@ -73,10 +73,7 @@ class Launch:
     def output(self, nbytes: int, fits: bool = False) -> Buffer:
         """A new buffer of at least ``nbytes`` (contents undefined) that the caller keeps: a result.
         ``fits``: as for scratch()."""
-        dev = self.device
-        if fits and not dev.canary_words:
-            return Buffer._in_block(dev, nbytes)
-        return dev.take_buffer(nbytes)
+        return fitted(self.device, nbytes) if fits else self.device.take_buffer(nbytes)
 
     def keep(self) -> list[Buffer]:
         """The launch's scratch, which it then does not give back: the caller owns it (returns it)."""
@@ -107,6 +104,16 @@ class Launch:
         barrier, slots) (a COPY step's workgroups: its bytes), each slot an index into ``buffers`` or a
         Buffer; ``zeroed``: they use zeroed scratch (Device.zeroed). Only outside recordings, with max_queued > 0 (the caller checks both)."""
         self.device._batches.record_steps(steps, buffers, zeroed)
+
+
+def fitted(device: Device, nbytes: int, size: int = 0) -> Buffer:
+    """A new buffer of ``nbytes`` (contents undefined) for a caller that knows that one block holds it (a call
+    template's sizes, checked when it was traced): taken from the allocator's size class ``size`` (its
+    memory.size_class, where the caller has it) without the size checks; in test mode (guard words) made by
+    Device.take_buffer, which adds them."""
+    if device.canary_words:
+        return device.take_buffer(nbytes)
+    return Buffer._of_class(device, nbytes, size) if size else Buffer._in_block(device, nbytes)
 
 
 class Prepared:
@@ -143,14 +150,9 @@ class Prepared:
             owner = self.owner
             if owner is not None and (owner != dev.zeroed_serial or not dev._zeroed_clean):
                 return None
-            if dev.canary_words:            # test mode: results with guard words, made by the general path
-                if out is None:
-                    out = dev.take_buffer(self.out_nbytes)
-                scratch = [dev.take_buffer(n) for n in self.scratch]
-            else:
-                if out is None:
-                    out = Buffer._of_class(dev, self.out_nbytes, self.out_class)
-                scratch = [Buffer._in_block(dev, n) for n in self.scratch]
+            if out is None:
+                out = fitted(dev, self.out_nbytes, self.out_class)
+            scratch = [fitted(dev, n) for n in self.scratch]
             buffers.insert(2, out)
             if scratch:
                 buffers += scratch
