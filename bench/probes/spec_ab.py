@@ -26,8 +26,8 @@ B / A, marking rows off by more than ``--tolerance`` (2 %); exit status 1 if any
 * ``bench``: ``python -m dmlgpu bench --no-latency --sizes SIZES`` (``--sizes``, default 64K,4M,256M): per
   (workload, size), the timestamped median and the back-to-back stream time of dmlgpu's dispatches;
 * ``apps``: ``python -m dmlgpu bench apps``: per workload, the timestamped GPU time;
-* ``reductions``: ``python -m dmlgpu bench reductions`` (float32 and int32, float16 and bfloat16, three
-  distributions, every reduction and order): per row, GPU and stream time.
+* ``reductions``: ``python -m dmlgpu bench reductions --no-peer`` (float32 and int32, float16 and bfloat16,
+  three distributions, every reduction and order; no PyTorch or NumPy rows): per row, GPU and stream time.
 
 Extra arguments after ``--`` go to every run's command (one part per call: ``--parts bench -- --repeats 30``).
 The peer (PyTorch where CUDA is, else NumPy) runs as the harness runs it; only dmlgpu's times are compared.
@@ -132,7 +132,7 @@ def apps_rows(out: pathlib.Path, stdout: str) -> dict:
 
 
 def reductions_command(out: pathlib.Path, args) -> list[str]:
-    return ["-m", "dmlgpu", "bench", "reductions", "--dtype", "float32,int32,float16,bfloat16"]
+    return ["-m", "dmlgpu", "bench", "reductions", "--no-peer", "--dtype", "float32,int32,float16,bfloat16"]
 
 
 _REDUCTION_ROW = re.compile(r"^(\S+)\s+(\S+)\s+(.+?)\s+[\d.]+ ms\s+([\d.]+) ms\s+([\d.]+) ms\s")

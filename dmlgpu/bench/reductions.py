@@ -14,7 +14,7 @@ waiting for the GPU (a call with 30 ms of GPU time showed 0.2 ms).
 
 Usage: python -m dmlgpu bench reductions [--updates 1M] [--targets 64K] [--width 1] [--dtype float32,int32]
                                          [--dist uniform,zipf,one] [--repeat 5] [--reductions none,add,...]
-                                         [--sorted] [--no-buckets] [--accuracy]
+                                         [--sorted] [--no-buckets] [--accuracy] [--no-peer]
 --width W > 1 scatters rows: scatter_nd of (updates) rows of W elements onto a [targets, W] table.
 --dtype takes NumPy's names and ml_dtypes' (bfloat16, float8_e4m3fn, float8_e5m2: no torch peer for those).
 "mean" runs on float dtypes only; "add (no self)" is include_self=False; "add (tree)" is order="tree" (float
@@ -26,6 +26,7 @@ by np.add.at: exact to about 2^-52 of the terms), relative to the target's large
 the updated targets, on normal values of random signs and scales 2^-4 .. 2^4.
 Distributions of the targets: uniform; zipf (Zipf-like, exponent 1.1: a few targets take most updates);
 one (every update onto target 0).
+--no-peer: dmlgpu's rows alone, no torch and no np.add.at (bench/probes/spec_ab.py's A/B of two shader builds).
 --sorted: CPU devices run the sorted plan (reduction_cpu.CPU_FOLD off), the one they ran before their fold
 without a sort (the same bits): the two side by side in one tree.
 --no-buckets: GPUs fold float add, mul and mean by the sorted plan (reduction.py's step 3) where they would take
@@ -171,6 +172,8 @@ def main(argv=None) -> int:
                          "(reduction_buckets.py)")
     ap.add_argument("--accuracy", action="store_true",
                     help="add's error against a float64 sum for each order, instead of timings")
+    ap.add_argument("--no-peer", action="store_true",
+                    help="dmlgpu's columns only: no torch, no np.add.at (an A/B of two dmlgpu builds)")
     args = ap.parse_args(argv)
     if args.sorted:                 # (for the rest of the process)
         reduction_cpu.CPU_FOLD = False
@@ -184,10 +187,10 @@ def main(argv=None) -> int:
     unknown = [r for r in rows if r not in REDUCTIONS]
     if unknown:
         ap.error(f"--reductions: unknown {', '.join(unknown)} (known: {', '.join(REDUCTIONS)})")
-    peer = torch_peer()
+    peer = None if args.no_peer else torch_peer()
     rng = np.random.default_rng(0)
     print(f"{dev.info.name}: {n} update rows of {w} onto {m} targets, device Tensors, median wall time of "
-          f"{args.repeat} calls" + ("" if peer else " (no torch with CUDA: no peer)") +
+          f"{args.repeat} calls" + ("" if peer else " (no peer: --no-peer)" if args.no_peer else " (no torch with CUDA: no peer)") +
           (", the sorted plan on CPU devices" if args.sorted else "") +
           (", float add, mul and mean by the sorted plan on GPUs" if args.no_buckets else ""))
     print("wall: call + synchronize, median; GPU: Vulkan timestamps of the recorded call, first to last (one after "
@@ -222,7 +225,7 @@ def main(argv=None) -> int:
                 peers = (torch_times(peer, red if order == "fixed-point" else reduction, data, idx, upd, w,
                                      args.repeat)
                          if peer and dtype.isbuiltin == 1 and order != "tree" else {})
-                if reduction == "add":      # the host's sequential reference point (np.add.at)
+                if reduction == "add" and not args.no_peer:      # the host's sequential reference point (np.add.at)
                     peers["np.add.at (host)"] = median_time(lambda: np.add.at(data.copy(), idx, upd), args.repeat) * 1e3
                 shown = "  ".join(f"{k}: {v:.3f} ms" if isinstance(v, float) else
                                   f"{k}: {v[0]:.3f} ms, {v[1]:.3f}" if isinstance(v, tuple) else f"{k}: {v}"
