@@ -251,7 +251,7 @@ def test_a_bad_index_in_the_last_partial_step(dtype):
 
 def test_raise_on_tensor_indices_through_a_call_template(reads):
     """A repeated call of one signature runs from its template (api/call_templates.py), which queues the device
-    check after its launches: a bad index still raises, the result stays marked, no index is read back."""
+    check before its launches: a bad index still raises, the result stays marked, no index is read back."""
     from dmlgpu.api.call_templates import Template
     dev = dmlgpu.default_device()
     data = dmlgpu.tensor(np.arange(40, dtype=np.float32).reshape(20, 2))
@@ -269,37 +269,3 @@ def test_raise_on_tensor_indices_through_a_call_template(reads):
     assert bad_ids.buffer not in reads
     np.testing.assert_array_equal(dmlgpu.take(data, dmlgpu.tensor(np.array([19, 0], np.int64)), axis=0).numpy(),
                                   [[38, 39], [0, 1]])
-
-
-def test_the_device_check_runs_beside_the_call(monkeypatch):
-    """The device check queued right after a call's launches (index_check.OVERLAP) has no barrier between it and
-    the call's dispatch: the open batch holds one barrier fewer than with OVERLAP off, on the planned path and on
-    the template's, and the results and reports are the same (in the open batch: eager submission, an opt-in,
-    would submit the call before its check is queued)."""
-    from dmlgpu.plans import index_check
-    from dmlgpu.runtime.discovery import kp
-    dev = dmlgpu.default_device()
-    monkeypatch.setattr(dev, "eager_submit", False)
-    data = dmlgpu.tensor(np.arange(40, dtype=np.float32).reshape(20, 2))
-    ids = dmlgpu.tensor(np.array([3, -20, 7], np.int64))
-
-    def barriers(overlap: bool, call) -> list:
-        monkeypatch.setattr(index_check, "OVERLAP", overlap)
-        counts = []
-        for _ in range(3):          # the first call plans (and uploads the check's words), the later ones are templated
-            dev.synchronize()
-            result = call()
-            counts.append(sum(type(op) is kp.OpMemoryBarrier for op in dev._batches.ops))
-            np.testing.assert_array_equal(result.numpy(), np.take(data.numpy(), ids.numpy(), axis=0))
-        return counts
-
-    take = lambda: dmlgpu.take(data, ids, axis=0)                       # noqa: E731
-    gather = lambda: dmlgpu.gather(data, ids, axis=0, mode="raise")     # noqa: E731
-    for call in (take, gather):
-        beside, after = barriers(True, call), barriers(False, call)
-        assert [a - b for a, b in zip(after[1:], beside[1:])] == [1, 1]
-    bad = dmlgpu.take(data, dmlgpu.tensor(np.array([3, 20], np.int64)), axis=0)
-    with pytest.raises(IndexError, match=r"^take: index 20 at indices position \(1,\)"):
-        dev.synchronize()
-    with pytest.raises(IndexError, match=r"index 20"):
-        bad.numpy()

@@ -1,6 +1,6 @@
 """Probe (issue 41): NumPy's take modes on device Tensors, Tensor indices never read back.
 
-    PYTHONPATH=. python bench/probes/take_modes.py [--n N] [--repeats R] [--no-peer] [--no-overlap]
+    PYTHONPATH=. python bench/probes/take_modes.py [--n N] [--repeats R] [--no-peer]
 
 A permutation of N float32 (default 64M) by an int64 permutation Tensor of N elements: dmlgpu.take with
 mode="raise" (checked on the device), "wrap" and "clip", and dmlgpu.gather's default clamp, each timed as call +
@@ -9,8 +9,6 @@ unless dmlgpu's clock hold made one; GPU time (Vulkan timestamps, median of R re
 gather (32 rows of 64 B) in clamp and raise modes, for the check's fixed cost. PyTorch's
 x[p] in a fresh process of its own (first call, median call + synchronize, median CUDA-event time), where CUDA
 PyTorch is installed (not with --no-peer). Results are checked against NumPy on a sample of positions.
---no-overlap: the device check of mode="raise" after a barrier instead of beside the call (index_check.OVERLAP off),
-for an A/B in alternating processes.
 """
 import argparse
 import json
@@ -44,11 +42,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=64 << 20)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--no-peer", action="store_true", help="no PyTorch process")
-    ap.add_argument("--no-overlap", action="store_true", help="index_check.OVERLAP off")
     args = ap.parse_args()
     import dmlgpu
-    from dmlgpu.plans import index_check
-    index_check.OVERLAP = not args.no_overlap
     dev = dmlgpu.default_device()
     rng = np.random.default_rng(0)
     xh = rng.standard_normal(args.n, dtype=np.float32)
@@ -64,8 +59,7 @@ def main() -> int:
              "take clip": lambda: dmlgpu.take(x, p, mode="clip"),
              "small clamp": lambda: dmlgpu.gather(small, small_ids, axis=0),
              "small raise": lambda: dmlgpu.take(small, small_ids, axis=0)}
-    print(f"{dev.info.name}; n = {args.n}; clock hold: {dev.clock_hold.state}; check beside the call: "
-          f"{index_check.OVERLAP}", flush=True)
+    print(f"{dev.info.name}; n = {args.n}; clock hold: {dev.clock_hold.state}", flush=True)
     rows = {}
     for name, fn in calls.items():
         t0 = time.perf_counter()

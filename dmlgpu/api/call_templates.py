@@ -18,7 +18,7 @@ not a per-call one (parameter buffers, the dummy binding, the scatter claim buff
 depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;
 a check of the index values on the host, mode="raise" with NumPy indices or in place) is never templated, and
 takes the planned path every time; mode="raise" on Tensor indices is, its template queuing the device's check of
-the indices (plans/index_check.py) after its launches (before them where the call has ``out``).
+the indices (plans/index_check.py) before its launches.
 
 Conditions checked on a hit (otherwise the call takes the planned path, which re-traces): no recording of this
 thread is open, queueing is on (max_queued > 0), every operand is on the template's device and held in one
@@ -119,16 +119,13 @@ class Template:
                         launch.stage([params])
             results = None
             if self.check is not None:      # the indices checked on the device (plans/index_check.py)
-                if not self.check.checkable(dev, operands[1]):
+                results = self.check.on_device(dev, operands[1])
+                if results is None:
                     if out is None:
                         launch.taken.append(out_buf)
                     return None
-                if out is not None:         # (out may be the indices' own buffer: the check goes first)
-                    results = self.check.on_device(dev, operands[1])
             launch.steps(self.steps, bufs, owner is not None)
-            if self.check is not None and out is None:  # beside the launches' last dispatch, under this lock
-                results = self.check.on_device(dev, operands[1], after_call=True)
-                assert results is not None                # (checkable above)
+            if results is not None and out is None:
                 results.append(out_buf)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 

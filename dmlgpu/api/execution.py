@@ -143,8 +143,7 @@ def check_out(op: str, out, data, operands: tuple, dev: Device) -> None:
 def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_order: bool = False, out=None,
              op: str = ""):
     """Runs a planned call: the checks of ``out`` (its shape and dtype: exactly the result's), its index
-    check (the device's, for a new result, queued right after the plan's launches, under the same hold of the
-    lock: index_check.IndexCheck.on_device), then the plan (or the result of a call that moves nothing). The result goes to a new array or
+    check, then the plan (or the result of a call that moves nothing). The result goes to a new array or
     Tensor, or into ``out`` (returned): a NumPy ``out`` receives the downloaded result; a Tensor ``out`` is
     written on the device, by the kernels themselves where it is a packed buffer of its own (or, for a
     scatter, data's own bytes: in place, no copy of data), else through a new Tensor copied into it.
@@ -157,12 +156,9 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
         return out
     bound_idx = _bindable(idx)  # (packed once: the device's check and the run read the same copy)
     results = None          # the result buffers of a call whose indices the device checks (index_check)
-    after = False           # the device's check queued right after the call's launches, beside them
     if call.check is not None:
         if values is not None:
             call.check(values)
-        elif out is None and call.plan is not None and call.check.checkable(dev, bound_idx):
-            after = True
         elif call.plan is None or out is not None and out_key(out, data) == IN_PLACE or \
                 (results := call.check.on_device(dev, bound_idx)) is None:
             call.check(idx.numpy())         # read back: what the device cannot check (index_check)
@@ -174,10 +170,7 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
         return out
     run = functools.partial(_run_native if byte_order else _run, op=op)
     if out is None:
-        with dev.lock:                      # (the check right after the call's launches: nothing between)
-            result = run(dev, call, _bindable(data), bound_idx, _bindable(updates))
-            if after:
-                results = call.check.on_device(dev, bound_idx, after_call=True)
+        result = run(dev, call, _bindable(data), bound_idx, _bindable(updates))
         if results is not None:
             results.append(result.buffer)   # never handed out as valid if the check fails
         return result

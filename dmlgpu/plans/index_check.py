@@ -36,9 +36,6 @@ C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signe
 # "Gather node 'n'"), set around the call that queues the check
 CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("dmlgpu_index_check_caller", default=None)
 UNROLL = 8                    # indices an invocation checks per step (index_check.comp's C_UNROLL)
-# A check queued after its call (on_device(after_call=True)) runs beside the call's last dispatch, without a barrier
-# between them (it reads only the indices, which the call does not write): False queues it after a barrier
-OVERLAP = True
 
 
 class IndexCheck:
@@ -76,29 +73,22 @@ class IndexCheck:
         """The host check of index values: IndexError for the first one out of range."""
         check_in_range(values, self.dims, self.message)
 
-    def checkable(self, dev: Device, indices) -> bool:
-        """True where ``dev`` can check this packed index Tensor (``indices``: its buffer at offset 0) itself
-        (module docstring); elsewhere the caller checks the values on the host."""
-        return 0 < indices.size <= MAX_COUNT and not indices.buffer.chunked and self.dims.size <= MAX_DIMS and \
-            dev.active_recording() is None
-
-    def on_device(self, dev: Device, indices, after_call: bool = False) -> list[Buffer] | None:
+    def on_device(self, dev: Device, indices) -> list[Buffer] | None:
         """Queues the device check of a packed index Tensor (``indices``: its buffer at offset 0) on ``dev``;
         returns the list of the call's result buffers to fill (Device.watch), or None where the device cannot
-        check these indices (checkable()): the caller checks them on the host then. ``after_call``: queued right
-        after the call's own launches, under the same hold of the device's lock, by a caller whose launches do
-        not write the indices: the check's pass may then run beside the call's last dispatch (no barrier
-        between them, OVERLAP), its report still read after both."""
-        if not self.checkable(dev, indices):
+        check these indices (module docstring): the caller checks them on the host then."""
+        count = indices.size
+        if not 0 < count <= MAX_COUNT or indices.buffer.chunked or self.dims.size > MAX_DIMS or \
+                dev.active_recording() is not None:
             return None
-        count, dtype = indices.size, indices.dtype
+        dtype = indices.dtype
         kernel = kernels.check_variant(dtype.itemsize)
         with dev.launch() as launch:
             watch = dev.watch(self._report(indices.shape, dtype, CALLER.get()))
             words, fetch = self.words(count, dtype, watch.slot)
             (params, fresh), (fetch_params, fetch_fresh) = dev.params(words), dev.params(fetch)
             bound = (indices.buffer, watch.buffer, watch.reports)
-            launch.run([Dispatch(kernel, (params, *bound), -(-count // UNROLL), barrier=not (after_call and OVERLAP)),
+            launch.run([Dispatch(kernel, (params, *bound), -(-count // UNROLL)),
                         Dispatch(kernel, (fetch_params, *bound), 1)],
                        uploads=[b for b, new in ((params, fresh), (fetch_params, fetch_fresh)) if new], queue=True,
                        host_read=True)

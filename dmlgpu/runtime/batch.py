@@ -49,12 +49,11 @@ class Batch:
 
     def enqueue(self, dispatches, uploads) -> None:
         """Adds a run to the open batch (its uploads first: stage()), and submits the batch once it holds
-        max_queued runs. A run whose first dispatch has no ``barrier`` runs beside the batch's last op where
-        that is a kernel's dispatch (no upload, copy or fill between them), else after a barrier."""
+        max_queued runs."""
         self.stage(uploads)
         dev = self.device
         number = self.number
-        self.ops += dev._dispatch_ops(dispatches, bool(self.ops) and type(self.ops[-1]) is kp.OpAlgoDispatch)
+        self.ops += dev._dispatch_ops(dispatches)
         for d in dispatches:
             for b in d.buffers:
                 for block in b.block_list:

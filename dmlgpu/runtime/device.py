@@ -753,14 +753,12 @@ class Device:
         """Submits the open batch (Batch.flush)."""
         self._batches.flush(wait)
 
-    def _dispatch_ops(self, dispatches, after_kernel: bool = False) -> list:
+    def _dispatch_ops(self, dispatches) -> list:
         """The kp ops of dispatches in order: the global barrier before each one that has ``barrier`` (and
         before the kernel after a copy step, whose barrier orders transfers only); a copy's region copies after
-        a global barrier before transfers (BEFORE_COPY). The first dispatch has its barrier in any case, unless
-        ``after_kernel`` says that its ops follow a kernel's in the same command buffer (Batch.enqueue): one
-        without ``barrier`` then runs beside that kernel."""
+        a global barrier before transfers (BEFORE_COPY)."""
         ops = []
-        after_copy = not after_kernel
+        after_copy = False
         for d in dispatches:
             if d.kernel == COPY:
                 ops.append(self._copy_barrier)
