@@ -177,6 +177,28 @@ def test_the_first_bad_index_in_row_major_order_is_reported(dtype):
     assert str(e.value) == message
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 9, 1023, 1025, 8 * 256 * 3 + 5, 300_001])
+def test_the_device_check_finds_the_least_bad_position_at_any_size(dtype, n):
+    """Sizes around the check's 16-byte words, steps and workgroups (whole words, a tail word, one partial
+    word alone), bad indices scattered over several workgroups: the least position is reported, with its
+    value, as the host check reports it."""
+    rng = np.random.default_rng(n)
+    ids = rng.integers(0, 10, n).astype(dtype)
+    bad = rng.choice(n, size=min(n, 5), replace=False)
+    ids[bad] = 10 + rng.integers(0, 5, bad.size).astype(dtype)
+    data = np.arange(10, dtype=np.float32)
+    message = host_message(dmlgpu.take, data, ids)
+    assert f"position ({int(bad.min())},)" in message
+    dmlgpu.take(dmlgpu.tensor(data), dmlgpu.tensor(ids))
+    with pytest.raises(IndexError) as e:
+        dmlgpu.default_device().synchronize()
+    assert str(e.value) == message
+    good = ids.copy()
+    good[bad] = 9
+    np.testing.assert_array_equal(dmlgpu.take(dmlgpu.tensor(data), dmlgpu.tensor(good)).numpy(), data[good])
+
+
 def test_raise_on_indices_the_device_cannot_check_reads_them_back():
     """An index tensor held in several blocks, and a scatter in place (its data would change before the
     device's report): checked on the host before any GPU work; data unchanged."""
