@@ -8,8 +8,7 @@
 // S and R are the device's check buffers (runtime Device.watch): S[0] accumulates (device memory), R holds the
 // reports (host-visible memory: read without a transfer). Pass 0 (C_FETCH 0): every bad index i makes S[0] at
 // least ~i (atomicMax; S[0] is 0 before, and count < 2^32 - 1, so S[0] != 0 exactly when some index is bad,
-// and ~S[0] is the first); an invocation checks C_UNROLL indices per step in 16-byte words, its loads first,
-// each load coalesced across the workgroup.
+// and ~S[0] is the first); an invocation checks C_UNROLL consecutive indices per step, their loads first.
 // Pass 1 (C_FETCH 1, one invocation, after a barrier): report slot C_SLOT, R[4 slot ...] = (S[0], the first
 // bad position, its value's low and high words); S[0] = 0 again for the next check.
 //   IDX64 0/1: 32- or 64-bit indices
@@ -27,9 +26,8 @@ const uint C_FETCH = 3u;    // 1: pass 1
 const uint C_SLOT = 4u;     // pass 1: the report slot
 const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
 const uint C_UNROLL = 8u;   // indices per invocation and step of pass 0 (index_check.UNROLL), loaded 16 bytes
-                            // at a time
-const uint PER_LOAD = IDX64 == 1 ? 2u : 4u;     // indices in a 16-byte word
-const uint LOADS = C_UNROLL / PER_LOAD;        // 16-byte loads per invocation and step
+                            // at a time (the step's first index is a multiple of 8: 16-byte aligned)
+const uint PER_LOAD = IDX64 == 1 ? 2u : 4u;
 
 uvec2 index_at(uint i, bool is_signed) {
 #if IDX64
@@ -72,41 +70,35 @@ void main() {
         return;
     }
     uint total = P[C_COUNT];
-    uint whole = total / PER_LOAD;          // 16-byte words of whole indices; a last word holds the rest (tail)
-    uint words = whole + (total % PER_LOAD != 0u ? 1u : 0u);
-    uint group = gl_WorkGroupSize.x;
-    // A workgroup checks LOADS x group consecutive words per step, word l x group + its invocation's own in
-    // load l (coalesced: neighbouring invocations read neighbouring words); then the grid strides on.
-    uint stride = LOADS * group * gl_NumWorkGroups.x;
-    for (uint w0 = LOADS * group * gl_WorkGroupID.x + gl_LocalInvocationID.x; w0 < words;) {
-        uvec4 w[LOADS];
-        [[unroll]] for (uint l = 0u; l < LOADS; ++l) {
-            uint wi = w0 + l * group;
-            w[l] = wi < whole ? IDX4[wi] : uvec4(0u);       // (the tail's components are read one by one)
+    uint step = C_UNROLL * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = C_UNROLL * gl_GlobalInvocationID.x; i < total;) {
+        uvec2 v[C_UNROLL];
+        if (total - i >= C_UNROLL) {            // a whole step: C_UNROLL / PER_LOAD loads of 16 bytes
+            uvec4 w[C_UNROLL / PER_LOAD];
+            [[unroll]] for (uint l = 0u; l < C_UNROLL / PER_LOAD; ++l)
+                w[l] = IDX4[i / PER_LOAD + l];
+            [[unroll]] for (uint j = 0u; j < C_UNROLL; ++j) {
+#if IDX64
+                v[j] = (j & 1u) == 0u ? w[j / 2u].xy : w[j / 2u].zw;
+#else
+                uint lo = w[j / 4u][j % 4u];
+                v[j] = uvec2(lo, (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u);
+#endif
+            }
+        } else {
+            [[unroll]] for (uint j = 0u; j < C_UNROLL; ++j)
+                v[j] = i + j < total ? index_at(i + j, is_signed) : uvec2(0u);
         }
         bool found = false;
-        for (uint l = 0u; l < LOADS && !found; ++l) {       // this invocation's indices in increasing order: its
-            uint wi = w0 + l * group;                         // first bad one is its least, it checks no more
-            if (wi >= words)
+        for (uint j = 0u; j < C_UNROLL && i + j < total; ++j) {
+            if (bad(v[j], i + j, is_signed)) {
+                atomicMax(S[0], ~(i + j));  // an invocation's first bad index is its least: it checks no more
+                found = true;
                 break;
-            [[unroll]] for (uint c = 0u; c < PER_LOAD; ++c) {
-                uint i = wi * PER_LOAD + c;
-                if (found || i >= total)
-                    continue;
-#if IDX64
-                uvec2 v = wi < whole ? (c == 0u ? w[l].xy : w[l].zw) : index_at(i, is_signed);
-#else
-                uint lo = wi < whole ? w[l][c] : IDX4[wi][c];
-                uvec2 v = uvec2(lo, (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u);
-#endif
-                if (bad(v, i, is_signed)) {
-                    atomicMax(S[0], ~i);
-                    found = true;
-                }
             }
         }
-        if (found || words - w0 <= stride)
+        if (found || total - i <= step)
             break;
-        w0 += stride;
+        i += step;
     }
 }
