@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"     maxMemoryAllocationSize {d.max_memory_allocation_size} bytes, maxBufferSize "
                   f"{d.max_buffer_size or 'not reported'}, maxComputeSharedMemorySize "
                   f"{d.max_compute_shared_memory_size} bytes, maxPerStageDescriptorStorageBuffers "
-                  f"{d.max_per_stage_storage_buffers}\n"
+                  f"{d.max_per_stage_storage_buffers}, maxPushDescriptors {d.max_push_descriptors}\n"
                   f"     subgroups of {d.subgroup_size}, operations in compute shaders {d.subgroup_operations:#x} "
                   f"(VkSubgroupFeatureFlags)\n"
                   f"     features: {', '.join(sorted(d.features)) or 'none'}")

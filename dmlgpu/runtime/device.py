@@ -205,6 +205,7 @@ class Device:
         self._watched: list[Watch] = []   # watch()'s checks whose reports are not made yet, by slot
         self._checks: tuple[Buffer, Buffer] | None = None   # the check buffers (watch()), made on first use
         self.dummy = Buffer(self, 4)
+        self._pipelines.placeholder = self.dummy._block.tensor    # push-descriptor bases bind it
         self._barrier = kp.OpMemoryBarrier([], *BEFORE_DISPATCH)       # global (kp patch 0017)
         self._copy_barrier = kp.OpMemoryBarrier([], *BEFORE_COPY)       # before a copy step (Dispatch COPY)
         self._host_barrier = kp.OpMemoryBarrier([], *BEFORE_HOST_READ)

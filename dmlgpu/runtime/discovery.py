@@ -25,7 +25,7 @@ REQUIRED_PATCHES = ("0003-sequence-one-fence", "0005-sequence-resettable-pool", 
                     "0011-device-buffers", "0012-buffer-regions", "0013-shared-pipelines",
                     "0014-manager-instance-errors", "0015-device-features", "0017-call-path",
                     "0018-withheld-features", "0020-uniform-parameters", "0021-subgroup-properties",
-                    "0022-device-uuid")
+                    "0022-device-uuid", "0025-push-descriptors")
 
 DEVICE_TYPES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 
@@ -60,7 +60,10 @@ class DeviceInfo:
     Vulkan 1.1) and ``subgroup_operations``: the VkSubgroupFeatureFlags compute shaders have (kp patch 0021;
     0: none); ``device_uuid``: VkPhysicalDeviceIDProperties' deviceUUID (kp patch 0022; empty before Vulkan
     1.1), the GPU's name in other APIs; ``min_imported_host_pointer_alignment``: VK_EXT_external_memory_host's
-    minImportedHostPointerAlignment (kp patch 0023; 0 without the extension: host arrays are then uploaded). A Device's ``info`` is this as its profile shows it (runtime/profiles.py).
+    minImportedHostPointerAlignment (kp patch 0023; 0 without the extension: host arrays are then uploaded);
+    ``max_push_descriptors``: VK_KHR_push_descriptor's maxPushDescriptors (kp patch 0025; 0 without the
+    extension), the most bindings a kernel binds without a descriptor set. A Device's ``info`` is this as its
+    profile shows it (runtime/profiles.py).
 
     Parameters
     ----------
@@ -98,6 +101,7 @@ class DeviceInfo:
     subgroup_operations: int
     device_uuid: bytes
     min_imported_host_pointer_alignment: int = 0
+    max_push_descriptors: int = 0
 
     @classmethod
     def from_kp(cls, index: int, p: dict) -> "DeviceInfo":
@@ -109,7 +113,8 @@ class DeviceInfo:
                    frozenset(name for name, has in p["features"].items() if has), p["max_memory_allocation_size"],
                    p["max_buffer_size"], p["max_compute_shared_memory_size"],
                    p["max_per_stage_descriptor_storage_buffers"], p["subgroup_size"], p["subgroup_operations"],
-                   bytes(p["device_uuid"]), p.get("min_imported_host_pointer_alignment", 0))
+                   bytes(p["device_uuid"]), p.get("min_imported_host_pointer_alignment", 0),
+                   p.get("max_push_descriptors", 0))
 
     @property
     def device_memory(self) -> int:

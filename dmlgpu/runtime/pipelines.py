@@ -1,8 +1,16 @@
 """Kernel pipelines: one VkPipeline per kernel variant and device (a module and its specialization constants:
-kp patch 0013 shares them between algorithms, keyed by both), a Kompute algorithm (a descriptor set binding the
-pipeline's buffers) per buffer set (the first of a kernel made from its SPIR-V, later ones from that one without
-it: kp patch 0024's Manager.algorithm_like), and the
-device's VkPipelineCache kept on disk so that a new process does not compile its kernels again.
+kp patch 0013 shares them between algorithms, keyed by both), a Kompute algorithm per buffer set (the first of a
+kernel made from its SPIR-V, later ones from a base of the kernel without it: kp patch 0024's
+Manager.algorithm_like), and the device's VkPipelineCache kept on disk so that a new process does not compile
+its kernels again.
+
+How an algorithm binds its buffers is kp's choice, made once per pipeline (kp patch 0025) and read back here
+(``Algorithm.pushes_descriptors()``): where the device enabled VK_KHR_push_descriptor (the feature
+"pushDescriptor", which the ``minimum`` and ``no-push-descriptors`` profiles withhold) and the kernel binds at
+most maxPushDescriptors buffers, its buffers' descriptors are recorded into the command buffer: a new buffer
+set costs no Vulkan object or call, and the kernel's base binds only the device's placeholder buffer (never
+forgotten). Otherwise each algorithm holds a descriptor set (from the device's shared pools, kp patch 0019),
+and the kernel's base is its first algorithm, forgotten with the blocks it binds.
 
 The cache file lives in ``DMLGPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/dmlgpu``, else ``~/.cache/dmlgpu``, one
 file per device and driver (vendor, device id, driver version, pipelineCacheUUID in its name; the driver
@@ -39,8 +47,8 @@ def cache_file(info, profile: str = "") -> pathlib.Path:
 
 # Bound algorithms a device keeps: a loop that binds new buffers every step (a decode loop's new token and
 # position tensors, and results that alternate between two buffers) needs a few per step, and a 512-step loop
-# must not miss (why 8192: bench/RESULTS.md, "Design notes moved from docstrings"). Each costs a descriptor set
-# (kp patch 0019) and a few hundred bytes of host memory.
+# must not miss (why 8192: bench/RESULTS.md, "Design notes moved from docstrings"). Each costs a few hundred
+# bytes of host memory, and a descriptor set (kp patch 0019) where it binds without push descriptors.
 ALGORITHMS = 8192
 
 
@@ -67,9 +75,13 @@ class Pipelines:
     a kernel variant bound to these blocks' kp buffers with this workgroup count, made once and kept (at
     most ``capacity``, least recently used dropped first); ``forget(block)`` drops those that bind a block.
     ``suffix``: the device's variant set (kernels.Geometry.suffix), appended to every kernel name;
-    ``profile``: its device profile's name ("" for "full"), for the cache file."""
+    ``profile``: its device profile's name ("" for "full"), for the cache file; ``placeholder``: a kp buffer
+    of the device that outlives every algorithm (the bases of push-descriptor kernels bind it; without one,
+    they bind their first buffers as set-bound bases do)."""
 
-    def __init__(self, mgr, info, suffix: str = "", profile: str = "", capacity: int = ALGORITHMS):
+    def __init__(self, mgr, info, suffix: str = "", profile: str = "", capacity: int = ALGORITHMS,
+                 placeholder: Any = None):
+        self.placeholder = placeholder
         self._mgr = mgr
         self._info = info
         self._suffix = suffix
@@ -77,8 +89,8 @@ class Pipelines:
         self._capacity = capacity
         self._algorithms: dict = {}
         self._by_block: dict = {}          # id(block) -> keys of the algorithms binding it
-        # kernel -> (an algorithm made from its SPIR-V, its binding count, ids of the blocks it binds): new
-        # bindings of the kernel are made from it (Manager.algorithm_like) without the SPIR-V
+        # kernel -> (an algorithm sharing its pipeline, its binding count, ids of the blocks it binds): new
+        # bindings of the kernel are made from it (Manager.algorithm_like) without the SPIR-V (_base)
         self._bases: dict = {}
         self._base_of: dict = {}           # id(block) -> kernels whose base binds it
         self._saved = 0
@@ -102,9 +114,7 @@ class Pipelines:
                 algo = self._mgr.algorithm_like(base[0], tensors, (groups, 1, 1))
             else:
                 algo = _algorithm(self._mgr, tensors, kernel + self._suffix, groups)
-                self._bases[kernel] = (algo, len(tensors), {id(b) for b in blocks})
-                for b in blocks:
-                    self._base_of.setdefault(id(b), set()).add(kernel)
+                self._base(kernel, algo, blocks)
             bound = Bound(algo, kp.OpAlgoDispatch(algo))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
@@ -115,7 +125,7 @@ class Pipelines:
 
     def build(self, name: str, tensor: Any) -> None:
         """Builds the pipeline of the variant ``name`` (kept by the device and its pipeline cache) without
-        binding buffers that matter: ``tensor`` (any kp buffer) fills every binding of a descriptor set that is
+        binding buffers that matter: ``tensor`` (any kp buffer) fills every binding of an algorithm that is
         dropped at once."""
         count = spirv.requirements(name).bindings
         _algorithm(self._mgr, [tensor] * count, name, 1)
@@ -152,6 +162,19 @@ class Pipelines:
             pass           # a read-only or missing cache directory: the next process compiles again
 
     # ---- internal ----
+    def _base(self, kernel: str, algo, blocks: Sequence[Any]) -> None:
+        """Keeps a base of ``kernel`` from its algorithm ``algo`` (made from the SPIR-V, binding ``blocks``):
+        where kp binds it by push descriptors, a binding of the placeholder (no block to forget it with);
+        otherwise ``algo`` itself, forgotten with its blocks."""
+        count = len(blocks)
+        if algo.pushes_descriptors() and self.placeholder is not None:
+            self._bases[kernel] = (self._mgr.algorithm_like(algo, [self.placeholder] * count, (1, 1, 1)), count,
+                                   frozenset())
+            return
+        self._bases[kernel] = (algo, count, {id(b) for b in blocks})
+        for b in blocks:
+            self._base_of.setdefault(id(b), set()).add(kernel)
+
     def _drop(self, key) -> None:
         self._algorithms.pop(key, None)
         for block_id in key[2:]:

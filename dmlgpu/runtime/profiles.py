@@ -18,10 +18,12 @@ from typing import NamedTuple
 from ..errors import DeviceError
 
 # The optional features dmlgpu may enable (kp patch 0015), Vulkan's names.
-# "externalMemoryHost" is the extension VK_EXT_external_memory_host (kp patch 0023: host arrays read in place).
+# "externalMemoryHost" is the extension VK_EXT_external_memory_host (kp patch 0023: host arrays read in place),
+# "pushDescriptor" the extension VK_KHR_push_descriptor (kp patch 0025: kernels bind their buffers without
+# descriptor sets; withheld, every binding allocates and writes a set: runtime/pipelines.py).
 FEATURES = frozenset({"shaderInt64", "shaderInt16", "shaderInt8", "storageBuffer16BitAccess",
                       "storageBuffer8BitAccess", "shaderBufferInt64Atomics", "bufferDeviceAddress",
-                      "externalMemoryHost"})
+                      "externalMemoryHost", "pushDescriptor"})
 
 # The limits a profile may lower: Vulkan's name -> DeviceInfo's field.
 LIMITS = {"maxComputeWorkGroupInvocations": "max_workgroup_invocations",
@@ -63,6 +65,7 @@ PROFILES = {
                                                             ("maxComputeWorkGroupSize", (128, 128, 64)))),
     "few-buffers": Profile("few-buffers", limits=(("maxPerStageDescriptorStorageBuffers", 4),)),
     "no-host-import": Profile("no-host-import", frozenset({"externalMemoryHost"})),
+    "no-push-descriptors": Profile("no-push-descriptors", frozenset({"pushDescriptor"})),
 }
 
 
@@ -107,9 +110,11 @@ def _triple(value) -> tuple:
 
 
 def apply(info, profile: Profile):
-    """The DeviceInfo as the profile shows it: its features without the withheld ones, its limits at most the
-    profile's."""
+    """The DeviceInfo as the profile shows it: its features without the withheld ones (without
+    "pushDescriptor", no maxPushDescriptors either), its limits at most the profile's."""
     changes = {"features": info.features - profile.withheld}
+    if "pushDescriptor" in profile.withheld:
+        changes["max_push_descriptors"] = 0
     for name, value in profile.limits:
         field = LIMITS[name]
         have = getattr(info, field)
