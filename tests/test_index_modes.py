@@ -279,7 +279,8 @@ def test_raise_on_tensor_indices_through_a_call_template(reads):
     data = dmlgpu.tensor(np.arange(40, dtype=np.float32).reshape(20, 2))
     for _ in range(3):
         good = dmlgpu.take(data, dmlgpu.tensor(np.array([3, -20], np.int64)), axis=0)
-    assert any(isinstance(t, Template) and t.check is not None for t in dev.templates.values())
+    assert any(isinstance(t, Template) and t.check is not None and t.prepared is not None
+               for t in dev.templates.values())         # (prepared: the launches and the check made once)
     np.testing.assert_array_equal(good.numpy(), [[6, 7], [0, 1]])
     bad_ids = dmlgpu.tensor(np.array([3, 20], np.int64))
     reads.clear()
@@ -291,3 +292,26 @@ def test_raise_on_tensor_indices_through_a_call_template(reads):
     assert bad_ids.buffer not in reads
     np.testing.assert_array_equal(dmlgpu.take(data, dmlgpu.tensor(np.array([19, 0], np.int64)), axis=0).numpy(),
                                   [[38, 39], [0, 1]])
+
+
+def test_prepared_checks_in_one_batch_report_the_bad_call_alone():
+    """Calls of one mode="raise" signature queued without a synchronize take their template's prepared launches
+    and prepared checks, each in a report slot of its own: the one bad call raises at the synchronize, its
+    result stays marked, every other result is valid."""
+    dev = dmlgpu.default_device()
+    dev.synchronize()
+    table = np.arange(60, dtype=np.float32).reshape(20, 3)
+    data = dmlgpu.tensor(table)
+    for _ in range(3):
+        dmlgpu.take(data, dmlgpu.tensor(np.array([1, 2], np.int64)), axis=0)
+    dev.synchronize()
+    ids = [np.array([i % 20, (7 * i) % 20], np.int64) for i in range(12)]
+    ids[5] = np.array([3, 25], np.int64)
+    results = [dmlgpu.take(data, dmlgpu.tensor(i), axis=0) for i in ids]
+    with pytest.raises(IndexError, match=r"^take: index 25 at indices position \(1,\)"):
+        dev.synchronize()
+    with pytest.raises(IndexError, match=r"index 25"):
+        results[5].numpy()
+    for k, (i, r) in enumerate(zip(ids, results)):
+        if k != 5:
+            np.testing.assert_array_equal(r.numpy(), table[i])

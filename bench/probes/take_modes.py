@@ -6,7 +6,8 @@ A permutation of N float32 (default 64M) by an int64 permutation Tensor of N ele
 mode="raise" (checked on the device), "wrap" and "clip", and dmlgpu.gather's default clamp, each timed as call +
 synchronize() (first call of the process, then the median of R) in this process, which has no CUDA context
 unless dmlgpu's clock hold made one; GPU time (Vulkan timestamps, median of R replays) beside it; and a small
-gather (32 rows of 64 B) in clamp and raise modes, for the check's fixed cost. PyTorch's
+gather (32 rows of 64 B) in clamp and raise modes, for the check's fixed cost (call + synchronize, and the queued
+call's host time alone: median of 2,000, a synchronize every 16). PyTorch's
 x[p] in a fresh process of its own (first call, median call + synchronize, median CUDA-event time), where CUDA
 PyTorch is installed (not with --no-peer). Results are checked against NumPy on a sample of positions.
 """
@@ -85,8 +86,16 @@ def main() -> int:
                 gpus.append((ts[-1] - ts[0]) * 1e-9)
             del rec
         del y
+        hosts = []                      # small calls: the queued call alone (a synchronize every 16 calls)
+        for i in range(2000 if name.startswith("small") else 0):
+            t0 = time.perf_counter()
+            fn()
+            hosts.append(time.perf_counter() - t0)
+            if i % 16 == 15:
+                dev.synchronize()
+        dev.synchronize()
         rows[name] = dict(first=first, wall=statistics.median(walls), gpu=statistics.median(gpus) if gpus else 0.0,
-                          checked=ok)
+                          checked=ok, host=statistics.median(hosts) if hosts else 0.0)
     peer = None
     try:
         if args.no_peer:
@@ -99,12 +108,14 @@ def main() -> int:
     except (OSError, subprocess.TimeoutExpired) as e:
         print("(no PyTorch result:", e, ")")
     clamp = rows["gather clamp"]["wall"]
-    print(f"{'call':14s} {'first ms':>9s} {'call+sync ms':>12s} {'GPU ms':>8s} {'vs clamp':>8s} {'x[p] / it':>9s} checked")
+    print(f"{'call':14s} {'first ms':>9s} {'call+sync ms':>12s} {'GPU ms':>8s} {'vs clamp':>8s} {'x[p] / it':>9s} checked"
+          f"  queued host us")
     for name, r in rows.items():
         base = rows["small clamp"]["wall"] if name.startswith("small") else clamp
         vs_peer = f"{peer['wall'] / r['wall']:.2f}x" if peer and not name.startswith("small") else "-"
         print(f"{name:14s} {r['first'] * 1e3:9.3f} {r['wall'] * 1e3:12.3f} {r['gpu'] * 1e3:8.3f} "
-              f"{r['wall'] / base:8.3f} {vs_peer:>9s} {r['checked']}")
+              f"{r['wall'] / base:8.3f} {vs_peer:>9s} {str(r['checked']):7s}" +
+              (f"  {r['host'] * 1e6:.1f}" if r["host"] else ""))
     if peer:
         print(f"{'torch x[p]':14s} {peer['first'] * 1e3:9.3f} {peer['wall'] * 1e3:12.3f} {peer['gpu'] * 1e3:8.3f}"
               f"   (PyTorch {peer['torch']}, its own process)")

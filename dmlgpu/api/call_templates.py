@@ -8,8 +8,9 @@ those launches with the per-call buffers as slots: ``[data, indices, output, upd
 costs the argument checks of the fast path (``templated``: driver.call tries it before any other argument
 handling), a dictionary lookup, and ``Prepared.queue`` (runtime/launch.py: the template's launches prepared
 once by ``Device.prepare()``), which takes the result (and scratch) from the caching allocator and appends the
-bound algorithms (kept per buffer set by runtime/pipelines.py) to the device's open batch. Templates whose
-launches are made per call (large tensors' block lists, the device's index check) queue through a launch
+bound algorithms (kept per buffer set by runtime/pipelines.py) to the device's open batch; a template of
+mode="raise" then queues the device's check of the indices (IndexCheck.on_device, its launches also made once).
+Templates whose launches are made per call (large tensors' block lists) queue through a launch
 (``Launch.steps``).
 
 Templates are made by tracing: the first two planned runs of a signature (execution._run_tensors) are traced,
@@ -18,7 +19,7 @@ not a per-call one (parameter buffers, the dummy binding, the scatter claim buff
 depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;
 a check of the index values on the host, mode="raise" with NumPy indices or in place) is never templated, and
 takes the planned path every time; mode="raise" on Tensor indices is, its template queuing the device's check of
-the indices (plans/index_check.py) before its launches.
+the indices (plans/index_check.py) with its launches.
 
 Conditions checked on a hit (otherwise the call takes the planned path, which re-traces): no recording of this
 thread is open, queueing is on (max_queued > 0), every operand is on the template's device and held in one
@@ -57,7 +58,7 @@ class Template:
         self.owner = owner            # Device.zeroed_serial of the claim buffer the launches use, or None
         self.recipes = recipes        # large-tensor launches' parameters, made per call: (words, block-list slots,
                                       # words padded to or 0), their buffers in the slots after the scratch, in order
-        self.check = check            # mode="raise": the device check of the indices, queued before the launches
+        self.check = check            # mode="raise": the device check of the indices, queued with the launches
         self.prepared: Prepared | None = None   # the launches prepared for queuing (Device.prepare), once the template is kept
 
     def __eq__(self, other) -> bool:
@@ -82,12 +83,20 @@ class Template:
                 return None         # (out is data's buffer only in place: out_key())
         prepared = self.prepared
         if prepared is not None:    # the common hit: launches fixed by the signature, queued on new buffers
+            check = self.check
             if len(bufs) < CLAIMS - 1:
                 bufs.append(None)
             bufs.append(None if self.owner is None else dev.zeroed_buffer(CLAIMS_KEY))
-            result = prepared.queue(bufs, None if out is None else out.buffer)
-            if result is None:
-                return None
+            with dev.lock:          # (the launches, then the device's check of their indices, with nothing between)
+                if check is not None and not check.checkable(dev, operands[1]):
+                    return None
+                result = prepared.queue(bufs, None if out is None else out.buffer)
+                if result is None:
+                    return None
+                if check is not None:   # (the launches write no indices: out is never the indices' buffer)
+                    results = check.on_device(dev, operands[1])
+                    if results is not None and out is None:
+                        results.append(result)      # never read as valid if the check fails
             return _wrap(result, self.out_shape, operands[0].dtype) if out is None else out
         if not dev.max_queued:
             return None
@@ -157,7 +166,7 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     while len(dev.templates) >= TEMPLATES:
         del dev.templates[next(iter(dev.templates))]
     if isinstance(known, _Candidate) and known.template == template:
-        if not recipes and check is None:
+        if not recipes:
             template.prepared = dev.prepare(template.steps, template.out_nbytes, template.scratch, template.owner)
         dev.templates[sig] = template
     else:

@@ -129,7 +129,8 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
             data, axis = _flat(data), 0 if axis is None else axis
         axis = _axis(axis, data.ndim, "a")
         into = out if isinstance(out, Tensor) else None
-        shape = data.shape[:axis] + tuple(np.shape(indices)) + data.shape[axis + 1:]
+        shape = data.shape[:axis] + tuple(indices.shape if isinstance(indices, Tensor) else np.shape(indices)) + \
+            data.shape[axis + 1:]
         if isinstance(out, np.ndarray) and out.shape != shape:
             raise ValueError(f"out has shape {out.shape}; the result has shape {shape}")
         if isinstance(out, np.ndarray) and not np.can_cast(out.dtype, data.dtype, "safe"):

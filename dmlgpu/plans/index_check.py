@@ -47,6 +47,8 @@ class IndexCheck:
         self.op = op
         self.dims = np.asarray(dims, dtype=np.int64)
         self._words: dict = {}      # (count, index dtype, report slot) -> the two passes' parameter words
+        self._steps: dict = {}      # the same -> (the device, the two passes' launches: Launch.steps' form)
+        self._reports: dict = {}    # (indices' shape, dtype, caller) -> the report of a check (_report)
 
     def words(self, count: int, dtype: np.dtype, slot: int) -> tuple[np.ndarray, np.ndarray]:
         """The parameter words of index_check.comp's two passes over ``count`` indices of ``dtype``, reporting
@@ -73,25 +75,44 @@ class IndexCheck:
         """The host check of index values: IndexError for the first one out of range."""
         check_in_range(values, self.dims, self.message)
 
+    def checkable(self, dev: Device, indices) -> bool:
+        """True where ``dev`` can check this packed index Tensor (``indices``: its buffer at offset 0) itself;
+        elsewhere (module docstring) the caller checks the values on the host."""
+        return 0 < indices.size <= MAX_COUNT and not indices.buffer.chunked and self.dims.size <= MAX_DIMS and \
+            dev.active_recording() is None
+
     def on_device(self, dev: Device, indices) -> list[Buffer] | None:
         """Queues the device check of a packed index Tensor (``indices``: its buffer at offset 0) on ``dev``;
         returns the list of the call's result buffers to fill (Device.watch), or None where the device cannot
-        check these indices (module docstring): the caller checks them on the host then."""
-        count = indices.size
-        if not 0 < count <= MAX_COUNT or indices.buffer.chunked or self.dims.size > MAX_DIMS or \
-                dev.active_recording() is not None:
+        check these indices (checkable()): the caller checks them on the host then. The check's two launches
+        are made once per index count, dtype and report slot, and queued again on later calls."""
+        if not self.checkable(dev, indices):
             return None
-        dtype = indices.dtype
-        kernel = kernels.check_variant(dtype.itemsize)
+        count, dtype = indices.size, indices.dtype
+        bound = [indices.buffer]
         with dev.launch() as launch:
-            watch = dev.watch(self._report(indices.shape, dtype, CALLER.get()))
+            caller = CALLER.get()
+            report = self._reports.get((indices.shape, dtype, caller))
+            if report is None:
+                if len(self._reports) >= 64:
+                    self._reports.clear()
+                report = self._reports[indices.shape, dtype, caller] = self._report(indices.shape, dtype, caller)
+            watch = dev.watch(report)
+            bound += (watch.buffer, watch.reports)
+            key = (count, dtype, watch.slot)
+            made = self._steps.get(key)
+            if made is not None and made[0] is dev and dev.max_queued:
+                launch.steps(made[1], bound, False, kernels_only=True)  # (the parameters were uploaded when made)
+                return watch.results
+            kernel = kernels.check_variant(dtype.itemsize)
             words, fetch = self.words(count, dtype, watch.slot)
             (params, fresh), (fetch_params, fetch_fresh) = dev.params(words), dev.params(fetch)
-            bound = (indices.buffer, watch.buffer, watch.reports)
-            launch.run([Dispatch(kernel, (params, *bound), -(-count // UNROLL)),
-                        Dispatch(kernel, (fetch_params, *bound), 1)],
-                       uploads=[b for b, new in ((params, fresh), (fetch_params, fetch_fresh)) if new], queue=True,
-                       host_read=True)
+            dispatches = [Dispatch(kernel, (params, *bound), -(-count // UNROLL)),
+                          Dispatch(kernel, (fetch_params, *bound), 1)]
+            launch.run(dispatches, uploads=[b for b, new in ((params, fresh), (fetch_params, fetch_fresh)) if new],
+                       queue=True, host_read=True)
+            self._steps[key] = (dev, tuple((d.kernel, dev.workgroups(d.count), True, (d.buffers[0], 0, 1, 2))
+                                           for d in dispatches))
         return watch.results
 
     def _report(self, shape: tuple, dtype: np.dtype, caller: str | None) -> Callable[[np.ndarray], BaseException | None]:

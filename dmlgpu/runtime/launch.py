@@ -99,11 +99,16 @@ class Launch:
         the device's open batch does next (outside recordings)."""
         self.device._batches.stage(uploads)
 
-    def steps(self, steps: tuple, buffers: list, zeroed: bool) -> None:
+    def steps(self, steps: tuple, buffers: list, zeroed: bool, kernels_only: bool = False) -> None:
         """A call template's launches recorded into the open batch: ``steps`` are (kernel, workgroups,
         barrier, slots) (a COPY step's workgroups: its bytes), each slot an index into ``buffers`` or a
-        Buffer; ``zeroed``: they use zeroed scratch (Device.zeroed). Only outside recordings, with max_queued > 0 (the caller checks both)."""
-        self.device._batches.record_steps(steps, buffers, zeroed)
+        Buffer; ``zeroed``: they use zeroed scratch (Device.zeroed); ``kernels_only``: the caller knows that no
+        step is a COPY and that each buffer is held in one block (recorded in fewer operations). Only outside
+        recordings, with max_queued > 0 (the caller checks both)."""
+        if kernels_only:
+            self.device._batches.record_kernels(steps, buffers, zeroed)
+        else:
+            self.device._batches.record_steps(steps, buffers, zeroed)
 
 
 def fitted(device: Device, nbytes: int, size: int = 0) -> Buffer:
