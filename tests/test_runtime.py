@@ -206,9 +206,8 @@ def test_one_pipeline_per_kernel_variant_whatever_the_buffers(device):
 def test_pipeline_cache_is_saved_and_loaded(tmp_path):
     code = textwrap.dedent("""
         import numpy as np, dmlgpu
-        from dmlgpu.runtime import pipelines
         dev = dmlgpu.Device()
-        path = pipelines.cache_file(dev.info)
+        path = dev._pipelines.cache_path           # (its profile's file, under DMLGPU_DEVICE_PROFILE too)
         print("EXISTED", path.exists())
         print("RESULT", dmlgpu.gather(np.arange(10, dtype=np.int16), [9, -2], device=dev).tolist())
         print("PIPELINES", dev.memory_stats()["pipelines"])

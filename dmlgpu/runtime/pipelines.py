@@ -145,12 +145,17 @@ class Pipelines:
         self._bases.clear()
         self._base_of.clear()
 
+    @property
+    def cache_path(self) -> pathlib.Path:
+        """The file this device's pipeline cache is loaded from and saved to (cache_file)."""
+        return cache_file(self._info, self._profile)
+
     def save(self) -> None:
         """Writes the pipeline cache to disk if pipelines were built since it was loaded or last saved."""
         count = self.pipeline_count
         if count <= self._saved:
             return
-        path = cache_file(self._info, self._profile)
+        path = self.cache_path
         try:
             data = self._mgr.pipeline_cache_data()
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,7 +189,7 @@ class Pipelines:
 
     def _load(self) -> None:
         try:
-            data = cache_file(self._info, self._profile).read_bytes()
+            data = self.cache_path.read_bytes()
         except OSError:
             return
         self._mgr.load_pipeline_cache(data)
