@@ -289,9 +289,7 @@ class Tensor:
         if self._strides is not None:
             self._write_packed(_upload(arr, self.device))
         elif self.nbytes:
-            data = as_bytes(np.ascontiguousarray(arr))
-            if not self.device.queue_write(self.buffer, self.offset, data):     # (small ones: queued)
-                self.device.write_bytes(self.buffer, self.offset, data)
+            self.device.queue_write(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))  # (small: queued)
 
     def _write_packed(self, src: "Tensor") -> None:
         """Writes a packed Tensor of this one's shape and dtype, at offset 0 of a buffer of its own, into this

@@ -101,13 +101,17 @@ class Batch:
         self.upload_pos = pos + -(-n // 16) * 16
         buf._block.batch = self.number
 
-    def record_steps(self, steps, buffers: list, zeroed: bool) -> None:
+    def record_steps(self, steps, buffers: list, zeroed: bool, kernels_only: bool = False) -> None:
         """Adds a call template's launches to the open batch (the caller has checked that no recording of its
         thread is open and that max_queued is not 0): ``steps`` are (kernel, workgroups, barrier, slots) (a
         COPY step: (COPY, bytes, barrier, slots of its source and destination)), each
         slot an index into ``buffers`` or a Buffer (the launches bind each buffer's first block; those of the
         large-tensor variants reach every block through their parameters). ``zeroed``: the launches use
-        zeroed scratch (Device.zeroed)."""
+        zeroed scratch (Device.zeroed). ``kernels_only``: the caller knows that no step is a COPY and that
+        each buffer is held in one block (record_kernels)."""
+        if kernels_only:
+            self.record_kernels(steps, buffers, zeroed)
+            return
         dev = self.device
         number, algorithm, barrier, ops = self.number, dev._pipelines.algorithm, dev._barrier, self.ops
         after_copy = False

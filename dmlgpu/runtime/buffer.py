@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import DeviceError
 from . import transfers
 from .discovery import kp
-from .memory import Block
+from .memory import Block, size_class
 
 if TYPE_CHECKING:
     from .device import Device
@@ -94,11 +94,7 @@ class Buffer:
         """A Buffer of ``nbytes`` in one block, contents undefined, for a caller that holds the device's lock
         and knows that ``nbytes`` is a positive multiple of 4 that one block holds and that the device adds no
         guard words (a call template's results and scratch: their sizes were checked when it was traced)."""
-        buf = cls.__new__(cls)
-        buf.device, buf.nbytes, buf.canary_words, buf.chunked = device, nbytes, 0, False
-        block = device._allocator.allocate(nbytes)
-        buf.block_list, buf._block, buf._tensor = [block], block, block.tensor
-        return buf
+        return cls._of_class(device, nbytes, size_class(nbytes, device._allocator.max_block))
 
     @classmethod
     def _of_class(cls, device: "Device", nbytes: int, size: int) -> "Buffer":
@@ -106,7 +102,7 @@ class Buffer:
         (memory.size_class)."""
         buf = cls.__new__(cls)
         buf.device, buf.nbytes, buf.canary_words, buf.chunked = device, nbytes, 0, False
-        block = device._allocator.allocate_class(size)
+        block = device._allocator.allocate_class(size, nbytes)
         buf.block_list, buf._block, buf._tensor = [block], block, block.tensor
         return buf
 
@@ -117,8 +113,8 @@ class Buffer:
         if offset < 0 or offset % 4 or offset + src.size > self.nbytes:
             raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
                              f"(the offset must be a multiple of 4)")
-        if src.size and not self.device.queue_write(self, offset, src):
-            self.device.write_bytes(self, offset, src)
+        if src.size:
+            self.device.queue_write(self, offset, src)
 
     def read(self) -> np.ndarray:
         """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes

@@ -254,33 +254,31 @@ class Device:
                 padded = np.zeros(buf.nbytes, np.uint8)
                 padded[:src.size] = src
                 src = padded
-            if not self.queue_write(buf, 0, src):
-                self.write_bytes(buf, 0, src)
+            self.queue_write(buf, 0, src)
             return buf
         if buf.nbytes > src.size:
             self.fill_buffer(buf, 0, src.size // 4 * 4, buf.nbytes - src.size // 4 * 4)
         buf.write(src)
         return buf
 
-    def queue_write(self, buf: Buffer, offset: int, src: np.ndarray) -> bool:
+    def queue_write(self, buf: Buffer, offset: int, src: np.ndarray) -> None:
         """Writes ``src`` (flat uint8) into ``buf`` at byte ``offset`` after the work queued before that uses
-        it, without waiting for that work (Buffer.write, Device.buffer): into its mapped memory now where no
-        batch uses its block, else copied now into the open batch's upload buffer and queued (Batch.upload).
-        False, having done nothing, where it cannot: more than a quarter of QUEUE_UPLOADS bytes, a buffer held
-        in several blocks, queueing off (max_queued 0), or a recording of this thread open (the caller then
-        writes now: write_bytes)."""
-        if src.size > QUEUE_UPLOADS // 4 or buf.chunked or not self.max_queued:
-            return False
-        with self.lock:
-            if self.active_recording() is not None:
-                return False
-            self.check_open()
-            block = buf._block
-            if block.view is not None and not self._batches.uses(block):
-                transfers.host_copy(block.view[offset:offset + src.size], src)
-            else:
-                self._batches.upload(buf, offset, src)      # (not a run: it does not count towards max_queued)
-            return True
+        it (Buffer.write, Tensor.write, Device.buffer), without waiting for that work where it can: into its
+        mapped memory now where no batch uses its block, else copied now into the open batch's upload buffer
+        and queued (Batch.upload). Where it cannot (more than a quarter of QUEUE_UPLOADS bytes, a buffer held
+        in several blocks, queueing off: max_queued 0, or a recording of this thread open), write_bytes()
+        writes it now."""
+        if src.size <= QUEUE_UPLOADS // 4 and not buf.chunked and self.max_queued:
+            with self.lock:
+                if self.active_recording() is None:
+                    self.check_open()
+                    block = buf._block
+                    if block.view is not None and not self._batches.uses(block):
+                        transfers.host_copy(block.view[offset:offset + src.size], src)
+                    else:
+                        self._batches.upload(buf, offset, src)  # (not a run: it does not count towards max_queued)
+                    return
+        self.write_bytes(buf, offset, src)
 
     def synchronize(self) -> None:
         """Submits the queued eager calls and waits until the device has finished them (host reads of their

@@ -105,10 +105,7 @@ class Launch:
         Buffer; ``zeroed``: they use zeroed scratch (Device.zeroed); ``kernels_only``: the caller knows that no
         step is a COPY and that each buffer is held in one block (recorded in fewer operations). Only outside
         recordings, with max_queued > 0 (the caller checks both)."""
-        if kernels_only:
-            self.device._batches.record_kernels(steps, buffers, zeroed)
-        else:
-            self.device._batches.record_steps(steps, buffers, zeroed)
+        self.device._batches.record_steps(steps, buffers, zeroed, kernels_only)
 
 
 def fitted(device: Device, nbytes: int, size: int = 0) -> Buffer:
@@ -161,10 +158,7 @@ class Prepared:
             buffers.insert(2, out)
             if scratch:
                 buffers += scratch
-            if self.kernels_only:
-                dev._batches.record_kernels(self.steps, buffers, owner is not None)
-            else:
-                dev._batches.record_steps(self.steps, buffers, owner is not None)
+            dev._batches.record_steps(self.steps, buffers, owner is not None, self.kernels_only)
             for b in scratch:
                 b._release()
             return out

@@ -75,13 +75,12 @@ class Pipelines:
     a kernel variant bound to these blocks' kp buffers with this workgroup count, made once and kept (at
     most ``capacity``, least recently used dropped first); ``forget(block)`` drops those that bind a block.
     ``suffix``: the device's variant set (kernels.Geometry.suffix), appended to every kernel name;
-    ``profile``: its device profile's name ("" for "full"), for the cache file; ``placeholder``: a kp buffer
-    of the device that outlives every algorithm (the bases of push-descriptor kernels bind it; without one,
-    they bind their first buffers as set-bound bases do)."""
+    ``profile``: its device profile's name ("" for "full"), for the cache file; ``placeholder`` (set by the
+    device once it has one): a kp buffer of the device that outlives every algorithm (the bases of
+    push-descriptor kernels bind it; without one, they bind their first buffers as set-bound bases do)."""
 
-    def __init__(self, mgr, info, suffix: str = "", profile: str = "", capacity: int = ALGORITHMS,
-                 placeholder: Any = None):
-        self.placeholder = placeholder
+    def __init__(self, mgr, info, suffix: str = "", profile: str = "", capacity: int = ALGORITHMS):
+        self.placeholder: Any = None
         self._mgr = mgr
         self._info = info
         self._suffix = suffix
