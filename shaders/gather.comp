@@ -57,6 +57,16 @@ layout(std430, binding = 3) restrict buffer Dense { MOVE_T DENSE[]; };
 #if WINDOW
 #define PARAMS_OWN 4u            // P_WINDOW's words (in the uniform buffer after the index map's)
 #endif
+#if !ADDRESSED && !WINDOW
+// mode="raise" checked here (FLAG_RAISE, plans/index_check.py): the dense tensor's buffer holds a report word
+// past its units, at word PW(P_STATUS), zero before the kernel; each index outside its range makes it at least
+// ~(its position), so that it ends as ~(the first one's), read by index_check.comp's pass 1 (C_FETCH 1). (On an
+// H200 the gather's GPU time is the same as without the check; keeping each invocation's least bad position
+// in a register and reporting it once, after its loop, measured the same.) Not in the WINDOW variants, whose
+// dispatches write one output without barriers between them (plan.GatherPlan.windows: they never check).
+layout(std430, binding = 3) buffer Status { uint STATUS[]; };
+#define INDEX_REPORT(pos) atomicMax(STATUS[PW(P_STATUS)], ~uint(pos))
+#endif
 #include "index_map.glsl"
 #if WINDOW
 // WINDOW (a define: the row loop of CPU devices on a data tensor held in several blocks, one dispatch per block,

@@ -9,8 +9,11 @@
 // reports (host-visible memory: read without a transfer). Pass 0 (C_FETCH 0): every bad index i makes S[0] at
 // least ~i (atomicMax; S[0] is 0 before, and count < 2^32 - 1, so S[0] != 0 exactly when some index is bad,
 // and ~S[0] is the first); an invocation checks C_UNROLL consecutive indices per step, their loads first.
-// Pass 1 (C_FETCH 1, one invocation, after a barrier): report slot C_SLOT, R[4 slot ...] = (S[0], the first
-// bad position, its value's low and high words); S[0] = 0 again for the next check.
+// Pass 1 (C_FETCH 1, one invocation, after a barrier): report slot C_SLOT, R[4 slot ...] = (S[C_AT], the first
+// bad position, its value's low and high words); S[C_AT] = 0 again for the next check.
+// A gather that checks its own indices (FLAG_RAISE: gather.comp) accumulates in the same way into word C_AT of its
+// output's buffer, bound as S: pass 2 (C_FETCH 2, one invocation) makes that word 0 before the gather, and pass
+// 1 reports it after; pass 0 does not run.
 //   IDX64 0/1: 32- or 64-bit indices
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
@@ -22,8 +25,9 @@ layout(std430, binding = 3) restrict writeonly buffer Reports { uint R[]; };
 const uint C_COUNT = 0u;    // indices to check
 const uint C_K = 1u;        // entries of C_DIMS, 1..8
 const uint C_SIGNED = 2u;   // 1: the indices are of a signed type
-const uint C_FETCH = 3u;    // 1: pass 1
+const uint C_FETCH = 3u;    // the pass: 0, 1 or 2
 const uint C_SLOT = 4u;     // pass 1: the report slot
+const uint C_AT = 5u;       // passes 1 and 2: the word of S that accumulates (pass 0: 0)
 const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
 const uint C_UNROLL = 8u;   // indices per invocation and step of pass 0 (index_check.UNROLL), loaded 16 bytes
                             // at a time (the step's first index is a multiple of 8: 16-byte aligned)
@@ -57,15 +61,20 @@ bool bad(uvec2 v, uint i, bool is_signed) {
 
 void main() {
     bool is_signed = P[C_SIGNED] != 0u;
+    if (P[C_FETCH] == 2u) {
+        if (gl_GlobalInvocationID.x == 0u)
+            S[P[C_AT]] = 0u;
+        return;
+    }
     if (P[C_FETCH] != 0u) {
         if (gl_GlobalInvocationID.x == 0u) {
-            uint r = 4u * P[C_SLOT], first = S[0];
+            uint at = P[C_AT], r = 4u * P[C_SLOT], first = S[at];
             uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
             R[r] = first;
             R[r + 1u] = ~first;
             R[r + 2u] = v.x;
             R[r + 3u] = v.y;
-            S[0] = 0u;
+            S[at] = 0u;
         }
         return;
     }

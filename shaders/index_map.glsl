@@ -18,6 +18,7 @@ const uint P_K = 2u;        // index tuple size, 0..8 (0: plain strided copy)
 const uint P_FLAGS = 3u;    // FLAG_* bits
 const uint P_TSTRIDE = 4u;  // distance between the components of one index tuple, in index elements
 const uint P_UNITS = 5u;    // units of the dense tensor
+const uint P_STATUS = 6u;   // FLAG_RAISE: the word of the report (gather.comp's STATUS: the dense tensor's buffer)
 const uint P_SHAPE = 8u;    // [8] iteration sizes
 const uint P_DENSE = 16u;   // [8] dense-tensor strides
 const uint P_DATA = 24u;    // [8] data-tensor strides of the directly mapped dimensions
@@ -49,6 +50,9 @@ const uint FLAG_ROWS = 4u;    // gather moving whole rows of the innermost dimen
 const uint FLAG_WRAP = 8u;    // NumPy's mode="wrap": an index is taken modulo its dimension's size
 const uint FLAG_CLIP = 16u;   // NumPy's mode="clip": negative indices become 0, those past the end dim - 1
                               // (neither: DirectML's clamp: negative ones count from the end once, then clamp)
+const uint FLAG_RAISE = 32u;  // mode="raise" checked in the kernel (one that defines INDEX_REPORT(pos)): resolved
+                              // as clamp, and each index outside [-dim, dim) (signed) or [0, dim) reported by
+                              // its position in the index tensor (plans/index_check.py)
 
 // i / n for 2 <= n < 2^32 without a division instruction (Granlund-Montgomery): m = 2^32 (2^l - n) / n + 1.
 uint divide(uint i, uint m, uint l) {
@@ -198,6 +202,13 @@ uint resolve_index(uint lo, uint hi, uint dim, bool is_signed) {
     return (hi != 0u || lo >= dim) ? dim - 1u : lo;
 }
 
+// True when the index hi:lo lies outside [-dim, dim) (signed types) or [0, dim) (mode="raise"'s range).
+bool index_outside(uint lo, uint hi, uint dim, bool is_signed) {
+    if (is_signed && (hi & 0x80000000u) != 0u)
+        return dim == 0u || hi != 0xFFFFFFFFu || lo < 0u - dim;
+    return hi != 0u || lo >= dim;
+}
+
 uint read_index(uint pos, uint dim, bool is_signed) {
 #if IDX64 && ADDR
     uint64_t w = raw_index(pos);
@@ -212,6 +223,10 @@ uint read_index(uint pos, uint dim, bool is_signed) {
     uint lo = IDX[pos];
 #endif
     uint hi = (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u;
+#endif
+#ifdef INDEX_REPORT
+    if ((PW(P_FLAGS) & FLAG_RAISE) != 0u && index_outside(lo, hi, dim, is_signed))
+        INDEX_REPORT(pos);
 #endif
     return resolve_index(lo, hi, dim, is_signed);
 }

@@ -91,6 +91,27 @@ def reads(monkeypatch):
     return seen
 
 
+@pytest.fixture
+def routes(monkeypatch):
+    """How each mode="raise" call on Tensor indices was checked, in order: "device" (the check kernel's two
+    passes: IndexCheck.on_device) or "kernel" (the gather's kernel itself, then its report: IndexCheck.fetch)."""
+    from dmlgpu.plans.index_check import IndexCheck
+    seen = []
+    on_device, fetch = IndexCheck.on_device, IndexCheck.fetch
+
+    def spy_device(self, *args):
+        seen.append("device")
+        return on_device(self, *args)
+
+    def spy_fetch(self, *args):
+        seen.append("kernel")
+        return fetch(self, *args)
+
+    monkeypatch.setattr(IndexCheck, "on_device", spy_device)
+    monkeypatch.setattr(IndexCheck, "fetch", spy_fetch)
+    return seen
+
+
 def host_message(call, *args, **kw) -> str:
     """The IndexError of the same call on NumPy operands (the host check's)."""
     with pytest.raises(IndexError) as e:
@@ -116,15 +137,16 @@ CASES = [   # (function, data, bad indices, keyword arguments)
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_raise_on_tensor_indices_is_checked_on_the_device(case, reads):
+def test_raise_on_tensor_indices_is_checked_on_the_device(case, reads, routes):
     fn, data, ids, kw = CASES[case]
     dev = dmlgpu.default_device()
     dev.synchronize()
     message = host_message(fn, data, ids, **kw)
     t_data, t_ids = dmlgpu.tensor(data), dmlgpu.tensor(ids)
     reads.clear()
-    result = fn(t_data, t_ids, **kw)                    # returns: the check is queued beside the call
+    result = fn(t_data, t_ids, **kw)                    # returns: the check is queued with the call
     assert isinstance(result, dmlgpu.Tensor)
+    assert routes == ["kernel"]                         # a gather into a new Tensor checks in its own kernel
     with pytest.raises(IndexError) as e:
         dev.synchronize()
     assert str(e.value) == message
@@ -146,13 +168,14 @@ def test_raise_reports_at_the_next_read_of_any_tensor():
     dev.synchronize()
 
 
-def test_raise_on_good_tensor_indices_and_into_out(reads):
+def test_raise_on_good_tensor_indices_and_into_out(reads, routes):
     data = np.arange(40, dtype=np.float32).reshape(20, 2)
     ids = np.array([[19, -20], [0, 7]], np.int64)
     t_ids = dmlgpu.tensor(ids)
     out = dmlgpu.empty((2, 2, 2), np.float32)
     reads.clear()
     assert dmlgpu.gather(dmlgpu.tensor(data), t_ids, mode="raise", out=out) is out
+    assert routes == ["device"]                         # (out holds no report word: the check kernel's passes)
     np.testing.assert_array_equal(out.numpy(), np.take(data, ids, axis=0))
     assert t_ids.buffer not in reads
     # a bad index into out: the first read raises; out holds the clamped gather after it
@@ -272,15 +295,16 @@ def test_a_bad_index_in_the_last_partial_step(dtype):
 
 
 def test_raise_on_tensor_indices_through_a_call_template(reads):
-    """A repeated call of one signature runs from its template (api/call_templates.py), which queues the device
-    check before its launches: a bad index still raises, the result stays marked, no index is read back."""
+    """A repeated call of one signature runs from its template (api/call_templates.py), whose gather checks its
+    own indices and queues the report after it: a bad index still raises, the result stays marked, no index
+    is read back."""
     from dmlgpu.api.call_templates import Template
     dev = dmlgpu.default_device()
     data = dmlgpu.tensor(np.arange(40, dtype=np.float32).reshape(20, 2))
     for _ in range(3):
         good = dmlgpu.take(data, dmlgpu.tensor(np.array([3, -20], np.int64)), axis=0)
-    assert any(isinstance(t, Template) and t.check is not None and t.prepared is not None
-               for t in dev.templates.values())         # (prepared: the launches and the check made once)
+    assert any(isinstance(t, Template) and t.check is not None and t.at is not None and t.prepared is not None
+               for t in dev.templates.values())         # (prepared: the launches and the report made once)
     np.testing.assert_array_equal(good.numpy(), [[6, 7], [0, 1]])
     bad_ids = dmlgpu.tensor(np.array([3, 20], np.int64))
     reads.clear()
@@ -315,3 +339,62 @@ def test_prepared_checks_in_one_batch_report_the_bad_call_alone():
     for k, (i, r) in enumerate(zip(ids, results)):
         if k != 5:
             np.testing.assert_array_equal(r.numpy(), table[i])
+
+
+GATHER_DTYPES = (np.uint8, np.float16, np.float32, np.float64, np.complex128)
+
+
+@pytest.mark.parametrize("dtype", GATHER_DTYPES)
+@pytest.mark.parametrize("shape, axis, count", [((37,), 0, 5), ((64, 4), 0, 8), ((5, 300), 1, 70_001),
+                                                ((9, 3, 7), 1, 4)])
+def test_a_gather_checking_its_own_indices_gives_exactly_its_result(dtype, shape, axis, count, routes):
+    """A gather that checks its indices in its kernel keeps a report word past its result's bytes (rounded up
+    to 16): results of every unit size and of sizes on and off that boundary are NumPy's, through the planned
+    path and the call template (three calls), and the result works as any Tensor (as data, as indices, sliced).
+    A bad call between good ones raises alone."""
+    rng = np.random.default_rng(count)
+    table = (rng.standard_normal(shape) * 50).astype(dtype)
+    n = shape[axis]
+    t_table = dmlgpu.tensor(table)
+    calls = [rng.integers(-n, n, count) for _ in range(4)]
+    calls[2][count // 2] = n + 3
+    results = [dmlgpu.take(t_table, dmlgpu.tensor(ids), axis=axis) for ids in calls]
+    with pytest.raises(IndexError, match=rf"take: index {n + 3} at indices position \({count // 2},\)"):
+        dmlgpu.default_device().synchronize()
+    assert routes == ["kernel"] * 4
+    for k, (ids, got) in enumerate(zip(calls, results)):
+        if k == 2:
+            with pytest.raises(IndexError):
+                got.numpy()
+            continue
+        want = np.take(table, ids, axis=axis)
+        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal(got[1:].numpy(), want[1:])
+        np.testing.assert_array_equal(dmlgpu.take(got, dmlgpu.tensor(np.array([0, -1])), axis=0).numpy(),
+                                      np.take(want, [0, -1], axis=0))
+    positions = dmlgpu.take(dmlgpu.tensor(np.arange(n, dtype=np.int64)), dmlgpu.tensor(calls[0]))
+    np.testing.assert_array_equal(dmlgpu.take(t_table, positions, axis=axis).numpy(),
+                                  np.take(table, calls[0], axis=axis))
+
+
+@pytest.mark.parametrize("max_queued", [0, None], ids=["unqueued", "queued"])
+def test_raise_on_a_table_in_several_blocks_takes_the_check_kernel(max_queued, routes):
+    """A gather through the large-tensor variants (a table in blocks of 256 bytes) cannot check in its kernel:
+    the check kernel's passes check its indices; with queueing off, the gather that checks its own runs and
+    reports at once."""
+    table = np.arange(300 * 2, dtype=np.float32).reshape(300, 2)
+    with dmlgpu.Device(chunk_bytes=256, max_queued=max_queued) as dev:
+        t_table = dmlgpu.tensor(table, device=dev)
+        bad = dmlgpu.tensor(np.array([5, 300, -301], np.int64), device=dev)
+        result = dmlgpu.take(t_table, bad, axis=0)
+        with pytest.raises(IndexError, match=r"take: index 300 at indices position \(1,\)"):
+            dev.synchronize()
+        with pytest.raises(IndexError):
+            result.numpy()
+        assert routes == ["device"]
+        small = dmlgpu.tensor(np.arange(6, dtype=np.float32).reshape(3, 2), device=dev)
+        with pytest.raises(IndexError, match=r"take: index -4 at indices position \(0,\)"):
+            dmlgpu.take(small, dmlgpu.tensor(np.array([-4, 3], np.int64), device=dev), axis=0).numpy()
+        assert routes == ["device", "kernel"]
+        np.testing.assert_array_equal(dmlgpu.take(small, dmlgpu.tensor(np.array([-3, 2]), device=dev), axis=0).numpy(),
+                                      [[0, 1], [4, 5]])

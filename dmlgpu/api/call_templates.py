@@ -9,7 +9,8 @@ costs the argument checks of the fast path (``templated``: driver.call tries it 
 handling), a dictionary lookup, and ``Prepared.queue`` (runtime/launch.py: the template's launches prepared
 once by ``Device.prepare()``), which takes the result (and scratch) from the caching allocator and appends the
 bound algorithms (kept per buffer set by runtime/pipelines.py) to the device's open batch; a template of
-mode="raise" then queues the device's check of the indices (IndexCheck.on_device, its launches also made once).
+mode="raise" then queues the report of the check that its gather made (IndexCheck.fetch), or the device's check
+of the indices (IndexCheck.on_device), their launches also made once.
 Templates whose launches are made per call (large tensors' block lists) queue through a launch
 (``Launch.steps``).
 
@@ -46,10 +47,11 @@ CLAIMS, SCRATCH = 4, 5        # the slot of the scatter claim buffer; slots from
 class Template:
     """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
 
-    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check", "prepared")
+    __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check", "at",
+                 "prepared")
 
     def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
-                 recipes: tuple, check: IndexCheck | None = None):
+                 recipes: tuple, check: IndexCheck | None = None, at: int | None = None):
         self.device = device
         self.steps = steps            # (kernel, workgroups, barrier, slots): Dispatch fields, slots for buffers
         self.out_shape = out_shape
@@ -59,11 +61,14 @@ class Template:
         self.recipes = recipes        # large-tensor launches' parameters, made per call: (words, block-list slots,
                                       # words padded to or 0), their buffers in the slots after the scratch, in order
         self.check = check            # mode="raise": the device check of the indices, queued with the launches
+        self.at = at                  # ... made by the gather's kernel itself: the report word in the result's
+                                      # buffer (IndexCheck.fused_layout; the steps clear it), reported after them
         self.prepared: Prepared | None = None   # the launches prepared for queuing (Device.prepare), once the template is kept
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
             self.owner == other.owner and self.out_nbytes == other.out_nbytes and self.check is other.check and \
+            self.at == other.at and \
             [(w.tobytes(), s, n) for w, s, n in self.recipes] == [(w.tobytes(), s, n) for w, s, n in other.recipes]
 
     def run(self, operands: tuple, out: Tensor | None = None):
@@ -94,7 +99,8 @@ class Template:
                 if result is None:
                     return None
                 if check is not None:   # (the launches write no indices: out is never the indices' buffer)
-                    results = check.on_device(dev, operands[1])
+                    results = check.on_device(dev, operands[1]) if self.at is None else \
+                        check.fetch(dev, operands[1], result, self.at)
                     if results is not None and out is None:
                         results.append(result)      # never read as valid if the check fails
             return _wrap(result, self.out_shape, operands[0].dtype) if out is None else out
@@ -126,25 +132,29 @@ class Template:
                     bufs.append(params)
                     if fresh:
                         launch.stage([params])
-            results = None
-            if self.check is not None:      # the indices checked on the device (plans/index_check.py)
-                results = self.check.on_device(dev, operands[1])
+            results, check = None, self.check
+            if check is not None and self.at is None:       # the indices checked on the device (index_check)
+                results = check.on_device(dev, operands[1])
                 if results is None:
                     if out is None:
                         launch.taken.append(out_buf)
                     return None
             launch.steps(self.steps, bufs, owner is not None)
+            if check is not None and self.at is not None:   # checked by the gather (the steps cleared the word)
+                results = check.fetch(dev, operands[1], out_buf, self.at)
             if results is not None and out is None:
                 results.append(out_buf)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 
 
 def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple,
-          check: IndexCheck | None = None) -> None:
+          check: IndexCheck | None = None, at: int | None = None) -> None:
     """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
     or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
     equals the first makes the signature's template. ``check``: the device check of the indices that the run
-    was queued after (mode="raise"; never in place), which the template queues before its launches too."""
+    was queued with (mode="raise"; never in place), which the template queues with its launches too; ``at``:
+    the gather's kernel made it (the report word in the result's buffer: IndexCheck.fused_layout), the
+    template then queuing only its report (IndexCheck.fetch) after its launches."""
     per_call = buffers + [dev.zeroed_buffer(CLAIMS_KEY)] + scratch
     slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
     steps: list[Any] = []
@@ -161,7 +171,7 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
     out = buffers[2]
     template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),
-                        dev.zeroed_serial if uses_owner else None, tuple(recipes), check)
+                        dev.zeroed_serial if uses_owner else None, tuple(recipes), check, at)
     known = dev.templates.pop(sig, None)
     while len(dev.templates) >= TEMPLATES:
         del dev.templates[next(iter(dev.templates))]

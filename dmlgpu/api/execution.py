@@ -24,6 +24,7 @@ from .device import Device
 from ..errors import DeviceError
 from ..plans.index_check import IndexCheck
 from ..plans.index_map import IndexMap, Layout
+from ..plans.plan import GatherPlan
 from ..runtime import as_bytes, host
 from .constructors import empty, tensor
 from .tensor import Tensor
@@ -156,9 +157,13 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
         return out
     bound_idx = _bindable(idx)  # (packed once: the device's check and the run read the same copy)
     results = None          # the result buffers of a call whose indices the device checks (index_check)
+    fused = None            # the check that a gather's kernel makes of its own indices (_run_tensors)
     if call.check is not None:
         if values is not None:
             call.check(values)
+        elif isinstance(call.plan, GatherPlan) and out is None and type(data) is Tensor and \
+                type(bound_idx) is Tensor and call.check.checkable(dev, bound_idx):
+            fused = call.check
         elif call.plan is None or out is not None and out_key(out, data) == IN_PLACE or \
                 (results := call.check.on_device(dev, bound_idx)) is None:
             call.check(idx.numpy())         # read back: what the device cannot check (index_check)
@@ -169,6 +174,9 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
             out.write(data)                 # (a Tensor's on the device)
         return out
     run = functools.partial(_run_native if byte_order else _run, op=op)
+    if fused is not None:
+        nbytes = math.prod(call.out_shape) * data.dtype.itemsize
+        return _run_tensors(dev, call, _bindable(data), bound_idx, None, nbytes, fused=fused)
     if out is None:
         result = run(dev, call, _bindable(data), bound_idx, _bindable(updates))
         if results is not None:
@@ -298,20 +306,39 @@ def _uploaded(dev: Device, data: np.ndarray, nbytes: int, op: str) -> None:
 
 
 def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
-                 nbytes: int, out: Tensor | None = None, trace: bool = True) -> Tensor:
+                 nbytes: int, out: Tensor | None = None, trace: bool = True, fused: IndexCheck | None = None) -> Tensor:
     """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
     Tensor or ``out``; a reduction's scratch goes back once queued (later queued work may reuse it:
     runtime/launch.py). The run is traced into the signature's call template (dmlgpu/api/call_templates.py) when it has
-    one to trace."""
+    one to trace. ``fused``: mode="raise"'s check of ``indices`` (packed, checkable) for a gather into a new Tensor,
+    made by its kernel where the plan can (GatherPlan.checks_indices: IndexCheck.clearing, the gather, then
+    IndexCheck.fetch), else by the device's own check (IndexCheck.on_device)."""
     with dev.launch() as launch:
-        out_buf = launch.output(nbytes) if out is None else out.buffer   # not zero-filled: the kernels write it all
+        at = results = None
+        if fused is None:
+            out_buf = launch.output(nbytes) if out is None else out.buffer   # not zero-filled: the kernels write it all
+        else:
+            at, size = IndexCheck.fused_layout(nbytes)
+            out_buf = launch.output(size)
         buffers = [data.buffer, indices.buffer, out_buf, None if updates is None else updates.buffer]
-        dispatches, params = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
-                                                  updates=buffers[3], take=launch.scratch)
+        if fused is not None and not call.plan.checks_indices(dev, buffers[1], buffers[0], out_buf):
+            at, results = None, fused.on_device(dev, indices)
+        if fused is None or at is None:
+            dispatches, params = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
+                                                      updates=buffers[3], take=launch.scratch)
+        else:
+            clear, params = fused.clearing(dev, indices, out_buf, at)
+            dispatches, more = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
+                                                    raise_at=at)
+            dispatches, params = [clear] + dispatches, params + more
         launch.run(dispatches, params, queue=True)
+        if fused is not None and at is not None:
+            results = fused.fetch(dev, indices, out_buf, at)
+        if results is not None:
+            results.append(out_buf)         # never handed out as valid if the check fails
         if trace and call.sig is not None and dev.max_queued and (call.check is None or out is None or
                                                                out_key(out, data) != IN_PLACE):
-            _calls.trace(dev, call.sig, dispatches, buffers, launch.taken, call.out_shape, call.check)
+            _calls.trace(dev, call.sig, dispatches, buffers, launch.taken, call.out_shape, call.check, at)
         return out if out is not None else Tensor._wrap(out_buf, call.out_shape, data.dtype)
 
 

@@ -1,9 +1,14 @@
 """mode="raise": the check of a call's index values, on the host for NumPy indices and on the device for
 Tensor indices, which are never read back.
 
-A Tensor's indices are checked by one more launch queued beside the call (shaders/index_check.comp: the first
-index outside its dimension, in row-major order, and its value), which the device reports at its next
-``synchronize()`` or host read (runtime Device.watch). What a caller sees when an index is out of range:
+A gather of Tensors into a new Tensor checks its indices in its own kernel (GatherPlan.dispatches' ``raise_at``:
+FLAG_RAISE in the index map, shaders/index_map.glsl): the result's buffer holds a report word past its bytes
+(fused_layout), made 0 by a one-invocation launch before the gather (clearing), and a launch after it
+reports the first index outside its dimension, in row-major order, and its value (fetch). Other calls (a
+gather into ``out=``, or through the large-tensor variants; a scatter) are checked by two more launches queued
+with the call (shaders/index_check.comp over the indices, then its report: on_device). Either way the device
+reports at its next ``synchronize()`` or host read (runtime Device.watch). What a caller sees when an index is
+out of range:
 
 - the call returns its result Tensor (or ``out``) at once, as any queued call does; the kernels resolve the
   bad index as mode="clamp" would, so nothing outside a tensor is read or written;
@@ -46,24 +51,23 @@ class IndexCheck:
     def __init__(self, op: str, dims: np.ndarray):
         self.op = op
         self.dims = np.asarray(dims, dtype=np.int64)
-        self._words: dict = {}      # (count, index dtype, report slot) -> the two passes' parameter words
-        self._steps: dict = {}      # the same -> (the device, the two passes' launches: Launch.steps' form)
+        self._words: dict = {}      # (count, index dtype, pass, report slot, word) -> a pass's parameter words
+        self._steps: dict = {}      # a queued group of passes -> (the device, their launches: Launch.steps' form)
         self._reports: dict = {}    # (indices' shape, dtype, caller) -> the report of a check (_report)
 
-    def words(self, count: int, dtype: np.dtype, slot: int) -> tuple[np.ndarray, np.ndarray]:
-        """The parameter words of index_check.comp's two passes over ``count`` indices of ``dtype``, reporting
-        into ``slot``: made once (an IndexCheck is planned per signature, which fixes the count and dtype)."""
-        key = (count, dtype, slot)
-        made = self._words.get(key)
-        if made is None:
+    def words(self, count: int, dtype: np.dtype, fetch: int = 0, slot: int = 0, at: int = 0) -> np.ndarray:
+        """The parameter words of index_check.comp's pass ``fetch`` (0: the check, 1: the report into ``slot``,
+        2: the accumulating word made 0) over ``count`` indices of ``dtype``, its accumulating word ``at`` of the
+        status buffer: made once (an IndexCheck is planned per signature, which fixes the count and dtype)."""
+        key = (count, dtype, fetch, slot, at)
+        words = self._words.get(key)
+        if words is None:
             words = np.zeros(C_WORDS, np.uint32)
             dims = np.atleast_1d(self.dims).astype(np.uint64)
-            words[:3] = count, dims.size, dtype.kind == "i"
+            words[:6] = count, dims.size, dtype.kind == "i", fetch, slot, at
             words[8:8 + 2 * dims.size] = dims.view(np.uint32)      # little-endian: (low, high) pairs
-            fetch = words.copy()
-            fetch[3:5] = 1, slot
-            made = self._words[key] = (words, fetch)
-        return made
+            self._words[key] = words
+        return words
 
     def message(self, pos: tuple, value: int, caller: str | None = None) -> str:
         """The IndexError's message, starting with ``caller`` (default: the function's name)."""
@@ -88,32 +92,68 @@ class IndexCheck:
         are made once per index count, dtype and report slot, and queued again on later calls."""
         if not self.checkable(dev, indices):
             return None
-        count, dtype = indices.size, indices.dtype
-        bound = [indices.buffer]
         with dev.launch() as launch:
-            caller = CALLER.get()
-            report = self._reports.get((indices.shape, dtype, caller))
-            if report is None:
-                if len(self._reports) >= 64:
-                    self._reports.clear()
-                report = self._reports[indices.shape, dtype, caller] = self._report(indices.shape, dtype, caller)
-            watch = dev.watch(report)
-            bound += (watch.buffer, watch.reports)
-            key = (count, dtype, watch.slot)
-            made = self._steps.get(key)
-            if made is not None and made[0] is dev and dev.max_queued:
-                launch.steps(made[1], bound, False, kernels_only=True)  # (the parameters were uploaded when made)
-                return watch.results
-            kernel = kernels.check_variant(dtype.itemsize)
-            words, fetch = self.words(count, dtype, watch.slot)
-            (params, fresh), (fetch_params, fetch_fresh) = dev.params(words), dev.params(fetch)
-            dispatches = [Dispatch(kernel, (params, *bound), -(-count // UNROLL)),
-                          Dispatch(kernel, (fetch_params, *bound), 1)]
-            launch.run(dispatches, uploads=[b for b, new in ((params, fresh), (fetch_params, fetch_fresh)) if new],
-                       queue=True, host_read=True)
-            self._steps[key] = (dev, tuple((d.kernel, dev.workgroups(d.count), True, (d.buffers[0], 0, 1, 2))
-                                           for d in dispatches))
+            watch = self._watch(dev, indices)
+            count, dtype = indices.size, indices.dtype
+            self._queue(dev, launch, (count, dtype, 0, watch.slot), (self.words(count, dtype), -(-count // UNROLL)),
+                        (self.words(count, dtype, 1, watch.slot), 1),
+                        bound=[indices.buffer, watch.buffer, watch.reports])
         return watch.results
+
+    @staticmethod
+    def fused_layout(nbytes: int) -> tuple[int, int]:
+        """For a gather that checks its own indices (GatherPlan.dispatches' ``raise_at``) into a result of
+        ``nbytes``: (the report word, counted in 32-bit words from the start of the result's buffer, the buffer's
+        bytes). The word follows the result's bytes rounded up to 16, which no store of the gather touches."""
+        at = -(-nbytes // 16) * 4
+        return at, 4 * at + 16
+
+    def clearing(self, dev: Device, indices, output: Buffer, at: int) -> tuple[Dispatch, list[Buffer]]:
+        """(the launch, its parameter buffer if it needs uploading) that precedes a gather checking its own
+        ``indices`` (a packed Tensor that checkable() accepts) into word ``at`` of ``output`` (fused_layout):
+        that word made 0. The caller runs it with the gather's launches (a call template keeps it with them).
+        ``output`` is bound as the reports too, which this pass does not write (so that no other buffer is seen
+        as written by it)."""
+        params, fresh = dev.params(self.words(indices.size, indices.dtype, 2, 0, at))
+        kernel = kernels.check_variant(indices.dtype.itemsize)
+        return Dispatch(kernel, (params, indices.buffer, output, output), 1), [params] if fresh else []
+
+    def fetch(self, dev: Device, indices, output: Buffer, at: int) -> list[Buffer]:
+        """Queues what follows a gather that checked its own ``indices`` into word ``at`` of ``output`` (after
+        clearing()): the report of its first bad index, as on_device's check reports it; returns the list of the
+        call's result buffers to fill (Device.watch)."""
+        with dev.launch() as launch:
+            watch = self._watch(dev, indices)
+            count, dtype = indices.size, indices.dtype
+            self._queue(dev, launch, (count, dtype, 1, watch.slot, at), (self.words(count, dtype, 1, watch.slot, at), 1),
+                        bound=[indices.buffer, output, watch.reports])
+        return watch.results
+
+    def _watch(self, dev: Device, indices):
+        """A watch of ``dev`` (Device.watch) whose report is this check's for these indices and the caller."""
+        caller = CALLER.get()
+        report = self._reports.get((indices.shape, indices.dtype, caller))
+        if report is None:
+            if len(self._reports) >= 64:
+                self._reports.clear()
+            report = self._reports[indices.shape, indices.dtype, caller] = self._report(indices.shape, indices.dtype,
+                                                                                         caller)
+        return dev.watch(report)
+
+    def _queue(self, dev: Device, launch, key: tuple, *passes: tuple, bound: list) -> None:
+        """Queues index_check.comp's ``passes`` ((parameter words, invocations) each) in ``launch`` on ``bound``
+        (the indices' buffer, the accumulating buffer, the reports' buffer): their launches made once per
+        ``key`` and queued again on later calls."""
+        made = self._steps.get(key)
+        if made is not None and made[0] is dev and dev.max_queued:
+            launch.steps(made[1], bound, False, kernels_only=True)  # (the parameters were uploaded when made)
+            return
+        kernel = kernels.check_variant(key[1].itemsize)
+        params = [dev.params(words) for words, _ in passes]
+        dispatches = [Dispatch(kernel, (p, *bound), n) for (p, _), (_, n) in zip(params, passes)]
+        launch.run(dispatches, uploads=[p for p, fresh in params if fresh], queue=True, host_read=True)
+        self._steps[key] = (dev, tuple((d.kernel, dev.workgroups(d.count), True, (d.buffers[0], 0, 1, 2))
+                                       for d in dispatches))
 
     def _report(self, shape: tuple, dtype: np.dtype, caller: str | None) -> Callable[[np.ndarray], BaseException | None]:
         """The report of the device check's slot (index_check.comp: the accumulated word, the first bad

@@ -26,13 +26,13 @@ from ..kernels.table import UNITS
 MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes (after folding)
 # The parameter words (uint32 offsets; shaders/index_map.glsl names the same ones, and tests/test_kernels.py
 # checks that they agree): see the GLSL for what each holds.
-P_RANK, P_TOTAL, P_K, P_FLAGS, P_TSTRIDE, P_UNITS = range(6)
+P_RANK, P_TOTAL, P_K, P_FLAGS, P_TSTRIDE, P_UNITS, P_STATUS = range(7)
 P_SHAPE, P_DENSE, P_DATA, P_INDEX, P_TDIM, P_TDATA, P_MAGIC, P_SHIFT = range(8, 8 + 8 * MAX_RANK, MAX_RANK)
 P_END = P_SHIFT + MAX_RANK    # kernels with parameters of their own put them from here on
 P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists start (plan.wide_params)
 P_ADDR = P_END + 8            # ADDR variants (scatter reductions): the same lists as 32-bit pairs, from here
 PARAM_WORDS = P_END           # size of the index map's parameter block
-FLAG_SIGNED, FLAG_ROWS, FLAG_WRAP, FLAG_CLIP = 1, 4, 8, 16   # bits of P[P_FLAGS]
+FLAG_SIGNED, FLAG_ROWS, FLAG_WRAP, FLAG_CLIP, FLAG_RAISE = 1, 4, 8, 16, 32   # bits of P[P_FLAGS]
 # How the kernels resolve an index (index_map.glsl's resolve_index): "clamp" (DirectML's: negative indices count
 # from the end once, then clamp; mode="raise" too, once its check has passed), NumPy's "wrap" and "clip"
 INDEX_MODE_FLAGS = {"clamp": 0, "raise": 0, "wrap": FLAG_WRAP, "clip": FLAG_CLIP}

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..kernels import table as kernels
 from ..errors import DeviceError
-from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap
+from .index_map import FLAG_RAISE, P_ADDR, P_END, P_FLAGS, P_STATUS, P_TOTAL, IndexMap
 from .index_map import U32 as _U32     # 2^32 (index_map's)
 from ..runtime import COPY, Buffer, Device, Dispatch
 
@@ -228,17 +228,30 @@ class GatherPlan(_MapPlan):
             uploads += [params] if fresh else []
         return dispatches, uploads
 
+    def checks_indices(self, device: Device, indices: Buffer, input: Buffer, output: Buffer) -> bool:
+        """True where the gather's kernel itself can check its indices for mode="raise" (``dispatches``'
+        ``raise_at``): it moves something, and through a variant that binds each tensor (not needs_wide)."""
+        return not self.empty and not needs_wide(device, self.map, indices, input, output)
+
     def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
-                   updates: Buffer | None = None, take=None) -> tuple[list, list]:
+                   updates: Buffer | None = None, take=None, raise_at: int | None = None) -> tuple[list, list]:
+        """(dispatches, parameter buffers to upload) of the gather. ``raise_at`` (where checks_indices()): the
+        kernel checks the indices too (FLAG_RAISE), accumulating the first bad one's position into that 32-bit
+        word of ``output``'s buffer (past the result's bytes; plans/index_check.py's IndexCheck.fused)."""
         if self.empty:
             return [], []
-        if needs_wide(device, self.map, indices, input, output):
+        if raise_at is None and needs_wide(device, self.map, indices, input, output):
             if self._rows(device) and self.row_words is not None and input.chunked and not indices.chunked and \
                     not output.chunked and input.block_count <= WINDOW_BLOCKS and \
                     self.map.row_units() * self.map.unit >= WINDOW_ROW_BYTES:
                 return self.windows(device, indices, input, output)
             return self.addressed(device, indices, input, output)
         words, vec = self._words(device)
+        if raise_at is not None:
+            assert self.checks_indices(device, indices, input, output)
+            words = words.copy()
+            words[P_FLAGS] |= FLAG_RAISE
+            words[P_STATUS] = raise_at
         params, fresh = device.params(words)
         return [Dispatch(self.kernels[vec], (params, indices, input, output), _count(words, vec))], \
             [params] if fresh else []

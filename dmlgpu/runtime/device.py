@@ -305,12 +305,13 @@ class Device:
         list the caller may fill with result buffers of the checked work; when ``report`` returns an
         exception, a host read of any of them raises it again."""
         with self.lock:
-            if len(self._watched) == CHECK_SLOTS:   # every slot awaits its report: make them first
+            slots = min(CHECK_SLOTS, self.chunk_bytes // 16)    # (in one block: the check kernel binds it)
+            if len(self._watched) == slots:         # every slot awaits its report: make them first
                 self._flush()
                 self._report()
             if self._checks is None:
-                self._checks = (self.buffer(nbytes=16), self.buffer(nbytes=16 * CHECK_SLOTS) if self.direct_memory
-                                else MappedBuffer(self, 16 * CHECK_SLOTS))
+                self._checks = (self.buffer(nbytes=16), self.buffer(nbytes=16 * slots) if self.direct_memory
+                                else MappedBuffer(self, 16 * slots))
             watch = Watch(*self._checks, len(self._watched), report, [])
             self._watched.append(watch)
             return watch
