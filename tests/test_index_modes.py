@@ -346,12 +346,13 @@ GATHER_DTYPES = (np.uint8, np.float16, np.float32, np.float64, np.complex128)
 
 @pytest.mark.parametrize("dtype", GATHER_DTYPES)
 @pytest.mark.parametrize("shape, axis, count", [((37,), 0, 5), ((64, 4), 0, 8), ((5, 300), 1, 70_001),
-                                                ((9, 3, 7), 1, 4)])
+                                                ((9, 3, 7), 1, 4), ((40, 128), 0, 9)])
 def test_a_gather_checking_its_own_indices_gives_exactly_its_result(dtype, shape, axis, count, routes):
     """A gather that checks its indices in its kernel keeps a report word past its result's bytes (rounded up
     to 16): results of every unit size and of sizes on and off that boundary are NumPy's, through the planned
-    path and the call template (three calls), and the result works as any Tensor (as data, as indices, sliced).
-    A bad call between good ones raises alone."""
+    path and the call template (four calls), and the result works as any Tensor (as data, as indices, sliced).
+    A bad call between good ones raises alone. On GPUs the shapes reach the VEC, NARROW (70,001 1- and 2-byte
+    units) and run (rows of 512 B or more of 16-byte units) variants."""
     rng = np.random.default_rng(count)
     table = (rng.standard_normal(shape) * 50).astype(dtype)
     n = shape[axis]

@@ -125,8 +125,8 @@ class IndexCheck:
         with dev.launch() as launch:
             watch = self._watch(dev, indices)
             count, dtype = indices.size, indices.dtype
-            self._queue(dev, launch, (count, dtype, 1, watch.slot, at), (self.words(count, dtype, 1, watch.slot, at), 1),
-                        bound=[indices.buffer, output, watch.reports])
+            self._queue(dev, launch, (count, dtype, 1, watch.slot, at),
+                        (self.words(count, dtype, 1, watch.slot, at), 1), bound=[indices.buffer, output, watch.reports])
         return watch.results
 
     def _watch(self, dev: Device, indices):

@@ -237,7 +237,7 @@ class GatherPlan(_MapPlan):
                    updates: Buffer | None = None, take=None, raise_at: int | None = None) -> tuple[list, list]:
         """(dispatches, parameter buffers to upload) of the gather. ``raise_at`` (where checks_indices()): the
         kernel checks the indices too (FLAG_RAISE), accumulating the first bad one's position into that 32-bit
-        word of ``output``'s buffer (past the result's bytes; plans/index_check.py's IndexCheck.fused)."""
+        word of ``output``'s buffer (past the result's bytes: plans/index_check.py's IndexCheck.fused_layout)."""
         if self.empty:
             return [], []
         if raise_at is None and needs_wide(device, self.map, indices, input, output):
