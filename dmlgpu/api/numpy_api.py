@@ -41,7 +41,9 @@ _Out = TypeVar("_Out", bound="np.ndarray | Tensor")
 
 
 def _flat(a: np.ndarray | Tensor) -> np.ndarray | Tensor:
-    """``a`` as one dimension (a Tensor: a view of the same buffer)."""
+    """``a`` as one dimension (a Tensor: a view of the same buffer; a 1-d one: itself)."""
+    if a.ndim == 1:
+        return a
     return a.reshape(-1) if isinstance(a, Tensor) else np.reshape(a, -1)
 
 
