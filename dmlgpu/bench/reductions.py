@@ -4,7 +4,7 @@ first to last Vulkan timestamp: Kompute writes one after every command, and thei
 on an H200, is included) and stream time (its dispatches recorded back to back without timestamps: what one
 more call adds to a submission; bench/gpu_timing.py) of each reduction next to the plain scatter
 (reduction="none") of the same shapes ("vs none": GPU time ratio), and, where PyTorch with CUDA is present,
-torch's scatter_reduce / index_add_ / index_reduce_ on the same data (wall: the call, then
+torch's scatter_reduce / index_add_ / scatter_add_ / index_reduce_ on the same data (wall: the call, then
 torch.cuda.synchronize(); GPU: CUDA events around the call), with and without
 torch.use_deterministic_algorithms(True); for add, NumPy's np.add.at on the host. Compare GPU with GPU (stream
 with torch's GPU: neither has a timestamp per kernel) and wall with wall.
@@ -144,6 +144,8 @@ def torch_times(peer, reduction, data, idx, upd, width, repeat) -> dict:
                                                                    include_self=reduction != "add (no self)")}
                 if reduction == "add":
                     fns["index_add_"] = lambda: d.clone().index_add_(0, i, u)
+                    fns["scatter_add_"] = lambda: d.clone().scatter_add_(0, ii, u)   # (PyTorch's fastest on
+                                                                                      # some rows: RESULTS.md)
                 elif reduction != "add (no self)":
                     fns["index_reduce_"] = lambda: d.clone().index_reduce_(0, i, u, TORCH_REDUCE[reduction])
             for name, fn in fns.items():
