@@ -399,3 +399,27 @@ def test_raise_on_a_table_in_several_blocks_takes_the_check_kernel(max_queued, r
         assert routes == ["device", "kernel"]
         np.testing.assert_array_equal(dmlgpu.take(small, dmlgpu.tensor(np.array([-3, 2]), device=dev), axis=0).numpy(),
                                       [[0, 1], [4, 5]])
+
+
+def test_a_dropped_checked_result_goes_back_before_the_report():
+    """The device's check holds the results it would mark weakly (runtime Marked): queued mode="raise" calls whose
+    results are dropped at once reuse one block, as clamp's do, and a bad call's result kept alive is still
+    marked."""
+    dev = dmlgpu.default_device()
+    table = dmlgpu.tensor(np.arange(4096 * 64, dtype=np.float32).reshape(4096, 64))
+    ids = dmlgpu.tensor(np.arange(256, dtype=np.int64))
+    dev.synchronize()
+    for _ in range(3):
+        dmlgpu.take(table, ids, axis=0)             # (the template)
+    dev.synchronize()
+    before = dev.memory_stats()["allocated_bytes"]
+    for _ in range(16):
+        dmlgpu.take(table, ids, axis=0)
+    assert dev.memory_stats()["allocated_bytes"] - before <= 2 * 256 * 64 * 4
+    kept = dmlgpu.take(table, dmlgpu.tensor(np.array([5, 4096], np.int64)), axis=0)
+    for _ in range(4):
+        dmlgpu.take(table, ids, axis=0)
+    with pytest.raises(IndexError, match=r"take: index 4096 at indices position \(1,\)"):
+        dev.synchronize()
+    with pytest.raises(IndexError, match=r"index 4096"):
+        kept.numpy()

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..kernels import table as kernels
 from .index_map import check_in_range
-from ..runtime import Buffer, Device, Dispatch
+from ..runtime import Buffer, Device, Dispatch, Marked
 
 MAX_COUNT = 2**32 - 2         # the most indices the device checks (index_check.comp: ~position != 0)
 MAX_DIMS = 8                  # entries of its dimension list (index tuples of up to 8 components)
@@ -85,9 +85,9 @@ class IndexCheck:
         return 0 < indices.size <= MAX_COUNT and not indices.buffer.chunked and self.dims.size <= MAX_DIMS and \
             dev.active_recording() is None
 
-    def on_device(self, dev: Device, indices) -> list[Buffer] | None:
+    def on_device(self, dev: Device, indices) -> Marked | None:
         """Queues the device check of a packed index Tensor (``indices``: its buffer at offset 0) on ``dev``;
-        returns the list of the call's result buffers to fill (Device.watch), or None where the device cannot
+        returns where to append the call's result buffers (Device.watch's Marked), or None where the device cannot
         check these indices (checkable()): the caller checks them on the host then. The check's two launches
         are made once per index count, dtype and report slot, and queued again on later calls."""
         if not self.checkable(dev, indices):
@@ -118,10 +118,10 @@ class IndexCheck:
         kernel = kernels.check_variant(indices.dtype.itemsize)
         return Dispatch(kernel, (params, indices.buffer, output, output), 1), [params] if fresh else []
 
-    def fetch(self, dev: Device, indices, output: Buffer, at: int) -> list[Buffer]:
+    def fetch(self, dev: Device, indices, output: Buffer, at: int) -> Marked:
         """Queues what follows a gather that checked its own ``indices`` into word ``at`` of ``output`` (after
-        clearing()): the report of its first bad index, as on_device's check reports it; returns the list of the
-        call's result buffers to fill (Device.watch)."""
+        clearing()): the report of its first bad index, as on_device's check reports it; returns where to append
+        the call's result buffers (Device.watch's Marked)."""
         with dev.launch() as launch:
             watch = self._watch(dev, indices)
             count, dtype = indices.size, indices.dtype

@@ -4,9 +4,10 @@ finding devices (discovery), device memory (memory: a caching allocator), moving
 runs work through (launch), the batches of queued runs (batch), recordings (recording), device profiles (profiles),
 the NVIDIA clock hold (clocks) and the Vulkan validation layer (validation). May import: errors, kernels."""
 from .buffer import COPY, Buffer, Dispatch, as_bytes
-from .device import Device
+from .device import Device, Marked
 from .discovery import DeviceInfo, default_device_index, devices
 from .launch import Prepared
 from .recording import Recording
 
-__all__ = ["COPY", "Buffer", "Device", "DeviceInfo", "Dispatch", "Prepared", "Recording", "as_bytes", "default_device_index", "devices"]
+__all__ = ["COPY", "Buffer", "Device", "DeviceInfo", "Dispatch", "Marked", "Prepared", "Recording", "as_bytes",
+           "default_device_index", "devices"]

@@ -89,6 +89,24 @@ def _save_pipeline_caches() -> None:
 CHECK_SLOTS = 256     # checks (Device.watch) that may await their reports at once: the check buffer's slots
 
 
+class Marked:
+    """The result buffers that a failed check marks (Watch.results: ``append`` them), held weakly: a result
+    its caller drops goes back to the allocator at once, as any other does, instead of at the report (then
+    nothing is left of it to mark), so that a loop of checked calls reuses its blocks in the same order and
+    its batches are replayed as recorded."""
+
+    __slots__ = ("_refs",)
+
+    def __init__(self) -> None:
+        self._refs: list = []
+
+    def append(self, buf: Buffer) -> None:
+        self._refs.append(weakref.ref(buf))
+
+    def __iter__(self):
+        return (buf for buf in (ref() for ref in self._refs) if buf is not None)
+
+
 class Watch(NamedTuple):
     """A check made by the device (Device.watch): its buffer and report slot, how to report it, the buffers
     that a failed check marks."""
@@ -97,7 +115,7 @@ class Watch(NamedTuple):
     reports: Buffer
     slot: int
     report: Callable[[np.ndarray], BaseException | None]
-    results: list
+    results: Marked
 
 class Device:
     """A Vulkan device opened through Kompute.
@@ -301,9 +319,9 @@ class Device:
         the host read them. Call it and queue the check's kernels in one launch (which holds the device's
         lock). Once that work has run, at the device's next synchronize() or host read
         (read_range), ``report`` gets the slot's four words (uint32) and returns an exception or None; the
-        first exception returned is raised there (the other reports are still made). ``Watch.results``: a
-        list the caller may fill with result buffers of the checked work; when ``report`` returns an
-        exception, a host read of any of them raises it again."""
+        first exception returned is raised there (the other reports are still made). ``Watch.results``: where
+        the caller appends result buffers of the checked work (Marked: held weakly); when ``report`` returns
+        an exception, a host read of any of them still alive raises it again."""
         with self.lock:
             slots = min(CHECK_SLOTS, self.chunk_bytes // 16)    # (in one block: the check kernel binds it)
             if len(self._watched) == slots:         # every slot awaits its report: make them first
@@ -312,7 +330,7 @@ class Device:
             if self._checks is None:
                 self._checks = (self.buffer(nbytes=16), self.buffer(nbytes=16 * slots) if self.direct_memory
                                 else MappedBuffer(self, 16 * slots))
-            watch = Watch(*self._checks, len(self._watched), report, [])
+            watch = Watch(*self._checks, len(self._watched), report, Marked())
             self._watched.append(watch)
             return watch
 
