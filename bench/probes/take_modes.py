@@ -6,8 +6,9 @@ A permutation of N float32 (default 64M) by an int64 permutation Tensor of N ele
 mode="raise" (checked on the device), "wrap" and "clip", and dmlgpu.gather's default clamp, each timed as call +
 synchronize() (first call of the process, then the median of R) in this process, which has no CUDA context
 unless dmlgpu's clock hold made one; GPU time (Vulkan timestamps, median of R replays) beside it; and a small
-gather (32 rows of 64 B) in clamp and raise modes, for the check's fixed cost (call + synchronize, and the queued
-call's host time alone: median of 2,000, a synchronize every 16). PyTorch's
+gather (32 rows of 64 B) in clamp and raise modes, for the check's fixed cost (call + synchronize, the queued
+call's host time alone: median of 2,000, a synchronize every 16; and 16 queued calls then synchronize, per call:
+median of 100). PyTorch's
 x[p] in a fresh process of its own (first call, median call + synchronize, median CUDA-event time), where CUDA
 PyTorch is installed (not with --no-peer). Results are checked against NumPy on a sample of positions.
 """
@@ -119,8 +120,16 @@ def main() -> int:
             if i % 16 == 15:
                 dev.synchronize()
         dev.synchronize()
+        batches = []                    # small calls: 16 queued calls then synchronize, per call
+        for _ in range(100 if name.startswith("small") else 0):
+            t0 = time.perf_counter()
+            for _ in range(16):
+                fn()
+            dev.synchronize()
+            batches.append((time.perf_counter() - t0) / 16)
         rows[name] = dict(first=first, wall=statistics.median(walls), gpu=statistics.median(gpus) if gpus else 0.0,
-                          checked=ok, host=statistics.median(hosts) if hosts else 0.0)
+                          checked=ok, host=statistics.median(hosts) if hosts else 0.0,
+                          batch=statistics.median(batches) if batches else 0.0)
     peer = None
     try:
         if args.no_peer:
@@ -134,13 +143,13 @@ def main() -> int:
         print("(no PyTorch result:", e, ")")
     clamp = rows["gather clamp"]["wall"]
     print(f"{'call':14s} {'first ms':>9s} {'call+sync ms':>12s} {'GPU ms':>8s} {'vs clamp':>8s} {'x[p] / it':>9s} checked"
-          f"  queued host us")
+          f"  queued host us, 16 calls + sync per call us")
     for name, r in rows.items():
         base = rows["small clamp"]["wall"] if name.startswith("small") else clamp
         vs_peer = f"{peer['wall'] / r['wall']:.2f}x" if peer and not name.startswith("small") else "-"
         print(f"{name:14s} {r['first'] * 1e3:9.3f} {r['wall'] * 1e3:12.3f} {r['gpu'] * 1e3:8.3f} "
               f"{r['wall'] / base:8.3f} {vs_peer:>9s} {str(r['checked']):7s}" +
-              (f"  {r['host'] * 1e6:.1f}" if r["host"] else ""))
+              (f"  {r['host'] * 1e6:.1f}, {r['batch'] * 1e6:.1f}" if r["host"] else ""))
     if peer:
         print(f"{'torch x[p]':14s} {peer['first'] * 1e3:9.3f} {peer['wall'] * 1e3:12.3f} {peer['gpu'] * 1e3:8.3f}"
               f"   (PyTorch {peer['torch']}, its own process)")
