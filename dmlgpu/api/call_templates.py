@@ -98,18 +98,15 @@ class Template:
                 result = prepared.queue(bufs, None if out is None else out.buffer)
                 if result is None:
                     return None
-                if check is not None:   # (the launches write no indices: out is never the indices' buffer)
-                    results = check.on_device(dev, operands[1]) if self.at is None else \
-                        check.fetch(dev, operands[1], result, self.at)
-                    if results is not None and out is None:
-                        results.append(result)      # never read as valid if the check fails
+                self._check(operands[1], result, out)
             return _wrap(result, self.out_shape, operands[0].dtype) if out is None else out
         if not dev.max_queued:
             return None
         with dev.launch() as launch:
             owner = self.owner
             if launch.recording is not None or owner is not None and (owner != dev.zeroed_serial or
-                                                                      not dev.zeroed_clean):
+                                                                      not dev.zeroed_clean) or \
+                    self.check is not None and not self.check.checkable(dev, operands[1]):
                 return None
             fits = not recipes
             out_buf = launch.output(self.out_nbytes, fits) if out is None else out.buffer
@@ -132,19 +129,21 @@ class Template:
                     bufs.append(params)
                     if fresh:
                         launch.stage([params])
-            results, check = None, self.check
-            if check is not None and self.at is None:       # the indices checked on the device (index_check)
-                results = check.on_device(dev, operands[1])
-                if results is None:
-                    if out is None:
-                        launch.taken.append(out_buf)
-                    return None
             launch.steps(self.steps, bufs, owner is not None)
-            if check is not None and self.at is not None:   # checked by the gather (the steps cleared the word)
-                results = check.fetch(dev, operands[1], out_buf, self.at)
-            if results is not None and out is None:
-                results.append(out_buf)
+            self._check(operands[1], out_buf, out)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
+
+    def _check(self, indices: Tensor, result, out: Tensor | None) -> None:
+        """mode="raise" (``check``; the caller has made sure that it is checkable()): queues, after the launches
+        (which write no indices: ``out`` is never the indices' buffer), the report of the check that the gather
+        made (``at``: the steps cleared its word) or the device's check of ``indices``; a new ``result`` is
+        never read as valid if it fails."""
+        check = self.check
+        if check is not None:
+            results = check.on_device(self.device, indices) if self.at is None else \
+                check.fetch(self.device, indices, result, self.at)
+            if results is not None and out is None:
+                results.append(result)
 
 
 def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple,
