@@ -385,24 +385,80 @@ class Tensor:
 
     # ---- views: basic indexing, reshape, flatten, transpose, squeeze, view (the index rules: tensor_index.py) ----
     def __getitem__(self: Tensor, key: Any) -> Tensor:
-        """Basic indexing (ints, slices with any step, None, Ellipsis), as NumPy's: always a view of the
+        """NumPy's indexing. Basic indexing (ints, slices with any step, None, Ellipsis) is always a view of the
         buffer, at a byte offset with element strides, whose writes (write(), ``t[key] = value``, ``out=``)
-        reach the base. Arrays as indices: TypeError (use dmlgpu.take / gather). The rules:
-        dmlgpu/api/tensor_index.py."""
+        reach the base (the rules: dmlgpu/api/tensor_index.py). Advanced indexing (integer arrays given as
+        lists, NumPy arrays or Tensors, broadcast together; boolean arrays and Tensors, as their nonzero();
+        mixed with basic indices, placed as NumPy places them) gives a new Tensor made by one gather (queued):
+        ``t[ids]`` is ``dmlgpu.take(t, ids, axis=0)``. Out-of-range NumPy indices raise IndexError before any
+        GPU work; a Tensor's are checked on the device, as take's (dmlgpu/plans/index_check.py). A boolean
+        Tensor index is read back (its count decides the result's shape: one synchronisation), and so are the
+        Tensor indices of a key with several index arrays (combined on the host). dmlgpu/api/indexing.py.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+        >>> t[[2, 0]].numpy()
+        array([[ 8.,  9., 10., 11.],
+               [ 0.,  1.,  2.,  3.]], dtype=float32)
+        >>> t[[0, 2], [1, 3]].numpy(), t[:, [3]].numpy().ravel()
+        (array([ 1., 11.], dtype=float32), array([ 3.,  7., 11.], dtype=float32))
+        >>> t[np.array([True, False, True])].shape
+        (2, 4)
+        """
+        if key.__class__ is Tensor or not _protocols.INDEXING.is_basic(key):
+            adv: Tensor = _protocols.INDEXING.getitem(self, key)
+            return adv
         out: Tensor = _index.getitem(self, key)
         return out
 
     def __setitem__(self: Tensor, key: Any, value: Any) -> None:
-        """``t[key] = value`` for basic indexing (ints, slices, None, ...): ``t[key].write(value)``, on the
-        device for Tensor values, with NumPy's broadcasting and casting (``a[...] = value``). Index arrays:
-        TypeError (use dmlgpu.put_along_axis / scatter_nd / scatter_elements)."""
-        try:
-            view = self[key]
-        except TypeError as e:
-            raise TypeError(str(e).replace("for index arrays use dmlgpu.take(t, indices, axis) or dmlgpu.gather / "
-                                           "gather_nd", "to write at index arrays use dmlgpu.put_along_axis, "
-                                           "dmlgpu.scatter_nd or dmlgpu.scatter_elements")) from None
-        view.write(value)
+        """``t[key] = value``, with NumPy's broadcasting of ``value`` to the indexed shape and its casting
+        (``a[...] = value``). Basic indexing: ``t[key].write(value)``, on the device for Tensor values.
+        Advanced indexing (as ``__getitem__`` takes it): one scatter into ``t``'s buffer in place (also through
+        views); where several indices select one element, the last value in row-major order wins, on every
+        device. Out-of-range indices raise IndexError and leave ``t`` unchanged: NumPy indices before any GPU
+        work, a Tensor's after it is read back and checked (as ``scatter_nd`` in place with mode="raise").
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> cache = dmlgpu.zeros((4, 2), np.float32)
+        >>> cache[[3, 0, 3]] = np.array([[1, 1], [2, 2], [3, 3]], np.float32)    # the last duplicate wins
+        >>> cache[:, 1] = 9.0
+        >>> cache.numpy()
+        array([[2., 9.],
+               [0., 9.],
+               [0., 9.],
+               [3., 9.]], dtype=float32)
+        """
+        if key.__class__ is Tensor or not _protocols.INDEXING.is_basic(key):
+            _protocols.INDEXING.setitem(self, key, value)
+            return
+        self[key].write(value)
+
+    @property
+    def at(self: Tensor) -> Any:
+        """JAX's functional updates (``jax.Array.at``): ``t.at[key].get(mode=, fill_value=)``, ``.set(v)``,
+        ``.add(v)``, ``.multiply(v)``, ``.min(v)``, ``.max(v)`` return a new Tensor and leave ``t`` unchanged.
+        ``mode``: None (JAX's default: a get clamps out-of-range indices, an update drops them),
+        "promise_in_bounds", "clip", "fill" (get) or "drop" (updates); ``.set`` with duplicates keeps the last in
+        row-major order (JAX leaves it unspecified); the reductions apply every update in row-major order.
+        dmlgpu/api/indexing.py's _AtRef.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> x = dmlgpu.tensor(np.zeros(4, np.float32))
+        >>> x.at[[0, 0, 9]].add(1.0).numpy()            # 9 is out of range: dropped
+        array([2., 0., 0., 0.], dtype=float32)
+        >>> x.at[[1, 9]].get(mode="fill", fill_value=-1.0).numpy()
+        array([ 0., -1.], dtype=float32)
+        >>> x.numpy()                                   # unchanged
+        array([0., 0., 0., 0.], dtype=float32)
+        """
+        return _protocols.INDEXING.At(self)
 
     def reshape(self: Tensor, *shape: Any, order: str = "C") -> Tensor:
         """The same elements as another shape: a view sharing the buffer (as NumPy's reshape where it needs no
@@ -582,7 +638,26 @@ class Tensor:
         raise TypeError(f"`x in t` for a Tensor: {_protocols.host_hint('membership')} (x in t.numpy())")
 
     def __array_ufunc__(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        raise TypeError(f"numpy.{ufunc.__name__}: {_protocols.host_hint('a NumPy ufunc')}")
+        """NumPy's ``ufunc.at(t, key, values)`` for np.add, np.multiply, np.maximum and np.minimum: in place on
+        the device, each update applied in row-major order (NumPy's order, so NumPy's bits; key and values as
+        ``t[key] = values`` takes them). Every other ufunc call raises TypeError (dmlgpu computes no elementwise
+        arithmetic).
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> grad = dmlgpu.zeros(3, np.float32)
+        >>> np.add.at(grad, [0, 2, 0], np.float32(1.5)); grad.numpy()
+        array([3. , 0. , 1.5], dtype=float32)
+        """
+        if method == "at" and inputs and inputs[0] is self and not kwargs:
+            _protocols.INDEXING.ufunc_at(ufunc, *inputs)
+            return None
+        if method == "at":
+            raise TypeError(f"numpy.{ufunc.__name__}.at: the target must be the Tensor itself (a Tensor's values go "
+                            f"into a NumPy target through t.numpy())")
+        raise TypeError(f"numpy.{ufunc.__name__}: {_protocols.host_hint('a NumPy ufunc')} (ufunc.at runs for "
+                        f"np.add, np.multiply, np.maximum and np.minimum)")
 
     def __array_function__(self: Tensor, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """NumPy's functions on Tensors: dmlgpu's where _protocols.ARRAY_FUNCTIONS has them (results are Tensors), else

@@ -23,6 +23,10 @@ def host_hint(what: str) -> str:
             f"arithmetic or comparisons): download it with t.numpy() and use NumPy on the host")
 
 
+# dmlgpu/api/indexing.py (advanced indexing, ufunc.at, Tensor.at), set when it is imported: the Tensor's methods
+# reach it here (it imports the Tensor and the layer-2 functions, which import the Tensor)
+INDEXING: Any = None
+
 PYTHON_VALUES = (list, tuple, int, float, complex, bool)     # values NumPy's assignment checks one by one
 
 
