@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import driver
-from .arguments import GATHER_MODES
+from .arguments import GATHER_MODES, _device
 from .functions import _gather_rule, _scatter_nd_rule
 from .tensor import Tensor, _upload
 from . import tensor_protocols
@@ -117,6 +117,13 @@ def _entry(k: Any, who: str) -> tuple[str, Any]:
     raise IndexError(f"{who}: {_ONLY}, not {type(k).__name__}")
 
 
+def _same_device(t: Tensor, entries: list, who: str) -> None:
+    """DeviceError (as every operation's: arguments._device) for an index Tensor of another Device than ``t``'s."""
+    for kind, v in entries:
+        if isinstance(v, Tensor) and v.device is not t.device:
+            _device(who, t.device, v)
+
+
 def _int64(a: np.ndarray) -> np.ndarray:
     """Index values as NumPy reads them (intp): uint64 values of 2^63 and more are negative, as NumPy's cast."""
     if a.dtype == np.uint64:
@@ -128,6 +135,7 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
     """The advanced ``key`` of ``t`` (module docstring); IndexError as NumPy's (too many indices, a boolean
     of the wrong shape, arrays that do not broadcast, a NumPy index out of range), naming ``who``."""
     entries = [_entry(k, who) for k in (key if isinstance(key, tuple) else (key,))]
+    _same_device(t, entries, who)
     consumed = sum(1 if kind in ("int", "slice", "array") else (v.ndim if kind == "bool" else 0)
                    for kind, v in entries)
     if sum(kind == "ellipsis" for kind, _ in entries) > 1:
@@ -135,11 +143,14 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
     if consumed > t.ndim:
         raise IndexError(f"{who}: too many indices for tensor: tensor is {t.ndim}-dimensional, but {consumed} "
                          f"were indexed")
-    if any(kind == "ellipsis" for kind, _ in entries):
+    origin = list(range(len(entries)))     # each entry's place in the key as given (NumPy's adjacency: an
+    if any(kind == "ellipsis" for kind, _ in entries):               # ellipsis parts arrays even when empty)
         at = next(i for i, (kind, _) in enumerate(entries) if kind == "ellipsis")
         entries[at:at + 1] = [("slice", slice(None))] * (t.ndim - consumed)
+        origin[at:at + 1] = [at] * (t.ndim - consumed)
     else:
         entries += [("slice", slice(None))] * (t.ndim - consumed)
+        origin += [len(origin)] * (t.ndim - consumed)
     basic: list = []
     arrays: list = []          # (array, original axis, view axis)
     advanced: list[int] = []   # positions in entries of the advanced ones (ints included), for placement
@@ -147,7 +158,7 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
     first_vaxis = None         # the view axis where the advanced group starts
     for pos, (kind, v) in enumerate(entries):
         if kind in ("int", "array", "bool", "bool0"):
-            advanced.append(pos)
+            advanced.append(origin[pos])
             if first_vaxis is None:
                 first_vaxis = vaxis
         if kind == "none":
@@ -181,7 +192,7 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
                 vaxis += 1
             axis += mask.ndim
     view = t[tuple(basic)]
-    adjacent = advanced == list(range(advanced[0], advanced[0] + len(advanced)))
+    adjacent = not advanced or advanced == list(range(advanced[0], advanced[0] + len(advanced)))
     shapes = [a.shape for a, _, _ in arrays]
     try:
         bshape = np.broadcast_shapes(*shapes)
@@ -199,13 +210,15 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
             a = a.numpy()          # several arrays are combined on the host (module docstring)
         v = _int64(np.asarray(a))
         bad = (v < -n) | (v >= n)
-        if bad.any():
+        if bad.any() and math.prod(bshape):        # (NumPy checks only the indices an element uses)
             value = int(v.reshape(-1)[int(np.argmax(bad.reshape(-1)))])
             if a.dtype == np.uint64 and value < 0:
                 value += 2**64
             raise IndexError(f"{who}: index {value} is out of bounds for axis {ax if ax is not None else vax} with "
                              f"size {n}")
         out_arrays.append(np.where(v < 0, v + n, v) if (v < 0).any() else v)
+    if not math.prod(bshape):
+        out_arrays = [np.zeros(np.shape(a), np.int64) for a in out_arrays]
     at = first_vaxis if adjacent and first_vaxis is not None else 0     # (the group's view axes are consecutive)
     return Key(view, out_arrays, [vax for _, _, vax in arrays], tuple(bshape), at)
 
@@ -460,6 +473,7 @@ def _jax_key(t: Tensor, key: Any, mode: str, who: str) -> tuple[Key, np.ndarray 
     indices are read back (one synchronisation)."""
     parts = key if isinstance(key, tuple) else (key,)
     entries = [_entry(k, who) for k in parts]
+    _same_device(t, entries, who)
     spans = []                          # (entry position, the axis of t it indexes) of each integer array / int
     axis = 0
     consumed = sum(1 if kind in ("int", "slice", "array") else (v.ndim if kind == "bool" else 0) for kind, v in entries)

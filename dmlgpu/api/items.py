@@ -31,12 +31,12 @@ def unit_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
 
 
 def as_units(x: Any) -> Any:
-    """``x`` (ndarray or Tensor, at least 1-d) as units: shape ``x.shape + (k,)`` (a Tensor: a view of a
+    """``x`` (ndarray or Tensor, 0-d included) as units: shape ``x.shape + (k,)`` (a Tensor: a view of a
     packed copy, or of itself when packed)."""
     unit = unit_of(x.dtype)
     k = x.dtype.itemsize // unit.itemsize
     if isinstance(x, Tensor):        # (a packed view at an offset stays a view: in-place scatters reach it)
-        return (x if x._strides is None else x.copy()).view(unit).reshape(x.shape + (k,))
+        return (x if x._strides is None else x.copy()).reshape(x.shape or (1,)).view(unit).reshape(x.shape + (k,))
     return np.ascontiguousarray(x).reshape(-1).view(unit).reshape(x.shape + (k,))
 
 
