@@ -95,7 +95,7 @@ def _entry(k: Any, who: str) -> tuple[str, Any]:
         if k.dtype.kind not in "iu":
             raise IndexError(f"{who}: arrays used as indices must be of integer (or boolean) type, not a Tensor of "
                              f"{k.dtype}")
-        return "array", k
+        return "array", k.view(np.int64) if k.dtype == np.uint64 else k     # (NumPy reads uint64 as intp)
     if isinstance(k, (np.ndarray, list, tuple)) or (hasattr(k, "__array__") and not hasattr(k, "__index__")):
         listed = not isinstance(k, np.ndarray)
         try:
@@ -227,7 +227,8 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
 
 def getitem(t: Tensor, key: Any) -> Tensor:
     """``t[key]`` for an advanced ``key`` (module docstring): a new Tensor, queued."""
-    if key.__class__ is Tensor and key.dtype.kind in "iu" and t.ndim:     # t[ids]: take(t, ids, axis=0)'s call
+    if (key.__class__ is Tensor or key.__class__ is np.ndarray) and key.dtype.kind in "iu" and key.ndim and \
+            t.ndim and t.size and key.dtype != np.uint64:   # t[ids]: take(t, ids, axis=0)'s call and checks
         return driver.call("gather", _gather_rule, t, key, None, (0,), mode="raise", name=WHO, modes=GATHER_MODES)
     return getitem_key(parse(t, key))
 
@@ -383,6 +384,14 @@ def _values(t: Tensor, value: Any, shape: tuple, who: str) -> Tensor:
 def setitem(t: Tensor, key: Any, value: Any, reduction: str = "none", who: str = WHO) -> None:
     """``t[key] = value`` (``reduction`` "none": the last duplicate in row-major order wins) or NumPy's
     ``ufunc.at(t, key, value)`` (a reduction, in row-major order), in place: one scatter into ``t``'s buffer."""
+    if (key.__class__ is Tensor or key.__class__ is np.ndarray) and key.dtype.kind in "iu" and key.ndim and \
+            t.ndim and t.size and t._strides is None and key.size and key.dtype != np.uint64:   # scatter_nd's call
+        shape = key.shape + t.shape[1:]
+        driver.call("scatter_nd", _scatter_nd_rule, t, key.reshape(key.shape + (1,)), _values(t, value, shape, who),
+                    (reduction, True, "row-major", False), mode="raise", out=t,
+                    key=("raise", reduction, "include_self", "row-major", who), name=who,
+                    byte_order=reduction != "none")
+        return
     k = parse(t, key, who)
     _scatter_key(t, k, _values(t, value, k.shape, who), reduction, who)
 
