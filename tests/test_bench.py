@@ -143,7 +143,7 @@ def test_apps_inputs():
     assert ids.min() >= 0 and ids.max() < 1000 and np.bincount(ids).max() > 500    # skewed (uniform: ~10)
     assert apps.compare_bits(np.ones(3, np.float16), np.ones(3, np.uint16)) is not None   # 1.0 != 1
     assert apps.compare_bits(np.zeros(3, np.float16), np.zeros(3, np.uint16)) is None
-    assert apps.select(["gnn*"]) == ["gnn-gather", "gnn-scatter-add"]
+    assert apps.select(["gnn*"]) == ["gnn-gather", "gnn-scatter-add", "gnn-scatter-add-np.add.at"]
 
 
 class _FakeTorch:
@@ -329,7 +329,8 @@ def test_apps_torch_path_on_a_fake(fake_torch):
                                                                              .default_rng(0), False).torch)
         assert r["peer"]["gpu_us"] is not None
     det = [r for r in results["rows"] if "peer_deterministic" in r]
-    assert [r["workload"] for r in det] == ["gnn-scatter-add"] and det[0]["peer_deterministic"]["median_us"] > 0
+    assert [r["workload"] for r in det] == ["gnn-scatter-add", "gnn-scatter-add-np.add.at"] and \
+        det[0]["peer_deterministic"]["median_us"] > 0
     assert "torch 0-fake (CUDA fake, fake GPU)" in apps.render(results)
 
 
@@ -370,7 +371,8 @@ def test_apps_in_place_rows_when_scatter_nd_has_out(tmp_path, capsys, monkeypatc
     rc = cli.main(["apps", *APPS_SMALL, "--workloads", "kv*,decode*,moe-combine", "--out", str(tmp_path)])
     assert rc == 0, capsys.readouterr().out
     rows = json.loads((tmp_path / apps.JSON_NAME).read_text())["rows"]
-    assert [r["workload"] for r in rows] == ["kv-cache-write", "decode-loop", "moe-combine"]
+    assert [r["workload"] for r in rows] == ["kv-cache-write", "kv-cache-write-cache[pos]=rows", "decode-loop",
+                                             "moe-combine"]
     assert all(r["verified"] for r in rows) and used
 
 

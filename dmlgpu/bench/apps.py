@@ -25,7 +25,8 @@ in-place KV-cache write and a decode loop (``scatter_nd(cache, idx, rows, out=ca
 dmlgpu has ``out=``, else the copying ``scatter_nd``, and the row's name ends in ``(copy)``), MoE dispatch
 and combine, GNN gather and scatter-add (PyTorch's atomic calls; its deterministic mode in a column of its
 own), top-k gather_elements, point clouds (gather_nd, batch_dims=1) and a recommender table past 4 GiB with
-Zipf-skewed ids (skipped, with the reason, where the device lacks the memory). Sums are exact: the GNN
+Zipf-skewed ids (skipped, with the reason, where the device lacks the memory); three rows repeat a job as users
+spell it (``table[ids]``, ``cache[pos] = rows``, ``np.add.at``) beside its function call's row. Sums are exact: the GNN
 messages are small integers, so every order of summation gives the same bits.
 
 Processes: by default (``--process separate``) the peer runs first in a process of its own, and dmlgpu then
@@ -417,10 +418,33 @@ def recommender(scale, rng) -> App:
 
 
 # name -> builder(scale, rng, inplace)
+def spelled(app: App, name: str, dml: Callable, note: str) -> App:
+    """``app`` with dmlgpu's call as users spell it (Tensor indexing, ufunc.at: issue 48), beside the function
+    call's row: the same inputs, peer calls and check."""
+    from dataclasses import replace
+    return replace(app, name=name, dml=dml, note=(app.note + "; " if app.note else "") + note)
+
+
+def _add_at(t):
+    out = dmlgpu.zeros_like(t["agg"])
+    np.add.at(out, t["dst"], t["msg"])
+    return out
+
+
+def _cache_setitem(t):
+    t["cache"][t["pos"]] = t["rows"]
+    return t["cache"]
+
+
 BUILDERS = {
     "embedding-f16": lambda s, r, ip: embedding(s, r, False),
+    "embedding-f16-table[ids]": lambda s, r, ip: spelled(embedding(s, r, False), "embedding-f16-table[ids]",
+                                                         lambda t: t["table"][t["ids"]], "dmlgpu: table[ids]"),
     "embedding-bf16": lambda s, r, ip: embedding(s, r, True),
     "kv-cache-write": kv_write,
+    "kv-cache-write-cache[pos]=rows": lambda s, r, ip: spelled(kv_write(s, r, True), "kv-cache-write-cache[pos]=rows",
+                                                               _cache_setitem, "dmlgpu: cache[pos] = rows (NumPy's "
+                                                               "mode: the index Tensor is read back and checked)"),
     "decode-loop": decode_loop,
     "moe-dispatch": lambda s, r, ip: moe_dispatch(s, r),
     "moe-combine": moe_combine,
@@ -428,6 +452,8 @@ BUILDERS = {
     "label-gather": lambda s, r, ip: label_logits(s, r),
     "gnn-gather": lambda s, r, ip: gnn_gather(s, r),
     "gnn-scatter-add": lambda s, r, ip: gnn_scatter_add(s, r),
+    "gnn-scatter-add-np.add.at": lambda s, r, ip: spelled(gnn_scatter_add(s, r), "gnn-scatter-add-np.add.at", _add_at,
+                                                          "dmlgpu: zeros_like + np.add.at(out, dst, msg)"),
     "topk-gather": lambda s, r, ip: topk_logits(s, r),
     "pointcloud-gather_nd": lambda s, r, ip: point_cloud(s, r),
     "recommender": lambda s, r, ip: recommender(s, r),
