@@ -200,7 +200,7 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
         raise IndexError(f"{who}: shape mismatch: indexing arrays could not be broadcast together with shapes "
                          f"{' '.join(str(s) for s in shapes)}") from None
     several = len(arrays) > 1
-    out_arrays = []
+    out_arrays: list = []
     for a, ax, vax in arrays:
         n = view.shape[vax]
         if isinstance(a, Tensor):

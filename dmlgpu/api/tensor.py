@@ -14,6 +14,9 @@ from . import tensor_protocols as _protocols
 from .device import Device, as_device
 from ..runtime import Buffer, as_bytes
 
+if TYPE_CHECKING:
+    from .indexing import At as _At
+
 _AxisError = getattr(np, "exceptions", np).AxisError     # NumPy's (an IndexError and a ValueError)
 
 
@@ -439,7 +442,7 @@ class Tensor:
         self[key].write(value)
 
     @property
-    def at(self: Tensor) -> Any:
+    def at(self: Tensor) -> "_At":
         """JAX's functional updates (``jax.Array.at``): ``t.at[key].get(mode=, fill_value=)``, ``.set(v)``,
         ``.add(v)``, ``.multiply(v)``, ``.min(v)``, ``.max(v)`` return a new Tensor and leave ``t`` unchanged.
         ``mode``: None (JAX's default: a get clamps out-of-range indices, an update drops them),
@@ -458,7 +461,8 @@ class Tensor:
         >>> x.numpy()                                   # unchanged
         array([0., 0., 0., 0.], dtype=float32)
         """
-        return _protocols.INDEXING.At(self)
+        at: _At = _protocols.INDEXING.At(self)
+        return at
 
     def reshape(self: Tensor, *shape: Any, order: str = "C") -> Tensor:
         """The same elements as another shape: a view sharing the buffer (as NumPy's reshape where it needs no
