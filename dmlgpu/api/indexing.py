@@ -1,7 +1,8 @@
 """Advanced indexing of a dmlgpu.Tensor, with NumPy's rules (numpy.org, "Indexing on ndarrays"): ``t[key]``
 (a gather), ``t[key] = value`` (a scatter in place, the last duplicate in row-major order winning), NumPy's
 ``ufunc.at`` for add, multiply, maximum and minimum (a scatter reduction in place, in row-major order: NumPy's
-bits), and JAX's functional form ``t.at[key]`` (``Tensor.at``).
+bits), and JAX's functional form ``t.at[key]`` (``Tensor.at``: tensor_protocols.AtRef, whose methods run
+``at_get`` and ``at_update`` here).
 
 A key is parsed once (``parse``) into the *view* its basic part selects (ints, slices, None and ``...`` as
 Tensor.__getitem__ views them, every array-indexed axis kept whole), the index arrays and the view axis each
@@ -524,102 +525,49 @@ def _jax_key(t: Tensor, key: Any, mode: str, who: str) -> tuple[Key, np.ndarray 
     return parse(t, tuple(fixed), who), keep
 
 
-class _AtRef:
-    """``t.at[key]``: JAX's functional updates of a Tensor (jax.Array.at): each method returns a new Tensor and
-    leaves ``t`` unchanged. ``mode``: None (JAX's default: a get clamps out-of-range indices, an update drops
-    them), "promise_in_bounds" (clamped here), "clip", "fill" (get: out-of-range selections read ``fill_value``,
-    by default NaN for floats, the smallest value for signed integers, the largest for unsigned, True for bool)
-    or "drop" (updates: out-of-range updates are skipped). Negative indices count from the end first, as JAX's.
-    ``indices_are_sorted`` and ``unique_indices`` are hints (accepted; results do not depend on them). Duplicate
-    targets: ``set`` keeps the last in row-major order (JAX leaves it unspecified), the reductions apply every
-    update in row-major order (NumPy's ``ufunc.at`` bits)."""
+def at_get(t: Tensor, key: Any, mode: str | None, fill_value: Any) -> Tensor:
+    """``t.at[key].get(mode=, fill_value=)`` (tensor_protocols.AtRef's contract)."""
+    who = "Tensor.at[].get"
+    if mode not in GET_MODES:
+        raise ValueError(f"{who}: mode must be one of {GET_MODES}, not {mode!r}")
+    if is_basic(key):
+        return t[key].copy()
+    k, keep = _jax_key(t, key, mode or "clip", who)
+    out = getitem_key(k)
+    if keep is not None:
+        if fill_value is None:
+            fill_value = _fill_default(t.dtype)
+        sel: list = [slice(None)] * out.ndim
+        for j, arr in enumerate(np.nonzero(~keep)):
+            sel[k.at + j] = arr
+        setitem(out, tuple(sel), fill_value, who=who)
+    return out
 
-    def __init__(self, t: Tensor, key: Any):
-        self.t, self.key = t, key
 
-    def get(self, *, mode: str | None = None, fill_value: Any = None, indices_are_sorted: bool = False,
-            unique_indices: bool = False) -> Tensor:
-        """``t[key]`` with JAX's out-of-range ``mode`` (class docstring)."""
-        who = "Tensor.at[].get"
-        if mode not in GET_MODES:
-            raise ValueError(f"{who}: mode must be one of {GET_MODES}, not {mode!r}")
-        t = self.t
-        if is_basic(self.key):
-            return t[self.key].copy()
-        k, keep = _jax_key(t, self.key, mode or "clip", who)
-        out = getitem_key(k)
-        if keep is not None:
-            if fill_value is None:
-                fill_value = _fill_default(t.dtype)
-            missing = np.nonzero(~keep)
-            sel: list = [slice(None)] * out.ndim
-            if missing:
-                for j, arr in enumerate(missing):
-                    sel[k.at + j] = arr
-            setitem(out, tuple(sel), fill_value, who=who)
-        return out
-
-    def _update(self, value: Any, reduction: str, name: str, mode: str | None) -> Tensor:
-        who = f"Tensor.at[].{name}"
-        if mode not in UPDATE_MODES:
-            raise ValueError(f"{who}: mode must be one of {UPDATE_MODES}, not {mode!r}")
-        out = self.t.copy()
-        if is_basic(self.key):
-            k = parse(out, self.key, who)
-        else:
-            k, keep = _jax_key(out, self.key, mode or "drop", who)
-            if keep is not None:           # the kept selections only, their values picked alike
-                vals = _values(out, value, k.shape, who)
-                flat_b = math.prod(k.bshape)
-                nb = len(k.bshape)
-                order = list(range(k.at, k.at + nb)) + [d for d in range(len(k.shape)) if not k.at <= d < k.at + nb]
-                kept = np.nonzero(keep.reshape(-1))[0]
-                moved = vals if order == sorted(order) else vals.transpose(order).copy()
-                rows = moved.reshape((flat_b,) + tuple(vals.shape[d] for d in order[nb:]))
-                picked = rows[kept] if kept.size else None
-                arrays = [np.broadcast_to(a, k.bshape).reshape(-1)[kept] for a in k.arrays]
-                k = k._replace(arrays=arrays, bshape=(kept.size,), at=0)
-                if picked is None:
-                    return out
-                _scatter_key(out, k, picked, reduction, who)
+def at_update(t: Tensor, key: Any, value: Any, reduction: str, name: str, mode: str | None) -> Tensor:
+    """``t.at[key].set / add / multiply / min / max(value, mode=)`` (tensor_protocols.AtRef's contract)."""
+    who = f"Tensor.at[].{name}"
+    if mode not in UPDATE_MODES:
+        raise ValueError(f"{who}: mode must be one of {UPDATE_MODES}, not {mode!r}")
+    out = t.copy()
+    if is_basic(key):
+        k = parse(out, key, who)
+    else:
+        k, keep = _jax_key(out, key, mode or "drop", who)
+        if keep is not None:           # the kept selections only, their values picked alike
+            vals = _values(out, value, k.shape, who)
+            nb = len(k.bshape)
+            order = list(range(k.at, k.at + nb)) + [d for d in range(len(k.shape)) if not k.at <= d < k.at + nb]
+            kept = np.nonzero(keep.reshape(-1))[0]
+            if not kept.size:
                 return out
-        _scatter_key(out, k, _values(out, value, k.shape, who), reduction, who)
-        return out
-
-    def set(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
-            unique_indices: bool = False) -> Tensor:
-        """A copy of ``t`` with ``t[key] = values`` (duplicates: the last in row-major order wins)."""
-        return self._update(values, "none", "set", mode)
-
-    def add(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
-            unique_indices: bool = False) -> Tensor:
-        """A copy of ``t`` with ``np.add.at(t, key, values)`` applied."""
-        return self._update(values, "add", "add", mode)
-
-    def multiply(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
-                 unique_indices: bool = False) -> Tensor:
-        """A copy of ``t`` with ``np.multiply.at(t, key, values)`` applied."""
-        return self._update(values, "mul", "multiply", mode)
-
-    def min(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
-            unique_indices: bool = False) -> Tensor:
-        """A copy of ``t`` with ``np.minimum.at(t, key, values)`` applied."""
-        return self._update(values, "min", "min", mode)
-
-    def max(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
-            unique_indices: bool = False) -> Tensor:
-        """A copy of ``t`` with ``np.maximum.at(t, key, values)`` applied."""
-        return self._update(values, "max", "max", mode)
-
-
-class At:
-    """``Tensor.at``: ``t.at[key]`` is an _AtRef."""
-
-    def __init__(self, t: Tensor):
-        self.t = t
-
-    def __getitem__(self, key: Any) -> _AtRef:
-        return _AtRef(self.t, key)
+            moved = vals if order == sorted(order) else vals.transpose(order).copy()
+            rows = moved.reshape((math.prod(k.bshape),) + tuple(vals.shape[d] for d in order[nb:]))
+            arrays = [np.broadcast_to(a, k.bshape).reshape(-1)[kept] for a in k.arrays]
+            _scatter_key(out, k._replace(arrays=arrays, bshape=(kept.size,), at=0), rows[kept], reduction, who)
+            return out
+    _scatter_key(out, k, _values(out, value, k.shape, who), reduction, who)
+    return out
 
 
 def _fill_default(dtype: np.dtype) -> Any:

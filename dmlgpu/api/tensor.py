@@ -14,9 +14,6 @@ from . import tensor_protocols as _protocols
 from .device import Device, as_device
 from ..runtime import Buffer, as_bytes
 
-if TYPE_CHECKING:
-    from .indexing import At as _At
-
 _AxisError = getattr(np, "exceptions", np).AxisError     # NumPy's (an IndexError and a ValueError)
 
 
@@ -442,13 +439,13 @@ class Tensor:
         self[key].write(value)
 
     @property
-    def at(self: Tensor) -> "_At":
+    def at(self: Tensor) -> _protocols.At[Tensor]:
         """JAX's functional updates (``jax.Array.at``): ``t.at[key].get(mode=, fill_value=)``, ``.set(v)``,
         ``.add(v)``, ``.multiply(v)``, ``.min(v)``, ``.max(v)`` return a new Tensor and leave ``t`` unchanged.
         ``mode``: None (JAX's default: a get clamps out-of-range indices, an update drops them),
         "promise_in_bounds", "clip", "fill" (get) or "drop" (updates); ``.set`` with duplicates keeps the last in
         row-major order (JAX leaves it unspecified); the reductions apply every update in row-major order.
-        dmlgpu/api/indexing.py's _AtRef.
+        dmlgpu/api/tensor_protocols.py's AtRef.
 
         Examples
         --------
@@ -461,8 +458,7 @@ class Tensor:
         >>> x.numpy()                                   # unchanged
         array([0., 0., 0., 0.], dtype=float32)
         """
-        at: _At = _protocols.INDEXING.At(self)
-        return at
+        return _protocols.At(self)
 
     def reshape(self: Tensor, *shape: Any, order: str = "C") -> Tensor:
         """The same elements as another shape: a view sharing the buffer (as NumPy's reshape where it needs no

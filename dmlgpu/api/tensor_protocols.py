@@ -5,7 +5,7 @@ to do where dmlgpu computes nothing (elementwise arithmetic, comparisons), and t
 enter a Tensor: ``assigned``, NumPy's ``a[...] = value``."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
 
@@ -53,3 +53,66 @@ def assigned(value: Any, dtype: Any, shape: tuple[int, ...] | None, who: str) ->
     except (OverflowError, ValueError) as e:
         raise type(e)(f"{who}: {e}") from None
     return out
+
+
+_T = TypeVar("_T")
+
+
+class AtRef(Generic[_T]):
+    """``t.at[key]``: JAX's functional updates of a Tensor (jax.Array.at): each method returns a new Tensor and
+    leaves ``t`` unchanged. ``mode``: None (JAX's default: a get clamps out-of-range indices, an update drops
+    them), "promise_in_bounds" (clamped here), "clip", "fill" (get: out-of-range selections read ``fill_value``,
+    by default NaN for floats, the smallest value for signed integers, the largest for unsigned, True for bool)
+    or "drop" (updates: out-of-range updates are skipped). Negative indices count from the end first, as JAX's.
+    ``indices_are_sorted`` and ``unique_indices`` are hints (accepted; results do not depend on them). Duplicate
+    targets: ``set`` keeps the last in row-major order (JAX leaves it unspecified), the reductions apply every
+    update in row-major order (NumPy's ``ufunc.at`` bits). Keys and values as ``t[key] = value`` takes them
+    (dmlgpu/api/indexing.py); Tensor indices are read back."""
+
+    def __init__(self, t: _T, key: Any):
+        self.t, self.key = t, key
+
+    def get(self, *, mode: str | None = None, fill_value: Any = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> _T:
+        """``t[key]`` with JAX's out-of-range ``mode``."""
+        out: _T = INDEXING.at_get(self.t, self.key, mode, fill_value)
+        return out
+
+    def _update(self, values: Any, reduction: str, name: str, mode: str | None) -> _T:
+        out: _T = INDEXING.at_update(self.t, self.key, values, reduction, name, mode)
+        return out
+
+    def set(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> _T:
+        """A copy of ``t`` with ``t[key] = values`` (duplicates: the last in row-major order wins)."""
+        return self._update(values, "none", "set", mode)
+
+    def add(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> _T:
+        """A copy of ``t`` with ``np.add.at(t, key, values)`` applied."""
+        return self._update(values, "add", "add", mode)
+
+    def multiply(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
+                 unique_indices: bool = False) -> _T:
+        """A copy of ``t`` with ``np.multiply.at(t, key, values)`` applied."""
+        return self._update(values, "mul", "multiply", mode)
+
+    def min(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> _T:
+        """A copy of ``t`` with ``np.minimum.at(t, key, values)`` applied."""
+        return self._update(values, "min", "min", mode)
+
+    def max(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> _T:
+        """A copy of ``t`` with ``np.maximum.at(t, key, values)`` applied."""
+        return self._update(values, "max", "max", mode)
+
+
+class At(Generic[_T]):
+    """``Tensor.at``: ``t.at[key]`` is an AtRef."""
+
+    def __init__(self, t: _T):
+        self.t = t
+
+    def __getitem__(self, key: Any) -> AtRef[_T]:
+        return AtRef(self.t, key)
