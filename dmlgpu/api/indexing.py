@@ -25,6 +25,7 @@ How it runs:
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import sys
@@ -323,6 +324,15 @@ def _map(k: Key, u: _Units) -> tuple[IndexMap, tuple]:
     return IndexMap(tuple(dims), ((units, 1),), 0, u.unit), shape
 
 
+@functools.lru_cache(maxsize=256)
+def _plan(kind: str, index_map: IndexMap, index_dtype: np.dtype, unit: int) -> Any:
+    """The gather's or scatter's plan of an index map, made once per map (plans hold no device state)."""
+    if kind == "gather":
+        return GatherPlan(index_map, index_dtype)
+    flat = Layout.packed((index_map.tuple_dims[0][0],))
+    return ScatterPlan(index_map, index_dtype, ops.input_copy(flat, flat, np.dtype(f"V{unit}")))
+
+
 def _index_array(pos: np.ndarray, units: int) -> np.ndarray:
     return np.ascontiguousarray(pos, np.int32 if units < 2**31 else np.int64)
 
@@ -341,7 +351,7 @@ def _gather_positions(k: Key) -> Tensor:
     dev = view.device
     out_bytes = math.prod(k.shape) * view.dtype.itemsize
     dev.check_sizes(view.buffer.nbytes, idx.nbytes, out_bytes)
-    plan = GatherPlan(index_map, idx.dtype)
+    plan = _plan("gather", index_map, idx.dtype, u.unit)
     with dev.launch() as launch:
         idx_buf, out_buf = launch.scratch(max(idx.nbytes, 4)), launch.output(out_bytes)
         idx_buf.stage(as_bytes(idx))
@@ -432,8 +442,7 @@ def _scatter_positions(k: Key, vals: Tensor, reduction: str) -> None:
         index_map, _ = _map(k, u)
         units = index_map.tuple_dims[0][0]
         idx = _index_array(_positions(k, u), units)
-        flat = Layout.packed((units,))
-        plan: Any = ScatterPlan(index_map, idx.dtype, ops.input_copy(flat, flat, np.dtype(f"V{u.unit}")))
+        plan: Any = _plan("scatter", index_map, idx.dtype, u.unit)
     else:          # one position per element of the result, in its order (reductions take whole elements)
         size = view.dtype.itemsize
         unit = size if reduction != "none" else _units(view).unit
