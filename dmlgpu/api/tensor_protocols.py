@@ -74,7 +74,7 @@ def cast_warnings() -> Iterator[None]:
     invalid values by default), the RuntimeWarning pointing at the user's line that called dmlgpu rather than
     at dmlgpu's. Other settings ("raise", "ignore", "call", ...) are NumPy's own."""
     err = np.geterr()
-    relayed = {k: "call" for k, v in err.items() if v == "warn"}
+    relayed: dict[str, Any] = {k: "call" for k, v in err.items() if v == "warn"}
     if not relayed or "call" in err.values():       # (a callback of the user's own stays theirs)
         yield
         return
