@@ -653,12 +653,15 @@ class Tensor:
         if self.size <= options["threshold"] or self.ndim == 0:
             return f"{self!r}\n{self.numpy()}"
         edge = options["edgeitems"]
-        # per axis: all of a short one; else its first and last ``edge`` and one between (2 * edge + 1 items,
-        # so that NumPy summarises that axis as it would the whole, showing the same items, formatted alike)
-        picks = [np.arange(n) if n <= 2 * edge else np.r_[0:edge, edge, n - edge:n] for n in self.shape]
-        from .functions import gather_nd
-        shown = gather_nd(self, np.stack(np.meshgrid(*picks, indexing="ij"), axis=-1)).numpy()
-        return f"{self!r}\n{np.array2string(shown, threshold=0)}"
+        # per long axis: its first and last ``edge`` items and one between (2 * edge + 1, so that NumPy summarises
+        # that axis as it would the whole, showing the same items, formatted alike), taken on the device (np.take:
+        # dmlgpu's, through __array_function__), the longest axis first
+        shown: Any = self
+        for axis in sorted(range(self.ndim), key=lambda k: -self.shape[k]):
+            n = self.shape[axis]
+            if n > 2 * edge + 1:
+                shown = np.take(shown, np.r_[0:edge, edge, n - edge:n], axis=axis)
+        return f"{self!r}\n{np.array2string(shown.numpy(), threshold=0)}"
 
     def _no_recording(self, what: str) -> None:
         if self.device.active_recording() is not None:
