@@ -2,6 +2,7 @@
 objects of one GPU told apart, empty index lists as NumPy takes them, ``device=`` as an index, bfloat16 and
 float8 DLPack producers (PyTorch CPU tensors) through a view of their bits, and dmlgpu.tensor() of a Tensor."""
 import re
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -47,6 +48,120 @@ def test_errors_name_the_function_called_once(call, message):
     assert all(text.count(words) <= 1 for words in ("out of bounds", "out of range", "must be")), text
 
 
+E = np.zeros((0, 3), np.float32)
+NAMES = ("take", "take_along_axis", "put_along_axis", "gather", "gather_elements", "gather_nd", "scatter",
+         "scatter_nd", "scatter_elements", "tensor", "zeros", "full")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dmlgpu.take(E, [0], axis=0, mode="wrap"),                  # (once was "take: take: cannot do ...")
+    lambda: dmlgpu.take(E, [0], axis=0, mode="clip"),
+    lambda: dmlgpu.take(dmlgpu.tensor(E), dmlgpu.tensor(np.array([0])), axis=0, mode="wrap"),
+    lambda: dmlgpu.take(np.zeros(0, "S3"), [0], mode="wrap"),          # rows of units (items.py)
+    lambda: dmlgpu.take(dmlgpu.tensor(np.zeros((3, 0), np.float32)).transpose(), [0], axis=0, mode="clip"),  # a view
+    lambda: dmlgpu.take(D, [2**70]),
+    lambda: dmlgpu.take(D, [0], out=np.zeros(2)),
+    lambda: dmlgpu.take_along_axis(D, np.array([[0.5]]), axis=1),
+    lambda: dmlgpu.put_along_axis(D.copy(), np.array([[0]]), np.ones((2, 2)), axis=1),
+    lambda: dmlgpu.gather(E, [0], axis=0),
+    lambda: dmlgpu.gather(dmlgpu.tensor(E), [0], axis=0, mode="raise"),
+    lambda: dmlgpu.gather_nd(D, [[5, 0]], mode="raise"),
+    lambda: dmlgpu.scatter_nd(E, [[0]], np.ones((1, 3), np.float32)),
+    lambda: dmlgpu.scatter_elements(D, [[0]], [[1.0]], axis=1, reduction="mean", order="sideways"),
+    lambda: dmlgpu.zeros((2**40,)),
+    lambda: dmlgpu.full(2, 1e400j, np.int8),
+])
+def test_no_error_names_a_function_twice(call):
+    """Whatever path an error takes up (a layer-2 function called by a NumPy name, odd dtypes, views), its message
+    names the function the user called once, at its start, and no other function after it."""
+    with pytest.raises(Exception) as info:
+        call()
+    text = str(info.value)
+    first = text.split(": ")[0]
+    assert first in NAMES, text
+    assert not re.match(r"(\w+): (\w+): ", text) or text.split(": ")[1] not in NAMES, text
+    assert not re.search(rf"\b({'|'.join(NAMES)}): \1\b", text), text
+
+
+def test_an_index_beyond_int64_says_so():
+    with pytest.raises(IndexError, match=r"^take: index 1180591620717411303424 at indices position \(0,\) is out of "
+                                         r"int64's range"):
+        dmlgpu.take(D, [2**70])
+    with pytest.raises(IndexError, match=r"^gather: index -1180591620717411303424 at indices position \(1, 0\)"):
+        dmlgpu.gather(D, [[0], [-2**70]])
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda n: dmlgpu.zeros((n,)), "zeros"), (lambda n: dmlgpu.empty(n, np.int8), "empty"),
+    (lambda n: dmlgpu.ones((n, 1)), "ones"), (lambda n: dmlgpu.full(n, 2.5), "full"),
+    (lambda n: dmlgpu.zeros_like(np.broadcast_to(np.float32(0), (n,))), "zeros_like"),
+    (lambda n: dmlgpu.empty_like(np.broadcast_to(np.float32(0), (n,))), "empty_like"),
+    (lambda n: dmlgpu.ones_like(np.broadcast_to(np.float32(0), (n,))), "ones_like"),
+    (lambda n: dmlgpu.full_like(np.broadcast_to(np.float32(0), (n,)), 7), "full_like"),
+])
+def test_constructors_name_themselves_when_memory_runs_out(make, name):
+    with pytest.raises(dmlgpu.DeviceError, match=rf"^{name}: a tensor of \d+ bytes exceeds this device's memory"):
+        make(2**40)
+
+
+def test_tensor_names_itself_when_memory_runs_out(monkeypatch):
+    from dmlgpu.runtime.device import Device
+
+    def full(self, data=None, nbytes=None):
+        raise dmlgpu.DeviceError(f"a tensor of {nbytes} bytes exceeds this device's memory")
+    monkeypatch.setattr(Device, "buffer", full)
+    with pytest.raises(dmlgpu.DeviceError, match="^tensor: a tensor of 8 bytes exceeds"):
+        dmlgpu.tensor(np.zeros(2, np.float32))
+
+
+def test_cross_device_errors_name_the_operand():
+    a, b = dmlgpu.Device(), dmlgpu.Device()
+    try:
+        ta = dmlgpu.tensor(D, device=a)
+        for what, call in [
+                ("indices", lambda: dmlgpu.gather(ta, dmlgpu.tensor(np.array([1]), device=b))),
+                ("updates", lambda: dmlgpu.scatter_nd(ta, [[0]], dmlgpu.tensor(np.ones((1, 3)), device=b))),
+                ("data", lambda: dmlgpu.gather_elements(ta, np.zeros((1, 3), np.int64), device=b)),
+                ("out", lambda: dmlgpu.gather(ta, [0], out=dmlgpu.zeros((1, 3), D.dtype, device=b)))]:
+            with pytest.raises(dmlgpu.DeviceError) as info:
+                call()
+            assert re.match(rf"^\w+: {what} is a Tensor of ", str(info.value)), str(info.value)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_recording_a_raise_with_tensor_indices_says_what_can_be_recorded(device):
+    t = dmlgpu.tensor(D, device=device)
+    ids = dmlgpu.tensor(np.array([1]), device=device)
+    with device.record():
+        with pytest.raises(RuntimeError) as info:
+            dmlgpu.take(t, ids, axis=0)
+        assert re.search(r'mode="wrap" or mode="clip" .*gather\(\.\.\., mode="clamp"\)', str(info.value))
+        with pytest.raises(RuntimeError, match='record mode="clamp"'):
+            dmlgpu.gather(t, ids, mode="raise")
+        dmlgpu.take(t, ids, axis=0, mode="wrap")                # what it says can be recorded
+        dmlgpu.gather(t, ids, mode="clamp")
+
+
+def test_cast_warnings_point_at_the_callers_line():
+    t = dmlgpu.zeros(3, np.float16)
+    for call in [lambda: dmlgpu.full(3, 1e6, np.float16), lambda: t.__setitem__(0, 1e6),
+                 lambda: t.__setitem__(..., np.array([1e6, 0, 0])), lambda: dmlgpu.tensor([1e6], dtype=np.float16),
+                 lambda: dmlgpu.tensor(np.array([1e6]), dtype=np.float16),
+                 lambda: dmlgpu.tensor(np.array([np.nan]), dtype=np.int32)]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert [w.category for w in caught] == [RuntimeWarning], caught
+        assert caught[0].filename == __file__ and "encountered in cast" in str(caught[0].message)
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t[0] = 1e6                                  # NumPy's error state rules, as for NumPy's own casts
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        t[0] = 1e6
+
+
 def test_axis_error_is_numpys_and_said_once():
     with pytest.raises(IndexError) as info:          # numpy's AxisError is an IndexError and a ValueError
         dmlgpu.gather(D, [0], axis=2)
@@ -61,7 +176,7 @@ def test_two_device_objects_of_one_gpu_are_told_apart():
         with pytest.raises(dmlgpu.DeviceError) as info:
             dmlgpu.gather(t, [1], device=b)
         text = str(info.value)
-        assert text.startswith(f"gather: a Tensor of device {a.info.index} ")
+        assert text.startswith(f"gather: data is a Tensor of device {a.info.index} ")     # which operand
         assert "another dmlgpu.Device object of the same device" in text
         assert f"{id(a):#x}" in text and f"{id(b):#x}" in text
         with pytest.raises(dmlgpu.DeviceError) as info:                  # out= of the other Device object

@@ -194,6 +194,18 @@ def test_a_graph_of_several_nodes_with_an_initializer(device):
     assert rep.run([np.array([0, 0]), np.zeros((2, 1), np.float32)])["out"].tolist() == [[0, 1, 2, 3]] * 2
 
 
+def test_the_module_shows_its_public_names_only():
+    """dir(dmlgpu.onnx) (completion) and ``import *`` give ``__all__`` (and the submodules), not the module's own
+    imports (np, Any, annotations, ...); every name in ``__all__`` exists."""
+    assert all(hasattr(backend, n) for n in backend.__all__)
+    public = {n for n in dir(backend) if not n.startswith("_")}
+    assert public == set(backend.__all__) | {"graph", "operations"}
+    assert not {"np", "Any", "annotations", "Sequence", "onnx"} & public
+    scope: dict = {}
+    exec("from dmlgpu.onnx import *", scope)
+    assert set(scope) - {"__builtins__"} == set(backend.__all__)
+
+
 def test_other_operators_are_refused_by_name():
     node = helper.make_node("Add", ["a", "b"], ["c"])
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in "ab"],

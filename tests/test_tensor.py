@@ -163,6 +163,29 @@ def test_tolist_item_repr(dev):
     assert str(t).startswith(repr(t)) and "[[ 0  1  2  3]" in str(t)
 
 
+@pytest.mark.parametrize("shape, dtype", [((2000,), np.float32), ((40, 50), np.int64), ((3, 400), np.float16),
+                                          ((5, 6, 70), np.bool_), ((1001,), ml_dtypes.bfloat16), ((7, 7, 7, 7), np.float64),
+                                          ((2000,), np.complex64)], ids=str)
+def test_str_of_a_large_tensor_is_numpys_summary(dev, shape, dtype, monkeypatch):
+    """str() of more than NumPy's threshold of elements is str(ndarray)'s summary (with "..."), reading only the
+    items it shows: a download of at most (2 * edgeitems + 1) items per axis, never the whole."""
+    a = (np.random.default_rng(1).standard_normal(shape) * 100).astype(dtype)
+    t = dmlgpu.tensor(a, device=dev)
+    downloads = []
+    numpy = dmlgpu.Tensor.numpy
+    monkeypatch.setattr(dmlgpu.Tensor, "numpy", lambda self: downloads.append(self.size) or numpy(self))
+    head, values = str(t).split("\n", 1)
+    assert head == repr(t) and values == str(a) and "..." in values
+    assert downloads and max(downloads) <= 7 ** len(shape)
+    with np.printoptions(threshold=10, edgeitems=1):         # NumPy's print options, as for its own arrays
+        assert str(t).split("\n", 1)[1] == str(a)
+        v = t.reshape(-1)[1::3] if len(shape) > 1 else t[1::3]     # a strided view
+        assert str(v).split("\n", 1)[1] == str(a.reshape(-1)[1::3])
+    monkeypatch.undo()
+    with np.printoptions(threshold=10**6):                   # under the threshold: all of it
+        assert str(t).split("\n", 1)[1] == str(a)
+
+
 # ---- views ----
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64, np.complex128],
                          ids=lambda d: np.dtype(d).name)

@@ -20,19 +20,23 @@ ITEM_SIZES = kernels.UNITS     # the kernels' access units: the item sizes layer
 _INDEX_DTYPES = frozenset(INDEX_DTYPES)
 
 
+OPERANDS = ("data", "indices", "updates")     # how errors name _device's operands, in their order
+
+
 def _device(op: str, device, *operands) -> Device:
     """``device`` (a Device or a device index: device.as_device), else the device of the first Tensor operand,
-    else the default device; DeviceError for a Tensor operand of another Device."""
-    tensors = [o for o in operands if isinstance(o, Tensor)]
+    else the default device; DeviceError for a Tensor operand of another Device, naming it (``operands``:
+    data, indices, updates, as OPERANDS names them)."""
+    tensors = [(what, o) for what, o in zip(OPERANDS, operands) if isinstance(o, Tensor)]
     if device is None and tensors:
-        device = tensors[0].device.check_open()
+        device = tensors[0][1].device.check_open()
     else:
         device = as_device(device, op)
-    for t in tensors:
+    for what, t in tensors:
         if t.device is not device:
-            raise DeviceError(f"a Tensor of device {t.device.info.index} ({t.device.info.name}) was passed to an "
-                              f"operation on {other_device(t.device, device)}; move it with dmlgpu.tensor(t, "
-                              f"device=...)")
+            raise DeviceError(f"{what} is a Tensor of device {t.device.info.index} ({t.device.info.name}), passed to "
+                              f"an operation on {other_device(t.device, device)}; move it with "
+                              f"dmlgpu.tensor({what}, device=...)")
     return device
 
 
@@ -64,15 +68,22 @@ def _data(arr, what: str, any_size: bool = False):
 
 def _index_array(indices) -> np.ndarray:
     """Host indices as an index-dtype array (index_map.as_index_array); an empty list or tuple, which NumPy
-    makes float64, is an empty int64 array, as numpy.take takes it."""
+    makes float64, is an empty int64 array, as numpy.take takes it. IndexError for a Python int beyond int64's
+    range (NumPy holds it as an object)."""
     arr = _host_array(indices)
+    if arr.dtype.hasobject:
+        for pos in np.ndindex(arr.shape):
+            v = arr[pos]
+            if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and not -2**63 <= v < 2**63:
+                raise IndexError(f"index {v} at indices position {pos} is out of int64's range [-2**63, 2**63)")
     if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
         arr = arr.astype(np.int64)
     return as_index_array(arr)
 
 
-def _indices(indices, mode: str):
-    """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None)."""
+def _indices(indices, mode: str, modes: tuple = MODES):
+    """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None); ``modes``:
+    those the caller takes (what a recording's error suggests)."""
     if isinstance(indices, Tensor):
         if indices.dtype.kind in "iu" and indices.dtype.isnative and indices.dtype.itemsize < 4:
             indices = indices.astype(f"{indices.dtype.kind}4")     # int8/16 as NumPy's: widened (as arrays are)
@@ -83,8 +94,11 @@ def _indices(indices, mode: str):
             raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or "
                             f"uint64{order}")
         if mode == "raise" and indices.device.active_recording() is not None:
-            raise RuntimeError("mode='raise' cannot be recorded with Tensor indices: its check reports at the "
-                               "device's next synchronize or read, which a recording's replays do not reach")
+            can = ('mode="wrap" or mode="clip" (numpy.take\'s other modes), or gather(..., mode="clamp")'
+                   if "wrap" in modes else 'mode="clamp" (an index out of range reads or writes the nearest element)')
+            raise RuntimeError(f"mode='raise' cannot be recorded with Tensor indices: its check reports at the "
+                               f"device's next synchronize or read, which a recording's replays do not reach; "
+                               f"record {can}, or pass the indices as a NumPy array (checked when recorded)")
         return indices, None            # mode="raise": checked on the device (index_check)
     arr = _index_array(indices)
     return arr, arr
@@ -100,7 +114,7 @@ def _operands(op: str, data, indices, device, mode, updates=None, modes: tuple =
         if data.ndim == 0:
             raise ValueError("data must have at least one dimension")
         dev = _device(op, device, data, indices, updates)
-        idx, values = _indices(indices, mode)
+        idx, values = _indices(indices, mode, modes)
     except (TypeError, ValueError, IndexError, RuntimeError) as e:
         raise named(e, op) from None
     return data, idx, values, dev, mode

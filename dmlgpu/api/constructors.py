@@ -9,10 +9,12 @@ from typing import Any, Callable, Protocol, Sequence, SupportsIndex, TypeVar, Un
 import numpy as np
 from numpy.typing import DTypeLike
 
-from .device import as_device
+from ..errors import DeviceError
+from .arguments import named
+from .device import Device, as_device
 from .interop import host_array
 from .tensor import DeviceLike, Tensor, _upload
-from .tensor_protocols import PYTHON_VALUES, assigned
+from .tensor_protocols import PYTHON_VALUES, assigned, cast_warnings
 from .tensor import device_dtype as _device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
@@ -119,16 +121,37 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
             return tensor(array.numpy().astype(dtype), device=dev)
         if dev is not array.device:
             return tensor(array.numpy(), device=dev)
-        return array.copy()
+        try:
+            return array.copy()
+        except DeviceError as e:
+            raise named(e, "tensor") from None
     if dtype is not None and isinstance(array, PYTHON_VALUES):     # NumPy's np.array(values, dtype) rule
         arr = assigned(array, _device_dtype(dtype, "tensor"), None, "tensor")
     else:
         arr = host_array(array)
     if dtype is not None:
-        arr = arr.astype(_device_dtype(dtype, "tensor"), copy=False)
+        with cast_warnings():
+            arr = arr.astype(_device_dtype(dtype, "tensor"), copy=False)
     else:
         _device_dtype(arr.dtype, "tensor")
-    return _upload(arr, as_device(device, "tensor"))
+    return _uploaded(arr, as_device(device, "tensor"), "tensor")
+
+
+def _uploaded(arr: np.ndarray, dev: Device, who: str) -> Tensor:
+    """A new Tensor holding a copy of ``arr`` on ``dev``; a DeviceError (not enough memory) names ``who``."""
+    try:
+        return _upload(arr, dev)
+    except DeviceError as e:
+        raise named(e, who) from None
+
+
+def _new(dev: Device, dims: tuple[int, ...], dt: np.dtype[Any], who: str) -> Tensor:
+    """A new Tensor of ``dims`` and ``dt`` on ``dev`` whose contents are undefined; a DeviceError (not enough
+    memory) names ``who``, the constructor the user called."""
+    try:
+        return Tensor._wrap(dev.take_buffer(math.prod(dims) * dt.itemsize), dims, dt)
+    except DeviceError as e:
+        raise named(e, who) from None
 
 
 @_documented(_as("TypeError, dmlgpu.DeviceError", "tensor"))
@@ -172,10 +195,14 @@ def empty(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     >>> t.shape, t.dtype, dmlgpu.empty(5, 'f4').shape
     ((2, 3), dtype('float16'), (5,))
     """
-    dims = _shape(shape, "empty")
-    dt = _device_dtype(dtype, "empty")
-    dev = as_device(device, "empty")
-    return Tensor._wrap(dev.take_buffer(math.prod(dims) * dt.itemsize), dims, dt)
+    return _empty(shape, dtype, device, "empty")
+
+
+def _empty(shape: ShapeLike, dtype: DTypeLike, device: DeviceLike, who: str) -> Tensor:
+    """empty(), its errors naming ``who`` (the constructor the user called)."""
+    dims = _shape(shape, who)
+    dt = _device_dtype(dtype, who)
+    return _new(as_device(device, who), dims, dt, who)
 
 
 @_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=_SHAPE_PARAMS)
@@ -189,12 +216,18 @@ def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
     array([[0., 0.],
            [0., 0.]], dtype=float16)
     """
-    dims = _shape(shape, "zeros")
-    dt = _device_dtype(dtype, "zeros")
-    dev = as_device(device, "zeros")
-    out = Tensor._wrap(dev.take_buffer(math.prod(dims) * dt.itemsize), dims, dt)
-    dev.fill_buffer(out.buffer, 0, 0, out.buffer.nbytes)
+    return _zeros(shape, dtype, device, "zeros")
+
+
+def _zeros(shape: ShapeLike, dtype: DTypeLike, device: DeviceLike, who: str) -> Tensor:
+    """zeros(), its errors naming ``who`` (the constructor the user called)."""
+    out = _empty(shape, dtype, device, who)
+    out.device.fill_buffer(out.buffer, 0, 0, out.buffer.nbytes)
     return out
+
+
+def _ones(shape: ShapeLike, dtype: DTypeLike, device: DeviceLike, who: str) -> Tensor:
+    return _full(shape, 1, dtype, device, who)
 
 
 @_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=_SHAPE_PARAMS)
@@ -252,9 +285,9 @@ def _full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None, device: De
         except ValueError:
             raise ValueError(f"{who}: a fill value of shape {value.shape} does not broadcast to shape {dims}") \
                 from None
-        return tensor(np.ascontiguousarray(host), device=dev)
+        return _uploaded(np.ascontiguousarray(host), dev, who)
     count, size = math.prod(dims), dt.itemsize
-    out = Tensor._wrap(dev.take_buffer(count * size), dims, dt)
+    out = _new(dev, dims, dt, who)
     if not count:
         return out
     item = value.tobytes()
@@ -284,13 +317,16 @@ class _Like(Protocol):
     def __call__(self, a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor: ...
 
 
-def _like_of(base: Callable[[ShapeLike, DTypeLike, DeviceLike], Tensor], examples: str) -> _Like:
-    """``base``'s ``*_like`` form (empty_like, zeros_like, ones_like): ``base`` of ``a``'s shape, dtype and
-    device (_like), its docstring made from ``examples`` (doctest lines)."""
+def _like_of(base: Callable[[ShapeLike, DTypeLike, DeviceLike, str], Tensor], name: str, examples: str) -> _Like:
+    """``base``'s ``*_like`` form (empty_like, zeros_like, ones_like: ``name`` is ``base``'s public name):
+    ``base`` of ``a``'s shape, dtype and device (_like), its errors naming ``name_like``, its docstring made
+    from ``examples`` (doctest lines)."""
+    who = f"{name}_like"
+
     def like(a: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
-        return base(*_like(a, dtype, device))
-    like.__name__ = like.__qualname__ = f"{base.__name__}_like"
-    like.__doc__ = f"""{base.__name__}() of ``a``'s shape and dtype (default), on ``a``'s device if it is a \
+        return base(*_like(a, dtype, device), who)
+    like.__name__ = like.__qualname__ = who
+    like.__doc__ = f"""{name}() of ``a``'s shape and dtype (default), on ``a``'s device if it is a \
 Tensor (default).
 
 %(params)s
@@ -298,14 +334,14 @@ Tensor (default).
 %(ending)s
     {examples}
     """
-    return _documented(_as("TypeError, dmlgpu.DeviceError", base.__name__), params=_like_params(False))(like)
+    return _documented(_as("TypeError, dmlgpu.DeviceError", name), params=_like_params(False))(like)
 
 
-empty_like = _like_of(empty, """>>> dmlgpu.empty_like(np.zeros((2, 3), np.int8)).shape
+empty_like = _like_of(_empty, "empty", """>>> dmlgpu.empty_like(np.zeros((2, 3), np.int8)).shape
     (2, 3)""")
-zeros_like = _like_of(zeros, """>>> dmlgpu.zeros_like(dmlgpu.tensor(np.arange(3))).numpy()
+zeros_like = _like_of(_zeros, "zeros", """>>> dmlgpu.zeros_like(dmlgpu.tensor(np.arange(3))).numpy()
     array([0, 0, 0])""")
-ones_like = _like_of(ones, """>>> dmlgpu.ones_like(np.zeros(2, np.float16)).numpy()
+ones_like = _like_of(_ones, "ones", """>>> dmlgpu.ones_like(np.zeros(2, np.float16)).numpy()
     array([1., 1.], dtype=float16)""")
 
 

@@ -134,8 +134,8 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     if out is not None:
         check_out(op, out, data, arrays[1:], dev)
         key += out_key(out, data)
-    return _execute(dev, _planned(dev, op, arrays, key, build), data, idx, values, upd, byte_order=byte_order, out=out,
-                    op=op)
+    return _execute(dev, _planned(dev, op, arrays, key, build, name), data, idx, values, upd, byte_order=byte_order,
+                    out=out, op=op)
 
 
 def _strided(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple, *, out: Any, **kw: Any) -> Any:

@@ -62,19 +62,21 @@ class _Call(NamedTuple):
     sig: tuple | None = None
 
 
-def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call]) -> _Call:
+def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call], name: str | None = None) \
+        -> _Call:
     """The planned call of ``op`` on ``arrays`` (NumPy arrays or Tensors, already checked by _operands) with
     ``args`` (axis or batch_dims, mode, reduction): from ``dev``'s cache by signature, else ``build()`` (all
     the checks that depend on the signature; they raise for bad input) and the check that every buffer fits
     the device, then cached. Arguments other than exact ints and strings (a bool or NumPy integer axis, a
-    reduction that is no string) are part of no signature: such calls take the full checks each time."""
+    reduction that is no string) are part of no signature: such calls take the full checks each time. Errors
+    name ``name`` (the function the user called, as build()'s own errors do), else ``op``."""
     if not all(type(a) is int or type(a) is str for a in args):
-        return _built(op, lambda: _sized(dev, arrays, build(), None))
+        return _built(name or op, lambda: _sized(dev, arrays, build(), None))
     sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
     calls = dev._calls
     call = calls.pop(sig, None)
     if call is None:
-        call = _built(op, lambda: _sized(dev, arrays, build(), sig))
+        call = _built(name or op, lambda: _sized(dev, arrays, build(), sig))
         while len(calls) >= CALL_CACHE:
             del calls[next(iter(calls))]
     calls[sig] = call                    # most recently used last

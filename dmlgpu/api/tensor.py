@@ -711,10 +711,32 @@ class Tensor:
                 f"({self.device.info.name}){where}>")
 
     def __str__(self) -> str:
-        """repr() and, for up to 1000 elements outside a recording, the values (downloaded)."""
-        if self.size > 1000 or self.device.active_recording() is not None:
+        """repr() and, outside a recording, the values as ``str(ndarray)`` shows them under NumPy's print options
+        (np.get_printoptions(), np.printoptions): a Tensor of up to ``threshold`` elements (default 1000) is
+        downloaded whole; a larger one is summarised with "...", as NumPy summarises it, and only the items shown
+        (``edgeitems``, default 3, at each end of each axis, and one more per long axis) are gathered on the
+        device and downloaded.
+
+        >>> import numpy as np, dmlgpu
+        >>> print(dmlgpu.tensor(np.arange(2000, dtype=np.int32)))     # doctest: +ELLIPSIS
+        <dmlgpu.Tensor (2000,) int32 on device 0 (...)>
+        [   0    1    2 ... 1997 1998 1999]
+        """
+        if self.device.active_recording() is not None:
             return repr(self)
-        return f"{self!r}\n{self.numpy()}"
+        options = np.get_printoptions()
+        if self.size <= options["threshold"] or self.ndim == 0:
+            return f"{self!r}\n{self.numpy()}"
+        edge = options["edgeitems"]
+        # per long axis: its first and last ``edge`` items and one between (2 * edge + 1, so that NumPy summarises
+        # that axis as it would the whole, showing the same items, formatted alike), taken on the device (np.take:
+        # dmlgpu's, through __array_function__), the longest axis first
+        shown: Any = self
+        for axis in sorted(range(self.ndim), key=lambda k: -self.shape[k]):
+            n = self.shape[axis]
+            if n > 2 * edge + 1:
+                shown = np.take(shown, np.r_[0:edge, edge, n - edge:n], axis=axis)
+        return f"{self!r}\n{np.array2string(shown.numpy(), threshold=0)}"
 
     def _no_recording(self, what: str) -> None:
         if self.device.active_recording() is not None:

@@ -2,10 +2,15 @@
 the rest of layer 2: ``ARRAY_FUNCTIONS``, NumPy's functions that run dmlgpu's on Tensors (filled by
 dmlgpu/api/numpy_api.py; the others raise TypeError, as CuPy's arrays do), ``host_hint``, the message naming what
 to do where dmlgpu computes nothing (elementwise arithmetic, comparisons), and the one casting rule wherever values
-enter a Tensor: ``assigned``, NumPy's ``a[...] = value``."""
+enter a Tensor: ``assigned``, NumPy's ``a[...] = value`` (its casts' warnings point at the user's line:
+``cast_warnings``)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, TypeVar
+import contextlib
+import os
+import sys
+import warnings
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 import numpy as np
 
@@ -49,10 +54,39 @@ def assigned(value: Any, dtype: Any, shape: tuple[int, ...] | None, who: str) ->
             raise ValueError(f"{who}: an array of shape {vshape} does not broadcast to the tensor's shape {shape}")
     out = np.empty(shape, np.dtype(dtype))
     try:
-        out[...] = value
-    except (OverflowError, ValueError) as e:
+        with cast_warnings():
+            out[...] = value
+    except (OverflowError, ValueError, TypeError) as e:
         raise type(e)(f"{who}: {e}") from None
     return out
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep     # dmlgpu/
+
+
+def warn_at_user(message: str, category: type[Warning]) -> None:
+    """warnings.warn(message, category) attributed to the innermost line outside dmlgpu (the user's call)."""
+    frame, level = sys._getframe(0), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+@contextlib.contextmanager
+def cast_warnings() -> Iterator[None]:
+    """NumPy's casts inside the block warn as NumPy's error state says (np.errstate: "warn" for overflow and
+    invalid values by default), the RuntimeWarning pointing at the user's line that called dmlgpu rather than
+    at dmlgpu's. Other settings ("raise", "ignore", "call", ...) are NumPy's own."""
+    err = np.geterr()
+    relayed: dict[str, Any] = {k: "call" for k, v in err.items() if v == "warn"}
+    if not relayed or "call" in err.values():       # (a callback of the user's own stays theirs)
+        yield
+        return
+
+    def relay(kind: str, flag: int) -> None:
+        warn_at_user(f"{kind} encountered in cast", RuntimeWarning)
+    with np.errstate(call=relay, **relayed):
+        yield
 
 
 _T = TypeVar("_T")

@@ -916,25 +916,27 @@ def render(results: dict, markdown: bool = False) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dmlgpu bench apps", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    from .command import DEVICE_HELP, open_device, parser
+    ap = parser("python -m dmlgpu bench apps", __doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies the counts (default 1: real sizes; "
                                                              "0.01 on lavapipe)")
     ap.add_argument("--workloads", help="comma-separated names or shell patterns (see --list)")
     ap.add_argument("--repeats", type=int, default=50, help="timed calls per side (default 50)")
     ap.add_argument("--budget", type=float, default=3.0, help="seconds of timed calls per call at most (default 3)")
-    ap.add_argument("--peer", choices=("auto", "torch", "numpy"), default="auto")
-    ap.add_argument("--cuda-device", type=int, default=None)
-    ap.add_argument("--device", type=int, default=None, help="Vulkan device index")
-    ap.add_argument("--out", type=Path, default=Path("dmlgpu-bench"))
+    ap.add_argument("--peer", choices=("auto", "torch", "numpy"), default="auto",
+                    help="auto (default): PyTorch when CUDA is available, else NumPy")
+    ap.add_argument("--cuda-device", type=int, default=None,
+                    help="PyTorch's CUDA device (default: the one named like the Vulkan device, else 0)")
+    ap.add_argument("--device", type=int, default=None, help=DEVICE_HELP)
+    ap.add_argument("--out", type=Path, default=Path("dmlgpu-bench"),
+                    help="output folder for apps.json and apps.md (default: dmlgpu-bench)")
     ap.add_argument("--markdown", action="store_true", help="print the Markdown section")
     ap.add_argument("--list", action="store_true", help="list the workloads and exit")
     ap.add_argument("--render", type=Path, metavar="JSON", help="print a saved apps.json again; run nothing")
     ap.add_argument("--process", choices=("separate", "same"), default="separate",
                     help="separate (default): the peer runs in a process of its own, before dmlgpu's, which then "
                          "holds no CUDA context of PyTorch's (as each side's users run them); same: both in this one")
-    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help="no progress line")
     ap.add_argument("--peer-side-only", type=Path, help=argparse.SUPPRESS)   # the separate peer's process
     ap.add_argument("--vulkan-name", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -957,6 +959,8 @@ def main(argv=None) -> int:
         side = make_side(args.peer, args.cuda_device, args.vulkan_name)
         args.peer_side_only.write_text(json.dumps(peer_report(side, names, settings), default=str))
         return 0
+    if args.device is not None and not 0 <= args.device < len(dmlgpu.devices()):
+        open_device(ap, args.device)        # (the usage error that names the devices; no Device opens here)
     if args.process == "separate":
         index = args.device if args.device is not None else default_device_index()
         with tempfile.TemporaryDirectory(prefix="dmlgpu-peer-") as tmp:
@@ -973,9 +977,9 @@ def main(argv=None) -> int:
                 print("python -m dmlgpu bench apps: the peer's process failed", file=sys.stderr)
                 return 1
             side = RemoteSide(json.loads(report.read_text()))
-        dev = dmlgpu.Device(args.device)
+        dev = open_device(ap, args.device)
     else:
-        dev = dmlgpu.Device(args.device)
+        dev = open_device(ap, args.device)
         side = make_side(args.peer, args.cuda_device, dev.info.name)
     results = run(dev, side, names, settings, progress=not args.quiet)
     results["meta"]["clock_hold"] = dev.clock_hold.wait()

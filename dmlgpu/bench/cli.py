@@ -6,11 +6,12 @@ Examples::
     python -m dmlgpu bench --quick                  # a small subset, two small sizes (a smoke test)
     python -m dmlgpu bench --sizes 16K,1M,16M       # a medium run for lavapipe (~4 min; 256 MiB cases take long)
     python -m dmlgpu bench --workloads embedding-f32 --sizes 1M,64M --device 1 --out /tmp/bench
-    python -m dmlgpu bench --render dmlgpu-bench/bench.json --markdown   # re-render a saved run
+    python -m dmlgpu bench --render dmlgpu-bench/bench.json --format wide  # re-render a saved run
     python -m dmlgpu bench apps --scale 0.01        # the jobs users run (issue 19), small for lavapipe
 
 Writes bench.json, bench.md (a section to paste into bench/RESULTS.md) and bench.png to ``--out``;
-prints the table to stdout and progress to stderr. Exit status 1 if any result was wrong or failed.
+prints the table to stdout (``--format``: table, within 100 columns; wide, every column; markdown; csv) and
+progress to stderr. Exit status 1 if any result was wrong or failed, 2 for a command-line error.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 
 from . import report
+from .command import DEVICE_HELP, open_device, parser
 from .plot import plot
 from .progress import Progress
 from .units import fmt_bytes, parse_size, parse_sizes
@@ -29,14 +31,13 @@ DEFAULT_OUT = Path("dmlgpu-bench")     # in the current directory
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m dmlgpu bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    p.add_argument("--device", type=int, default=None, help="Vulkan device index (default: dmlgpu's default)")
+    p = parser("python -m dmlgpu bench", __doc__)
+    p.add_argument("--device", type=int, default=None, help=DEVICE_HELP)
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     p.add_argument("--quick", action="store_true", help="a small subset of workloads and sizes")
-    p.add_argument("--workloads", help="comma-separated names, shell patterns (scatter*) or prefixes up to a "
-                                       "'-' (embedding-f16); see --list")
+    p.add_argument("--workloads", help="comma-separated names (a name is that workload alone), shell patterns "
+                                       "(scatter*) or prefixes up to a '-' (embedding-f16), which say what they "
+                                       "chose; see --list")
     p.add_argument("--sizes", help="comma-separated bytes moved, e.g. 4K,1M,256M (binary units)")
     p.add_argument("--max-size", help="skip sizes above this (default: 2x maxStorageBufferRange: 256 MiB on lavapipe)")
     p.add_argument("--repeats", type=int, default=100,
@@ -46,13 +47,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cuda-device", type=int, default=None,
                    help="PyTorch's CUDA device (default: the one named like the Vulkan device, else 0)")
     p.add_argument("--no-latency", action="store_true", help="skip the small-op latency measurements")
-    p.add_argument("--markdown", action="store_true", help="print the Markdown section instead of the table")
+    p.add_argument("--format", choices=report.FORMATS, default="table",
+                   help="table (default): the main columns, within 100; wide: every column; markdown: the section "
+                        "bench.md holds; csv: the cases, every column")
+    p.add_argument("--markdown", action="store_const", dest="format", const="markdown",
+                   help="the same as --format markdown")
     p.add_argument("--render", type=Path, metavar="JSON", help="re-render a saved bench.json; run nothing")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     args = p.parse_args(argv)
     if args.repeats < 1:
         p.error("--repeats must be at least 1")
+    args.parser = p
     return args
 
 
@@ -71,20 +77,21 @@ def main(argv=None) -> int:
         return 0
     if args.render:
         results = report.read_json(args.render)
-        return _emit(results, args.render.parent if args.out == DEFAULT_OUT else args.out, args.markdown,
+        return _emit(results, args.render.parent if args.out == DEFAULT_OUT else args.out, args.format,
                      write_json=False)
 
-    import dmlgpu  # noqa: E402 (after --list/--render, which need no device)
     from .peers import make_peer
     from .runner import Settings, default_max_size, run
 
     try:
-        workloads = select(args.workloads.split(",") if args.workloads else None, quick=args.quick)
+        workloads = select(args.workloads.split(",") if args.workloads else None, quick=args.quick,
+                           chose=lambda pat, names: print(f"--workloads {pat}: no workload has this name; it chose "
+                                                          f"{', '.join(names)}", file=sys.stderr))
         sizes = parse_sizes(args.sizes) if args.sizes else list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
     except ValueError as exc:
         print(f"python -m dmlgpu bench: {exc}", file=sys.stderr)
         return 2
-    device = dmlgpu.Device(args.device)
+    device = open_device(args.parser, args.device)
     max_size = parse_size(args.max_size) if args.max_size else default_max_size(device.info, max(sizes))
     dropped = [s for s in sizes if s > max_size]
     if dropped:
@@ -99,17 +106,17 @@ def main(argv=None) -> int:
     print(f"dmlgpu on {device.info.name} ({device.info.type}); peer: {peer.kind}; "
           f"{len(workloads)} workloads x {len([s for s in sizes if s <= max_size])} sizes", file=sys.stderr)
     results = run(device, peer, settings, Progress(enabled=not args.quiet))
-    return _emit(results, args.out, args.markdown)
+    return _emit(results, args.out, args.format)
 
 
-def _emit(results: dict, out: Path, as_markdown: bool, write_json: bool = True) -> int:
+def _emit(results: dict, out: Path, fmt: str, write_json: bool = True) -> int:
     """Prints the report, writes the files; 1 if anything failed."""
     out.mkdir(parents=True, exist_ok=True)
     if write_json:
         report.write_json(results, out / report.JSON_NAME)
     md = report.markdown(results)
     (out / report.MARKDOWN_NAME).write_text(md)
-    print(md if as_markdown else report.text(results))
+    print(md if fmt == "markdown" else report.render(results, fmt))
     note = plot(results, out / report.PLOT_NAME)
     written = [report.JSON_NAME] * write_json + [report.MARKDOWN_NAME] + [report.PLOT_NAME] * (note is None)
     print(f"wrote {', '.join(str(out / n) for n in written)}" + (f"; {note}" if note else ""), file=sys.stderr)

@@ -576,16 +576,21 @@ SECTIONS = {"alloc": alloc_section, "spread": spread_section, "rows": rows_secti
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dmlgpu bench large", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sections", default="rows,scatter,elements,small")
-    ap.add_argument("--table-gib", type=float, default=20)
-    ap.add_argument("--small-gib", type=float, default=2)
-    ap.add_argument("--rows", type=int, default=262_144)
-    ap.add_argument("--scatter-gib", type=float, default=6)
-    ap.add_argument("--elements-gib", type=float, default=5)
-    ap.add_argument("--spread-gib", default="3.99,4.01,8")
-    ap.add_argument("--repeats", type=int, default=10)
+    try:
+        from dmlgpu.bench.command import parser
+        ap = parser("python -m dmlgpu bench large", __doc__)
+    except ImportError:             # (an older tree on PYTHONPATH: see "small" above)
+        ap = argparse.ArgumentParser(prog="python -m dmlgpu bench large", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sections", default="rows,scatter,elements,small",
+                    help=f"comma-separated, of: {', '.join(SECTIONS)} (see below; default rows,scatter,elements,small)")
+    ap.add_argument("--table-gib", type=float, default=20, help="rows: the large table (GiB; default 20)")
+    ap.add_argument("--small-gib", type=float, default=2, help="rows: the small table (GiB; default 2)")
+    ap.add_argument("--rows", type=int, default=262_144, help="rows: rows gathered (scatter: a quarter of them)")
+    ap.add_argument("--scatter-gib", type=float, default=6, help="scatter: the tensor scattered into (GiB)")
+    ap.add_argument("--elements-gib", type=float, default=5, help="elements: the uint8 tensor (GiB)")
+    ap.add_argument("--spread-gib", default="3.99,4.01,8", help="spread: tensor sizes (GiB, comma-separated)")
+    ap.add_argument("--repeats", type=int, default=10, help="replays timed per measurement (median; default 10)")
     ap.add_argument("--sweep-gib", default="2,4,8,16,20", help="sweep: table sizes (GiB)")
     ap.add_argument("--sweep-rows", default="8192,512", help="sweep: row sizes (bytes: 8192 and/or 512)")
     ap.add_argument("--sweep-out-gib", type=float, default=2, help="sweep: bytes gathered per case (GiB)")
@@ -599,8 +604,11 @@ def main(argv=None) -> int:
                     help="rows: each table, and PyTorch's side, in a fresh process of its own (separate: its first "
                          "call beside its steady state), or all in this process (same)")
     ap.add_argument("--child", nargs=2, metavar=("SIDE", "GIB"), default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=None, help="also write a JSON line per measurement to this file")
     args = ap.parse_args(argv)
+    unknown = [n for n in args.sections.split(",") if n not in SECTIONS]
+    if unknown:
+        ap.error(f"--sections: unknown {', '.join(unknown)} (known: {', '.join(SECTIONS)})")
     if args.child:                  # one case of rows_separate, in this fresh process
         side, gib = args.child[0], float(args.child[1])
         row = (rows_case if side == "dmlgpu" else torch_rows_case)(gib, args.rows, args.repeats)

@@ -1,5 +1,6 @@
 """The progress line on stderr: rewritten in place on a terminal; elsewhere (logs), one line when the
-workload changes or at most every PLAIN_EVERY_S seconds. Warnings always get their own line."""
+workload changes or at most every PLAIN_EVERY_S seconds (``each``: one line per step). Warnings always get their
+own line."""
 from __future__ import annotations
 
 import sys
@@ -9,9 +10,10 @@ PLAIN_EVERY_S = 10.0
 
 
 class Progress:
-    def __init__(self, stream=None, enabled: bool = True):
+    def __init__(self, stream=None, enabled: bool = True, each: bool = False):
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
+        self.each = each
         self.tty = enabled and hasattr(self.stream, "isatty") and self.stream.isatty()
         self.total = 0
         self.done = 0
@@ -35,7 +37,7 @@ class Progress:
         if self.tty:
             self._write("\r" + line.ljust(self._width))
             self._width = len(line)
-        elif head != self._last_head or now - self._last_print >= PLAIN_EVERY_S:
+        elif self.each or head != self._last_head or now - self._last_print >= PLAIN_EVERY_S:
             self._write(line + "\n")
             self._last_print = now
         self._last_head = head

@@ -1,4 +1,5 @@
-"""The results as a text table (stdout), Markdown (for bench/RESULTS.md) and JSON.
+"""The results as a text table (stdout: ``text``, fitting WIDTH columns, or ``text(wide=True)``, every column), CSV
+(``csv_text``: the cases, every column), Markdown (for bench/RESULTS.md) and JSON.
 
 JSON format (``bench.json``):
 * ``meta``: date (UTC), command, device (index, name, type, max_storage_buffer_range in bytes,
@@ -26,7 +27,10 @@ JSON format (``bench.json``):
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
+import textwrap
 from pathlib import Path
 
 from .units import fmt_bytes, fmt_number
@@ -36,6 +40,10 @@ COLUMNS = ("workload", "moved", "dmlgpu GPU us (timestamps)", "dmlgpu stream us"
            "% ceiling", "peer GB/s", "peer call", "dmlgpu/peer", "det. peer GB/s", "dmlgpu/det. peer",
            "eager us (call+sync)", "eager - stream us", "first eager us", "check")
 ALIGN = "lrrrrrrrlrrrrrrl"
+WIDTH = 100             # columns of the default text report
+SHORT = ("workload", "moved", "GPU us", "GB/s", "% copy", "peer GB/s", "vs peer", "eager us", "check")   # text()'s
+SHORT_ALIGN = "lrrrrrrrl"
+FORMATS = ("table", "wide", "markdown", "csv")     # python -m dmlgpu bench --format
 
 
 def failures(results: dict) -> list[str]:
@@ -74,6 +82,17 @@ def _case_cells(c: dict) -> list[str]:
             *det_cells, *eager, "ok" if c["verified"] else "MISMATCH"]
 
 
+def _short_cells(c: dict) -> list[str]:
+    """text()'s cells of a case (SHORT): a skipped case's reason and an error are said below the table."""
+    name, size = c["workload"], fmt_bytes(c.get("moved_bytes") or c["target_bytes"])
+    if c.get("skipped") or c.get("error"):
+        return [name, size] + [""] * (len(SHORT) - 3) + ["skipped" if c.get("skipped") else "ERROR"]
+    d, e = c["dmlgpu"], c.get("eager")
+    return [name, size, fmt_number(d["median_ns"] / 1e3), fmt_number(d["gbps"]), f"{100 * c['copy_fraction']:.0f}%",
+            fmt_number(c["peer"]["gbps"]), fmt_number(c["ratio"], 2), fmt_number(e["median_ns"] / 1e3) if e else "",
+            "ok" if c["verified"] else "MISMATCH"]
+
+
 def _latency_rows(lat: dict) -> tuple[list, list]:
     """(rows, header) of the latency table."""
     d, p = lat["dmlgpu"], lat["peer"]
@@ -95,9 +114,9 @@ def _latency_rows(lat: dict) -> tuple[list, list]:
     ], ["small-op latency (host wall time): " + lat["operation"], "dmlgpu us", f"{peer} us"]
 
 
-def _breakdown_rows(lat: dict) -> tuple[list, list] | None:
+def _breakdown_rows(lat: dict, short: bool = False) -> tuple[list, list] | None:
     """(rows, header) of the per-call breakdown: the small gather and the small scatter_nd, or None (an older
-    bench.json)."""
+    bench.json); ``short``: shorter headers (text()'s)."""
     sc = lat.get("scatter")
     d, p = lat["dmlgpu"], lat["peer"]
     if sc is None or "recorded_call_us" not in d:
@@ -115,48 +134,90 @@ def _breakdown_rows(lat: dict) -> tuple[list, list] | None:
             + (" / CUDA graph replay(), then synchronize" if torch else ""), "recorded_call_us"),
         ["submission floor: rec.run() of an empty Recording", fmt_number(d["empty_recording_us"]), "", "", ""],
         row(f"{d['ops']} dependent calls without record(), then synchronize: per call", "chain_us"),
-    ], ["per call (host wall time, median)", "gather: dmlgpu us", f"gather: {p['name']} us",
-        "scatter_nd: dmlgpu us", f"scatter_nd: {p['name']} us"]
+    ], (["per call (host wall time, median, us)", "gather dmlgpu", f"gather {p['name']}", "scatter_nd dmlgpu",
+         f"scatter_nd {p['name']}"] if short else
+        ["per call (host wall time, median)", "gather: dmlgpu us", f"gather: {p['name']} us",
+         "scatter_nd: dmlgpu us", f"scatter_nd: {p['name']} us"])
 
 
-def _text_table(header, rows, align: str) -> str:
-    """Columns padded to their widest cell; ``align`` has "l" or "r" per column."""
+def _text_table(header, rows, align: str, width: int | None = None) -> str:
+    """Columns padded to their widest cell; ``align`` has "l" or "r" per column. ``width``: where the lines would
+    be longer, the first column's cells wrap onto lines of their own (the other cells on the first)."""
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
+        widths[0] = max(16, width - sum(widths[1:]) - 2 * (len(widths) - 1))
 
     def line(r):
-        return "  ".join(str(v).rjust(w) if a == "r" else str(v).ljust(w)
-                         for v, w, a in zip(r, widths, align)).rstrip()
+        first = textwrap.wrap(str(r[0]), widths[0], subsequent_indent="  ", break_long_words=False,
+                              break_on_hyphens=False) or [""]
+        cells = [first[0], *r[1:]]
+        out = "  ".join(str(v).rjust(w) if a == "r" else str(v).ljust(w)
+                        for v, w, a in zip(cells, widths, align)).rstrip()
+        return "\n".join([out] + first[1:])
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def text(results: dict) -> str:
-    """The plain-text report: a header, the cases, the latency table, and any failures."""
+def _wrapped(text: str, width: int | None, indent: str = "") -> str:
+    return textwrap.fill(text, width, subsequent_indent=indent) if width else text
+
+
+def text(results: dict, wide: bool = False) -> str:
+    """The plain-text report: a header, the cases, the latency table, and any failures; within WIDTH columns
+    (the cases' main columns: SHORT), or, ``wide``, every column (COLUMNS) on lines as long as they come."""
     m = results["meta"]
     peer = m["peer"]
-    lines = [f"dmlgpu benchmark, {m['date']}: device {m['device']['index']} {m['device']['name']} "
-             f"({m['device']['type']}); peer {_peer_text(peer)}; {m['repeats']} timed repetitions",
-             "GB/s = bytes moved (read + written, indices included) / median time; % copy: of the copy "
-             "shader's GB/s on as many bytes (on CPU devices row gathers move a row per invocation, the copy 16 bytes: "
-             "above 100 % there); % ceiling: of the random-access ceiling (single-element gathers); "
-             "peer: the fastest of its calls for the job (peer call); det. peer: PyTorch with deterministic "
-             "algorithms (scatters; dmlgpu's are deterministic); eager: wall time of the call on device Tensors "
-             "until its result is ready (the queued call, then synchronize; steady-state median, and the case's "
-             "first call); dmlgpu GPU us: Vulkan timestamps per repetition of 100 recorded back to back (a "
-             "timestamp after every command: their own cost included); dmlgpu stream us: what one more repetition "
-             "adds to a submission without timestamps (host-timed; GB/s and ratios use the timestamps); eager - "
-             "stream: the eager wall minus the stream time", ""]
-    lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], ALIGN))
+    width = None if wide else WIDTH
+    lines = [_wrapped(f"dmlgpu benchmark, {m['date']}: device {m['device']['index']} {m['device']['name']} "
+                      f"({m['device']['type']}); peer {_peer_text(peer)}; {m['repeats']} timed repetitions", width)]
+    if wide:
+        lines += ["GB/s = bytes moved (read + written, indices included) / median time; % copy: of the copy "
+                  "shader's GB/s on as many bytes (on CPU devices row gathers move a row per invocation, the copy 16 "
+                  "bytes: above 100 % there); % ceiling: of the random-access ceiling (single-element gathers); "
+                  "peer: the fastest of its calls for the job (peer call); det. peer: PyTorch with deterministic "
+                  "algorithms (scatters; dmlgpu's are deterministic); eager: wall time of the call on device Tensors "
+                  "until its result is ready (the queued call, then synchronize; steady-state median, and the case's "
+                  "first call); dmlgpu GPU us: Vulkan timestamps per repetition of 100 recorded back to back (a "
+                  "timestamp after every command: their own cost included); dmlgpu stream us: what one more "
+                  "repetition adds to a submission without timestamps (host-timed; GB/s and ratios use the "
+                  "timestamps); eager - stream: the eager wall minus the stream time", ""]
+        lines.append(_text_table(list(COLUMNS), [_case_cells(c) for c in results["cases"]], ALIGN))
+    else:
+        lines += [_wrapped(f"GPU us: dmlgpu's Vulkan timestamps per repetition (median of {m['repeats']} recorded "
+                           f"back to back); GB/s: bytes moved (read + written, indices included) / GPU time; % copy: "
+                           f"of the copy shader's GB/s on as many bytes; vs peer: dmlgpu's GB/s over the peer's "
+                           f"fastest call's; eager us: the call on device Tensors, then synchronize (steady-state "
+                           f"median). Every column (stream time, ceilings, PyTorch's deterministic mode, the peer's "
+                           f"call): --format wide, bench.md, bench.json.", width), ""]
+        lines.append(_text_table(list(SHORT), [_short_cells(c) for c in results["cases"]], SHORT_ALIGN, width))
+        skipped = sorted({c["skipped"] for c in results["cases"] if c.get("skipped")})
+        if skipped:
+            lines.append(_wrapped("skipped: " + "; ".join(skipped), width, "  "))
     if results.get("latency"):
         rows, header = _latency_rows(results["latency"])
-        lines += ["", _text_table(header, rows, "lrr")]
-        b = _breakdown_rows(results["latency"])
+        lines += ["", _text_table(header, rows, "lrr", width)]
+        b = _breakdown_rows(results["latency"], short=not wide)
         if b:
-            lines += ["", _text_table(b[1], b[0], "lrrrr"), "(" + results["latency"]["scatter"]["operation"]
-                      + "; peer: " + results["latency"]["scatter"]["peer"]["how"] + ")"]
+            lines += ["", _text_table(b[1], b[0], "lrrrr", width),
+                      _wrapped("(" + results["latency"]["scatter"]["operation"] + "; peer: "
+                               + results["latency"]["scatter"]["peer"]["how"] + ")", width)]
     bad = failures(results)
-    lines += [""] + ([f"{len(bad)} FAILURES:"] + [f"  {b}" for b in bad] if bad else
+    lines += [""] + ([f"{len(bad)} FAILURES:"] + [_wrapped(f"  {b}", width, "    ") for b in bad] if bad else
                      ["all results verified against the peer"])
     return "\n".join(lines)
+
+
+def csv_text(results: dict) -> str:
+    """The cases as CSV: a header (COLUMNS), then a row per case, as the wide table shows them."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(_case_cells(c) for c in results["cases"])
+    return out.getvalue()
+
+
+def render(results: dict, fmt: str) -> str:
+    """The report in one of FORMATS."""
+    return {"table": text, "wide": lambda r: text(r, wide=True), "markdown": markdown, "csv": csv_text}[fmt](results)
 
 
 def _peer_text(peer: dict) -> str:

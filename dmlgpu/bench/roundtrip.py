@@ -27,6 +27,7 @@ import numpy as np
 import dmlgpu
 
 from .clock import host_samples
+from .command import DEVICE_HELP, open_device, parser
 
 MIB = 1 << 20
 
@@ -138,14 +139,17 @@ def mixed_calls(device, calls: int, largest: int = 64 * MIB) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dmlgpu bench roundtrip", description=__doc__.splitlines()[0])
-    ap.add_argument("--device", type=int, default=None)
-    ap.add_argument("--cases", default=None, help="table:out:row bytes, comma-separated (default: by device)")
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--calls", type=int, default=10_000, help="mixed eager calls for the memory check")
+    ap = parser("python -m dmlgpu bench roundtrip", __doc__)
+    ap.add_argument("--device", type=int, default=None, help=DEVICE_HELP)
+    ap.add_argument("--cases", default=None,
+                    help="comma-separated table:out:row sizes, each in MiB (a row of 1 KiB: 0.0009765625); "
+                         "default: by device")
+    ap.add_argument("--repeats", type=int, default=10, help="timed round trips per case (default 10)")
+    ap.add_argument("--calls", type=int, default=10_000,
+                    help="mixed eager calls for the memory check (default 10000; 1000 at most on CPU devices)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
-    dev = dmlgpu.Device(args.device)
+    dev = open_device(ap, args.device)
     gpu = dev.info.type == "discrete GPU"
     if args.cases:
         cases = [tuple(int(float(v) * MIB) for v in c.split(":")) for c in args.cases.split(",")]

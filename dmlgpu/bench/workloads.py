@@ -332,16 +332,20 @@ DEFAULT_SIZES = tuple(4096 * 4**k for k in range(10))      # 4 KiB .. 1 GiB, byt
 QUICK_SIZES = (4096, 256 * 1024)
 
 
-def select(patterns: list[str] | None, quick: bool = False) -> list[Workload]:
-    """Workloads that any of ``patterns`` names: a name, a shell pattern ("scatter*"), or a prefix that
-    ends where a name has "-" ("embedding", "embedding-f16"). None: all, or the quick subset. ValueError
-    names a pattern that matches nothing."""
+def select(patterns: list[str] | None, quick: bool = False, chose=None) -> list[Workload]:
+    """Workloads that any of ``patterns`` names: a name (that one alone: "scatter_nd-rows" is not also
+    "scatter_nd-rows-i32"), else a shell pattern ("scatter*") or a prefix that ends where a name has "-"
+    ("embedding", "embedding-f16"); ``chose(pattern, names)`` is told what each pattern other than a name chose.
+    None: all, or the quick subset. ValueError names a pattern that matches nothing."""
     if not patterns:
         return [w for w in WORKLOADS if not quick or w.name in QUICK_WORKLOADS]
     chosen = []
     for pat in patterns:
-        hits = [w for w in WORKLOADS if fnmatch.fnmatchcase(w.name, pat) or w.name.startswith(pat + "-")]
+        hits = [w for w in WORKLOADS if w.name == pat] or \
+            [w for w in WORKLOADS if fnmatch.fnmatchcase(w.name, pat) or w.name.startswith(pat + "-")]
         if not hits:
             raise ValueError(f"no workload matches {pat!r} (python -m dmlgpu bench --list shows them)")
+        if chose is not None and hits[0].name != pat:
+            chose(pat, [w.name for w in hits])
         chosen += [w for w in hits if w not in chosen]
     return [w for w in WORKLOADS if w in chosen]

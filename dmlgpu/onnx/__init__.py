@@ -67,6 +67,12 @@ __all__ = ["DmlgpuBackend", "DmlgpuRep", "MODE", "UnsupportedModelError", "is_co
            "run_node", "supports_device", "unsupported"]
 
 
+def __dir__() -> list[str]:
+    """dir(dmlgpu.onnx) and completion: the public names (``__all__``), the submodules and the module's dunders, not
+    what it imports for itself (numpy as np, typing's Any, ...)."""
+    return sorted({*__all__, "graph", "operations", *(n for n in globals() if n.startswith("__"))})
+
+
 class UnsupportedModelError(NotImplementedError):
     """The model uses an operator, a domain or a type conversion that dmlgpu.onnx does not run (the message
     names them), raised by prepare() before any GPU work.

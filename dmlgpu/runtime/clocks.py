@@ -57,6 +57,27 @@ def _ordinal(lib: ctypes.CDLL, uuid: bytes) -> int | None:
     return None
 
 
+COST = ("about 520 MiB of the GPU's memory (the CUDA context) and the power of working clocks while idle (about 125 W "
+        "against 71 W on an H100)")     # measured: bench/RESULTS.md
+
+
+def enabled_by_default() -> bool:
+    """Whether a Device holds the clocks when ``hold_clocks`` is not given: DMLGPU_HOLD_CLOCKS, else on."""
+    return os.environ.get("DMLGPU_HOLD_CLOCKS", "1") != "0"
+
+
+def notice(vendor_id: int) -> str | None:
+    """What an open Device does to a GPU of ``vendor_id`` and what it costs, with the switch (``python -m dmlgpu
+    info`` prints it), or None for other vendors' devices, which are left alone."""
+    if vendor_id != NVIDIA:
+        return None
+    if not enabled_by_default():
+        return "clock hold: off (DMLGPU_HOLD_CLOCKS=0): this GPU runs at idle clocks between bursts of work"
+    return (f"clock hold: an open Device keeps this NVIDIA GPU at its working clocks (a retained CUDA primary "
+            f"context, where libcuda.so.1 is present): {COST}; DMLGPU_HOLD_CLOCKS=0 or Device(hold_clocks=False) "
+            f"turns it off")
+
+
 class ClockHold:
     """The clock hold of one Device: started in the background when the Device opens (cuInit takes a while;
     the Device's first calls do not wait for it), released by ``release()``. ``state``: "held (CUDA device
@@ -64,7 +85,7 @@ class ClockHold:
 
     def __init__(self, vendor_id: int, uuid: bytes, enabled: bool | None):
         if enabled is None:
-            enabled = os.environ.get("DMLGPU_HOLD_CLOCKS", "1") != "0"
+            enabled = enabled_by_default()
         self._ordinal: int | None = None
         self._released = False
         self._thread: threading.Thread | None = None
