@@ -39,10 +39,10 @@ from .functions import _gather_rule, _scatter_nd_rule
 from .tensor import Tensor, _upload
 from . import tensor_protocols
 from .tensor_protocols import assigned
+from ..errors import DeviceError
 from ..plans import ops
 from ..plans.index_map import Dim, IndexMap, Layout
 from ..plans.plan import GatherPlan, ScatterPlan
-from ..plans.reduction import ReducePlan
 from ..runtime import as_bytes
 
 WHO = "Tensor[]"
@@ -123,7 +123,10 @@ def _same_device(t: Tensor, entries: list, who: str) -> None:
     """DeviceError (as every operation's: arguments._device) for an index Tensor of another Device than ``t``'s."""
     for kind, v in entries:
         if isinstance(v, Tensor) and v.device is not t.device:
-            _device(who, t.device, v)
+            try:
+                _device(who, t.device, None, v)
+            except DeviceError as e:
+                raise DeviceError(f"{who}: {e}".replace("dmlgpu.tensor(indices", "dmlgpu.tensor(index")) from None
 
 
 def _int64(a: np.ndarray) -> np.ndarray:
@@ -229,8 +232,8 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
 
 def getitem(t: Tensor, key: Any) -> Tensor:
     """``t[key]`` for an advanced ``key`` (module docstring): a new Tensor, queued."""
-    if (key.__class__ is Tensor or key.__class__ is np.ndarray) and key.dtype.kind in "iu" and key.ndim and \
-            t.ndim and t.size and key.dtype != np.uint64:   # t[ids]: take(t, ids, axis=0)'s call and checks
+    if (key.__class__ is np.ndarray or key.__class__ is Tensor and key.device is t.device) and \
+            key.dtype.kind in "iu" and key.ndim and t.ndim and t.size and key.dtype != np.uint64:   # take's call
         return driver.call("gather", _gather_rule, t, key, None, (0,), mode="raise", name=WHO, modes=GATHER_MODES)
     return getitem_key(parse(t, key))
 
@@ -395,8 +398,9 @@ def _values(t: Tensor, value: Any, shape: tuple, who: str) -> Tensor:
 def setitem(t: Tensor, key: Any, value: Any, reduction: str = "none", who: str = WHO) -> None:
     """``t[key] = value`` (``reduction`` "none": the last duplicate in row-major order wins) or NumPy's
     ``ufunc.at(t, key, value)`` (a reduction, in row-major order), in place: one scatter into ``t``'s buffer."""
-    if (key.__class__ is Tensor or key.__class__ is np.ndarray) and key.dtype.kind in "iu" and key.ndim and \
-            t.ndim and t.size and t._strides is None and key.size and key.dtype != np.uint64:   # scatter_nd's call
+    if (key.__class__ is np.ndarray or key.__class__ is Tensor and key.device is t.device) and \
+            key.dtype.kind in "iu" and key.ndim and t.ndim and t.size and t._strides is None and key.size and \
+            key.dtype != np.uint64:   # t[ids] = v: scatter_nd(t, ids[..., None], v)'s call and checks
         shape = key.shape + t.shape[1:]
         driver.call("scatter_nd", _scatter_nd_rule, t, key.reshape(key.shape + (1,)), _values(t, value, shape, who),
                     (reduction, True, "row-major", False), mode="raise", out=t,
