@@ -147,6 +147,8 @@ def _fill(op: str, mode, fill_value, data) -> bytes:
         dtype = (data if isinstance(data, (Tensor, np.ndarray)) else _host_array(data)).dtype
         if dtype.hasobject or not dtype.itemsize:
             raise TypeError(f"data has dtype {dtype}, which holds no fixed-size items to fill with")
+        if dtype.names is not None and isinstance(fill_value, tuple):
+            fill_value = np.array(fill_value, dtype)       # (a record's fields, as NumPy assigns a tuple)
         value = assigned(0 if fill_value is None else fill_value, dtype, (), op)
     except (TypeError, ValueError, OverflowError) as e:
         raise named(e, op) from None
