@@ -61,6 +61,9 @@ const uint FLAG_FILL = 64u;   // mode="fill" (gathers): a tuple with any index o
                               // [0, dim) (unsigned) has no data offset (data_offset: NO_OFFSET); the gather
                               // writes the unit of words P_FILL there
 const uint FLAG_DROP = 128u;  // mode="drop" (scatters): the same test; the scatter skips such an update
+const uint FLAG_SPARE = 256u; // with FLAG_DROP (the scatter reductions): such a tuple's data offset is that of index
+                              // dim in its first component and 0 in the others, past the data's first indexed
+                              // dimension: a spare slice of a scratch output (plans/reduction.py's Dropping)
 
 // i / n for 2 <= n < 2^32 without a division instruction (Granlund-Montgomery): m = 2^32 (2^l - n) / n + 1.
 uint divide(uint i, uint m, uint l) {
@@ -320,7 +323,9 @@ OFF_T data_offset(Position p) {
     bool missed = false;
     for (uint k = 0u; k < k_count; ++k)
         data += read_index(p.index + k * tstride, PW(P_TDIM + k), is_signed, missed) * PW(P_TDATA + k);
-    return missed ? NO_OFFSET : data;
+    if (missed)
+        return (PW(P_FLAGS) & FLAG_SPARE) != 0u ? p.data + PW(P_TDIM) * PW(P_TDATA) : NO_OFFSET;
+    return data;
 }
 
 Offsets map_offsets(OFF_T i) {

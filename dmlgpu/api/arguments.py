@@ -155,13 +155,6 @@ def _fill(op: str, mode, fill_value, data) -> bytes:
     return value.tobytes()
 
 
-def _check_drop(op: str, mode, reduction) -> None:
-    """ValueError (naming ``op``) for mode="drop" with a reduction: the scatter reductions clamp their indices."""
-    if mode == "drop" and reduction != "none":
-        raise ValueError(f"{op}: mode='drop' is supported with reduction='none' only, not reduction={reduction!r}; "
-                         f"the reductions take mode='clamp' or 'raise'")
-
-
 def _axis(axis, ndim: int, what: str = "data") -> int:
     """``axis`` in [0, ndim): TypeError for a non-integer, AxisError (an IndexError and ValueError) out of
     range."""

@@ -24,7 +24,7 @@ import numpy as np
 from . import driver, signatures
 from ..plans import reduction_args as _reduction
 from .doc_parts import documented
-from .arguments import DROP_MODES, FILL_MODES, _axis, _check_drop, _check_elements_shapes, _check_nd, _fill
+from .arguments import DROP_MODES, FILL_MODES, _axis, _check_elements_shapes, _check_nd, _fill
 from .execution import _self_copy
 from ..plans.index_map import Layout, nd_shape, take_shape
 from .signatures import DeviceLike, GatherMode, IndexLike, Order, Reduction, ScatterMode   # IndexLike: numpy_api
@@ -269,7 +269,6 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
            [0., 0.],
            [1., 1.]], dtype=float16)
     """
-    _check_drop("scatter_nd", mode, reduction)
     return driver.call("scatter_nd", _scatter_nd_rule, data, indices, updates,
                        (reduction, include_self, order, unique_indices), device=device, mode=mode, out=out,
                        key=(mode, reduction, _reduction.self_key(include_self), order) + _unique(unique_indices),
@@ -306,7 +305,6 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
     >>> dmlgpu.scatter_elements(ones, [0, 0, 2], upd, reduction="max", include_self=False)
     array([4., 1., 8.], dtype=float32)
     """
-    _check_drop("scatter_elements", mode, reduction)
     return driver.call("scatter_elements", _scatter_elements_rule, data, indices, updates,
                        (axis, reduction, include_self, order, unique_indices), device=device, mode=mode, out=out,
                        key=(axis, mode, reduction, _reduction.self_key(include_self), order) + _unique(unique_indices),

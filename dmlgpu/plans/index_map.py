@@ -36,6 +36,8 @@ P_ADDR = P_END + 8            # ADDR variants (scatter reductions): the same lis
 PARAM_WORDS = P_END           # size of the index map's parameter block
 FLAG_SIGNED, FLAG_ROWS, FLAG_WRAP, FLAG_CLIP, FLAG_RAISE = 1, 4, 8, 16, 32   # bits of P[P_FLAGS]
 FLAG_FILL, FLAG_DROP = 64, 128
+FLAG_SPARE = 256      # with FLAG_DROP (index mode "drop-spare": the scatter reductions): an out-of-range tuple's data
+                      # offset is that of index dim in its first component, 0 in the others (a spare slice)
 # How the kernels treat an index (index_map.glsl's resolve_index and data_offset): "clamp" (DirectML's: negative
 # indices count from the end once, then clamp; mode="raise" too, once its check has passed), NumPy's "wrap" and
 # "clip", and JAX's "fill" (gathers) and "drop" (scatters). An index is *out of range* when it lies outside
@@ -46,7 +48,7 @@ FLAG_FILL, FLAG_DROP = 64, 128
 # tuple has any component out of range is skipped entirely (it claims nothing and writes nothing); the others
 # write as without it.
 INDEX_MODE_FLAGS = {"clamp": 0, "raise": 0, "wrap": FLAG_WRAP, "clip": FLAG_CLIP, "fill": FLAG_FILL,
-                    "drop": FLAG_DROP}
+                    "drop": FLAG_DROP, "drop-spare": FLAG_DROP | FLAG_SPARE}
 ROW_LOOP_MAX = 4096   # units of the longest row a row-loop iteration moves (IndexMap.row_loop_ok) ...
 ROW_LOOP_ROWS = 64    # ... and the fewest rows worth it
 U32 = 2**32          # values of a 32-bit word: the 32-bit kernels' counts and offsets stay below U32 - 1

@@ -78,12 +78,11 @@ def scatter_nd(out: Layout, indices: Layout, updates: Layout, dtype: DTypeLike, 
     """SCATTER_ND into ``out`` (the input's and output's meaningful layout) with ``reduction`` ("none": the
     last update wins; else reduction.ReducePlan, with ``include_self`` and ``order``), after ``copy``
     (input_copy(); skipped in place). ``unique``: the updates promise distinct targets (reduction "none": one
-    pass, no claims, plan.ScatterPlan's). ``index_mode``: "clamp", or "drop" (reduction "none" only:
-    index_map.INDEX_MODE_FLAGS)."""
+    pass, no claims, plan.ScatterPlan's). ``index_mode``: "clamp", or "drop" (index_map.INDEX_MODE_FLAGS; with a
+    reduction: reduction.Dropping)."""
     if reduction != "none":
-        assert index_mode == "clamp", "the scatter reductions clamp"
         return ReducePlan.nd(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, copy,
-                             include_self=include_self, order=order)
+                             include_self=include_self, order=order, index_mode=index_mode)
     return make_plan(ScatterPlan, nd_map(out, indices, updates, 0, _elem(dtype)), np.dtype(index_dtype), copy,
                      unique, index_mode)
 
@@ -94,9 +93,8 @@ def scatter_elements(out: Layout, indices: Layout, updates: Layout, axis: int, d
     """SCATTER_ELEMENTS along ``axis`` into ``out``, as scatter_nd (lines_plan.scatter_elements_plan picks the
     one-pass lines plan where it fits)."""
     if reduction != "none":
-        assert index_mode == "clamp", "the scatter reductions clamp"
         return ReducePlan.elements(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, axis,
-                                   copy, include_self=include_self, order=order)
+                                   copy, include_self=include_self, order=order, index_mode=index_mode)
     return make_plan(scatter_elements_plan, out, indices, updates, axis, _elem(dtype), np.dtype(index_dtype), copy,
                      unique, index_mode)
 
