@@ -144,7 +144,7 @@ def test_fill_through_each_gather_path(op, shape, dtype, idx_shape, path, blocks
     dims = np.array(shape[:k]) if k else shape[0]
     idx = indices_for(rng, idx_shape if op != "gather_elements" else idx_shape, dims, np.int64)
     want = expected_gather(op, data, idx, (0,), 7)
-    with forced(path), dmlgpu.Device(**({"chunk_bytes": blocks} if blocks else {}), max_queued=0) as dev:
+    with forced(path), dmlgpu.Device(**({"chunk_bytes": blocks} if blocks else {}), max_queued=0, profile="full") as dev:
         got, ran = kernels_of(dev, lambda: getattr(dmlgpu, op)(dmlgpu.tensor(data, device=dev),
                                                                dmlgpu.tensor(idx, device=dev), 0,
                                                                mode="fill", fill_value=7))
@@ -160,7 +160,7 @@ def test_fill_through_the_wide_variants():
     data = random_data(rng, (60, 6), np.float32)
     idx = indices_for(rng, (90,), 60, np.uint64)
     want = expected_gather("gather", data, idx, (0,), -2.5)
-    with pytest.MonkeyPatch.context() as mp, dmlgpu.Device(chunk_bytes=256, max_queued=0) as dev:
+    with pytest.MonkeyPatch.context() as mp, dmlgpu.Device(chunk_bytes=256, max_queued=0, profile="full") as dev:
         addressed = plan.GatherPlan.addressed
         mp.setattr(plan.GatherPlan, "addressed", lambda self, *args, wide=False: addressed(self, *args, wide=True))
         plan.make_plan.cache_clear()
@@ -176,8 +176,9 @@ def test_fill_through_the_wide_variants():
 
 @pytest.fixture(scope="module")
 def gpu_like():
-    """lavapipe shown to the plans as an integrated GPU: the GPUs' paths."""
-    d = dmlgpu.Device()
+    """lavapipe shown to the plans as an integrated GPU: the GPUs' paths (the features they need: profile "full",
+    under any DMLGPU_DEVICE_PROFILE; so are the devices of tensors in several blocks here)."""
+    d = dmlgpu.Device(profile="full")
     if d.info.type == "CPU":
         d.info = dataclasses.replace(d.info, type="integrated GPU")
     return d
@@ -436,7 +437,7 @@ def test_drop_on_tensors_in_several_blocks():
     data = random_data(rng, (100, 3), np.float32)
     idx = indices_for(rng, (150, 1), 100, np.int64)
     upd = random_data(rng, (150, 3), np.float32)
-    with dmlgpu.Device(chunk_bytes=256, max_queued=0) as dev:
+    with dmlgpu.Device(chunk_bytes=256, max_queued=0, profile="full") as dev:
         got, ran = kernels_of(dev, lambda: dmlgpu.scatter_nd(dmlgpu.tensor(data, device=dev),
                                                              dmlgpu.tensor(idx, device=dev),
                                                              dmlgpu.tensor(upd, device=dev), mode="drop"))
@@ -507,7 +508,7 @@ def test_drop_with_reductions_on_each_path(gpu_like, where, reduction, dtype):
         if where == "gpu_like":
             dev = gpu_like
         elif where == "16KiB-blocks":                # (the sort's scratch: one block each)
-            dev = stack.enter_context(dmlgpu.Device(chunk_bytes=1 << 14, max_queued=0))
+            dev = stack.enter_context(dmlgpu.Device(chunk_bytes=1 << 14, max_queued=0, profile="full"))
         else:
             dev = stack.enter_context(dmlgpu.Device(profile=where))
         got, ran = kernels_of(dev, lambda: dmlgpu.scatter_nd(dmlgpu.tensor(data, device=dev),
