@@ -523,3 +523,30 @@ def test_drop_with_reductions_on_each_path(gpu_like, where, reduction, dtype):
         assert any(r.endswith(("_addr", "_wide")) for r in names), names
     elif where != "gpu_like" and not any(r.startswith("scatter_atomic") for r in names):
         assert any(r.endswith("_few") for r in names), names
+
+
+@pytest.mark.parametrize("idx_dtype", [np.int32, np.uint64])
+def test_fill_with_batch_dims_views_and_out(idx_dtype):
+    """gather_nd with batch_dims, strided Tensor views as operands (packed on the device first), ``out=`` of
+    either kind, and drop into a strided view in place."""
+    rng = np.random.default_rng(9)
+    data = random_data(rng, (3, 5, 4, 2), np.int16)
+    idx = indices_for(rng, (3, 6, 2), np.array([5, 4]), idx_dtype)
+    want = reference.gather_nd(data, idx, 1, mode="fill", fill_value=-9)
+    same_bytes(dmlgpu.gather_nd(data, idx, 1, mode="fill", fill_value=-9), want)
+    out = np.empty(want.shape, want.dtype)
+    assert dmlgpu.gather_nd(data, idx, batch_dims=1, mode="fill", fill_value=-9, out=out) is out
+    same_bytes(out, want)
+    wide = dmlgpu.tensor(np.ascontiguousarray(np.swapaxes(data, 0, 1)))      # data as a strided view of it
+    view = wide.transpose(1, 0, 2, 3)
+    t_out = dmlgpu.empty(want.shape, want.dtype)
+    dmlgpu.gather_nd(view, dmlgpu.tensor(idx), 1, mode="fill", fill_value=-9, out=t_out)
+    same_bytes(t_out.numpy(), want)
+    table = dmlgpu.tensor(np.zeros((4, 6), np.float32))
+    col = table[:, 1]                                                        # a strided view, updated in place
+    upd = np.arange(5, dtype=np.float32)
+    ids = np.array([0, 4, -1, -5, 2], np.int64)
+    dmlgpu.scatter_elements(col, ids, upd, mode="drop", out=col)
+    want_t = np.zeros((4, 6), np.float32)
+    want_t[:, 1] = reference.scatter_elements(np.zeros(4, np.float32), ids, upd, 0, mode="drop")
+    same_bytes(table.numpy(), want_t)
