@@ -550,3 +550,67 @@ def test_fill_with_batch_dims_views_and_out(idx_dtype):
     want_t = np.zeros((4, 6), np.float32)
     want_t[:, 1] = reference.scatter_elements(np.zeros(4, np.float32), ids, upd, 0, mode="drop")
     same_bytes(table.numpy(), want_t)
+
+
+# ---- fuzz: random shapes, layouts, dtypes and index kinds (out-of-range ones included) ----
+
+from hypothesis import given, strategies as st                      # noqa: E402
+from strategies import (MAX_DENSE, budget_shape, data_dtypes, elements_case, index_dtypes, index_kinds,  # noqa: E402
+                        lay_out, layouts, random_indices, seeds, shapes)
+
+
+def fill_of(rng, dtype):
+    """A fill value of ``dtype`` (its bytes random: NaN payloads and all), as a 0-d array."""
+    return random_data(rng, (), dtype)
+
+
+@given(st.data())
+def test_fuzz_fill_gather(device, data):
+    shape = data.draw(shapes(), label="shape")
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    outer = int(np.prod(shape)) // shape[axis]
+    idx_shape = budget_shape(data.draw(shapes(min_rank=1, max_rank=3, max_elems=256, max_side=12)), MAX_DENSE // outer)
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = lay_out(random_data(rng, shape, dtype), data.draw(layouts(), label="x_layout"))
+    idx = random_indices(rng, idx_shape, shape[axis], idx_dtype, data.draw(index_kinds(), label="kinds"))
+    fill = fill_of(rng, x.dtype)
+    same_bytes(dmlgpu.gather(x, idx, axis, device=device, mode="fill", fill_value=fill),
+               reference.gather(x, idx, axis, mode="fill", fill_value=fill))
+
+
+@given(elements_case())
+def test_fuzz_fill_gather_elements(device, case):
+    x, idx, axis, _, rng = case
+    fill = fill_of(rng, x.dtype)
+    same_bytes(dmlgpu.gather_elements(x, idx, axis, device=device, mode="fill", fill_value=fill),
+               reference.gather_elements(x, idx, axis, mode="fill", fill_value=fill))
+
+
+@given(elements_case())
+def test_fuzz_drop_scatter_elements(device, case):
+    x, idx, axis, _, rng = case
+    upd = random_data(rng, idx.shape, x.dtype)
+    same_bytes(dmlgpu.scatter_elements(x, idx, upd, axis, device=device, mode="drop"),
+               reference.scatter_elements(x, idx, upd, axis, mode="drop"))
+
+
+@given(st.data())
+def test_fuzz_fill_gather_nd_and_drop_scatter_nd(device, data):
+    shape = data.draw(shapes(max_rank=5), label="shape")
+    b = data.draw(st.integers(0, len(shape) - 1), label="batch_dims")
+    k = data.draw(st.integers(1, len(shape) - b), label="k")
+    rows = data.draw(shapes(min_rank=1, max_rank=2, max_elems=64, max_side=10), label="rows")
+    idx_shape = tuple(shape[:b]) + rows + (k,)
+    dtype, idx_dtype = data.draw(data_dtypes, label="dtype"), data.draw(index_dtypes, label="idx_dtype")
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    x = random_data(rng, shape, dtype)
+    idx = lay_out(random_indices(rng, idx_shape, np.array(shape[b:b + k]), idx_dtype,
+                                 data.draw(index_kinds(), label="kinds")), data.draw(layouts(), label="i_layout"))
+    fill = fill_of(rng, x.dtype)
+    same_bytes(dmlgpu.gather_nd(x, idx, b, device=device, mode="fill", fill_value=fill),
+               reference.gather_nd(x, idx, b, mode="fill", fill_value=fill))
+    if b == 0:
+        upd = random_data(rng, idx_shape[:-1] + tuple(shape[k:]), x.dtype)
+        same_bytes(dmlgpu.scatter_nd(x, idx, upd, device=device, mode="drop"),
+                   reference.scatter_nd(x, idx, upd, mode="drop"))
