@@ -144,7 +144,8 @@ def test_fill_through_each_gather_path(op, shape, dtype, idx_shape, path, blocks
     dims = np.array(shape[:k]) if k else shape[0]
     idx = indices_for(rng, idx_shape if op != "gather_elements" else idx_shape, dims, np.int64)
     want = expected_gather(op, data, idx, (0,), 7)
-    with forced(path), dmlgpu.Device(**({"chunk_bytes": blocks} if blocks else {}), max_queued=0, profile="full") as dev:
+    where = {"chunk_bytes": blocks} if blocks else {}
+    with forced(path), dmlgpu.Device(**where, max_queued=0, profile="full") as dev:
         got, ran = kernels_of(dev, lambda: getattr(dmlgpu, op)(dmlgpu.tensor(data, device=dev),
                                                                dmlgpu.tensor(idx, device=dev), 0,
                                                                mode="fill", fill_value=7))

@@ -6,9 +6,10 @@ protocol: see dmlgpu.api.interop.host_array) or dmlgpu.Tensors, ``device=`` (a D
 the device of a Tensor operand, else dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour:
 negative indices count from the end, then out-of-range ones are clamped), "raise" (IndexError naming the
 first offending index, before any GPU work), and JAX's "fill" on the gathers (an out-of-range index tuple
-reads ``fill_value``) and "drop" on the scatters (an out-of-range update is skipped). Errors name the function called. Inputs are never
-modified, except a scatter's data given as its ``out`` (in place). Results are new NumPy arrays, or new
-Tensors when an operand is a Tensor or the call is made inside a Device.record() block, or ``out``.
+reads ``fill_value``) and "drop" on the scatters (an out-of-range update is skipped). Errors name the
+function called. Inputs are never modified, except a scatter's data given as its ``out`` (in place). Results
+are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made inside a Device.record()
+block, or ``out``.
 
 Calls that return Tensors are queued on their device and return at once (Device.synchronize() and host reads
 wait: see dmlgpu.runtime.device); NumPy results are complete when the call returns.
