@@ -7,18 +7,46 @@ from fractions import Fraction
 
 import numpy as np
 
-from .plans.index_map import resolve
+from .plans.index_map import out_of_range, resolve
 
 
-def gather(data, indices, axis=0):
+def _filled(out, missed, fill_value):
+    """mode="fill": ``out`` with the elements where ``missed`` (broadcast to it) is set assigned ``fill_value``
+    (NumPy's assignment converts it)."""
+    out = np.array(out, copy=True)
+    out[np.broadcast_to(missed, out.shape)] = fill_value
+    return out
+
+
+def _in_range(indices, dims):
+    """Indices with those out of range replaced by 0 (mode="fill": the gathers' indices that are read)."""
+    return np.where(out_of_range(indices, dims), np.zeros((), indices.dtype), indices)
+
+
+def gather(data, indices, axis=0, mode="clamp", fill_value=0):
+    """ONNX Gather (numpy.take with DirectML's clamping); mode="fill": an out-of-range index reads
+    ``fill_value`` (index_map.INDEX_MODE_FLAGS)."""
     data, indices = np.asarray(data), np.asarray(indices)
     axis %= data.ndim
+    if mode == "fill":
+        missed = out_of_range(indices, data.shape[axis])
+        shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+        if data.shape[axis] == 0:
+            return _filled(np.zeros(shape, data.dtype), True, fill_value)
+        out = gather(data, _in_range(indices, data.shape[axis]), axis)
+        return _filled(out, missed.reshape((1,) * axis + indices.shape + (1,) * (data.ndim - axis - 1)), fill_value)
     return np.take(data, resolve(indices, data.shape[axis]), axis=axis)
 
 
-def gather_elements(data, indices, axis=0):
+def gather_elements(data, indices, axis=0, mode="clamp", fill_value=0):
+    """ONNX GatherElements; mode="fill" as gather's."""
     data, indices = np.asarray(data), np.asarray(indices)
     axis %= data.ndim
+    if mode == "fill":
+        missed = out_of_range(indices, data.shape[axis])
+        if data.shape[axis] == 0:
+            return _filled(np.zeros(indices.shape, data.dtype), True, fill_value)
+        return _filled(gather_elements(data, _in_range(indices, data.shape[axis]), axis), missed, fill_value)
     window = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
     return np.take_along_axis(data[window], resolve(indices, data.shape[axis]), axis=axis)
 
@@ -33,10 +61,25 @@ def _nd_targets(data_shape, indices, batch_dims):
     return [(i // per_batch if per_batch else 0, tuple(t)) for i, t in enumerate(tuples)]
 
 
-def gather_nd(data, indices, batch_dims=0):
+def _missed_tuples(data_shape, indices, first):
+    """mode="fill" and "drop": per index tuple (the indices' last dimension indexing data's dimensions from
+    ``first`` on), True where any of its indices is out of range."""
+    dims = np.array(data_shape[first:first + indices.shape[-1]], dtype=np.int64)
+    return out_of_range(indices, dims).any(axis=-1)
+
+
+def gather_nd(data, indices, batch_dims=0, mode="clamp", fill_value=0):
+    """ONNX GatherND; mode="fill": an index tuple with any index out of range reads ``fill_value``."""
     data, indices = np.asarray(data), np.asarray(indices)
     b, k = batch_dims, indices.shape[-1]
     out_shape = indices.shape[:-1] + data.shape[b + k:]
+    if mode == "fill":
+        missed = _missed_tuples(data.shape, indices, b)
+        missed = missed.reshape(missed.shape + (1,) * (len(out_shape) - missed.ndim))
+        if 0 in data.shape[b:b + k]:
+            return _filled(np.zeros(out_shape, data.dtype), True, fill_value)
+        dims = np.array(data.shape[b:b + k], dtype=np.int64)
+        return _filled(gather_nd(data, _in_range(indices, dims), b), missed, fill_value)
     flat_data = data.reshape((int(np.prod(data.shape[:b])),) + data.shape[b:])
     rows = [flat_data[(bi,) + t] for bi, t in _nd_targets(data.shape, indices, b)]
     if not rows:
@@ -44,29 +87,36 @@ def gather_nd(data, indices, batch_dims=0):
     return np.stack(rows).reshape(out_shape)
 
 
-def scatter_nd(data, indices, updates, reduction="none", include_self=True, order="row-major"):
+def scatter_nd(data, indices, updates, reduction="none", include_self=True, order="row-major", mode="clamp"):
     """ONNX ScatterND: a sequential loop over the update rows in row-major order (the last one of a
     duplicated target wins, or, with a reduction, each one combines into it; see _Reducer for "mean",
-    ``include_self`` and ``order``)."""
+    ``include_self`` and ``order``). mode="drop": an update row whose index tuple has any index out of range
+    is skipped."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     out = data.copy()
     k = indices.shape[-1]
     rows = updates.reshape((int(np.prod(indices.shape[:-1])),) + data.shape[k:])
+    dropped = _missed_tuples(data.shape, indices, 0).reshape(-1) if mode == "drop" else np.zeros(len(rows), bool)
     reducer = _Reducer(reduction, include_self, order)
-    for (_, t), row in zip(_nd_targets(data.shape, indices, 0), rows):
-        out[t] = reducer.step(t, out[t], row)
+    for (_, t), row, skip in zip(_nd_targets(data.shape, indices, 0), rows, dropped):
+        if not skip:
+            out[t] = reducer.step(t, out[t], row)
     return reducer.finish(out)
 
 
-def scatter_elements(data, indices, updates, axis=0, reduction="none", include_self=True, order="row-major"):
+def scatter_elements(data, indices, updates, axis=0, reduction="none", include_self=True, order="row-major",
+                     mode="clamp"):
     """ONNX ScatterElements: a sequential loop over the updates in row-major order (see _Reducer for "mean",
-    ``include_self`` and ``order``)."""
+    ``include_self`` and ``order``). mode="drop": an update whose index is out of range is skipped."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     axis %= data.ndim
     out = data.copy()
     resolved = resolve(indices, data.shape[axis])
+    dropped = out_of_range(indices, data.shape[axis]) if mode == "drop" else np.zeros(indices.shape, bool)
     reducer = _Reducer(reduction, include_self, order)
     for pos in np.ndindex(*indices.shape):
+        if dropped[pos]:
+            continue
         target = pos[:axis] + (int(resolved[pos]),) + pos[axis + 1:]
         out[target] = reducer.step(target, out[target], updates[pos])
     return reducer.finish(out)

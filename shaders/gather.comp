@@ -99,6 +99,31 @@ MOVE_T load_data(OFF_T off) {
 #endif
 }
 
+// FLAG_FILL: the unit that a tuple out of range reads (data_offset: NO_OFFSET), from words P_FILL.
+MOVE_T fill_unit() {
+    uint w0 = uint(PW(P_FILL)), w1 = uint(PW(P_FILL + 1u)), w2 = uint(PW(P_FILL + 2u)), w3 = uint(PW(P_FILL + 3u));
+#if UNIT == 16 && ADDRESSED
+    return u64vec2(uint64_t(w0) | (uint64_t(w1) << 32u), uint64_t(w2) | (uint64_t(w3) << 32u));
+#elif UNIT == 16
+    return uvec4(w0, w1, w2, w3);
+#elif UNIT == 8 && ADDRESSED
+    return uint64_t(w0) | (uint64_t(w1) << 32u);
+#elif UNIT == 8
+    return uvec2(w0, w1);
+#elif UNIT == 4
+    return w0;
+#else
+    return w0 & UNIT_MASK;
+#endif
+}
+
+// Unit ``off`` of the data tensor, or the fill unit where ``off`` is NO_OFFSET (FLAG_FILL).
+MOVE_T load_or_fill(OFF_T off) {
+    if (off == NO_OFFSET)
+        return fill_unit();
+    return load_data(off);
+}
+
 #if VEC
 const uint PER = VEC / UNIT;     // units per iteration (VEC: 4 or 16 bytes of the dense tensor)
 const uint LOG2_VEC = VEC == 16 ? 4u : 2u;
@@ -159,7 +184,7 @@ void process(OFF_T w) {
     uvec4 v = uvec4(0u);
     [[unroll]] for (uint j = 0u; j < PER; ++j) {
         if (j < n) {
-            MOVE_T u = load_data(offset[j]);
+            MOVE_T u = load_or_fill(offset[j]);
 #if UNIT == 8 && ADDRESSED
             v[2u * j] = uint(u);
             v[2u * j + 1u] = uint(u >> 32u);
@@ -206,6 +231,12 @@ void process(OFF_T i) {
     if ((PW(P_FLAGS) & FLAG_ROWS) != 0u) {   // row mode: iteration i moves row i of the innermost dimension whole
         uint n = uint(PW(P_SHAPE + uint(PW(P_RANK)) - 1u));
         Offsets o = map_offsets(i * n);
+        if (o.data == NO_OFFSET) {           // FLAG_FILL: the row's tuple is out of range
+            MOVE_T f = fill_unit();
+            for (uint k = 0u; k < n; ++k)
+                store_dense(o.dense + k, f);
+            return;
+        }
 #if ADDRESSED
         uint data_b = block_log2(SLOT_DATA), dense_b = block_log2(SLOT_DENSE);
         bool data_one = data_b >= 32u, dense_one = dense_b >= 32u;
@@ -233,7 +264,7 @@ void process(OFF_T i) {
     }
 #endif
     Offsets o = map_offsets(i);
-    store_dense(o.dense, load_data(o.data));
+    store_dense(o.dense, load_or_fill(o.data));
 }
 #endif
 

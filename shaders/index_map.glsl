@@ -5,7 +5,9 @@
 //
 // Terms: the iteration space is the "dense" tensor's shape (gather: output; scatter: updates);
 // the "data" tensor is the one addressed through the indices (gather: input; scatter: output).
-// All offsets are in units of UNIT bytes; index offsets in index elements.
+// All offsets are in units of UNIT bytes; index offsets in index elements. An index out of range resolves by
+// the mode's flags (FLAG_WRAP, FLAG_CLIP, else clamp), or makes its tuple's data offset NO_OFFSET (FLAG_FILL,
+// FLAG_DROP).
 //
 // Needs: IDX64 (0/1), WIDE (0/1: units.glsl), and the parameter words PW(i) (bindings.glsl: uint64_t when WIDE, else uint)
 // and IDX[] (indices: uvec2[] when IDX64, else uint[]; reached through its block addresses when WIDE).
@@ -27,7 +29,9 @@ const uint P_TDIM = 40u;    // [8] size of the data dimension each tuple compone
 const uint P_TDATA = 48u;   // [8] data-tensor stride of that dimension
 const uint P_MAGIC = 56u;   // [8] magic multiplier of iteration size d (sizes are >= 2 after folding) ...
 const uint P_SHIFT = 64u;   // [8] ... and its shift l = ceil(log2(size)): see divide()
-const uint P_END = 72u;     // kernels with parameters of their own put them from here on
+const uint P_FILL = 72u;    // [4] FLAG_FILL: the unit a tuple out of range reads, as 32-bit words (little-endian;
+                            // the fill value's bytes repeated over the unit; the low bits of each word in WIDE)
+const uint P_END = 76u;     // kernels with parameters of their own put them from here on
 #if PARAMS_UNIFORM          // (bindings.glsl) UNIFORM_WORDS 32-bit words in a uniform buffer, std140: 4 to a uvec4
 #ifndef UNIFORM_WORDS       // (a define where the words vary in number: the ADDR and WIDE run variants' block lists)
 #ifndef PARAMS_OWN
@@ -53,6 +57,13 @@ const uint FLAG_CLIP = 16u;   // NumPy's mode="clip": negative indices become 0,
 const uint FLAG_RAISE = 32u;  // mode="raise" checked in the kernel (one that defines INDEX_REPORT(pos)): resolved
                               // as clamp, and each index outside [-dim, dim) (signed) or [0, dim) reported by
                               // its position in the index tensor (plans/index_check.py)
+const uint FLAG_FILL = 64u;   // mode="fill" (gathers): a tuple with any index outside [-dim, dim) (signed) or
+                              // [0, dim) (unsigned) has no data offset (data_offset: NO_OFFSET); the gather
+                              // writes the unit of words P_FILL there
+const uint FLAG_DROP = 128u;  // mode="drop" (scatters): the same test; the scatter skips such an update
+const uint FLAG_SPARE = 256u; // with FLAG_DROP (the scatter reductions): such a tuple's data offset is that of index
+                              // dim in its first component and 0 in the others, past the data's first indexed
+                              // dimension: a spare slice of a scratch output (plans/reduction.py's Dropping)
 
 // i / n for 2 <= n < 2^32 without a division instruction (Granlund-Montgomery): m = 2^32 (2^l - n) / n + 1.
 uint divide(uint i, uint m, uint l) {
@@ -145,7 +156,9 @@ uint64_t divide_dim(uint64_t i, uint d) {
 
 // An index as a 64-bit two's complement value, resolved into [0, dim): negative values of signed types count
 // from the end, then anything outside is clamped (FLAG_WRAP, FLAG_CLIP: NumPy's modes instead).
-uint64_t read_index(uint64_t pos, uint64_t dim, bool is_signed) {
+// ``missed`` becomes true (FLAG_FILL, FLAG_DROP) where the index lies outside [-dim, dim) (signed types) or
+// [0, dim).
+uint64_t read_index(uint64_t pos, uint64_t dim, bool is_signed, inout bool missed) {
     uint64_t v = raw_index(pos);
 #if !IDX64
     if (is_signed)
@@ -153,6 +166,9 @@ uint64_t read_index(uint64_t pos, uint64_t dim, bool is_signed) {
 #endif
     uint mode = uint(PW(P_FLAGS)) & (FLAG_WRAP | FLAG_CLIP);
     bool negative = is_signed && int64_t(v) < 0;
+    if ((uint(PW(P_FLAGS)) & (FLAG_FILL | FLAG_DROP)) != 0u &&
+        (negative ? dim == 0u || v < 0u - dim : v >= dim))      // (v - 2^64 < -dim: v < 2^64 - dim)
+        missed = true;
     if (mode == FLAG_WRAP) {
         uint64_t r = (negative ? 0u - v : v) % dim;               // |v| mod dim (0 - v: -v, also for -2^63)
         return negative && r != 0u ? dim - r : r;
@@ -209,7 +225,8 @@ bool index_outside(uint lo, uint hi, uint dim, bool is_signed) {
     return hi != 0u || lo >= dim;
 }
 
-uint read_index(uint pos, uint dim, bool is_signed) {
+// ``missed`` becomes true (FLAG_FILL, FLAG_DROP) where the index lies outside its range (index_outside).
+uint read_index(uint pos, uint dim, bool is_signed, inout bool missed) {
 #if IDX64 && ADDR
     uint64_t w = raw_index(pos);
     uint lo = uint(w), hi = uint(w >> 32u);
@@ -228,6 +245,8 @@ uint read_index(uint pos, uint dim, bool is_signed) {
     if ((PW(P_FLAGS) & FLAG_RAISE) != 0u && index_outside(lo, hi, dim, is_signed))
         INDEX_REPORT(pos);
 #endif
+    if ((PW(P_FLAGS) & (FLAG_FILL | FLAG_DROP)) != 0u && index_outside(lo, hi, dim, is_signed))
+        missed = true;
     return resolve_index(lo, hi, dim, is_signed);
 }
 
@@ -284,9 +303,14 @@ void advance(inout Position p, OFF_T i) {
     }
 }
 
-// The data offset of a position: its direct part plus each index of its tuple times its data stride.
-// TUPLE_K (a define, where a variant has one): the tuple size fixed at compile time, so that the loop
-// unrolls and a kernel's index loads for several units can all be in flight at once.
+// No data offset: FLAG_FILL's and FLAG_DROP's tuple out of range (32-bit maps keep every offset below it:
+// IndexMap.fits_32_bits).
+const OFF_T NO_OFFSET = ~OFF_T(0u);
+
+// The data offset of a position: its direct part plus each index of its tuple times its data stride; NO_OFFSET
+// where FLAG_FILL or FLAG_DROP is set and an index of the tuple lies outside its range (every kernel that runs
+// those modes tests it). TUPLE_K (a define, where a variant has one): the tuple size fixed at compile time, so
+// that the loop unrolls and a kernel's index loads for several units can all be in flight at once.
 OFF_T data_offset(Position p) {
     OFF_T data = p.data;
 #ifdef TUPLE_K
@@ -296,8 +320,11 @@ OFF_T data_offset(Position p) {
 #endif
     bool is_signed = (PW(P_FLAGS) & FLAG_SIGNED) != 0u;
     OFF_T tstride = PW(P_TSTRIDE);
+    bool missed = false;
     for (uint k = 0u; k < k_count; ++k)
-        data += read_index(p.index + k * tstride, PW(P_TDIM + k), is_signed) * PW(P_TDATA + k);
+        data += read_index(p.index + k * tstride, PW(P_TDIM + k), is_signed, missed) * PW(P_TDATA + k);
+    if (missed)
+        return (PW(P_FLAGS) & FLAG_SPARE) != 0u ? p.data + PW(P_TDIM) * PW(P_TDATA) : NO_OFFSET;
     return data;
 }
 

@@ -6,6 +6,7 @@
 // over the rows), which claims its target row: OWNER[row start >> PW(P_OWNER_SHIFT)] = max(r * PW(P_ROW_UNITS)
 // + 1), the position of its first unit + 1. CLEAR (with ROWS): the pass after the writes, which zeroes
 // the rows' claims again.
+// FLAG_DROP (mode="drop"): an update (or row) whose tuple is out of range (NO_OFFSET) claims nothing.
 // FEW (devices that bind at most 4 storage buffers): the claims at binding 2 (0 params, 1 indices, 2 claims).
 #include "units.glsl"
 #include "bindings.glsl"
@@ -20,7 +21,10 @@ const uint P_OWNER_SHIFT = P_END;        // target row start >> PW(P_OWNER_SHIFT
 const uint P_ROW_UNITS = P_END + 1u;     // units per row
 
 void process(uint r) {
-    uint owner = map_offsets(r).data >> PW(P_OWNER_SHIFT);
+    uint target = map_offsets(r).data;
+    if (target == NO_OFFSET)             // FLAG_DROP: a row out of range claims nothing
+        return;
+    uint owner = target >> PW(P_OWNER_SHIFT);
 #if CLEAR
     OWNER[owner] = 0u;
 #else
@@ -29,7 +33,9 @@ void process(uint r) {
 }
 #else
 void process(OFF_T i) {
-    atomicMax(WORD_AT(OWNER, map_offsets(i).data), uint(i) + 1u);   // the host keeps counts under 2^32 - 1
+    OFF_T target = map_offsets(i).data;
+    if (target != NO_OFFSET)             // (FLAG_DROP: an update out of range claims nothing)
+        atomicMax(WORD_AT(OWNER, target), uint(i) + 1u);   // the host keeps counts under 2^32 - 1
 }
 #endif
 #include "grid_loop.glsl"

@@ -49,7 +49,8 @@ void item(uint first, uint j, uint m, out uint l, out uint a, out Position p, ou
     l = m == 1u ? j : divide(j, PW(P_LINE_MAGIC), PW(P_LINE_SHIFT));
     a = j - l * m;
     p = locate(first + l);
-    target = read_index(p.index + a * PW(P_LINE_INDEX), PW(P_LINE_N), (PW(P_FLAGS) & FLAG_SIGNED) != 0u);
+    bool missed = false;       // (never FLAG_DROP: plans/scatter_lines.py)
+    target = read_index(p.index + a * PW(P_LINE_INDEX), PW(P_LINE_N), (PW(P_FLAGS) & FLAG_SIGNED) != 0u, missed);
 }
 
 void main() {

@@ -20,6 +20,8 @@
 // WORKGROUP_SIZE): the claims are cleared in the same pass, so no clearing pass follows: a workgroup takes
 // WORKGROUP_SIZE consecutive units at a time (whole row windows), and after a barrier (every unit of a window
 // has read its claim) the first unit of each claimed window clears its claim word.
+// FLAG_DROP (mode="drop"): an update whose tuple is out of range (data_offset: NO_OFFSET) writes nothing (and
+// claimed nothing). COPY and FEW read no index: they write what the claims say.
 // FEW (devices that bind at most 4 storage buffers; after scatter_claim.comp's FEW): an iteration per unit of
 // the output (PW(P_TOTAL): the claim words), which reads no index: a claimed unit takes the update of the
 // iteration that claimed it (its dense offset: locate(claim - 1)) and clears the claim. Bindings: 0 params,
@@ -100,12 +102,12 @@ void main() {
     uint target = ~0u;
     if (r < rows) {
         Offsets o = map_offsets(r);
-        target = o.data;
+        target = o.data;                 // (FLAG_DROP: NO_OFFSET, ~0u, for a row out of range)
         SOURCE[r] = o.dense;
     }
     TARGET[r] = target;
     barrier();
-    bool wins = r < rows;
+    bool wins = r < rows && target != NO_OFFSET;
     for (uint j = r + 1u; wins && j < rows; ++j)
         wins = TARGET[j] != target;
     WINS[r] = wins;
@@ -123,7 +125,8 @@ void main() {
 #elif UNIQUE
 void process(OFF_T i) {
     Offsets o = map_offsets(i);
-    STORE_UNIT(DATA, o.data, LOAD_UNIT(DENSE, o.dense));
+    if (o.data != NO_OFFSET)
+        STORE_UNIT(DATA, o.data, LOAD_UNIT(DENSE, o.dense));
 }
 #elif ROWS
 const uint P_OWNER_SHIFT = P_END;
@@ -131,12 +134,16 @@ const uint P_OWNER_SHIFT = P_END;
 void process(uint i) {
     Position p = locate(i);
     uint data = data_offset(p);
+    if (data == NO_OFFSET)
+        return;
     if (OWNER[(data - p.inner) >> PW(P_OWNER_SHIFT)] == i - p.inner + 1u)
         STORE_UNIT(DATA, data, LOAD_UNIT(DENSE, p.dense));
 }
 #else
 void process(OFF_T i) {
     Offsets o = map_offsets(i);
+    if (o.data == NO_OFFSET)
+        return;
     if (WORD_AT(OWNER, o.data) == uint(i) + 1u) {
         STORE_UNIT(DATA, o.data, LOAD_UNIT(DENSE, o.dense));
         WORD_AT(OWNER, o.data) = 0u;

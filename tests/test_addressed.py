@@ -131,7 +131,7 @@ def test_each_path_runs_its_variant(blocks):
         suffix = "_wide" if wide else "_addr"
         assert check_gather(blocks, small, np.arange(300) % 40, 0, "run", wide) == ["gather_u16_i64_run" + suffix]
         # the large table's lists: with 4 KiB blocks 351 + 45 (output) + 1 (indices) addresses, 8 head words and
-        # the 72 (WIDE) or 40 (ADDR) 64-bit parameter words fit 512 (1024 32-bit words); with 256-byte blocks not
+        # the 76 (WIDE) or 42 (ADDR) 64-bit parameter words fit 512 (1024 32-bit words); with 256-byte blocks not
         assert dmlgpu.kernels.table.RUN_UNIFORM_WORDS == 1024
         want = "gather_u16_i64_run" if blocks.chunk_bytes == 4096 else "gather_u16_i64"
         assert check_gather(blocks, large, np.arange(90) % 700, 0, "run", wide) == [want + suffix]

@@ -26,7 +26,7 @@ D = np.arange(6.0).reshape(2, 3)
     (lambda: dmlgpu.put_along_axis(D.copy(), np.array([[9]]), 1.0, axis=1),
      "put_along_axis: index 9 at indices position (0, 0) is out of bounds for axis 1 with size 3"),
     (lambda: dmlgpu.gather(D, [0], axis=2), "gather: axis 2 is out of bounds for data of rank 2"),
-    (lambda: dmlgpu.gather(D, [0], mode="wrap"), "gather: mode must be one of ('clamp', 'raise'), not 'wrap'"),
+    (lambda: dmlgpu.gather(D, [0], mode="wrap"), "gather: mode must be one of ('clamp', 'raise', 'fill'), not 'wrap'"),
     (lambda: dmlgpu.gather(np.zeros(3, object), [0]), "gather: data has dtype object, which holds Python objects"),
     (lambda: dmlgpu.gather_elements(D, np.zeros((2, 3, 1), np.int64)),
      "gather_elements: indices must have the rank of data (2), not 3"),

@@ -13,11 +13,12 @@ import dmlgpu
 from dmlgpu.api import constructors, functions, signatures
 
 KEYWORDS = ["device", "mode", "out"]
+GATHER_KEYWORDS = ["device", "mode", "fill_value", "out"]
 SCATTER_KEYWORDS = ["device", "mode", "reduction", "include_self", "order", "out", "unique_indices"]
 LAYER_2 = {
-    "gather": ["data", "indices", "axis", *KEYWORDS],
-    "gather_elements": ["data", "indices", "axis", *KEYWORDS],
-    "gather_nd": ["data", "indices", "batch_dims", *KEYWORDS],
+    "gather": ["data", "indices", "axis", *GATHER_KEYWORDS],
+    "gather_elements": ["data", "indices", "axis", *GATHER_KEYWORDS],
+    "gather_nd": ["data", "indices", "batch_dims", *GATHER_KEYWORDS],
     "scatter_nd": ["data", "indices", "updates", *SCATTER_KEYWORDS],
     "scatter_elements": ["data", "indices", "updates", "axis", *SCATTER_KEYWORDS],
 }
@@ -37,7 +38,10 @@ def test_layer_2_functions_keep_their_names_signatures_and_help(name):
     assert "    Returns\n    -------\n    np.ndarray or Tensor\n" in doc
     examples = doc.split("    Examples\n    --------\n    >>> import numpy as np, dmlgpu\n")[1]
     assert f">>> dmlgpu.{name}(" in examples or f"dmlgpu.{name}(" in examples
-    assert "    mode : {\"clamp\", \"raise\"}\n" in doc and "    out : Tensor or np.ndarray, optional\n" in doc
+    modes = '"clamp", "raise", "drop"' if name.startswith("scatter") else '"clamp", "raise", "fill"'
+    assert f"    mode : {{{modes}}}\n" in doc and "    out : Tensor or np.ndarray, optional\n" in doc
+    assert ("    fill_value : scalar, optional\n" in doc) == name.startswith("gather")
+    assert name.startswith("scatter") or sig.parameters["fill_value"].kind is inspect.Parameter.KEYWORD_ONLY
     text = pydoc.render_doc(fn, renderer=pydoc.plaintext)
     assert f"{name}(data: 'Any', indices: 'Any', " in text and inspect.getdoc(fn).splitlines()[0] in text
 

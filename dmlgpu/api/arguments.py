@@ -16,6 +16,8 @@ from .tensor_protocols import PYTHON_VALUES, assigned
 
 MODES = ("clamp", "raise")
 GATHER_MODES = MODES + ("wrap", "clip")   # what gather plans resolve (numpy.take's too): index_map.INDEX_MODE_FLAGS
+FILL_MODES = MODES + ("fill",)           # the layer-2 gathers' (JAX's "fill": index_map.INDEX_MODE_FLAGS)
+DROP_MODES = MODES + ("drop",)           # the layer-2 scatters' (JAX's "drop")
 ITEM_SIZES = kernels.UNITS     # the kernels' access units: the item sizes layer 2 moves
 _INDEX_DTYPES = frozenset(INDEX_DTYPES)
 
@@ -147,6 +149,26 @@ def _mode(mode: str, modes: tuple = MODES) -> str:
     return mode
 
 
+def _fill(op: str, mode, fill_value, data) -> bytes:
+    """mode="fill"'s ``fill_value`` (None: 0) as the bytes of one element of ``data``'s dtype, converted by the
+    one casting rule (tensor_protocols.assigned: NumPy's assignment); b"" for another mode, where a
+    ``fill_value`` is a ValueError. Errors name ``op``; raised before any GPU work."""
+    if mode != "fill":
+        if fill_value is not None:
+            raise ValueError(f"{op}: fill_value is used only with mode='fill', not with mode={mode!r}")
+        return b""
+    try:
+        dtype = (data if isinstance(data, (Tensor, np.ndarray)) else _host_array(data)).dtype
+        if dtype.hasobject or not dtype.itemsize:
+            raise TypeError(f"data has dtype {dtype}, which holds no fixed-size items to fill with")
+        if dtype.names is not None and isinstance(fill_value, tuple):
+            fill_value = np.array(fill_value, dtype)       # (a record's fields, as NumPy assigns a tuple)
+        value = assigned(0 if fill_value is None else fill_value, dtype, (), op)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise named(e, op) from None
+    return value.tobytes()
+
+
 def _axis(axis, ndim: int, what: str = "data") -> int:
     """``axis`` in [0, ndim): TypeError for a non-integer, AxisError (an IndexError and ValueError) out of
     range."""
@@ -165,6 +187,8 @@ def _index_check(op: str, count: int, dims, mode: str) -> IndexCheck | None:
     dims = np.asarray(dims)
     if mode == "raise":
         return IndexCheck(op, dims)
+    if mode in ("fill", "drop"):       # (every index of a dimension of size 0 is out of range: filled, dropped)
+        return None
     if count and (dims == 0).any():
         raise IndexError(f"{op}: indices address a dimension of size 0, which has no element to clamp to"
                          if mode == "clamp" else f"{op}: cannot do a non-empty take from an empty axis")

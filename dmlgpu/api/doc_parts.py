@@ -54,6 +54,22 @@ PARTS = {
         ValueError for float mul and float64. Other reductions: the same bits either way. ValueError for
         another value; DeviceError for operands held in several blocks.""",
 }
+_RANGE = """An index is out of range outside [-n, n) (signed types; negative ones count from the end) or [0, n)
+        (unsigned types, all 64 bits of the value)."""
+_MODE = 'mode : {"clamp", "raise"}'
+PARTS["gather_modes"] = PARTS["device_mode"].replace(_MODE, 'mode : {"clamp", "raise", "fill"}') \
+    + """ "fill" (JAX's): an output element whose index tuple has any index out of range is ``fill_value``;
+        the others are what "clamp" gives (so padding ids at or past n mask their rows; -1 still counts from
+        the end). """ + _RANGE + """
+    fill_value : scalar, optional
+        mode="fill"'s value (default 0), converted to ``data``'s dtype as NumPy's assignment converts it
+        (``a[...] = fill_value``: OverflowError for a Python int out of its range, ValueError for NaN into an
+        integer dtype); ValueError with another mode. Items of other sizes than 1, 2, 4, 8 or 16 bytes take
+        one whose bytes repeat every unit they are moved in (such as 0)."""
+PARTS["scatter_modes"] = PARTS["device_mode"].replace(_MODE, 'mode : {"clamp", "raise", "drop"}') \
+    + """ "drop" (JAX's): an update whose index tuple has any index out of range is skipped (it writes
+        nothing, and takes no part in a reduction or a mean's count); the result is that of the call without
+        it. """ + _RANGE
 PARTS["out"] = """\
     out : Tensor or np.ndarray, optional
         Receives the result and is returned: exactly the result's shape and dtype (ValueError otherwise,

@@ -64,7 +64,7 @@ Rule = Callable[..., Signature]
 
 def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args: tuple = (), *,
          device: Any = None, mode: str = "clamp", out: Any = None, key: tuple | None = None,
-         byte_order: bool = False, name: str | None = None, modes: tuple = MODES) -> Any:
+         byte_order: bool = False, name: str | None = None, modes: tuple = MODES, fill: bytes = b"") -> Any:
     """Runs operator ``op`` (a name of ops.PLANS) on these operands (module docstring).
 
     Parameters
@@ -90,6 +90,9 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         Tensor index (mode="raise", index_check.py), made after the call returned, starts with it.
     modes : tuple
         The modes the caller takes (arguments.MODES; NumPy's take: GATHER_MODES, which only gather plans resolve).
+    fill : bytes
+        mode="fill": the bytes of one element of ``data``'s dtype that an out-of-range index tuple reads
+        (arguments._fill); part of the call's signature.
     byte_order : bool
         True for scatter reductions: their arithmetic needs native byte order, so NumPy operands of another
         byte order are converted there and back (execution._run_native); the other operators move bytes.
@@ -106,6 +109,8 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     """
     if key is None:
         key = (*args, mode) if name is None else (*args, mode, name)
+    if fill:
+        key += ("fill " + fill.hex(),)     # (a str: the signature's planned call and template hold its bits)
     if device is None and data.__class__ is Tensor and indices.__class__ is Tensor and data._strides is None and \
             indices._strides is None:
         res = calls.templated(op, data, indices, updates, key, out)     # a repeated call: its template
@@ -113,10 +118,11 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
             return res
     if op in items.OPERATORS and isinstance(getattr(data, "dtype", None), np.dtype) and items.odd(data.dtype):
         return items.call(call, op, rule, data, indices, updates, args, device=device, mode=mode, out=out,
-                          key=key, byte_order=byte_order, name=name, modes=modes)     # (records, "S3", ...: as rows of units)
+                          key=key, byte_order=byte_order, name=name, modes=modes,
+                          fill=fill)     # (records, "S3", ...: as rows of units)
     if any(isinstance(x, Tensor) and x._strides is not None for x in (data, indices, updates, out)):
         return _strided(op, rule, data, indices, updates, args, device=device, mode=mode, out=out, key=key,
-                        byte_order=byte_order, name=name, modes=modes)
+                        byte_order=byte_order, name=name, modes=modes, fill=fill)
     data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates, modes)
     upd = None if updates is None else _updates(updates, data, op)
     arrays = (data, idx) if upd is None else (data, idx, upd)
@@ -128,7 +134,9 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         check = _index_check(name or op, count, dims, mode)
         if sig.plan_args is None:
             return _Call(None, sig.out_shape, check, copy=upd is not None)
-        resolve = {"index_mode": mode} if mode in ("wrap", "clip") else {}     # gather's NumPy modes
+        resolve: dict = {"index_mode": mode} if mode in ("wrap", "clip", "fill", "drop") else {}   # resolved by plans
+        if fill:
+            resolve["fill"] = fill
         return _Call(ops.PLANS[op](*sig.plan_args, **resolve), sig.out_shape, check)
 
     if out is not None:

@@ -4,10 +4,12 @@ Each takes NumPy arrays (any fixed-size dtype: values move bit-exact, dmlgpu/api
 NumPy can view without a copy (PyTorch CPU tensors and other DLPack producers, ``__array__``, the buffer
 protocol: see dmlgpu.api.interop.host_array) or dmlgpu.Tensors, ``device=`` (a Device or a device index; default:
 the device of a Tensor operand, else dmlgpu.default_device()) and ``mode=``: "clamp" (DirectML's behaviour:
-negative indices count from the end, then out-of-range ones are clamped) or "raise" (IndexError naming the
-first offending index, before any GPU work). Errors name the function called. Inputs are never
-modified, except a scatter's data given as its ``out`` (in place). Results are new NumPy arrays, or new
-Tensors when an operand is a Tensor or the call is made inside a Device.record() block, or ``out``.
+negative indices count from the end, then out-of-range ones are clamped), "raise" (IndexError naming the
+first offending index, before any GPU work), and JAX's "fill" on the gathers (an out-of-range index tuple
+reads ``fill_value``) and "drop" on the scatters (an out-of-range update is skipped). Errors name the
+function called. Inputs are never modified, except a scatter's data given as its ``out`` (in place). Results
+are new NumPy arrays, or new Tensors when an operand is a Tensor or the call is made inside a Device.record()
+block, or ``out``.
 
 Calls that return Tensors are queued on their device and return at once (Device.synchronize() and host reads
 wait: see dmlgpu.runtime.device); NumPy results are complete when the call returns.
@@ -23,10 +25,10 @@ import numpy as np
 from . import driver, signatures
 from ..plans import reduction_args as _reduction
 from .doc_parts import documented
-from .arguments import _axis, _check_elements_shapes, _check_nd
+from .arguments import DROP_MODES, FILL_MODES, _axis, _check_elements_shapes, _check_nd, _fill
 from .execution import _self_copy
 from ..plans.index_map import Layout, nd_shape, take_shape
-from .signatures import DeviceLike, IndexLike, Mode, Order, Reduction    # IndexLike: for numpy_api
+from .signatures import DeviceLike, GatherMode, IndexLike, Order, Reduction, ScatterMode   # IndexLike: numpy_api
 from .tensor import Tensor
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -53,7 +55,7 @@ _SHARED = {
     indices : array_like or Tensor
         Integers of ``data``'s rank, no larger than ``data`` outside ``axis``.""",
     "scatter_keywords": """\
-%(device_mode)s
+%(scatter_modes)s
 %(reduction)s
 %(scatter_out)s
 
@@ -128,7 +130,7 @@ def _scatter_elements_rule(data, idx, upd, axis, reduction, include_self, order,
 @signatures.along_axis
 @_documented
 def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
-           mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
+           mode: GatherMode = "clamp", fill_value: Any = None, out: Tensor | np.ndarray | None = None) -> Any:
     """Elements of ``data`` at ``indices`` along ``axis``: ONNX Gather, ``numpy.take(data, indices, axis)``.
 
     Parameters
@@ -139,7 +141,7 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
         Integers (int32, uint32, int64, uint64; narrower ones are widened), of any shape.
     axis : int
         The dimension of ``data`` they index; negative counts from the end.
-%(device_mode)s
+%(gather_modes)s
 %(out)s
 
 %(returns)s
@@ -157,14 +159,21 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
     >>> dmlgpu.gather(table, [5], mode="raise")
     Traceback (most recent call last):
     IndexError: gather: index 5 at indices position (0,) is out of range for a dimension of size 3 (valid: [-size, size))
+    >>> dmlgpu.gather(table, [1, -1, 3, -4], mode="fill", fill_value=-7)     # -1 counts from the end
+    array([[ 2,  3],
+           [ 4,  5],
+           [-7, -7],
+           [-7, -7]], dtype=int32)
     """
-    return driver.call("gather", _gather_rule, data, indices, None, (axis,), device=device, mode=mode, out=out)
+    return driver.call("gather", _gather_rule, data, indices, None, (axis,), device=device, mode=mode, out=out,
+                       modes=FILL_MODES, fill=_fill("gather", mode, fill_value, data))
 
 
 @signatures.along_axis
 @_documented
 def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
-                    mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
+                    mode: GatherMode = "clamp", fill_value: Any = None,
+                    out: Tensor | np.ndarray | None = None) -> Any:
     """One element of ``data`` per index, along ``axis``: ONNX GatherElements, ``numpy.take_along_axis``
     without broadcasting. ``out[i][j] = data[indices[i][j]][j]`` for axis 0, and so on.
 
@@ -173,7 +182,7 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
 %(elements)s
     axis : int
         The dimension of ``data`` they index.
-%(device_mode)s
+%(gather_modes)s
 %(out)s
 
 %(returns)s
@@ -187,13 +196,13 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
            [21, 21]])
     """
     return driver.call("gather_elements", _gather_elements_rule, data, indices, None, (axis,), device=device, mode=mode,
-                       out=out)
+                       out=out, modes=FILL_MODES, fill=_fill("gather_elements", mode, fill_value, data))
 
 
 @signatures.batch_dims
 @_documented
 def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLike = None,
-              mode: Mode = "clamp", out: Tensor | np.ndarray | None = None) -> Any:
+              mode: GatherMode = "clamp", fill_value: Any = None, out: Tensor | np.ndarray | None = None) -> Any:
     """Slices of ``data`` at index tuples: ONNX GatherND. ``out[b.., i..] = data[b.., *indices[b.., i.., :]]``.
 
     Parameters
@@ -205,7 +214,7 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
         first ``batch_dims`` dimensions equal ``data``'s.
     batch_dims : int
         Leading dimensions that ``data`` and ``indices`` share, gathered batch by batch.
-%(device_mode)s
+%(gather_modes)s
 %(out)s
 
 %(returns)s
@@ -218,15 +227,17 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
     array([1, 8], dtype=int16)
     >>> dmlgpu.gather_nd(grid, [[2]])               # k=1: whole rows
     array([[6, 7, 8]], dtype=int16)
+    >>> dmlgpu.gather_nd(grid, [[0, 1], [3, 0], [1, -4]], mode="fill", fill_value=-1)
+    array([ 1, -1, -1], dtype=int16)
     """
     return driver.call("gather_nd", _gather_nd_rule, data, indices, None, (batch_dims,), device=device, mode=mode,
-                       out=out)
+                       out=out, modes=FILL_MODES, fill=_fill("gather_nd", mode, fill_value, data))
 
 
 @signatures.scatter_nd
 @_documented
 def scatter_nd(data: Any, indices: Any, updates: Any, *,
-               device: DeviceLike = None, mode: Mode = "clamp", reduction: Reduction = "none",
+               device: DeviceLike = None, mode: ScatterMode = "clamp", reduction: Reduction = "none",
                include_self: bool = True, order: Order = "row-major", out: Tensor | np.ndarray | None = None,
                unique_indices: bool = False) -> Any:
     """A copy of ``data`` with slices replaced at index tuples: ONNX ScatterND,
@@ -247,6 +258,8 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
     array([0, 7, 0, 6], dtype=int32)
     >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [3], [1]], np.array([5, 6, 7], np.int32), reduction="add")
     array([ 0, 12,  0,  6], dtype=int32)
+    >>> dmlgpu.scatter_nd(np.zeros(4, np.int32), [[1], [-1], [4]], np.array([5, 6, 7], np.int32), mode="drop")
+    array([0, 5, 0, 6], dtype=int32)
     >>> cache = dmlgpu.tensor(np.zeros((4, 2), np.float16))          # e.g. a KV cache, updated in place
     >>> rows = dmlgpu.tensor(np.array([[3], [0]], np.int32))
     >>> dmlgpu.scatter_nd(cache, rows, dmlgpu.tensor(np.ones((2, 2), np.float16)), out=cache) is cache
@@ -260,13 +273,13 @@ def scatter_nd(data: Any, indices: Any, updates: Any, *,
     return driver.call("scatter_nd", _scatter_nd_rule, data, indices, updates,
                        (reduction, include_self, order, unique_indices), device=device, mode=mode, out=out,
                        key=(mode, reduction, _reduction.self_key(include_self), order) + _unique(unique_indices),
-                       byte_order=reduction != "none")
+                       byte_order=reduction != "none", modes=DROP_MODES)
 
 
 @signatures.scatter_elements
 @_documented
 def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
-                     device: DeviceLike = None, mode: Mode = "clamp",
+                     device: DeviceLike = None, mode: ScatterMode = "clamp",
                      reduction: Reduction = "none", include_self: bool = True, order: Order = "row-major",
                      out: Tensor | np.ndarray | None = None, unique_indices: bool = False) -> Any:
     """A copy of ``data`` with one element replaced per index, along ``axis``: ONNX ScatterElements,
@@ -296,5 +309,5 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, *,
     return driver.call("scatter_elements", _scatter_elements_rule, data, indices, updates,
                        (axis, reduction, include_self, order, unique_indices), device=device, mode=mode, out=out,
                        key=(axis, mode, reduction, _reduction.self_key(include_self), order) + _unique(unique_indices),
-                       byte_order=reduction != "none")
+                       byte_order=reduction != "none", modes=DROP_MODES)
 

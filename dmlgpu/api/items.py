@@ -72,6 +72,14 @@ def call(run: Callable[..., Any], op: str, rule: Any, data: Any, indices: Any, u
             _reduction.check(args[at], dtype, args[at + 1], args[at + 2])
         if op in AXIS_OPERATORS:
             args = (_axis(args[0], data.ndim),) + args[1:]
+        fill = kw.get("fill", b"")
+        unit = unit_of(dtype).itemsize
+        if fill != fill[:unit] * (len(fill) // unit):
+            raise ValueError(f"mode='fill' moves items of {dtype.itemsize} bytes as units of {unit}, which take one "
+                             f"fill value: a fill_value whose bytes repeat every {unit} bytes (such as 0), not one "
+                             f"of bytes {fill.hex()}")
+        if fill:
+            kw["fill"] = fill[:unit]
     except (TypeError, ValueError, IndexError) as e:
         raise named(e, op) from None
     units = as_units(data)

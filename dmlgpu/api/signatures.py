@@ -6,7 +6,7 @@ through the decorator of its signature (``along_axis``, ``batch_dims``, ``scatte
 ``scatter_elements``), which mypy checks the function against and which returns the function itself (its
 ``__name__``, ``__doc__`` and ``inspect.signature`` stay the function's own). gather and gather_elements
 share one signature. The keywords every function takes (``device``, ``mode``; a scatter's reduction
-keywords) are written once too, as the TypedDicts ``Where`` and ``Scattering``.
+keywords) are written once too, as the TypedDicts ``Where``, ``Gathering`` and ``Scattering``.
 
 Nothing here runs a call: dmlgpu.api.functions holds the functions and dmlgpu.api.driver their common call.
 """
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack      # typing's from Python 3.11; only mypy reads these annotations
 
 Mode = Literal["clamp", "raise"]
+GatherMode = Literal["clamp", "raise", "fill"]     # the layer-2 gathers' modes ("fill": with ``fill_value``)
+ScatterMode = Literal["clamp", "raise", "drop"]    # the layer-2 scatters
 Reduction = Literal["none", "add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin"]  # (PyTorch's aliases)
 Order = Literal["row-major", "tree", "fixed-point"]
 DeviceLike = Union[Device, int, None]     # a Device, a device index, or None: the default (device.as_device)
@@ -34,13 +36,19 @@ _O = TypeVar("_O", Tensor, np.ndarray)    # out=: the result is out
 
 
 class Where(TypedDict, total=False):
-    """The keywords of every layer-2 function but ``out``: where it runs and how it treats indices."""
+    """The keyword of every layer-2 function on where it runs."""
     device: DeviceLike
-    mode: Mode
+
+
+class Gathering(Where, total=False):
+    """A gather's keywords but ``out``: where it runs and how it treats indices."""
+    mode: GatherMode
+    fill_value: Any
 
 
 class Scattering(Where, total=False):
     """A scatter's keywords but ``out``."""
+    mode: ScatterMode
     reduction: Reduction
     include_self: bool
     order: Order
@@ -48,33 +56,34 @@ class Scattering(Where, total=False):
 
 
 class AlongAxis(Protocol):
-    """``f(data, indices, axis=0, *, device=None, mode="clamp", out=None)``: gather, gather_elements."""
+    """``f(data, indices, axis=0, *, device=None, mode="clamp", fill_value=None, out=None)``: gather,
+    gather_elements."""
     @overload
-    def __call__(self, data: Any, indices: Any, axis: int = 0, *, out: _O, **kw: Unpack[Where]) -> _O: ...
+    def __call__(self, data: Any, indices: Any, axis: int = 0, *, out: _O, **kw: Unpack[Gathering]) -> _O: ...
     @overload
     def __call__(self, data: Tensor, indices: IndexLike, axis: int = 0, *, out: None = None,
-                 **kw: Unpack[Where]) -> Tensor: ...
+                 **kw: Unpack[Gathering]) -> Tensor: ...
     @overload
     def __call__(self, data: ArrayInput, indices: Tensor, axis: int = 0, *, out: None = None,
-                 **kw: Unpack[Where]) -> Tensor: ...
+                 **kw: Unpack[Gathering]) -> Tensor: ...
     @overload
     def __call__(self, data: ArrayInput, indices: ArrayInput, axis: int = 0, *, out: None = None,
-                 **kw: Unpack[Where]) -> np.ndarray: ...
+                 **kw: Unpack[Gathering]) -> np.ndarray: ...
 
 
 class BatchDims(Protocol):
-    """``f(data, indices, batch_dims=0, *, device=None, mode="clamp", out=None)``: gather_nd."""
+    """``f(data, indices, batch_dims=0, *, device=None, mode="clamp", fill_value=None, out=None)``: gather_nd."""
     @overload
-    def __call__(self, data: Any, indices: Any, batch_dims: int = 0, *, out: _O, **kw: Unpack[Where]) -> _O: ...
+    def __call__(self, data: Any, indices: Any, batch_dims: int = 0, *, out: _O, **kw: Unpack[Gathering]) -> _O: ...
     @overload
     def __call__(self, data: Tensor, indices: IndexLike, batch_dims: int = 0, *, out: None = None,
-                 **kw: Unpack[Where]) -> Tensor: ...
+                 **kw: Unpack[Gathering]) -> Tensor: ...
     @overload
     def __call__(self, data: ArrayInput, indices: Tensor, batch_dims: int = 0, *, out: None = None,
-                 **kw: Unpack[Where]) -> Tensor: ...
+                 **kw: Unpack[Gathering]) -> Tensor: ...
     @overload
     def __call__(self, data: ArrayInput, indices: ArrayInput, batch_dims: int = 0, *, out: None = None,
-                 **kw: Unpack[Where]) -> np.ndarray: ...
+                 **kw: Unpack[Gathering]) -> np.ndarray: ...
 
 
 class ScatterND(Protocol):

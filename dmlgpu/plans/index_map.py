@@ -5,7 +5,8 @@ the output; scatter: the updates), where each iteration reads or writes one elem
 and one element of the **data** tensor (gather: the input; scatter: the output). The data element's
 offset is the sum of directly mapped coordinates times their strides, plus, for each component k of an
 index tuple, the index read from the indices tensor (wrapped if negative, clamped) times the stride of
-the data dimension it indexes.
+the data dimension it indexes (or, in modes "fill" and "drop", no offset where an index is out of range:
+INDEX_MODE_FLAGS).
 
 This module builds those maps from tensor layouts (the same builders serve layer 1 and layer 2), folds
 dimensions that are contiguous in every tensor, picks the widest access unit (1 to 16 bytes) that
@@ -28,14 +29,26 @@ MAX_RANK = 8          # iteration dimensions and tuple components a kernel takes
 # checks that they agree): see the GLSL for what each holds.
 P_RANK, P_TOTAL, P_K, P_FLAGS, P_TSTRIDE, P_UNITS, P_STATUS = range(7)
 P_SHAPE, P_DENSE, P_DATA, P_INDEX, P_TDIM, P_TDATA, P_MAGIC, P_SHIFT = range(8, 8 + 8 * MAX_RANK, MAX_RANK)
-P_END = P_SHIFT + MAX_RANK    # kernels with parameters of their own put them from here on
+P_FILL = P_SHIFT + MAX_RANK   # [4] mode="fill": the unit an out-of-range tuple reads, as 32-bit words
+P_END = P_FILL + 4            # kernels with parameters of their own put them from here on
 P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists start (plan.wide_params)
 P_ADDR = P_END + 8            # ADDR variants (scatter reductions): the same lists as 32-bit pairs, from here
 PARAM_WORDS = P_END           # size of the index map's parameter block
 FLAG_SIGNED, FLAG_ROWS, FLAG_WRAP, FLAG_CLIP, FLAG_RAISE = 1, 4, 8, 16, 32   # bits of P[P_FLAGS]
-# How the kernels resolve an index (index_map.glsl's resolve_index): "clamp" (DirectML's: negative indices count
-# from the end once, then clamp; mode="raise" too, once its check has passed), NumPy's "wrap" and "clip"
-INDEX_MODE_FLAGS = {"clamp": 0, "raise": 0, "wrap": FLAG_WRAP, "clip": FLAG_CLIP}
+FLAG_FILL, FLAG_DROP = 64, 128
+FLAG_SPARE = 256      # with FLAG_DROP (index mode "drop-spare": the scatter reductions): an out-of-range tuple's data
+                      # offset is that of index dim in its first component, 0 in the others (a spare slice)
+# How the kernels treat an index (index_map.glsl's resolve_index and data_offset): "clamp" (DirectML's: negative
+# indices count from the end once, then clamp; mode="raise" too, once its check has passed), NumPy's "wrap" and
+# "clip", and JAX's "fill" (gathers) and "drop" (scatters). An index is *out of range* when it lies outside
+# [-dim, dim) for a signed index type (negative ones count from the end, as in "clamp" and "raise") or outside
+# [0, dim) for an unsigned one (all 64 bits of its value count); a dimension of size 0 has every index out of
+# range. "fill": an element whose index tuple has any component out of range reads the fill value (the unit of
+# words P_FILL: IndexMap.params' ``fill``); every other element the bits "clamp" gives. "drop": an update whose
+# tuple has any component out of range is skipped entirely (it claims nothing and writes nothing); the others
+# write as without it.
+INDEX_MODE_FLAGS = {"clamp": 0, "raise": 0, "wrap": FLAG_WRAP, "clip": FLAG_CLIP, "fill": FLAG_FILL,
+                    "drop": FLAG_DROP, "drop-spare": FLAG_DROP | FLAG_SPARE}
 ROW_LOOP_MAX = 4096   # units of the longest row a row-loop iteration moves (IndexMap.row_loop_ok) ...
 ROW_LOOP_ROWS = 64    # ... and the fewest rows worth it
 U32 = 2**32          # values of a 32-bit word: the 32-bit kernels' counts and offsets stay below U32 - 1
@@ -186,14 +199,15 @@ class IndexMap:
         return fits
 
     def params(self, signed_indices: bool, vec: int = 0, row_loop: bool = False, wide: bool = False,
-               index_mode: str = "clamp") -> np.ndarray:
+               index_mode: str = "clamp", fill: bytes = b"") -> np.ndarray:
         """The kernel's parameter words (uint32[PARAM_WORDS]; with ``wide``, the WIDE variants' uint64 words,
         the same layout); DeviceError if the map needs 64 bits (fits_32_bits()) and ``wide`` is not given.
         ``vec`` (needs vec_ok(); not with ``wide``): a gather iterates over groups of ``vec`` bytes of its
         dense tensor. ``row_loop`` (needs row_loop_ok()): a gather iterates over the rows of the innermost
         dimension, moving each whole (FLAG_ROWS: fewer index decodes, for CPU devices, where an invocation is
-        a SIMD lane). ``index_mode``: how indices outside the dimension resolve (INDEX_MODE_FLAGS). Word P_TOTAL
-        is the kernel's loop count in every case."""
+        a SIMD lane). ``index_mode``: how indices outside the dimension resolve (INDEX_MODE_FLAGS). ``fill``
+        (index_mode "fill"): the bytes of one element that an out-of-range tuple reads, repeated over the unit
+        into words P_FILL. Word P_TOTAL is the kernel's loop count in every case."""
         if len(self.dims) > MAX_RANK or len(self.tuple_dims) > MAX_RANK:
             raise DeviceError(f"the operation needs {len(self.dims)} iteration dimensions and "
                               f"{len(self.tuple_dims)} index components after folding; kernels take at most {MAX_RANK}")
@@ -219,7 +233,16 @@ class IndexMap:
                 p[P_MAGIC + i], p[P_SHIFT + i] = magic(d.size)
         for k, (n, t) in enumerate(self.tuple_dims):
             p[P_TDIM + k], p[P_TDATA + k] = n, t
+        if fill:
+            p[P_FILL:P_FILL + 4] = fill_words(fill, self.unit)
         return p
+
+
+def fill_words(fill: bytes, unit: int) -> np.ndarray:
+    """Words P_FILL of a fill element's bytes: the unit of ``unit`` bytes that holds it repeated (a vectorized
+    map's unit holds several elements), zero-padded to 16 bytes, as four little-endian 32-bit words."""
+    assert unit % len(fill) == 0 and unit <= 16
+    return np.frombuffer((fill * (unit // len(fill))).ljust(16, b"\0"), dtype="<u4").astype(np.uint32)
 
 
 def magic(n: int) -> tuple[int, int]:

@@ -48,48 +48,55 @@ def input_copy(src: Layout, dst: Layout, dtype: DTypeLike) -> IndexMap:
 
 
 def gather(data: Layout, indices: Layout, out: Layout, axis: int, dtype: DTypeLike, index_dtype: DTypeLike,
-           index_mode: str = "clamp") -> Plan:
+           index_mode: str = "clamp", fill: bytes = b"") -> Plan:
     """GATHER (numpy.take): ``out`` of shape index_map.take_shape(data, indices, axis); ``index_mode``: how
-    indices outside the axis resolve (index_map.INDEX_MODE_FLAGS: NumPy's "wrap" and "clip" too)."""
-    return make_plan(GatherPlan, take_map(data, indices, out, axis, _elem(dtype)), np.dtype(index_dtype), index_mode)
+    indices outside the axis resolve (index_map.INDEX_MODE_FLAGS: NumPy's "wrap" and "clip", "fill" too, which
+    reads ``fill``, the bytes of one element of ``dtype``, there)."""
+    return make_plan(GatherPlan, take_map(data, indices, out, axis, _elem(dtype)), np.dtype(index_dtype), index_mode,
+                     fill)
 
 
 def gather_elements(data: Layout, indices: Layout, out: Layout, axis: int, dtype: DTypeLike,
-                    index_dtype: DTypeLike) -> Plan:
-    """GATHER_ELEMENTS (numpy.take_along_axis): ``out`` of the indices' shape."""
-    return make_plan(GatherPlan, elements_map(data, indices, out, axis, _elem(dtype)), np.dtype(index_dtype))
+                    index_dtype: DTypeLike, index_mode: str = "clamp", fill: bytes = b"") -> Plan:
+    """GATHER_ELEMENTS (numpy.take_along_axis): ``out`` of the indices' shape (``index_mode``, ``fill``: as
+    gather's)."""
+    return make_plan(GatherPlan, elements_map(data, indices, out, axis, _elem(dtype)), np.dtype(index_dtype),
+                     index_mode, fill)
 
 
 def gather_nd(data: Layout, indices: Layout, out: Layout, batch_dims: int, dtype: DTypeLike,
-              index_dtype: DTypeLike) -> Plan:
-    """GATHER_ND / GATHER_ND1: ``out`` of shape index_map.nd_shape(data, indices, batch_dims)."""
-    return make_plan(GatherPlan, nd_map(data, indices, out, batch_dims, _elem(dtype)), np.dtype(index_dtype))
+              index_dtype: DTypeLike, index_mode: str = "clamp", fill: bytes = b"") -> Plan:
+    """GATHER_ND / GATHER_ND1: ``out`` of shape index_map.nd_shape(data, indices, batch_dims) (``index_mode``,
+    ``fill``: as gather's)."""
+    return make_plan(GatherPlan, nd_map(data, indices, out, batch_dims, _elem(dtype)), np.dtype(index_dtype),
+                     index_mode, fill)
 
 
 def scatter_nd(out: Layout, indices: Layout, updates: Layout, dtype: DTypeLike, index_dtype: DTypeLike,
                reduction: str, copy: IndexMap, unique: bool = False, include_self: bool = True,
-               order: str = "row-major") -> Plan:
+               order: str = "row-major", index_mode: str = "clamp") -> Plan:
     """SCATTER_ND into ``out`` (the input's and output's meaningful layout) with ``reduction`` ("none": the
     last update wins; else reduction.ReducePlan, with ``include_self`` and ``order``), after ``copy``
     (input_copy(); skipped in place). ``unique``: the updates promise distinct targets (reduction "none": one
-    pass, no claims, plan.ScatterPlan's)."""
+    pass, no claims, plan.ScatterPlan's). ``index_mode``: "clamp", or "drop" (index_map.INDEX_MODE_FLAGS; with a
+    reduction: reduction.Dropping)."""
     if reduction != "none":
         return ReducePlan.nd(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, copy,
-                             include_self=include_self, order=order)
+                             include_self=include_self, order=order, index_mode=index_mode)
     return make_plan(ScatterPlan, nd_map(out, indices, updates, 0, _elem(dtype)), np.dtype(index_dtype), copy,
-                     unique)
+                     unique, index_mode)
 
 
 def scatter_elements(out: Layout, indices: Layout, updates: Layout, axis: int, dtype: DTypeLike,
                      index_dtype: DTypeLike, reduction: str, copy: IndexMap, unique: bool = False,
-                     include_self: bool = True, order: str = "row-major") -> Plan:
+                     include_self: bool = True, order: str = "row-major", index_mode: str = "clamp") -> Plan:
     """SCATTER_ELEMENTS along ``axis`` into ``out``, as scatter_nd (lines_plan.scatter_elements_plan picks the
     one-pass lines plan where it fits)."""
     if reduction != "none":
         return ReducePlan.elements(reduction, np.dtype(dtype), np.dtype(index_dtype), out, indices, updates, axis,
-                                   copy, include_self=include_self, order=order)
+                                   copy, include_self=include_self, order=order, index_mode=index_mode)
     return make_plan(scatter_elements_plan, out, indices, updates, axis, _elem(dtype), np.dtype(index_dtype), copy,
-                     unique)
+                     unique, index_mode)
 
 
 # The operators by name (layer 2's names; layer 1's DirectML operators map onto them: GATHER_ND1 is gather_nd)

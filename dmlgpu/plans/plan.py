@@ -97,11 +97,12 @@ class _MapPlan(Plan):
     sign, wrapping). Maps that need 64 bits run only in the WIDE variants; the others in the 32-bit ones
     unless a buffer is held in several blocks."""
 
-    def __init__(self, index_map: IndexMap, index_dtype, index_mode: str = "clamp"):
+    def __init__(self, index_map: IndexMap, index_dtype, index_mode: str = "clamp", fill: bytes = b""):
         index_dtype = np.dtype(index_dtype)
         self.map = index_map.optimized()
         self.signed = index_dtype.kind == "i"
         self.index_mode = index_mode         # index_map.INDEX_MODE_FLAGS: how indices outside a dimension resolve
+        self.fill = fill                     # index_mode "fill": the element's bytes that out-of-range tuples read
         self.index_bytes = index_dtype.itemsize
         self.narrow = self.map.fits_32_bits()
         self._wide_words: dict = {}         # params() arguments -> WIDE words, made on first use
@@ -109,7 +110,8 @@ class _MapPlan(Plan):
     def wide_words(self, **kwargs) -> np.ndarray:
         key = tuple(sorted(kwargs.items()))
         if key not in self._wide_words:
-            self._wide_words[key] = self.map.params(self.signed, wide=True, index_mode=self.index_mode, **kwargs)
+            self._wide_words[key] = self.map.params(self.signed, wide=True, index_mode=self.index_mode,
+                                                    fill=self.fill, **kwargs)
         return self._wide_words[key]
 
 
@@ -138,17 +140,19 @@ class GatherPlan(_MapPlan):
     """dense (output) <- data (input) through ``index_map``. Tensors held in several blocks take the ADDR
     variants of the same kernels (the map fits 32 bits) or the WIDE ones (it does not): the same paths (VEC,
     whole rows on CPU devices, runs of rows on GPUs), the tensors reached through their blocks' device
-    addresses; on CPU devices, whole rows from a data tensor in a few blocks take ``windows``."""
+    addresses; on CPU devices, whole rows from a data tensor in a few blocks take ``windows``. ``index_mode``
+    "fill" (``fill``: the element's bytes) takes every path but the run variants and ``windows``."""
 
     output_from_input = False
 
-    def __init__(self, index_map: IndexMap, index_dtype, index_mode: str = "clamp"):
-        super().__init__(index_map, index_dtype, index_mode)
+    def __init__(self, index_map: IndexMap, index_dtype, index_mode: str = "clamp", fill: bytes = b""):
+        super().__init__(index_map, index_dtype, index_mode, fill)
         self.vec = vec_bytes(self.map)
         mode = index_mode
-        self.words: Any = self.map.params(self.signed, vec=self.vec, index_mode=mode) if self.narrow else None
+        self.words: Any = self.map.params(self.signed, vec=self.vec, index_mode=mode, fill=fill) \
+            if self.narrow else None
         # CPU devices (an invocation is a SIMD lane) gather whole rows per iteration where they can
-        self.row_words: Any = self.map.params(self.signed, row_loop=True, index_mode=mode) \
+        self.row_words: Any = self.map.params(self.signed, row_loop=True, index_mode=mode, fill=fill) \
             if self.narrow and self.map.row_loop_ok() else None
         self.empty = not self.map.count
         # the kernel of each VEC width the words may ask for (0: no VEC), named once
@@ -158,11 +162,12 @@ class GatherPlan(_MapPlan):
         # units that each read their own random place (SPREAD_UNITS): one per invocation on GPUs; 1- and
         # 2-byte ones only through NARROW, on devices with the feature it needs
         self.spread = self.vec > 0 and self.map.indexed_spread() >= SPREAD_UNITS
-        self.unit_words: Any = self.map.params(self.signed, index_mode=mode) if self.spread else None
+        self.unit_words: Any = self.map.params(self.signed, index_mode=mode, fill=fill) if self.spread else None
         self.narrow_feature = kernels.NARROW_FEATURES.get(self.map.unit) if self.spread else None
         if self.narrow_feature:
             self.kernels[NARROW] = kernels.variant("gather", self.map.unit, self.index_bytes, narrow=True)
-        self.run = self.map.unit == 16 and bool(self.map.tuple_dims) and self.map.row_units() >= RUN_ROW_UNITS
+        self.run = self.map.unit == 16 and bool(self.map.tuple_dims) and self.map.row_units() >= RUN_ROW_UNITS \
+            and mode != "fill"        # (gather.comp's RUN_UNROLL has no fill)
         if self.run:
             self.kernels[RUN] = kernels.variant("gather", 16, self.index_bytes, run=True)
 
@@ -242,6 +247,7 @@ class GatherPlan(_MapPlan):
             return [], []
         if raise_at is None and needs_wide(device, self.map, indices, input, output):
             if self._rows(device) and self.row_words is not None and input.chunked and not indices.chunked and \
+                    self.index_mode != "fill" and \
                     not output.chunked and input.block_count <= WINDOW_BLOCKS and \
                     self.map.row_units() * self.map.unit >= WINDOW_ROW_BYTES:
                 return self.windows(device, indices, input, output)
@@ -285,17 +291,21 @@ class ScatterPlan(_MapPlan):
     rows, into an output of the input's packed layout: the claims, then one pass over the output that copies
     the input or takes the claimed row's update (COPY: ``copy_words``) and, where a workgroup holds whole rows,
     clears the claims (CLEARS); updates promising distinct targets (``unique``) too, else one pass after the
-    copy, no claims. Tensors in several blocks or maps past 32 bits: WIDE claim-and-write (claims per unit)."""
+    copy, no claims. Tensors in several blocks or maps past 32 bits: WIDE claim-and-write (claims per unit).
+    ``index_mode`` "drop": in every one of these paths an update whose tuple is out of range claims and writes
+    nothing (index_map.INDEX_MODE_FLAGS)."""
 
     output_from_input = True
 
-    def __init__(self, index_map: IndexMap, index_dtype, copy_map: IndexMap, unique: bool = False):
-        super().__init__(index_map, index_dtype)
+    def __init__(self, index_map: IndexMap, index_dtype, copy_map: IndexMap, unique: bool = False,
+                 index_mode: str = "clamp"):
+        super().__init__(index_map, index_dtype, index_mode)
         self.unique = unique          # the updates promise distinct targets: one pass after the copy, no claims
         if self.map.count >= _U32 - 1:
             raise DeviceError(f"a scatter of {self.map.count} update units: its claims are 32-bit, so at most "
                               f"2^32 - 2 units; split it into smaller ones")
-        self.words: Any = self.map.params(self.signed) if self.narrow else None   # None: wide only
+        mode = index_mode             # "drop": every pass skips an update whose tuple is out of range
+        self.words: Any = self.map.params(self.signed, index_mode=mode) if self.narrow else None   # None: wide only
         self.copy = CopyPlan(copy_map)
         self.row_words: Any = None
         self.copy_words: Any = None   # the rows' one-pass copy and writes (scatter_write.comp's COPY), or None
@@ -309,7 +319,7 @@ class ScatterPlan(_MapPlan):
                 last = sum((d.size - 1) * d.data for d in rows.dims) + sum((n - 1) * t for n, t in m.tuple_dims)
                 self.claim_words = (last >> shift) + 1
                 self.row_words = np.zeros(P_END + 2, dtype=np.uint32)
-                self.row_words[:P_END] = rows.params(self.signed)
+                self.row_words[:P_END] = rows.params(self.signed, index_mode=mode)
                 self.row_words[[P_OWNER_SHIFT, P_ROW_UNITS]] = shift, row
                 self.words = np.concatenate([self.words, np.array([shift, 0], dtype=np.uint32)])
                 out_bytes = self.copy.map.count * self.copy.map.unit

@@ -83,6 +83,10 @@ update *rows* (scatter_elements: every element; scatter_nd: each index tuple's s
    slots per output offset of the span (dmlgpu/plans/reduction_fixed.py, shaders/scatter_fixed.comp), four on devices
    without 64-bit integer atomics. Operands held in several blocks: DeviceError (not supported).
 
+9. mode="drop" (layer 2): the reduction runs as above on a scratch output of one more slice along the first indexed
+   dimension, into which the updates out of range fold (their keys and offsets those of index dim there: FLAG_SPARE),
+   between a copy of the input into the scratch and a copy of the scratch but that slice into the output (Dropping).
+
 Scratch comes from the device (Device.take_buffer) and goes back after the run: two key and two row arrays of n words
 and the levels' partials (step 7: its slots); the sort's counts are zeroed scratch (Device.zeroed:
 radix_sort.COUNTS). Operands held in several blocks take the key and fold kernels' ADDR variants (the atomics:
@@ -99,7 +103,7 @@ import numpy as np
 from ..kernels import table as kernels
 from . import radix_sort
 from ..errors import DeviceError
-from .index_map import P_ADDR, P_END, P_TOTAL, IndexMap, Layout, elements_map, nd_map
+from .index_map import P_ADDR, P_END, P_TOTAL, Dim, IndexMap, Layout, copy_map, elements_map, nd_map, packed_strides
 from .plan import CopyPlan, Plan, needs_wide, wide_params
 from .radix_sort import RadixSort
 from .reduction_args import LAYER2_REDUCTIONS, kernel_for
@@ -139,8 +143,10 @@ class ReducePlan(Plan):
     output_from_input = True
 
     def __init__(self, reduction: str, dtype, index_dtype, scatter_map: IndexMap, rows: int,
-                 copy: IndexMap | None = None, *, include_self: bool = True, order: str = "row-major"):
-        assert reduction in LAYER2_REDUCTIONS[1:]
+                 copy: IndexMap | None = None, *, include_self: bool = True, order: str = "row-major",
+                 index_mode: str = "clamp"):
+        assert reduction in LAYER2_REDUCTIONS[1:] and index_mode in ("clamp", "drop-spare")
+        spare = index_mode == "drop-spare"      # (Dropping's: updates out of range fold into a spare slice)
         dtype, index_dtype = np.dtype(dtype), np.dtype(index_dtype)
         self.reduction, self.include_self = reduction, include_self
         self.kernel = kernel_for(dtype, reduction)
@@ -153,7 +159,8 @@ class ReducePlan(Plan):
         self.copy = CopyPlan(copy) if copy is not None else None
         full = scatter_map.folded()                       # element-wise arithmetic: no wider units
         self.full_map = full
-        self.full_words: Any = full.params(signed) if full.fits_32_bits() else None
+        self.index_mode = index_mode
+        self.full_words: Any = full.params(signed, index_mode=index_mode) if full.fits_32_bits() else None
         elem = scatter_map.unit
         row_map = IndexMap(scatter_map.dims[:rows], scatter_map.tuple_dims, scatter_map.tuple_stride, elem).folded()
         slice_map = IndexMap(scatter_map.dims[rows:], (), 0, elem).folded()
@@ -178,6 +185,8 @@ class ReducePlan(Plan):
                   [t for size, t in row_map.tuple_dims if size > 1 and t]
         shift = min(map(_trailing_zeros, strides), default=0)
         last = sum((d.size - 1) * d.data for d in row_map.dims) + sum((size - 1) * t for size, t in row_map.tuple_dims)
+        if spare:                                         # the spare slice: index dim of the first component
+            last += row_map.tuple_dims[0][1]
         self.key_bits = (last >> shift).bit_length()
         span = last + sum((d.size - 1) * d.data for d in slice_map.dims) + 1     # the output offsets reached
         self.minmax = MinMax.of(self.kernel, index_bytes, self.full_words, full.count, span, mode)
@@ -190,7 +199,7 @@ class ReducePlan(Plan):
         self.keys_kernel = kernels.keys_variant(index_bytes, elem if self.values else 0)
         self.keys_hist_kernel = kernels.keys_variant(index_bytes, elem if self.values else 0, True)
         self.keys_words = np.zeros(P_END + EXTRA_WORDS, dtype=np.uint32)
-        self.keys_words[:P_END] = row_map.params(signed)
+        self.keys_words[:P_END] = row_map.params(signed, index_mode=index_mode)
         self.keys_words[P_KEY_SHIFT] = shift
         self.fold_words = np.zeros(P_END + EXTRA_WORDS, dtype=np.uint32)
         self.fold_words[:P_END] = slice_map.params(False)
@@ -236,19 +245,30 @@ class ReducePlan(Plan):
 
     @classmethod
     def nd(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, copy=None, *,
-           include_self: bool = True, order: str = "row-major") -> "ReducePlan":
-        """SCATTER_ND: out (the data/output layout), idx, upd: meaningful layouts as nd_map takes them."""
+           include_self: bool = True, order: str = "row-major", index_mode: str = "clamp") -> "Plan":
+        """SCATTER_ND: out (the data/output layout), idx, upd: meaningful layouts as nd_map takes them.
+        ``index_mode`` "drop": a Dropping plan around the reduction."""
+        if index_mode == "drop":
+            return Dropping.of(lambda spare: cls.nd(reduction, dtype, index_dtype, spare, idx, upd, None,
+                                                    include_self=include_self, order=order, index_mode="drop-spare"),
+                               out, 0, copy, np.dtype(dtype).itemsize)
         scatter_map = nd_map(out, idx, upd, 0, np.dtype(dtype).itemsize)
         return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape) - 1, copy, include_self=include_self,
-                   order=order)
+                   order=order, index_mode=index_mode)
 
     @classmethod
     def elements(cls, reduction, dtype, index_dtype, out: Layout, idx: Layout, upd: Layout, axis: int,
-                 copy=None, *, include_self: bool = True, order: str = "row-major") -> "ReducePlan":
-        """SCATTER_ELEMENTS along ``axis``: every update is one row of one element."""
+                 copy=None, *, include_self: bool = True, order: str = "row-major",
+                 index_mode: str = "clamp") -> "Plan":
+        """SCATTER_ELEMENTS along ``axis``: every update is one row of one element (``index_mode`` as nd's)."""
+        if index_mode == "drop":
+            return Dropping.of(lambda spare: cls.elements(reduction, dtype, index_dtype, spare, idx, upd, axis, None,
+                                                          include_self=include_self, order=order,
+                                                          index_mode="drop-spare"),
+                               out, axis, copy, np.dtype(dtype).itemsize)
         scatter_map = elements_map(out, idx, upd, axis, np.dtype(dtype).itemsize)
         return cls(reduction, dtype, index_dtype, scatter_map, len(idx.shape), copy, include_self=include_self,
-                   order=order)
+                   order=order, index_mode=index_mode)
 
     def piece_words(self, pieces: int) -> list:
         """The sequential fold's parameter words for each of ``pieces`` passes (one pass: unbounded runs)."""
@@ -325,7 +345,7 @@ class ReducePlan(Plan):
             return out + self.minmax.dispatches(params, take, indices, output, updates), uploads
         if self.atomic is not None:
             if needs_wide(device, self.full_map, indices, output, updates):
-                words = self.full_map.params(self.signed, wide=True)
+                words = self.full_map.params(self.signed, wide=True, index_mode=self.index_mode)
                 p, fresh = wide_params(device, words, indices, output, updates, None)
                 uploads += [p] if fresh else []
                 out.append(Dispatch(self.atomic_wide, (p, indices, output, updates), int(words[P_TOTAL]), wide=True))
@@ -391,3 +411,38 @@ class ReducePlan(Plan):
             out.append(Dispatch(kernel(up), (params(words, operands), k, output, v, h) + sets[level % 2],
                                 int(words[P_TOTAL]), wide=addr))
         return out, uploads
+
+
+class Dropping(Plan):
+    """A scatter reduction with mode="drop" (step 9 of the module's plan): ``reduce`` (a ReducePlan of index mode
+    "drop-spare") runs on a scratch output of one more slice along the data's first indexed dimension (scatter_nd:
+    dimension 0; scatter_elements: the axis), the spare slice, into which every update out of range folds
+    (index_map.glsl's FLAG_SPARE); the input is copied into the scratch first and the scratch but its spare slice
+    into the output last. No dropped update reaches an element of the output, so the output holds the bits of the
+    reduction without them, for every reduction, order and path (at the cost of the two copies and the scratch)."""
+
+    output_from_input = True
+
+    def __init__(self, reduce: Plan, copy_in: CopyPlan, copy_out: CopyPlan, scratch_bytes: int):
+        self.reduce, self.copy_in, self.copy_out, self.scratch_bytes = reduce, copy_in, copy_out, scratch_bytes
+
+    @classmethod
+    def of(cls, make, out: Layout, axis: int, copy: IndexMap | None, elem: int) -> "Dropping":
+        """The plan of ``make(spare)`` (the reduction on the scratch's layout ``spare``: ``out``'s shape, packed
+        strides of one more along ``axis``) between the copies; ``copy``: the input's copy into ``out`` (None:
+        the input has ``out``'s layout)."""
+        padded = tuple(out.shape[:axis]) + (out.shape[axis] + 1,) + tuple(out.shape[axis + 1:])
+        spare = Layout(tuple(out.shape), packed_strides(padded))
+        src = copy if copy is not None else copy_map(out, out, elem)
+        copy_in = IndexMap(tuple(Dim(d.size, t, d.data, 0) for d, t in zip(src.dims, spare.strides)), (), 0, elem)
+        return cls(make(spare), CopyPlan(copy_in), CopyPlan(copy_map(spare, out, elem)),
+                   int(np.prod(padded, dtype=np.int64)) * elem)
+
+    def dispatches(self, device: Device, *, input: Buffer, indices: Buffer, output: Buffer,
+                   updates: Buffer | None = None, take=None) -> tuple[list, list]:
+        scratch = take(self.scratch_bytes)
+        first, uploads = self.copy_in.dispatch(device, input, scratch)
+        steps, more = self.reduce.dispatches(device, input=scratch, indices=indices, output=scratch, updates=updates,
+                                             take=take)
+        last, most = self.copy_out.dispatch(device, scratch, output)
+        return [first] + steps + [last], uploads + more + most

@@ -80,14 +80,15 @@ class ScatterLinesPlan(Plan):
 
 
 def scatter_elements_plan(data: Layout, indices: Layout, dense: Layout, axis: int, elem: int, index_dtype,
-                          copy_map: IndexMap, unique: bool = False) -> Plan:
+                          copy_map: IndexMap, unique: bool = False, index_mode: str = "clamp") -> Plan:
     """SCATTER_ELEMENTS (reduction "none") of these layouts (as index_map.elements_map takes them): the
     one-pass ScatterLinesPlan where the output's axis fits the shared claims and its layout is disjoint, else
     the claim-and-write ScatterPlan (``unique``: updates that promise distinct targets, ScatterPlan's, which
     the lines plan runs where it does not take its COPY, one pass that beats the copy and the claim-free
-    write)."""
-    plan = ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map, unique)
-    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow:
+    write). ``index_mode`` "drop" (index_map.INDEX_MODE_FLAGS): the claim-and-write plan, whose passes skip an
+    update out of range (the lines read their targets themselves)."""
+    plan = ScatterPlan(elements_map(data, indices, dense, axis, elem), index_dtype, copy_map, unique, index_mode)
+    if data.shape[axis] <= kernels.LINE_CLAIM_WORDS and data.disjoint() and plan.narrow and index_mode != "drop":
         lines = ScatterLinesPlan(*elements_lines(data, indices, dense, axis, elem), index_dtype, copy_map, plan)
         if not unique or lines.copy_words is not None:    # unique: the lines' own copy (COPY) where it applies
             return lines

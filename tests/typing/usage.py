@@ -25,6 +25,11 @@ reveal_type(dmlgpu.default_device().record())                     # R: dmlgpu.ru
 reveal_type(dmlgpu.onnx.prepare(b""))                             # R: dmlgpu.onnx.DmlgpuRep
 
 dmlgpu.gather(table, ids, mode="wrap")                            # E: No overload variant
+reveal_type(dmlgpu.gather(t, ids, mode="fill", fill_value=-1.0))  # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.scatter_elements(table, [[0]], [[1.0]], 1, mode="drop", reduction="add"))   # R: numpy.ndarray
+dmlgpu.gather_nd(table, [[0]], mode="drop")                       # E: No overload variant
+dmlgpu.scatter_nd(table, [[1]], table[:1], mode="fill")           # E: No overload variant
+dmlgpu.scatter_nd(table, [[1]], table[:1], mode="drop", fill_value=0)        # E: No overload variant
 dmlgpu.scatter_nd(table, [[1]], table[:1], reduction="avg")       # E: No overload variant
 dmlgpu.gather(table, ids, device="gpu")                           # E: No overload variant
 dmlgpu.take(table, ids, mode="clamp")                             # E: No overload variant
