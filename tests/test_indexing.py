@@ -252,3 +252,19 @@ def test_jax_at(dev):
         x.at[[0]].get(mode="drop")
     with pytest.raises(ValueError, match="mode must be one of"):
         x.at[[0]].set(1.0, mode="fill")
+
+
+def test_jax_at_with_one_index_tensor_runs_on_the_device(dev):
+    a = np.arange(12, dtype=np.float32).reshape(6, 2)
+    x = dmlgpu.tensor(a, device=dev)
+    hids = np.array([0, 9, -1, -7, 0])
+    ids = dmlgpu.tensor(hids, device=dev)
+    for mode in (None, "clip", "fill"):
+        same_bytes(x.at[ids].get(mode=mode).numpy(), x.at[hids].get(mode=mode).numpy())
+    same_bytes(x.at[ids].get(mode="fill", fill_value=-2).numpy(), x.at[hids].get(mode="fill", fill_value=-2).numpy())
+    vals = np.arange(10, dtype=np.float32).reshape(5, 2)
+    for name in ("set", "add", "multiply", "min", "max"):
+        for mode in (None, "drop", "clip"):
+            got = getattr(x.at[ids], name)(vals, mode=mode).numpy()
+            same_bytes(got, getattr(x.at[hids], name)(vals, mode=mode).numpy())
+    same_bytes(x.numpy(), a)

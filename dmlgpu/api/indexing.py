@@ -35,7 +35,7 @@ import numpy as np
 
 from . import driver
 from .arguments import GATHER_MODES, _device
-from .functions import _gather_rule, _scatter_nd_rule
+from .functions import _gather_rule, _scatter_nd_rule, gather, scatter_nd
 from .tensor import Tensor, _upload
 from . import tensor_protocols
 from .tensor_protocols import assigned
@@ -543,6 +543,10 @@ def at_get(t: Tensor, key: Any, mode: str | None, fill_value: Any) -> Tensor:
     who = "Tensor.at[].get"
     if mode not in GET_MODES:
         raise ValueError(f"{who}: mode must be one of {GET_MODES}, not {mode!r}")
+    if _device_key(t, key):           # one index Tensor: the kernels resolve JAX's modes, nothing read back
+        if mode == "fill":
+            return gather(t, key, mode="fill", fill_value=_fill_default(t.dtype) if fill_value is None else fill_value)
+        return gather(t, key, mode="clamp")        # (DirectML's clamp: JAX's negative indices, then clipping)
     if is_basic(key):
         return t[key].copy()
     k, keep = _jax_key(t, key, mode or "clip", who)
@@ -563,6 +567,11 @@ def at_update(t: Tensor, key: Any, value: Any, reduction: str, name: str, mode: 
     if mode not in UPDATE_MODES:
         raise ValueError(f"{who}: mode must be one of {UPDATE_MODES}, not {mode!r}")
     out = t.copy()
+    if _device_key(t, key):           # one index Tensor: scatter_nd with JAX's modes, nothing read back
+        vals = _values(out, value, key.shape + t.shape[1:], who)
+        scatter_nd(out, key.reshape(key.shape + (1,)), vals, reduction=reduction,
+                   mode="clamp" if mode in ("clip", "promise_in_bounds") else "drop", out=out)
+        return out
     if is_basic(key):
         k = parse(out, key, who)
     else:
@@ -581,6 +590,13 @@ def at_update(t: Tensor, key: Any, value: Any, reduction: str, name: str, mode: 
             return out
     _scatter_key(out, k, _values(out, value, k.shape, who), reduction, who)
     return out
+
+
+def _device_key(t: Tensor, key: Any) -> bool:
+    """Whether a JAX-form ``key`` is one integer index Tensor of ``t``'s device, into a packed ``t`` (the kernels'
+    "fill", "drop" and "clamp" modes then resolve JAX's out-of-range rules on the device)."""
+    return key.__class__ is Tensor and key.device is t.device and key.dtype.kind in "iu" and key.ndim > 0 and \
+        key.dtype != np.uint64 and t.ndim > 0 and t.size > 0 and t._strides is None
 
 
 def _fill_default(dtype: np.dtype) -> Any:

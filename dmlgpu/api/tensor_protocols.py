@@ -101,7 +101,8 @@ class AtRef(Generic[_T]):
     ``indices_are_sorted`` and ``unique_indices`` are hints (accepted; results do not depend on them). Duplicate
     targets: ``set`` keeps the last in row-major order (JAX leaves it unspecified), the reductions apply every
     update in row-major order (NumPy's ``ufunc.at`` bits). Keys and values as ``t[key] = value`` takes them
-    (dmlgpu/api/indexing.py); Tensor indices are read back."""
+    (dmlgpu/api/indexing.py). A key that is one index Tensor runs on the device (the gathers' mode="fill" and the
+    scatters' mode="drop", nothing read back); Tensor indices in other keys are read back."""
 
     def __init__(self, t: _T, key: Any):
         self.t, self.key = t, key
