@@ -14,6 +14,10 @@
 // A gather that checks its own indices (FLAG_RAISE: gather.comp) accumulates in the same way into word C_AT of its
 // output's buffer, bound as S: pass 2 (C_FETCH 2, one invocation) makes that word 0 before the gather, and pass
 // 1 reports it after; pass 0 does not run.
+// A scatter in place guarded by the check (IndexCheck.guard): after pass 0, pass 3 (C_FETCH 3) copies the indices
+// into R, each of them replaced by the largest value of its type (out of every dimension's range: IndexCheck.
+// guardable) where S[C_AT] says that some index is bad; the scatter reads that copy with mode="drop", so it writes
+// nothing unless every index is good; pass 1 reports after it.
 //   IDX64 0/1: 32- or 64-bit indices
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
@@ -25,7 +29,7 @@ layout(std430, binding = 3) restrict writeonly buffer Reports { uint R[]; };
 const uint C_COUNT = 0u;    // indices to check
 const uint C_K = 1u;        // entries of C_DIMS, 1..8
 const uint C_SIGNED = 2u;   // 1: the indices are of a signed type
-const uint C_FETCH = 3u;    // the pass: 0, 1 or 2
+const uint C_FETCH = 3u;    // the pass: 0, 1, 2 or 3
 const uint C_SLOT = 4u;     // pass 1: the report slot
 const uint C_AT = 5u;       // passes 1 and 2: the word of S that accumulates (pass 0: 0)
 const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
@@ -64,6 +68,18 @@ void main() {
     if (P[C_FETCH] == 2u) {
         if (gl_GlobalInvocationID.x == 0u)
             S[P[C_AT]] = 0u;
+        return;
+    }
+    if (P[C_FETCH] == 3u) {
+        bool poisoned = S[P[C_AT]] != 0u;
+        uint words = P[C_COUNT] * (IDX64 == 1 ? 2u : 1u);
+        uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+        for (uint w = gl_GlobalInvocationID.x; w < words; w += step) {
+            uint v = IDX4[w >> 2u][w & 3u];
+            if (poisoned)               // the largest value: all ones, but a signed type's sign bit
+                v = (IDX64 == 1 && (w & 1u) == 0u) || !is_signed ? 0xFFFFFFFFu : 0x7FFFFFFFu;
+            R[w] = v;
+        }
         return;
     }
     if (P[C_FETCH] != 0u) {

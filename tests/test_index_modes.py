@@ -223,17 +223,25 @@ def test_the_device_check_finds_the_least_bad_position_at_any_size(dtype, n):
 
 
 def test_raise_on_indices_the_device_cannot_check_reads_them_back():
-    """An index tensor held in several blocks, and a scatter in place (its data would change before the
-    device's report): checked on the host before any GPU work; data unchanged."""
+    """An index tensor held in several blocks: checked on the host before any GPU work; data unchanged. A scatter
+    in place on indices the device checks is guarded by that check instead (IndexCheck.guard): nothing read
+    back, nothing written, the IndexError at the next synchronize."""
     with dmlgpu.Device(chunk_bytes=256) as dev:
         ids = np.zeros(200, np.int64)
         ids[150] = 9
         with pytest.raises(IndexError, match=r"index 9 at indices position \(150,\)"):
             dmlgpu.take(dmlgpu.tensor(np.ones(9, np.float32), device=dev), dmlgpu.tensor(ids, device=dev))
+        data = dmlgpu.tensor(np.arange(6, dtype=np.float32), device=dev)
+        held = dmlgpu.tensor(np.r_[np.zeros(199, np.int64), 6].reshape(200, 1), device=dev)
+        with pytest.raises(IndexError, match=r"index 6 at indices position \(199, 0\)"):
+            dmlgpu.scatter_nd(data, held, dmlgpu.tensor(np.zeros(200, np.float32), device=dev), mode="raise",
+                              out=data)
+        np.testing.assert_array_equal(data.numpy(), np.arange(6, dtype=np.float32))
     data = dmlgpu.tensor(np.arange(6, dtype=np.float32))
+    ids = dmlgpu.tensor(np.array([[1], [6]], np.int64))
+    dmlgpu.scatter_nd(data, ids, dmlgpu.tensor(np.zeros(2, np.float32)), mode="raise", out=data)
     with pytest.raises(IndexError, match=r"index 6 at indices position \(1, 0\)"):
-        dmlgpu.scatter_nd(data, dmlgpu.tensor(np.array([[1], [6]], np.int64)), dmlgpu.tensor(np.zeros(2, np.float32)),
-                          mode="raise", out=data)
+        data.device.synchronize()
     np.testing.assert_array_equal(data.numpy(), np.arange(6, dtype=np.float32))
 
 

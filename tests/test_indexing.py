@@ -171,9 +171,10 @@ def test_tensor_indices_checked_on_the_device(dev):
     bad = t[dmlgpu.tensor(np.array([1, 5]), device=dev)]
     with pytest.raises(IndexError, match="Tensor\\[\\]"):
         bad.numpy()
-    with pytest.raises(IndexError):                                    # a write: checked before any GPU work
-        t[dmlgpu.tensor(np.array([0, 7]), device=dev)] = 1.0
-    same_bytes(t.numpy(), a)
+    t[dmlgpu.tensor(np.array([0, 7]), device=dev)] = 1.0             # a write: guarded by the device's check
+    with pytest.raises(IndexError, match="^Tensor\\[\\]: index 7 at indices position \\(1, 0\\)"):
+        dev.synchronize()
+    same_bytes(t.numpy(), a)                                            # nothing written
     mask = dmlgpu.tensor(a[:, 0] > 7, device=dev)                     # a boolean Tensor: read back
     same_bytes(t[mask].numpy(), a[a[:, 0] > 7])
     t[mask] = -1.0
@@ -268,3 +269,35 @@ def test_jax_at_with_one_index_tensor_runs_on_the_device(dev):
             got = getattr(x.at[ids], name)(vals, mode=mode).numpy()
             same_bytes(got, getattr(x.at[hids], name)(vals, mode=mode).numpy())
     same_bytes(x.numpy(), a)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32, np.uint32, np.uint64])
+def test_writes_on_tensor_indices_are_guarded_by_the_device_check(dev, index_dtype):
+    """An in-place scatter on Tensor indices under NumPy's rule (t[ids] = v, ufunc.at, scatter_nd(out=t,
+    mode="raise")) is queued behind the device's check: nothing is read back, and where an index is bad nothing is
+    written and the IndexError comes at the next synchronize() or read (dmlgpu/plans/index_check.py)."""
+    a = np.arange(24, dtype=np.float32).reshape(6, 4)
+    good = np.array([5, 0, 5, 2]).astype(index_dtype)
+    bad = np.array([1, 6, 2, 3]).astype(index_dtype)
+    vals = np.arange(16, dtype=np.float32).reshape(4, 4) + 100
+    writes = [lambda t, i: t.__setitem__(i, vals),
+              lambda t, i: np.add.at(t, i, vals),
+              lambda t, i: np.maximum.at(t, i, vals),
+              lambda t, i: dmlgpu.scatter_nd(t, i.reshape(4, 1), vals, out=t, mode="raise"),
+              lambda t, i: dmlgpu.scatter_nd(t, i.reshape(4, 1), vals, reduction="mul", out=t, mode="raise")]
+    refs = [lambda r, i: r.__setitem__(i, vals), lambda r, i: np.add.at(r, i, vals),
+            lambda r, i: np.maximum.at(r, i, vals), lambda r, i: r.__setitem__(i, vals),
+            lambda r, i: np.multiply.at(r, i, vals)]
+    for write, ref in zip(writes, refs):
+        t = dmlgpu.tensor(a, device=dev)
+        write(t, dmlgpu.tensor(good, device=dev))
+        want = a.copy()
+        ref(want, good.astype(np.int64))
+        same_bytes(t.numpy(), want)
+        write(t, dmlgpu.tensor(bad, device=dev))
+        with pytest.raises(IndexError, match="index 6 at indices position \\(1"):
+            dev.synchronize()
+        same_bytes(t.numpy(), want)                 # unchanged, and readable
+        write(t, dmlgpu.tensor(good, device=dev))   # the next call runs as usual
+        ref(want, good.astype(np.int64))
+        same_bytes(t.numpy(), want)

@@ -137,7 +137,10 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         resolve: dict = {"index_mode": mode} if mode in ("wrap", "clip", "fill", "drop") else {}   # resolved by plans
         if fill:
             resolve["fill"] = fill
-        return _Call(ops.PLANS[op](*sig.plan_args, **resolve), sig.out_shape, check)
+        guarded = None          # mode="raise" in place on Tensor indices: the scatter behind the device's check
+        if check is not None and upd is not None and any(isinstance(x, Tensor) for x in arrays):
+            guarded = ops.PLANS[op](*sig.plan_args, index_mode="drop")
+        return _Call(ops.PLANS[op](*sig.plan_args, **resolve), sig.out_shape, check, guarded=guarded)
 
     if out is not None:
         check_out(op, out, data, arrays[1:], dev)

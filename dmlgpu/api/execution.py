@@ -52,7 +52,9 @@ class _Call(NamedTuple):
     call's signature when its operands and result take at most KEEP_BYTES (a NumPy-in/out call then keeps
     its device buffers for the next call of that signature, which submits the same recorded command buffer
     again: the runtime's replays of synchronous runs), else None; ``sig``: the call's signature (None: it has
-    none), under which runs on Tensors are traced into a call template (dmlgpu/api/call_templates.py)."""
+    none), under which runs on Tensors are traced into a call template (dmlgpu/api/call_templates.py); ``guarded``:
+    a mode="raise" scatter's plan with mode="drop", which runs a scatter in place on Tensor indices behind the
+    device's check (IndexCheck.guard) instead of reading the indices back."""
 
     plan: Any           # Plan or ReducePlan
     out_shape: tuple
@@ -60,6 +62,7 @@ class _Call(NamedTuple):
     copy: bool = False
     keep: tuple | None = None
     sig: tuple | None = None
+    guarded: Any = None     # a scatter's plan with mode="drop", for a check that guards it in place (index_check)
 
 
 def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call], name: str | None = None) \
@@ -166,6 +169,10 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
         elif isinstance(call.plan, GatherPlan) and out is None and type(data) is Tensor and \
                 type(bound_idx) is Tensor and call.check.checkable(dev, bound_idx):
             fused = call.check
+        elif call.guarded is not None and out is not None and out_key(out, data) == IN_PLACE and out.offset == 0 \
+                and type(bound_idx) is Tensor and not (isinstance(updates, Tensor) and updates.buffer is out.buffer) \
+                and bound_idx.buffer is not out.buffer and call.check.guardable(dev, bound_idx):
+            return _guarded(dev, call, out, bound_idx, updates, byte_order, op)
         elif call.plan is None or out is not None and out_key(out, data) == IN_PLACE or \
                 (results := call.check.on_device(dev, bound_idx)) is None:
             call.check(idx.numpy())         # read back: what the device cannot check (index_check)
@@ -193,6 +200,19 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     # out shares its buffer with an operand the kernels read, or sits at an offset: a new result, copied in
     out.write(run(dev, call, _bindable(data), bound_idx, _bindable(updates), trace=False))   # queued copy
     return out
+
+
+def _guarded(dev: Device, call: _Call, out: Tensor, idx: Tensor, updates, byte_order: bool, op: str) -> Tensor:
+    """A scatter in place on Tensor indices behind the device's check (IndexCheck.guard): the check, the copy of
+    the indices that is all out of range where any is bad, the scatter of that copy with mode="drop" (nothing
+    written then), and the report: the IndexError at the next synchronize() or read, ``out`` unchanged."""
+    assert call.check is not None
+    copy = Tensor._wrap(dev.take_buffer(max(4, idx.nbytes)), idx.shape, idx.dtype)
+    watch = call.check.guard(dev, idx, copy.buffer)
+    run = _run_native if byte_order else _run
+    result = run(dev, call._replace(plan=call.guarded, sig=None), out, copy, _bindable(updates), out=out, op=op)
+    call.check.report(dev, idx, watch)
+    return result
 
 
 def _bindable(x):

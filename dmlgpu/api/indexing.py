@@ -16,7 +16,8 @@ How it runs:
 - one index array (``t[ids]``, ``t[:, cols]``, ``t[mask]`` of a 1-d mask): the gather of ``dmlgpu.take`` along
   its axis (NumPy indices checked on the host before any GPU work; a Tensor's by the device, as take's:
   dmlgpu/plans/index_check.py), so ``t[ids]`` is ``take(t, ids, axis=0)``'s call and bits; writes:
-  ``scatter_nd`` into the view in place;
+  ``scatter_nd`` into the view in place (a Tensor's indices checked on the device, the check guarding the scatter:
+  IndexCheck.guard);
 - several arrays, or one into a strided view: one gather (or scatter) of the view's elements straight from
   its buffer, through an index map built here: the arrays combined on the host into each selection's
   position in the buffer, the view's other dimensions addressed by its strides (no copy of the view);

@@ -19,9 +19,15 @@ out of range:
   as valid. An ``out=`` Tensor keeps what the kernels wrote (the clamped gather): the first read after the
   call raises, later reads do not.
 
-Where the device cannot check (an index tensor held in several blocks, or of 2^32 - 1 elements or more, or a
-scatter in place, whose data would change before the error is known), the indices are read back and checked
-on the host before any GPU work, as for NumPy indices.
+A scatter in place (``out=`` its data: ``t[ids] = v``, ``np.add.at``, ``scatter_nd(t, ..., out=t)``) is guarded
+instead (guard): the check, then a copy of the indices in which every index is replaced by one out of range
+when any is bad, which the scatter reads with mode="drop": it writes nothing unless every index is good, and
+the IndexError comes at the next ``synchronize()`` or host read, as above; the target keeps its data and reads
+as it was.
+
+Where the device cannot check (an index tensor held in several blocks, or of 2^32 - 1 elements or more, or
+one whose type's largest value lies inside a dimension), the indices are read back and checked on the host
+before any GPU work, as for NumPy indices.
 """
 from __future__ import annotations
 
@@ -57,7 +63,7 @@ class IndexCheck:
 
     def words(self, count: int, dtype: np.dtype, fetch: int = 0, slot: int = 0, at: int = 0) -> np.ndarray:
         """The parameter words of index_check.comp's pass ``fetch`` (0: the check, 1: the report into ``slot``,
-        2: the accumulating word made 0) over ``count`` indices of ``dtype``, its accumulating word ``at`` of the
+        2: the accumulating word made 0, 3: the guard's copy) over ``count`` indices of ``dtype``, its accumulating word ``at`` of the
         status buffer: made once (an IndexCheck is planned per signature, which fixes the count and dtype)."""
         key = (count, dtype, fetch, slot, at)
         words = self._words.get(key)
@@ -99,6 +105,37 @@ class IndexCheck:
                         (self.words(count, dtype, 1, watch.slot), 1),
                         bound=[indices.buffer, watch.buffer, watch.reports])
         return watch.results
+
+    def guardable(self, dev: Device, indices) -> bool:
+        """True where a scatter in place can be guarded by the device's check of these indices (guard()): the
+        device checks them (checkable()), the largest value of their type lies outside every dimension's range
+        (the guard's stand-in for each index when one is bad), and their 32-bit words number under 2^32 - 1."""
+        return self.checkable(dev, indices) and indices.size * (indices.dtype.itemsize // 4) < MAX_COUNT and \
+            int(np.max(self.dims, initial=0)) <= np.iinfo(indices.dtype).max
+
+    def guard(self, dev: Device, indices, into: Buffer):
+        """Queues the check of a packed index Tensor (guardable()) and the copy of its indices into ``into`` (a
+        buffer of their bytes), every one replaced by the largest value of its type where one is bad
+        (index_check.comp's pass 3): a scatter of that copy with mode="drop" writes nothing unless every index
+        is good. Returns the check's watch, which report() takes after the scatter is queued."""
+        with dev.launch() as launch:
+            watch = self._watch(dev, indices)
+            count, dtype = indices.size, indices.dtype
+            kernel = kernels.check_variant(dtype.itemsize)
+            check, fresh_check = dev.params(self.words(count, dtype))
+            copy, fresh_copy = dev.params(self.words(count, dtype, 3))
+            launch.run([Dispatch(kernel, (check, indices.buffer, watch.buffer, watch.reports), -(-count // UNROLL)),
+                        Dispatch(kernel, (copy, indices.buffer, watch.buffer, into), count * (dtype.itemsize // 4))],
+                       uploads=[p for p, fresh in ((check, fresh_check), (copy, fresh_copy)) if fresh], queue=True)
+        return watch
+
+    def report(self, dev: Device, indices, watch) -> None:
+        """Queues the report of a guard()'s check (after the guarded scatter): an IndexError at the device's next
+        synchronize() or host read when an index was bad, the scatter having written nothing."""
+        with dev.launch() as launch:
+            count, dtype = indices.size, indices.dtype
+            self._queue(dev, launch, (count, dtype, 1, watch.slot), (self.words(count, dtype, 1, watch.slot), 1),
+                        bound=[indices.buffer, watch.buffer, watch.reports])
 
     @staticmethod
     def fused_layout(nbytes: int) -> tuple[int, int]:
