@@ -115,6 +115,10 @@ class _MapPlan(Plan):
         return self._wide_words[key]
 
 
+# On CPU devices (lavapipe) a VEC gather whose units each take their own index costs 9-20 ms per dispatch whatever
+# its size (32 float32 elements: 9-22 ms, against 38 us one unit per iteration; 262,144: 29 against 85 ms): below
+# this many units, one unit per iteration
+CPU_VEC_UNITS = 1 << 15
 # On a GPU, a gather whose units each take their own index into a data dimension spanning at least this many
 # bytes reads one random sector per unit: one unit per invocation (more loads in flight) beats the VEC
 # variant there, for 1- and 2-byte units where they can be stored as such (NARROW). Below it (gather_elements
@@ -180,7 +184,11 @@ class GatherPlan(_MapPlan):
         of the NARROW variant, which has no ``addressed`` twin, where the device has its feature, or of the run
         variant, which has)."""
         if device.info.type == "CPU":
-            return (self.row_words, 0) if self.row_words is not None else (self.words, self.vec)
+            if self.row_words is not None:
+                return self.row_words, 0
+            if self.vec and self.map.count < CPU_VEC_UNITS and self.map.indexed_spread():
+                return self.cpu_unit_words(), 0
+            return self.words, self.vec
         if self.spread and not self.narrow_feature:
             return self.unit_words, 0
         if self.spread and not addressed and self.narrow_feature in device.features:
@@ -188,6 +196,12 @@ class GatherPlan(_MapPlan):
         if self.run:
             return self.words, RUN
         return self.words, self.vec
+
+    def cpu_unit_words(self) -> np.ndarray:
+        """One unit per iteration (CPU devices' small gathers whose units each take their own index)."""
+        if self.unit_words is None:
+            self.unit_words = self.map.params(self.signed, index_mode=self.index_mode, fill=self.fill)
+        return self.unit_words
 
     def _words_wide(self, device: Device) -> tuple[np.ndarray, int]:
         """The WIDE variant's parameter words for this device, and their VEC width (as _words)."""
