@@ -403,7 +403,7 @@ def setitem(t: Tensor, key: Any, value: Any, reduction: str = "none", who: str =
             key.dtype.kind in "iu" and key.ndim and t.ndim and t.size and t._strides is None and key.size and \
             key.dtype != np.uint64:   # t[ids] = v: scatter_nd(t, ids[..., None], v)'s call and checks
         shape = key.shape + t.shape[1:]
-        driver.call("scatter_nd", _scatter_nd_rule, t, key.reshape(key.shape + (1,)), _values(t, value, shape, who),
+        driver.call("scatter_nd", _scatter_nd_rule, t, _column(key), _values(t, value, shape, who),
                     (reduction, True, "row-major", False), mode="raise", out=t,
                     key=("raise", reduction, "include_self", "row-major", who), name=who,
                     byte_order=reduction != "none")
@@ -420,7 +420,7 @@ def _scatter_key(t: Tensor, k: Key, vals: Tensor, reduction: str, who: str = WHO
     if len(k.arrays) == 1 and k.axes[0] == 0 and k.at == 0 and view._strides is None:
         idx = k.arrays[0]
         mode = "raise" if isinstance(idx, Tensor) else "clamp"     # (NumPy indices: checked, non-negative)
-        idx = idx.reshape(idx.shape + (1,))
+        idx = _column(idx)
         driver.call("scatter_nd", _scatter_nd_rule, view, idx, vals, (reduction, True, "row-major", False),
                     mode=mode, out=view, key=(mode, reduction, "include_self", "row-major", who), name=who,
                     byte_order=reduction != "none")
@@ -570,7 +570,7 @@ def at_update(t: Tensor, key: Any, value: Any, reduction: str, name: str, mode: 
     out = t.copy()
     if _device_key(t, key):           # one index Tensor: scatter_nd with JAX's modes, nothing read back
         vals = _values(out, value, key.shape + t.shape[1:], who)
-        scatter_nd(out, key.reshape(key.shape + (1,)), vals, reduction=reduction,
+        scatter_nd(out, _column(key), vals, reduction=reduction,
                    mode="clamp" if mode in ("clip", "promise_in_bounds") else "drop", out=out)
         return out
     if is_basic(key):
@@ -591,6 +591,14 @@ def at_update(t: Tensor, key: Any, value: Any, reduction: str, name: str, mode: 
             return out
     _scatter_key(out, k, _values(out, value, k.shape, who), reduction, who)
     return out
+
+
+def _column(idx: Any) -> Any:
+    """Indices as scatter_nd's index tuples of one component (shape + (1,)): a packed Tensor's view made directly
+    (Tensor.reshape's checks cost several microseconds per call), an array's reshape."""
+    if idx.__class__ is Tensor and idx._strides is None:
+        return idx._view(idx.shape + (1,), idx.dtype, idx.offset, None)
+    return idx.reshape(idx.shape + (1,))
 
 
 def _device_key(t: Tensor, key: Any) -> bool:
