@@ -108,6 +108,15 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     return f"{kernel}_u{unit}_i{index_bytes * 8}" + suffix
 
 
+def segment_variant(reduce_kernel: str) -> tuple[str, str]:
+    """(file stem of the one-pass segment and bag reduction (shaders/segment.comp: segment_reduce, embedding_bag,
+    gather_scatter) for the element type of a scatter reduction kernel (reduce_variant), that kernel's operation):
+    one module per element type, the operation a parameter word."""
+    assert reduce_kernel.startswith("scatter_reduce_")
+    kind, op = reduce_kernel.removeprefix("scatter_reduce_").split("_")[:2]
+    return f"segment_{kind}", op
+
+
 def check_variant(index_bytes: int) -> str:
     """File stem of the device-side index check (shaders/index_check.comp: mode="raise" on Tensor indices) for
     an index width (4 or 8 bytes)."""
@@ -424,6 +433,10 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 add(up, "scatter_reduce.comp", **defines, PARTIALS=2)
                 if _has_values(name):
                     add(partials_variants(name, True)[0], "scatter_reduce.comp", **defines, PARTIALS=1, VALUES=1)
+    # segment and bag reductions in one pass (dmlgpu/plans/segment.py): one module per element type
+    for kind, bits, elem_kind in types:
+        add(segment_variant(reduce_variant(kind, bits, "max"))[0], "segment.comp", ELEM_KIND=elem_kind,
+            ELEM_BYTES=bits // 8)
     # a reduction's grouping: each update row's sort key, then the passes of the radix sort
     for index_bytes in (4, 8):
         for values in (0, 1, 2, 4):

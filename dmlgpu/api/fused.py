@@ -1,0 +1,682 @@
+"""Layer 2: gather and reduce in one pass, without the intermediate of the gathered rows (issue 51):
+``segment_reduce`` (sorted CSR segments), ``embedding_bag`` (PyTorch's F.embedding_bag) and ``gather_scatter``
+(``scatter_nd(base, dst[:, None], take(x, src, axis=0))`` fused). One kernel, shaders/segment.comp; its plan and
+contract: dmlgpu/plans/segment.py. DirectML has no such operator (no layer-1 descriptor) and ONNX none either.
+
+Operands are NumPy arrays (what NumPy can view: interop.host_array) or Tensors; the result is a new NumPy array,
+or a Tensor (queued) when an operand is a Tensor or the call is recorded, or ``out``. Host index arrays (offsets,
+ids, src, dst) are checked before any GPU work (errors name the function); Tensor offsets and ids are used as
+they are, on the device: ids are clamped into the table, offsets into [0, positions] and made non-decreasing
+(no error: the caller promises them valid). Nothing of the caller's changes but ``out``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .arguments import _device, _host_array, named
+from .constructors import empty, tensor
+from .device import Device
+from ..errors import DeviceError
+from ..plans import reduction_args as _reduction
+from ..plans.segment import PIECE, SegmentPlan
+from ..runtime import as_bytes
+from .signatures import DeviceLike
+from .tensor import Tensor
+from .tensor_protocols import assigned
+
+_U32 = 1 << 32
+_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+# ---- operands ----
+def _operand(x: Any, what: str) -> np.ndarray | Tensor:
+    """A data operand: a Tensor (packed: a view at an offset or strided is copied on its device) or a NumPy array
+    of native byte order (the kernels' arithmetic)."""
+    if isinstance(x, Tensor):
+        if x._strides is not None or x.offset:
+            x = x._packed()
+        a: Any = x
+    else:
+        a = np.ascontiguousarray(_host_array(x))
+    if a.dtype.hasobject or not a.dtype.isnative:
+        raise TypeError(f"{what} has dtype {a.dtype}; it must be a numeric dtype of native byte order")
+    return a
+
+
+def _index(x: Any, what: str, ndims: tuple = (1,)) -> np.ndarray | Tensor:
+    """An index operand: an int32 or int64 Tensor (packed), or a host array of integers as int64."""
+    if isinstance(x, Tensor):
+        if x.dtype not in _INDEX:
+            raise TypeError(f"{what} Tensor has dtype {x.dtype}; it must be int32 or int64")
+        if x._strides is not None or x.offset:
+            x = x._packed()
+        a: Any = x
+    else:
+        a = _host_array(x)
+        if a.size == 0 and a.dtype.kind == "f" and isinstance(x, (list, tuple)):
+            a = a.astype(np.int64)
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"{what} must hold integers, not dtype {a.dtype}")
+        if a.dtype.kind == "u" and a.size and int(a.max()) >= 1 << 63:
+            raise IndexError(f"{what} holds {int(a.max())}, past any position")
+        a = a.astype(np.int64)
+    if a.ndim not in ndims:
+        raise ValueError(f"{what} must have {' or '.join(map(str, ndims))} dimension(s), not shape {a.shape}")
+    return a
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """Checked host indices as int32 where they fit (half the words to move), else int64."""
+    return a.astype(np.int32) if not a.size or (int(a.min()) >= -(1 << 31) and int(a.max()) < 1 << 31) else a
+
+
+def _check_offsets(offsets: np.ndarray, end: int, what: str, of: str, first_zero: bool = False) -> None:
+    if offsets.size == 0:
+        raise ValueError(f"{what} must hold at least one bound")
+    if first_zero and offsets[0] != 0:
+        raise ValueError(f"{what}[0] must be 0 (the first bag starts at the first id), not {offsets[0]}")
+    if offsets[0] < 0:
+        raise ValueError(f"{what}[0] is {offsets[0]}; offsets must not be negative")
+    bad = np.flatnonzero(np.diff(offsets) < 0)
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"{what} must be non-decreasing: {what}[{i + 1}] = {offsets[i + 1]} is below "
+                         f"{what}[{i}] = {offsets[i]}")
+    if offsets[-1] > end:
+        raise ValueError(f"{what}[-1] = {offsets[-1]} is past the end of {of} ({end})")
+
+
+def _check_ids(ids: np.ndarray, rows: int, what: str, of: str, low: int = 0, skip: int | None = None) -> None:
+    """IndexError for the first id outside [low, rows) (``skip``: an id that is always allowed)."""
+    bad = (ids < low) | (ids >= rows)
+    if skip is not None:
+        bad &= ids != skip
+    if bad.any():
+        pos = np.unravel_index(int(np.argmax(bad)), ids.shape)
+        raise IndexError(f"{what}[{', '.join(map(str, pos))}] = {ids[pos]} is out of range for {of} of {rows} rows"
+                         f" (valid: {low} to {rows - 1})")
+
+
+def _identity(reduction: str, dtype: np.dtype) -> Any:
+    """The value a reduction starts from that changes nothing: 0 for add and mean, 1 for mul; for min and max the
+    largest and smallest values of the dtype (+-inf for floats that have them; float8_e4m3fn, which has none:
+    its largest finite values; bool: True and False)."""
+    if reduction in ("add", "mean"):
+        return np.zeros((), dtype)
+    if reduction == "mul":
+        return np.ones((), dtype)
+    top = reduction == "min"
+    if dtype.kind == "b":
+        return np.asarray(top)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.asarray(info.max if top else info.min, dtype)
+    with np.errstate(all="ignore"):
+        v = np.asarray(np.inf if top else -np.inf).astype(dtype)
+    if np.isnan(v.astype(np.float32)):       # no infinity (float8_e4m3fn): its largest finite magnitude
+        bits = np.asarray(0x7E if top else 0xFE, np.uint8)
+        return bits.view(dtype)
+    return v
+
+
+def _checked_out(name: str, out: Any, shape: tuple, dtype: np.dtype, dev: Device, as_tensor: bool) -> None:
+    if out is None:
+        return
+    if isinstance(out, Tensor):
+        if out.device is not dev:
+            raise DeviceError(f"{name}: out is a Tensor of another device than the call's")
+    elif isinstance(out, np.ndarray):
+        if as_tensor:
+            raise TypeError(f"{name}: out is a NumPy array, but the call returns a Tensor (an operand is a Tensor, "
+                            f"or it is recorded): pass a Tensor as out")
+        if not out.flags.writeable:
+            raise ValueError(f"{name}: out is read-only")
+    else:
+        raise TypeError(f"{name}: out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
+        raise ValueError(f"{name}: out has shape {tuple(out.shape)} and dtype {out.dtype}; the result has shape "
+                         f"{tuple(shape)} and dtype {dtype}")
+
+
+# ---- the run ----
+def _aux(dev: Device, parts: list) -> tuple[Any, list[int]]:
+    """The offsets, ids and weights as one operand of 32-bit words (shaders/segment.comp's AUX), and the word where
+    each part starts: host parts are concatenated on the host; with a Tensor part, one Tensor part is used as it
+    is, several are copied into one Tensor on the device."""
+    at, words = [], 0
+    for p in parts:
+        at.append(words)
+        words += -(-p.nbytes // 4)
+    if not any(isinstance(p, Tensor) for p in parts):
+        buf = np.zeros(max(1, words), np.uint32)
+        raw = buf.view(np.uint8)
+        for a, p in zip(at, parts):
+            raw[4 * a:4 * a + p.nbytes] = np.ascontiguousarray(p).reshape(-1).view(np.uint8)
+        return buf, at
+    if len(parts) == 1:
+        return parts[0], at
+    aux = empty((4 * max(1, words),), np.uint8, device=dev)
+    for a, p in zip(at, parts):
+        if p.nbytes:
+            aux[4 * a:4 * a + p.nbytes] = (p if isinstance(p, Tensor) else tensor(p, device=dev)).reshape(-1) \
+                .view(np.uint8)
+    return aux, at
+
+
+def _run(name: str, dev: Device, plan: SegmentPlan, aux: Any, data: Any, shape: tuple, dtype: np.dtype,
+         out: Any, as_tensor: bool, base: Any = None) -> Any:
+    """Runs ``plan`` into a new result of ``shape`` or ``out`` (``base``: the values the output starts from where
+    the plan reads them: a NumPy array, or ``out`` itself)."""
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    dev.check_sizes(max(4, data.nbytes), max(4, aux.nbytes), nbytes)
+    if int(np.prod(data.shape)) >= _U32 or int(np.prod(shape)) >= _U32:
+        raise DeviceError(f"{name}: tensors of 2^32 or more elements are not supported; split the call")
+    if isinstance(out, np.ndarray):
+        np.copyto(out, _run(name, dev, plan, aux, data, shape, dtype, None, False, base))
+        return out
+    if plan.invocations == 0:
+        if out is not None:
+            return out
+        return empty(shape, dtype, device=dev) if as_tensor else np.empty(shape, dtype)
+    with dev.launch() as launch:
+        uploads = []
+
+        def operand(x):
+            if isinstance(x, Tensor):
+                return x.buffer
+            buf = launch.scratch(max(4, x.nbytes))
+            if x.nbytes:
+                buf.stage(as_bytes(np.ascontiguousarray(x)))
+                uploads.append(buf)
+            return buf
+
+        aux_buf, data_buf = operand(aux), operand(data)
+        direct = isinstance(out, Tensor) and out.offset == 0 and out._strides is None and \
+            not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (aux, data))
+        if direct:
+            out_buf = out.buffer
+        elif isinstance(base, Tensor):         # out, which an operand shares or a view: its copy, then written back
+            base = base.copy()
+            out_buf = base.buffer
+        elif base is not None:                 # host values the output starts from
+            out_buf = launch.output(nbytes) if as_tensor else launch.scratch(nbytes)
+            out_buf.stage(as_bytes(np.ascontiguousarray(base)))
+            uploads.append(out_buf)
+        else:
+            out_buf = launch.output(nbytes) if as_tensor else launch.scratch(nbytes)
+        dispatches, params = plan.dispatches(dev, aux_buf, data_buf, out_buf)
+        if not as_tensor:
+            got = launch.run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
+            return got[:nbytes].view(dtype).reshape(shape)
+        launch.run(dispatches, uploads=params + uploads, queue=True)
+    if direct:
+        return out
+    result = base if isinstance(base, Tensor) else Tensor._wrap(out_buf, shape, dtype)
+    if out is not None:
+        out.write(result)
+        return out
+    return result
+
+
+def _is_tensor_call(dev: Device, *operands: Any) -> bool:
+    return dev.active_recording() is not None or any(isinstance(x, Tensor) for x in operands)
+
+
+def _scalar(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
+    if np.ndim(value) != 0:
+        raise ValueError(f"{what} must be a scalar, not an array of shape {np.shape(value)}")
+    return assigned(value, dtype, (), what)
+
+
+# ---- segment_reduce ----
+_SEGMENT_REDUCTIONS = ("add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin")
+
+
+def segment_reduce(data: Any, offsets: Any, reduction: str = "add", *, initial: Any = None, out: Any = None,
+                   device: DeviceLike = None) -> Any:
+    """Reduces sorted segments of rows in one pass: ``out[s] = reduce(data[offsets[s]:offsets[s + 1]])`` along
+    axis 0 (CSR bounds: torch_scatter.segment_csr's ``indptr``; ``jax.ops.segment_sum`` with sorted ids).
+
+    Each segment is reduced in row order, one row at a time, with the scatter reductions' arithmetic
+    (dmlgpu.scatter_nd's ``reduction``: integers wrap, floats round to nearest even in their dtype, NaN propagates
+    through min and max, -0 < +0): without ``initial`` the first step is the segment's first row itself (no
+    identity is added: ``[-0.0]`` sums to -0.0), then ``acc = acc op row`` for each further row; with ``initial``
+    the first step is ``initial op row``. A float sum so has the bits of adding its rows one by one
+    (dmlgpu.reference.segment_reduce). "mean" (float dtypes) divides the segment's sum once by its row count,
+    rounded once to nearest even. An empty segment gives ``initial``, else the reduction's identity: 0 for add and
+    mean, 1 for mul, and for min / max the dtype's largest / smallest value (+-inf for floats; bool True /
+    False). (torch_scatter.segment_csr gives 0 for empty segments of min and max: pass ``initial=0`` where that is
+    wanted and every value is of one sign, or mask empty segments.) One pass over the data, no sort, no atomics:
+    one GPU invocation per segment and column walks the segment's rows (shaders/segment.comp). DirectML has no
+    such operator (no layer-1 descriptor).
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; bool, integer or float dtype (float16, float32, float64, ml_dtypes' bfloat16 and
+        float8 types), native byte order.
+    offsets : array_like or Tensor
+        1-D integers, segments + 1 of them: non-negative, non-decreasing, at most ``len(data)`` (checked for host
+        arrays; a Tensor's are clamped into that on the device). Rows outside ``[offsets[0], offsets[-1])`` take
+        no part.
+    reduction : str
+        "add", "mul", "min", "max" or "mean" (or PyTorch's "sum", "prod", "amin", "amax").
+    initial : scalar, optional
+        The value each segment's reduction starts from, cast to ``data``'s dtype (not with "mean").
+    out : Tensor or np.ndarray, optional
+        Receives the result (shape ``(segments,) + data.shape[1:]``, data's dtype); returned.
+    device : Device or int, optional
+        Where it runs (default: a Tensor operand's device, else the default device).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``(len(offsets) - 1,) + data.shape[1:]``, data's dtype; a Tensor when an operand is one or the call
+        is recorded.
+
+    Raises
+    ------
+    ValueError
+        Bad offsets (empty, negative, decreasing, past the end), an unknown reduction, ``initial`` with "mean",
+        or ``out`` of another shape or dtype.
+    TypeError
+        A dtype the reduction does not take (integer "mean"), offsets that are not integers.
+    dmlgpu.DeviceError
+        Operands of another device, or larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> data = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.float32)
+    >>> dmlgpu.segment_reduce(data, [0, 1, 1, 4])
+    array([[ 1.,  2.],
+           [ 0.,  0.],
+           [15., 18.]], dtype=float32)
+    >>> dmlgpu.segment_reduce(data, [0, 3, 4], "max")
+    array([[5., 6.],
+           [7., 8.]], dtype=float32)
+    >>> dmlgpu.segment_reduce(np.arange(5, dtype=np.int32), [0, 2, 2, 5], "min", initial=3)
+    array([0, 3, 2], dtype=int32)
+    """
+    name = "segment_reduce"
+    try:
+        if not isinstance(reduction, str) or reduction not in _SEGMENT_REDUCTIONS:
+            raise ValueError(f"reduction must be one of {', '.join(map(repr, _SEGMENT_REDUCTIONS))}, "
+                             f"not {reduction!r}")
+        reduction = _reduction.PYTORCH_NAMES.get(reduction, reduction)
+        data = _operand(data, "data")
+        if data.ndim == 0:
+            raise ValueError("data must have at least one dimension")
+        offs = _index(offsets, "offsets")
+        dev = _device(name, device, data, offs, out)
+        _reduction.kernel_for(data.dtype, reduction)
+        if isinstance(offs, np.ndarray):
+            _check_offsets(offs, data.shape[0], "offsets", "data")
+            offs = _narrow(offs)
+        elif offs.shape[0] == 0:
+            raise ValueError("offsets must hold at least one bound")
+        if initial is not None and reduction == "mean":
+            raise ValueError("initial is not taken with reduction 'mean' (an empty segment's mean is 0)")
+        init = None if initial is None else _scalar(initial, data.dtype, "initial")
+        shape = (offs.shape[0] - 1,) + tuple(data.shape[1:])
+        as_tensor = _is_tensor_call(dev, data, offs, out)
+        _checked_out(name, out, shape, data.dtype, dev, as_tensor)
+        cols = int(np.prod(data.shape[1:]))
+        empty_value = init if init is not None else _identity(reduction, data.dtype)
+        plan = SegmentPlan(data.dtype, reduction, segments=shape[0], cols=cols, limit=data.shape[0],
+                           offsets=(0, offs.dtype.itemsize // 4), initial=init, empty=empty_value)
+        aux, _ = _aux(dev, [offs])
+        return _run(name, dev, plan, aux, data, shape, data.dtype, out, as_tensor)
+    except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
+        raise named(e, name) from None
+
+
+# ---- embedding_bag ----
+_BAG_MODES = {"sum": "add", "mean": "mean", "max": "max"}
+
+
+def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum", per_sample_weights: Any = None,
+                  padding_idx: int | None = None, include_last_offset: bool = False, out: Any = None,
+                  device: DeviceLike = None) -> Any:
+    """Sums, averages or takes the maximum of bags of table rows in one pass: PyTorch's
+    ``F.embedding_bag(ids, table, offsets, mode=..., per_sample_weights=..., padding_idx=...,
+    include_last_offset=...)`` with the table first (as dmlgpu's other functions take their data first).
+
+    Bag b holds ``ids[b]`` (2-D ``ids``: bags of one size, no ``offsets``) or ``ids[offsets[b]:offsets[b + 1]]``
+    (1-D ``ids``; without ``include_last_offset`` the last bag ends at ``len(ids)``). Its rows are combined in the
+    bag's order of ids, one at a time, with the scatter reductions' arithmetic (dmlgpu.scatter_nd), from its first
+    row: "sum" has the bits of NumPy adding the gathered rows one by one in the table's dtype
+    (dmlgpu.reference.embedding_bag); "mean" divides that sum once by the bag's count, rounded once to nearest even;
+    "max" propagates NaN. ``per_sample_weights`` ("sum" only) multiply each row first, rounded as NumPy rounds
+    ``w * table[id]``. Ids equal to ``padding_idx`` are skipped and not counted in "mean". An empty bag (or one of
+    padding only) gives zeros, in every mode. One kernel reads each id's row once and writes each bag once
+    (shaders/segment.comp: one GPU invocation per bag and column). DirectML has no such operator (no layer-1
+    descriptor).
+
+    Parameters
+    ----------
+    table : array_like or Tensor
+        2-D, rows of embeddings: float16, float32, float64 or ml_dtypes' bfloat16 (any mode), integers ("sum",
+        "max").
+    ids : array_like or Tensor
+        Integers in ``[0, len(table))``: 2-D (one bag per row) or 1-D with ``offsets``. Host arrays are checked;
+        a Tensor's ids are clamped into the table on the device.
+    offsets : array_like or Tensor, optional
+        1-D integers: where each bag starts, from 0, non-decreasing, at most ``len(ids)`` (checked for host arrays).
+    mode : str
+        "sum", "mean" or "max".
+    per_sample_weights : array_like or Tensor, optional
+        ``ids``' shape, the table's dtype; "sum" only.
+    padding_idx : int, optional
+        An id in ``[-len(table), len(table))`` (negative: from the end) whose entries are skipped.
+    include_last_offset : bool
+        ``offsets`` has one more entry, the end of the last bag (CSR).
+    out : Tensor or np.ndarray, optional
+        Receives the result (shape ``(bags, table.shape[1])``, the table's dtype); returned.
+    device : Device or int, optional
+        Where it runs (default: a Tensor operand's device, else the default device).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``(bags, table.shape[1])``, the table's dtype; a Tensor when an operand is one or the call is recorded.
+
+    Raises
+    ------
+    IndexError
+        A host id outside the table.
+    ValueError
+        Bad offsets (empty, not starting at 0, decreasing, past the end), ``offsets`` with 2-D ids or none with
+        1-D ids, per_sample_weights of another shape or with a mode other than "sum", a padding_idx outside the
+        table, an unknown mode, ``out`` of another shape or dtype.
+    TypeError
+        A table dtype the mode does not take (integer "mean"), per_sample_weights of another dtype, ids that
+        are not integers.
+    dmlgpu.DeviceError
+        Operands of another device, or larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> table = np.arange(12, dtype=np.float32).reshape(6, 2)
+    >>> dmlgpu.embedding_bag(table, [1, 2, 4, 5, 0], [0, 2, 2])
+    array([[ 6.,  8.],
+           [ 0.,  0.],
+           [18., 21.]], dtype=float32)
+    >>> dmlgpu.embedding_bag(table, [[1, 3], [0, 0]], mode="max")
+    array([[6., 7.],
+           [0., 1.]], dtype=float32)
+    >>> dmlgpu.embedding_bag(table, [1, 2, 3], [0], mode="mean", padding_idx=2)     # rows 1 and 3
+    array([[4., 5.]], dtype=float32)
+    >>> dmlgpu.embedding_bag(table, [1, 2], [0], per_sample_weights=np.array([2, 0.5], np.float32))
+    array([[6. , 8.5]], dtype=float32)
+    """
+    name = "embedding_bag"
+    try:
+        if not isinstance(mode, str) or mode not in _BAG_MODES:
+            raise ValueError(f"mode must be 'sum', 'mean' or 'max', not {mode!r}")
+        reduction = _BAG_MODES[mode]
+        table = _operand(table, "table")
+        if table.ndim != 2:
+            raise ValueError(f"table must have 2 dimensions (rows of embeddings), not shape {table.shape}")
+        if table.dtype.kind == "b" or not (table.dtype.kind in "iu" or _reduction.is_float(table.dtype)):
+            raise TypeError(f"table has dtype {table.dtype}; it takes float16, float32, float64, bfloat16 and "
+                            f"integers")
+        if reduction == "mean" and not _reduction.is_float(table.dtype):
+            raise TypeError(f"mode 'mean' takes float tables, not dtype {table.dtype} (use 'sum' and divide)")
+        idx = _index(ids, "ids", (1, 2))
+        offs = None if offsets is None else _index(offsets, "offsets")
+        weights = None if per_sample_weights is None else _operand(per_sample_weights, "per_sample_weights")
+        dev = _device(name, device, table, idx, offs, weights, out)
+        rows, dim = table.shape
+        if idx.ndim == 2:
+            if offs is not None:
+                raise ValueError("offsets must be None with 2-D ids (each row of ids is a bag)")
+            bags, fixed = idx.shape[0], idx.shape[1]
+        else:
+            if offs is None:
+                raise ValueError("1-D ids need offsets (where each bag starts)")
+            if not isinstance(include_last_offset, (bool, np.bool_)):
+                raise TypeError(f"include_last_offset must be True or False, not {include_last_offset!r}")
+            bags, fixed = offs.shape[0] - bool(include_last_offset), 0
+            if bags < 0:
+                raise ValueError("offsets must hold at least one bound with include_last_offset=True")
+        pad = None
+        if padding_idx is not None:
+            if not isinstance(padding_idx, (int, np.integer)) or isinstance(padding_idx, bool) or \
+                    not -rows <= padding_idx < rows:
+                raise ValueError(f"padding_idx must be an integer in [-{rows}, {rows}), not {padding_idx!r}")
+            pad = int(padding_idx) % rows
+        if weights is not None:
+            if mode != "sum":
+                raise ValueError(f"per_sample_weights are taken with mode 'sum' only, not {mode!r}")
+            if weights.dtype != table.dtype:
+                raise TypeError(f"per_sample_weights has dtype {weights.dtype}; it must be the table's ({table.dtype})")
+            if tuple(weights.shape) != tuple(idx.shape):
+                raise ValueError(f"per_sample_weights has shape {tuple(weights.shape)}; it must be ids' shape "
+                                 f"{tuple(idx.shape)}")
+        positions = int(np.prod(idx.shape))
+        if positions and rows == 0:
+            raise IndexError("ids index a table of 0 rows")
+        if isinstance(idx, np.ndarray):
+            _check_ids(idx, rows, "ids", "the table")
+        if isinstance(offs, np.ndarray):
+            _check_offsets(offs, positions, "offsets", "ids", first_zero=True)
+        shape = (bags, dim)
+        as_tensor = _is_tensor_call(dev, table, idx, offs, weights, out)
+        _checked_out(name, out, shape, table.dtype, dev, as_tensor)
+        # CPU devices run pieces of positions, which never skip ids: padding entries are dropped first
+        if pad is not None and dev.info.type == "CPU" and positions > PIECE:
+            idx, offs, weights, fixed = _unpadded(dev, idx, offs, weights, bags, include_last_offset, pad)
+            pad = None
+        parts: list = []
+        offsets_at = None
+        if offs is not None or idx.ndim == 1:
+            offs = offs if offs is not None else np.zeros(1, np.int64)
+            offs = _narrow(offs) if isinstance(offs, np.ndarray) else offs
+            parts.append(offs)
+            if not include_last_offset:        # the last bag's end: len(ids)
+                parts.append(np.asarray([positions], offs.dtype))
+        idx_flat = _narrow(idx.reshape(-1)) if isinstance(idx, np.ndarray) else idx.reshape(-1)
+        parts.append(idx_flat)
+        if weights is not None:
+            parts.append(weights.reshape(-1))
+        aux, at = _aux(dev, parts)
+        k = 0
+        if offs is not None and fixed == 0:
+            offsets_at = (at[0], offs.dtype.itemsize // 4)
+            k = 1 + (not include_last_offset)
+        plan = SegmentPlan(table.dtype, reduction, segments=bags, cols=dim, limit=positions, offsets=offsets_at,
+                           fixed=fixed, ids=(at[k], idx_flat.dtype.itemsize // 4), rows=rows,
+                           weights=at[k + 1] if weights is not None else None, pad=pad)
+        return _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor)
+    except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
+        raise named(e, name) from None
+
+
+def _unpadded(dev: Device, idx: Any, offs: Any, weights: Any, bags: int, include_last_offset: bool, pad: int):
+    """The bags without their ``pad`` entries (host work; Tensor operands are read back), as 1-D ids, CSR-style
+    offsets of bags + 1 bounds (then include_last_offset's form is no longer needed: the caller passes the end
+    too), weights; and fixed 0."""
+    ids = idx.numpy() if isinstance(idx, Tensor) else idx
+    if ids.ndim == 2:
+        bounds = np.arange(bags + 1, dtype=np.int64) * ids.shape[1]
+    else:
+        o = offs.numpy() if isinstance(offs, Tensor) else offs
+        bounds = np.concatenate([o[:bags], [ids.size]]) if not include_last_offset else o[:bags + 1]
+        bounds = np.minimum(np.maximum.accumulate(np.clip(bounds, 0, ids.size)), ids.size)
+    flat = ids.reshape(-1)
+    keep = flat != pad
+    kept = np.concatenate([[0], np.cumsum(keep)]).astype(np.int64)
+    w = None if weights is None else (weights.numpy() if isinstance(weights, Tensor) else weights).reshape(-1)[keep]
+    return flat[keep], kept[bounds], w, 0
+
+
+# ---- gather_scatter ----
+_GS_REDUCTIONS = ("add", "mean", "min", "max", "mul", "sum", "prod", "amax", "amin")
+
+
+def gather_scatter(x: Any, src: Any, dst: Any, reduction: str = "add", *, out: Any = None, dim_size: int | None = None,
+                   include_self: bool = True, order: str | None = None, weights: Any = None,
+                   device: DeviceLike = None) -> Any:
+    """Message passing without the intermediate: ``scatter_nd(base, dst[:, None], take(x, src, axis=0),
+    reduction=reduction, include_self=include_self, order=order)`` with the same bits, where ``base`` is ``out``
+    (then updated in place) or zeros of ``(dim_size,) + x.shape[1:]`` (PyG's ``scatter(x[src], dst)``; PyTorch's
+    ``index_select`` then ``index_add_``).
+
+    ``weights`` (one per edge) multiply each gathered row first, rounded as NumPy rounds
+    ``weights[:, None] * x[src]`` (GCN's normalised aggregation). The edges are grouped by ``dst`` on the host
+    (a stable sort: each target's edges in edge order; Tensor ``src`` and ``dst`` are read back for it, a
+    synchronization); then one kernel reads each edge's row of ``x`` once and writes each target row once, the
+    rows combined in edge order, from the base value (include_self) or from the first edge's row
+    (shaders/segment.comp: dmlgpu.segment_reduce's and dmlgpu.embedding_bag's kernel). order "row-major" (the
+    default) is that order; other orders give the same bits for min, max and integer reductions, and for float
+    add, mul and mean ("tree", "fixed-point") the call runs as the take and scatter_nd above (with their
+    intermediate). DirectML has no such operator (no layer-1 descriptor).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        Node rows, at least one dimension; the dtypes of dmlgpu.scatter_nd's reductions.
+    src, dst : array_like or Tensor
+        1-D integers of one length (the edges): rows of ``x`` and of the output, in ``[-n, n)`` (negative: from
+        the end).
+    reduction : str
+        "add", "mean", "min", "max" or "mul" (or PyTorch's "sum", "prod", "amin", "amax").
+    out : Tensor or np.ndarray, optional
+        The base, updated in place and returned (x's dtype).
+    dim_size : int, optional
+        The output's rows where ``out`` is not given (default: ``max(dst) + 1``).
+    include_self : bool
+        The base value takes part (PyTorch's scatter_reduce ``include_self``); False: a row with edges starts from
+        its first edge's row, a row without keeps its base value.
+    order : str, optional
+        As dmlgpu.scatter_nd's (None: "row-major").
+    weights : array_like or Tensor, optional
+        One per edge, x's dtype.
+    device : Device or int, optional
+        Where it runs (default: a Tensor operand's device, else the default device).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``(dim_size,) + x.shape[1:]`` (or out's), x's dtype; ``out`` when given.
+
+    Raises
+    ------
+    IndexError
+        A src or dst index out of range.
+    ValueError
+        src and dst of other shapes, weights of the wrong shape, neither ``out`` nor a usable ``dim_size``, an
+        unknown reduction or order.
+    TypeError
+        A dtype the reduction does not take, weights of another dtype, indices that are not integers.
+    dmlgpu.DeviceError
+        Operands of another device, or larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> x = np.array([[1, 10], [2, 20], [3, 30]], np.float32)
+    >>> dmlgpu.gather_scatter(x, [0, 1, 2, 2], [1, 1, 0, 1], dim_size=3)
+    array([[ 3., 30.],
+           [ 6., 60.],
+           [ 0.,  0.]], dtype=float32)
+    >>> dmlgpu.gather_scatter(x, [0, 2], [1, 1], "max", dim_size=2, include_self=False)
+    array([[ 0.,  0.],
+           [ 3., 30.]], dtype=float32)
+    """
+    name = "gather_scatter"
+    try:
+        if not isinstance(reduction, str) or reduction not in _GS_REDUCTIONS:
+            raise ValueError(f"reduction must be one of {', '.join(map(repr, _GS_REDUCTIONS))}, not {reduction!r}")
+        reduction = _reduction.PYTORCH_NAMES.get(reduction, reduction)
+        order = "row-major" if order is None else _reduction.check_order(order)
+        include_self = _reduction.check_include_self(include_self)
+        x = _operand(x, "x")
+        if x.ndim == 0:
+            raise ValueError("x must have at least one dimension")
+        s, d = _index(src, "src"), _index(dst, "dst")
+        w = None if weights is None else _operand(weights, "weights")
+        dev = _device(name, device, x, s, d, w, out)
+        _reduction.check(reduction, x.dtype, include_self, order, name)
+        if s.shape != d.shape:
+            raise ValueError(f"src and dst must have one shape (one entry per edge), not {s.shape} and {d.shape}")
+        edges = s.shape[0]
+        if w is not None:
+            if w.dtype != x.dtype:
+                raise TypeError(f"weights has dtype {w.dtype}; it must be x's ({x.dtype})")
+            if tuple(w.shape) != (edges,):
+                raise ValueError(f"weights has shape {tuple(w.shape)}; it must be ({edges},): one per edge")
+        s_host = s.numpy().astype(np.int64) if isinstance(s, Tensor) else s
+        d_host = d.numpy().astype(np.int64) if isinstance(d, Tensor) else d
+        if out is not None:
+            if not isinstance(out, (Tensor, np.ndarray)):
+                raise TypeError(f"out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
+            if dim_size is not None and dim_size != out.shape[0]:
+                raise ValueError(f"dim_size {dim_size} differs from out's rows ({out.shape[0]})")
+            dim = out.shape[0]
+        elif dim_size is None:
+            if not edges:
+                raise ValueError("dim_size is needed where there are no edges and no out")
+            dim = int(d_host.max()) + 1
+            if dim <= 0:
+                raise IndexError(f"dst holds only negative indices ({int(d_host.max())}); pass dim_size or out")
+        else:
+            if not isinstance(dim_size, (int, np.integer)) or isinstance(dim_size, bool) or dim_size < 0:
+                raise ValueError(f"dim_size must be a non-negative integer, not {dim_size!r}")
+            dim = int(dim_size)
+        n = x.shape[0]
+        _check_ids(s_host, n, "src", "x", low=-n)
+        _check_ids(d_host, dim, "dst", "the output", low=-dim)
+        shape = (dim,) + tuple(x.shape[1:])
+        as_tensor = _is_tensor_call(dev, x, s, d, w, out)
+        _checked_out(name, out, shape, x.dtype, dev, as_tensor)
+        if order != "row-major" and _reduction.is_float(x.dtype) and reduction in ("add", "mul", "mean"):
+            return _unfused(x, s, d, w, reduction, include_self, order, out, shape, dev, as_tensor)
+        src_r, dst_r = s_host % n if n else s_host, d_host % dim if dim else d_host
+        perm = np.argsort(dst_r, kind="stable")
+        bounds = np.searchsorted(dst_r[perm], np.arange(dim + 1))
+        parts: list = [_narrow(bounds), _narrow(src_r[perm])]
+        if w is not None:
+            parts.append(w[perm] if isinstance(w, np.ndarray) else _taken(w, perm, dev))
+        aux, at = _aux(dev, parts)
+        plan = SegmentPlan(x.dtype, reduction, segments=dim, cols=int(np.prod(x.shape[1:])), limit=edges,
+                           offsets=(at[0], parts[0].dtype.itemsize // 4), ids=(at[1], parts[1].dtype.itemsize // 4),
+                           rows=n, weights=at[2] if w is not None else None,
+                           base=("out" if out is not None else "zeros") if include_self else None,
+                           keep=out is not None and not include_self)
+        base = out if isinstance(out, Tensor) else None
+        if isinstance(out, np.ndarray):
+            got = _run(name, dev, plan, aux, x, shape, x.dtype, None, False, base=out)
+            np.copyto(out, got)
+            return out
+        return _run(name, dev, plan, aux, x, shape, x.dtype, out, as_tensor, base=base)
+    except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
+        raise named(e, name) from None
+
+
+def _taken(w: Tensor, perm: np.ndarray, dev: Device) -> Tensor:
+    from .functions import gather            # (a sibling layer-2 function)
+    return gather(w, tensor(_narrow(perm), device=dev))
+
+
+def _unfused(x, s, d, w, reduction, include_self, order, out, shape, dev, as_tensor):
+    """order "tree" / "fixed-point" of float add, mul, mean: take, (weights), scatter_nd, as the contract says."""
+    from .functions import gather, scatter_nd
+    rows = gather(x, s)
+    if w is not None:
+        wh = w.numpy() if isinstance(w, Tensor) else w
+        host_rows = rows.numpy() if isinstance(rows, Tensor) else rows
+        with np.errstate(all="ignore"):
+            prod = (wh.reshape((-1,) + (1,) * (x.ndim - 1)) * host_rows).astype(x.dtype)
+        rows = tensor(prod, device=dev) if isinstance(rows, Tensor) else prod
+    dst = d.reshape(-1, 1)
+    if out is not None:
+        return scatter_nd(out, dst, rows, reduction=reduction, include_self=include_self, order=order, out=out)
+    base = empty(shape, x.dtype, device=dev) if as_tensor else np.zeros(shape, x.dtype)
+    if isinstance(base, Tensor):
+        base.write(np.zeros(shape, x.dtype))
+    return scatter_nd(base, dst, rows, reduction=reduction, include_self=include_self, order=order)
