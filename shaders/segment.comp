@@ -107,10 +107,11 @@ void process(uint i) {
     bool have = false;
     uint n = 0u;
     uint self_n = (mode & MODE_SELF) != 0u ? 1u : 0u;
-    if ((mode & MODE_CARRY) != 0u && lo < first) {     // the running value of the pieces before
+    uint before = min(hi, first) - lo;        // positions of the segment in the pieces before
+    if ((mode & MODE_CARRY) != 0u && before != 0u) {   // their running value
         acc = LOAD_UNIT_ATOMIC(OUT, i);       // (1- and 2-byte elements: neighbours' stores share its word)
         have = true;
-        n = self_n + (first - lo);
+        n = self_n + before;
     } else if (self_n != 0u) {                // the base value: OUT's, or P_INIT's (a base of zeros not read)
         if ((mode & MODE_INIT) != 0u)
             acc = bits_at(P_INIT);

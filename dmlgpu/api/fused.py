@@ -6,8 +6,8 @@ contract: dmlgpu/plans/segment.py. DirectML has no such operator (no layer-1 des
 Operands are NumPy arrays (what NumPy can view: interop.host_array) or Tensors; the result is a new NumPy array,
 or a Tensor (queued) when an operand is a Tensor or the call is recorded, or ``out``. Host index arrays (offsets,
 ids, src, dst) are checked before any GPU work (errors name the function); Tensor offsets and ids are used as
-they are, on the device: ids are clamped into the table, offsets into [0, positions] and made non-decreasing
-(no error: the caller promises them valid). Nothing of the caller's changes but ``out``.
+they are, on the device: ids are clamped into the table, offsets into [0, positions], and a segment whose end
+is below its start is empty (no error: the caller promises them valid). Nothing of the caller's changes but ``out``.
 """
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ def _operand(x: Any, what: str) -> np.ndarray | Tensor:
             x = x._packed()
         a: Any = x
     else:
-        a = np.ascontiguousarray(_host_array(x))
+        a = _host_array(x)
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
     if a.dtype.hasobject or not a.dtype.isnative:
         raise TypeError(f"{what} has dtype {a.dtype}; it must be a numeric dtype of native byte order")
     return a
@@ -259,7 +261,8 @@ def segment_reduce(data: Any, offsets: Any, reduction: str = "add", *, initial: 
         float8 types), native byte order.
     offsets : array_like or Tensor
         1-D integers, segments + 1 of them: non-negative, non-decreasing, at most ``len(data)`` (checked for host
-        arrays; a Tensor's are clamped into that on the device). Rows outside ``[offsets[0], offsets[-1])`` take
+        arrays; a Tensor's are clamped into ``[0, len(data)]`` on the device, and a segment whose end is below
+        its start is empty). Rows outside ``[offsets[0], offsets[-1])`` take
         no part.
     reduction : str
         "add", "mul", "min", "max" or "mean" (or PyTorch's "sum", "prod", "amin", "amax").
