@@ -22,6 +22,7 @@ from ..errors import DeviceError
 from ..plans import reduction_args as _reduction
 from ..plans.segment import PIECE, SegmentPlan
 from ..runtime import as_bytes
+from . import signatures
 from .signatures import DeviceLike
 from .tensor import Tensor
 from .tensor_protocols import assigned
@@ -236,6 +237,7 @@ def _scalar(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
 _SEGMENT_REDUCTIONS = ("add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin")
 
 
+@signatures.segment_reduce
 def segment_reduce(data: Any, offsets: Any, reduction: str = "add", *, initial: Any = None, out: Any = None,
                    device: DeviceLike = None) -> Any:
     """Reduces sorted segments of rows in one pass: ``out[s] = reduce(data[offsets[s]:offsets[s + 1]])`` along
@@ -340,6 +342,7 @@ def segment_reduce(data: Any, offsets: Any, reduction: str = "add", *, initial: 
 _BAG_MODES = {"sum": "add", "mean": "mean", "max": "max"}
 
 
+@signatures.embedding_bag
 def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum", per_sample_weights: Any = None,
                   padding_idx: int | None = None, include_last_offset: bool = False, out: Any = None,
                   device: DeviceLike = None) -> Any:
@@ -521,6 +524,7 @@ def _unpadded(dev: Device, idx: Any, offs: Any, weights: Any, bags: int, include
 _GS_REDUCTIONS = ("add", "mean", "min", "max", "mul", "sum", "prod", "amax", "amin")
 
 
+@signatures.gather_scatter
 def gather_scatter(x: Any, src: Any, dst: Any, reduction: str = "add", *, out: Any = None, dim_size: int | None = None,
                    include_self: bool = True, order: str | None = None, weights: Any = None,
                    device: DeviceLike = None) -> Any:
