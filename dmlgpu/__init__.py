@@ -11,7 +11,7 @@ from .layer1.dtypes import DataType, FeatureLevel
 from .errors import DescError, DeviceError
 from .api.functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
 from .api.numpy_api import put_along_axis, take, take_along_axis
-from .api.fused import embedding_bag, gather_scatter, segment_reduce
+from .api.fused import EdgeGroups, embedding_bag, gather_scatter, segment_reduce
 from .api import indexing as _indexing  # noqa: F401  (Tensor[] with index arrays, ufunc.at, Tensor.at)
 from .layer1.descriptors import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
                                  ScatterElementsDesc, ScatterNDDesc)
@@ -29,5 +29,6 @@ __all__ = [
     "DeviceInfo", "FeatureLevel",
     "GatherDesc", "GatherElementsDesc", "GatherND1Desc", "GatherNDDesc", "ScatterElementsDesc", "ScatterNDDesc",
     "TensorDesc", "default_device", "devices", "gather", "gather_elements", "gather_nd", "scatter_elements",
-    "scatter_nd", "put_along_axis", "take", "take_along_axis", "embedding_bag", "gather_scatter", "segment_reduce",
+    "scatter_nd", "put_along_axis", "take", "take_along_axis", "EdgeGroups", "embedding_bag", "gather_scatter",
+    "segment_reduce",
 ]

@@ -354,3 +354,43 @@ def test_gather_scatter_errors_leave_inputs_alone():
     assert not out.any()
     with pytest.raises(TypeError, match="^gather_scatter: reduction 'mean' is not supported for dtype int32"):
         dmlgpu.gather_scatter(np.ones((2, 2), np.int32), [0], [0], "mean", dim_size=1)
+
+
+def test_edge_groups_serve_many_calls(device):
+    rng = np.random.default_rng(7)
+    x = _values(rng, (16, 5), np.float32)
+    src, dst = rng.integers(-16, 16, 60), rng.integers(0, 11, 60)
+    groups = dmlgpu.EdgeGroups(dmlgpu.tensor(src), dst, dim_size=12)
+    assert "60 edges onto 12 rows" in repr(groups)
+    w = _values(rng, (60,), np.float32)
+    for reduction in ("add", "mean", "max"):
+        for include_self in (True, False):
+            want = ref.gather_scatter(x, src, dst, reduction, dim_size=12, include_self=include_self)
+            got = dmlgpu.gather_scatter(x, groups, reduction=reduction, include_self=include_self)
+            assert isinstance(got, dmlgpu.Tensor)
+            assert_bits(got, want)
+        assert_bits(dmlgpu.gather_scatter(dmlgpu.tensor(x), groups, reduction=reduction, weights=w),
+                    ref.gather_scatter(x, src, dst, reduction, dim_size=12, weights=w))
+        assert_bits(dmlgpu.gather_scatter(x, groups, reduction=reduction, weights=dmlgpu.tensor(w)),
+                    ref.gather_scatter(x, src, dst, reduction, dim_size=12, weights=w))
+    base = _values(rng, (12, 5), np.float32)
+    out = dmlgpu.tensor(base)
+    assert dmlgpu.gather_scatter(x, groups, out=out) is out
+    assert_bits(out, ref.gather_scatter(x, src, dst, out=base))
+    assert_bits(dmlgpu.gather_scatter(x, groups, order="tree"),
+                ref.gather_scatter(x, src, dst, dim_size=12, order="tree"))
+    near = rng.integers(-8, 8, 60)                      # negative sources count from the end of each x
+    groups8 = dmlgpu.EdgeGroups(near, dst, dim_size=12)
+    for rows in (8, 16, 8):
+        assert_bits(dmlgpu.gather_scatter(x[:rows], groups8, reduction="min"),
+                    ref.gather_scatter(x[:rows], near, dst, "min", dim_size=12))
+    with pytest.raises(IndexError, match=r"^gather_scatter: src\[\d+\] = -?\d+ is out of range for x of 4 rows"):
+        dmlgpu.gather_scatter(x[:4], groups)
+    with pytest.raises(ValueError, match="^gather_scatter: dst must be None where src is an EdgeGroups"):
+        dmlgpu.gather_scatter(x, groups, dst)
+    with pytest.raises(ValueError, match="^gather_scatter: out has 3 rows; the EdgeGroups target 12"):
+        dmlgpu.gather_scatter(x, groups, out=dmlgpu.zeros((3, 5)))
+    with pytest.raises(IndexError, match=r"^EdgeGroups: dst\[\d+\] = \d+ is out of range for the output of 5 rows"):
+        dmlgpu.EdgeGroups(src, dst, dim_size=5)
+    with pytest.raises(ValueError, match="^EdgeGroups: src and dst must have one shape"):
+        dmlgpu.EdgeGroups(src[:3], dst)

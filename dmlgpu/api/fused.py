@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import _device, _host_array, named
+from .arguments import _device, named
 from .constructors import empty, tensor
 from .device import Device
 from ..errors import DeviceError
+from .fused_args import (EdgeGroups, _U32, _aux, _check_ids, _check_offsets, _checked_out, _identity, _index,
+                         _narrow, _operand)
 from ..plans import reduction_args as _reduction
 from ..plans.segment import PIECE, SegmentPlan
 from ..runtime import as_bytes
@@ -27,145 +29,7 @@ from .signatures import DeviceLike
 from .tensor import Tensor
 from .tensor_protocols import assigned
 
-_U32 = 1 << 32
-_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
-
-
-# ---- operands ----
-def _operand(x: Any, what: str) -> np.ndarray | Tensor:
-    """A data operand: a Tensor (packed: a view at an offset or strided is copied on its device) or a NumPy array
-    of native byte order (the kernels' arithmetic)."""
-    if isinstance(x, Tensor):
-        if x._strides is not None or x.offset:
-            x = x._packed()
-        a: Any = x
-    else:
-        a = _host_array(x)
-        if not a.flags.c_contiguous:
-            a = np.ascontiguousarray(a)
-    if a.dtype.hasobject or not a.dtype.isnative:
-        raise TypeError(f"{what} has dtype {a.dtype}; it must be a numeric dtype of native byte order")
-    return a
-
-
-def _index(x: Any, what: str, ndims: tuple = (1,)) -> np.ndarray | Tensor:
-    """An index operand: an int32 or int64 Tensor (packed), or a host array of integers as int64."""
-    if isinstance(x, Tensor):
-        if x.dtype not in _INDEX:
-            raise TypeError(f"{what} Tensor has dtype {x.dtype}; it must be int32 or int64")
-        if x._strides is not None or x.offset:
-            x = x._packed()
-        a: Any = x
-    else:
-        a = _host_array(x)
-        if a.size == 0 and a.dtype.kind == "f" and isinstance(x, (list, tuple)):
-            a = a.astype(np.int64)
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"{what} must hold integers, not dtype {a.dtype}")
-        if a.dtype.kind == "u" and a.size and int(a.max()) >= 1 << 63:
-            raise IndexError(f"{what} holds {int(a.max())}, past any position")
-        a = a.astype(np.int64)
-    if a.ndim not in ndims:
-        raise ValueError(f"{what} must have {' or '.join(map(str, ndims))} dimension(s), not shape {a.shape}")
-    return a
-
-
-def _narrow(a: np.ndarray) -> np.ndarray:
-    """Checked host indices as int32 where they fit (half the words to move), else int64."""
-    return a.astype(np.int32) if not a.size or (int(a.min()) >= -(1 << 31) and int(a.max()) < 1 << 31) else a
-
-
-def _check_offsets(offsets: np.ndarray, end: int, what: str, of: str, first_zero: bool = False) -> None:
-    if offsets.size == 0:
-        raise ValueError(f"{what} must hold at least one bound")
-    if first_zero and offsets[0] != 0:
-        raise ValueError(f"{what}[0] must be 0 (the first bag starts at the first id), not {offsets[0]}")
-    if offsets[0] < 0:
-        raise ValueError(f"{what}[0] is {offsets[0]}; offsets must not be negative")
-    bad = np.flatnonzero(np.diff(offsets) < 0)
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(f"{what} must be non-decreasing: {what}[{i + 1}] = {offsets[i + 1]} is below "
-                         f"{what}[{i}] = {offsets[i]}")
-    if offsets[-1] > end:
-        raise ValueError(f"{what}[-1] = {offsets[-1]} is past the end of {of} ({end})")
-
-
-def _check_ids(ids: np.ndarray, rows: int, what: str, of: str, low: int = 0, skip: int | None = None) -> None:
-    """IndexError for the first id outside [low, rows) (``skip``: an id that is always allowed)."""
-    bad = (ids < low) | (ids >= rows)
-    if skip is not None:
-        bad &= ids != skip
-    if bad.any():
-        pos = np.unravel_index(int(np.argmax(bad)), ids.shape)
-        raise IndexError(f"{what}[{', '.join(map(str, pos))}] = {ids[pos]} is out of range for {of} of {rows} rows"
-                         f" (valid: {low} to {rows - 1})")
-
-
-def _identity(reduction: str, dtype: np.dtype) -> Any:
-    """The value a reduction starts from that changes nothing: 0 for add and mean, 1 for mul; for min and max the
-    largest and smallest values of the dtype (+-inf for floats that have them; float8_e4m3fn, which has none:
-    its largest finite values; bool: True and False)."""
-    if reduction in ("add", "mean"):
-        return np.zeros((), dtype)
-    if reduction == "mul":
-        return np.ones((), dtype)
-    top = reduction == "min"
-    if dtype.kind == "b":
-        return np.asarray(top)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return np.asarray(info.max if top else info.min, dtype)
-    with np.errstate(all="ignore"):
-        v = np.asarray(np.inf if top else -np.inf).astype(dtype)
-    if np.isnan(v.astype(np.float32)):       # no infinity (float8_e4m3fn): its largest finite magnitude
-        bits = np.asarray(0x7E if top else 0xFE, np.uint8)
-        return bits.view(dtype)
-    return v
-
-
-def _checked_out(name: str, out: Any, shape: tuple, dtype: np.dtype, dev: Device, as_tensor: bool) -> None:
-    if out is None:
-        return
-    if isinstance(out, Tensor):
-        if out.device is not dev:
-            raise DeviceError(f"{name}: out is a Tensor of another device than the call's")
-    elif isinstance(out, np.ndarray):
-        if as_tensor:
-            raise TypeError(f"{name}: out is a NumPy array, but the call returns a Tensor (an operand is a Tensor, "
-                            f"or it is recorded): pass a Tensor as out")
-        if not out.flags.writeable:
-            raise ValueError(f"{name}: out is read-only")
-    else:
-        raise TypeError(f"{name}: out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
-    if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
-        raise ValueError(f"{name}: out has shape {tuple(out.shape)} and dtype {out.dtype}; the result has shape "
-                         f"{tuple(shape)} and dtype {dtype}")
-
-
-# ---- the run ----
-def _aux(dev: Device, parts: list) -> tuple[Any, list[int]]:
-    """The offsets, ids and weights as one operand of 32-bit words (shaders/segment.comp's AUX), and the word where
-    each part starts: host parts are concatenated on the host; with a Tensor part, one Tensor part is used as it
-    is, several are copied into one Tensor on the device."""
-    at, words = [], 0
-    for p in parts:
-        at.append(words)
-        words += -(-p.nbytes // 4)
-    if not any(isinstance(p, Tensor) for p in parts):
-        buf = np.zeros(max(1, words), np.uint32)
-        raw = buf.view(np.uint8)
-        for a, p in zip(at, parts):
-            raw[4 * a:4 * a + p.nbytes] = np.ascontiguousarray(p).reshape(-1).view(np.uint8)
-        return buf, at
-    if len(parts) == 1:
-        return parts[0], at
-    aux = empty((4 * max(1, words),), np.uint8, device=dev)
-    for a, p in zip(at, parts):
-        if p.nbytes:
-            aux[4 * a:4 * a + p.nbytes] = (p if isinstance(p, Tensor) else tensor(p, device=dev)).reshape(-1) \
-                .view(np.uint8)
-    return aux, at
+__all__ = ["EdgeGroups", "embedding_bag", "gather_scatter", "segment_reduce"]
 
 
 def _run(name: str, dev: Device, plan: SegmentPlan, aux: Any, data: Any, shape: tuple, dtype: np.dtype,
@@ -525,9 +389,9 @@ _GS_REDUCTIONS = ("add", "mean", "min", "max", "mul", "sum", "prod", "amax", "am
 
 
 @signatures.gather_scatter
-def gather_scatter(x: Any, src: Any, dst: Any, reduction: str = "add", *, out: Any = None, dim_size: int | None = None,
-                   include_self: bool = True, order: str | None = None, weights: Any = None,
-                   device: DeviceLike = None) -> Any:
+def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *, out: Any = None,
+                   dim_size: int | None = None, include_self: bool = True, order: str | None = None,
+                   weights: Any = None, device: DeviceLike = None) -> Any:
     """Message passing without the intermediate: ``scatter_nd(base, dst[:, None], take(x, src, axis=0),
     reduction=reduction, include_self=include_self, order=order)`` with the same bits, where ``base`` is ``out``
     (then updated in place) or zeros of ``(dim_size,) + x.shape[1:]`` (PyG's ``scatter(x[src], dst)``; PyTorch's
@@ -536,12 +400,13 @@ def gather_scatter(x: Any, src: Any, dst: Any, reduction: str = "add", *, out: A
     ``weights`` (one per edge) multiply each gathered row first, rounded as NumPy rounds
     ``weights[:, None] * x[src]`` (GCN's normalised aggregation). The edges are grouped by ``dst`` on the host
     (a stable sort: each target's edges in edge order; Tensor ``src`` and ``dst`` are read back for it, a
-    synchronization); then one kernel reads each edge's row of ``x`` once and writes each target row once, the
-    rows combined in edge order, from the base value (include_self) or from the first edge's row
-    (shaders/segment.comp: dmlgpu.segment_reduce's and dmlgpu.embedding_bag's kernel). order "row-major" (the
-    default) is that order; other orders give the same bits for min, max and integer reductions, and for float
-    add, mul and mean ("tree", "fixed-point") the call runs as the take and scatter_nd above (with their
-    intermediate). DirectML has no such operator (no layer-1 descriptor).
+    synchronization), or once for many calls by a dmlgpu.EdgeGroups passed as ``src`` (``dst`` None); then one
+    kernel reads each edge's row of ``x`` once and writes each target row once, the rows combined in edge order,
+    from the base value (include_self) or from the first edge's row (shaders/segment.comp: dmlgpu.segment_reduce's
+    and dmlgpu.embedding_bag's kernel). order "row-major" (the default) is that order; other orders give the same
+    bits for min, max and integer reductions, and for float add, mul and mean ("tree", "fixed-point") the call
+    runs as the take and scatter_nd above (with their intermediate). DirectML has no such operator (no layer-1
+    descriptor).
 
     Parameters
     ----------
@@ -549,13 +414,13 @@ def gather_scatter(x: Any, src: Any, dst: Any, reduction: str = "add", *, out: A
         Node rows, at least one dimension; the dtypes of dmlgpu.scatter_nd's reductions.
     src, dst : array_like or Tensor
         1-D integers of one length (the edges): rows of ``x`` and of the output, in ``[-n, n)`` (negative: from
-        the end).
+        the end). Or ``src`` an EdgeGroups and ``dst`` None.
     reduction : str
         "add", "mean", "min", "max" or "mul" (or PyTorch's "sum", "prod", "amin", "amax").
     out : Tensor or np.ndarray, optional
         The base, updated in place and returned (x's dtype).
     dim_size : int, optional
-        The output's rows where ``out`` is not given (default: ``max(dst) + 1``).
+        The output's rows where ``out`` is not given (default: ``max(dst) + 1``; an EdgeGroups': its own).
     include_self : bool
         The base value takes part (PyTorch's scatter_reduce ``include_self``); False: a row with edges starts from
         its first edge's row, a row without keeps its base value.
@@ -569,7 +434,8 @@ def gather_scatter(x: Any, src: Any, dst: Any, reduction: str = "add", *, out: A
     Returns
     -------
     np.ndarray or Tensor
-        Shape ``(dim_size,) + x.shape[1:]`` (or out's), x's dtype; ``out`` when given.
+        Shape ``(dim_size,) + x.shape[1:]`` (or out's), x's dtype; ``out`` when given; a Tensor when an operand is
+        one (an EdgeGroups too) or the call is recorded.
 
     Raises
     ------
@@ -605,85 +471,85 @@ def gather_scatter(x: Any, src: Any, dst: Any, reduction: str = "add", *, out: A
         x = _operand(x, "x")
         if x.ndim == 0:
             raise ValueError("x must have at least one dimension")
-        s, d = _index(src, "src"), _index(dst, "dst")
         w = None if weights is None else _operand(weights, "weights")
-        dev = _device(name, device, x, s, d, w, out)
+        if out is not None and not isinstance(out, (Tensor, np.ndarray)):
+            raise TypeError(f"out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
+        if isinstance(src, EdgeGroups):
+            if dst is not None:
+                raise ValueError("dst must be None where src is an EdgeGroups (it holds the targets)")
+            groups = src
+            dev = _device(name, device, x, w, out)
+            if dev is not groups.device:
+                raise DeviceError("the EdgeGroups live on another device than the call's")
+            if out is not None and out.shape[0] != groups.dim_size:
+                raise ValueError(f"out has {out.shape[0]} rows; the EdgeGroups target {groups.dim_size}")
+            if dim_size is not None and dim_size != groups.dim_size:
+                raise ValueError(f"dim_size {dim_size} differs from the EdgeGroups' ({groups.dim_size})")
+        else:
+            if dst is None:
+                raise ValueError("dst is needed (or src an EdgeGroups)")
+            s, d = _index(src, "src"), _index(dst, "dst")
+            dev = _device(name, device, x, s, d, w, out)
+            groups = EdgeGroups._of(s, d, dim_size, None if out is None else out.shape[0], dev)
         _reduction.check(reduction, x.dtype, include_self, order, name)
-        if s.shape != d.shape:
-            raise ValueError(f"src and dst must have one shape (one entry per edge), not {s.shape} and {d.shape}")
-        edges = s.shape[0]
         if w is not None:
             if w.dtype != x.dtype:
                 raise TypeError(f"weights has dtype {w.dtype}; it must be x's ({x.dtype})")
-            if tuple(w.shape) != (edges,):
-                raise ValueError(f"weights has shape {tuple(w.shape)}; it must be ({edges},): one per edge")
-        s_host = s.numpy().astype(np.int64) if isinstance(s, Tensor) else s
-        d_host = d.numpy().astype(np.int64) if isinstance(d, Tensor) else d
-        if out is not None:
-            if not isinstance(out, (Tensor, np.ndarray)):
-                raise TypeError(f"out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
-            if dim_size is not None and dim_size != out.shape[0]:
-                raise ValueError(f"dim_size {dim_size} differs from out's rows ({out.shape[0]})")
-            dim = out.shape[0]
-        elif dim_size is None:
-            if not edges:
-                raise ValueError("dim_size is needed where there are no edges and no out")
-            dim = int(d_host.max()) + 1
-            if dim <= 0:
-                raise IndexError(f"dst holds only negative indices ({int(d_host.max())}); pass dim_size or out")
-        else:
-            if not isinstance(dim_size, (int, np.integer)) or isinstance(dim_size, bool) or dim_size < 0:
-                raise ValueError(f"dim_size must be a non-negative integer, not {dim_size!r}")
-            dim = int(dim_size)
-        n = x.shape[0]
-        _check_ids(s_host, n, "src", "x", low=-n)
-        _check_ids(d_host, dim, "dst", "the output", low=-dim)
+            if tuple(w.shape) != (groups.edges,):
+                raise ValueError(f"weights has shape {tuple(w.shape)}; it must be ({groups.edges},): one per edge")
+        n, dim = x.shape[0], groups.dim_size
         shape = (dim,) + tuple(x.shape[1:])
-        as_tensor = _is_tensor_call(dev, x, s, d, w, out)
+        as_tensor = _is_tensor_call(dev, x, src, dst, w, out) or src is groups
         _checked_out(name, out, shape, x.dtype, dev, as_tensor)
         if order != "row-major" and _reduction.is_float(x.dtype) and reduction in ("add", "mul", "mean"):
-            return _unfused(x, s, d, w, reduction, include_self, order, out, shape, dev, as_tensor)
-        src_r, dst_r = s_host % n if n else s_host, d_host % dim if dim else d_host
-        perm = np.argsort(dst_r, kind="stable")
-        bounds = np.searchsorted(dst_r[perm], np.arange(dim + 1))
-        parts: list = [_narrow(bounds), _narrow(src_r[perm])]
+            _check_ids(groups.src, n, "src", "x", low=-n)
+            return _unfused(x, groups.src, groups.dst, w, reduction, include_self, order, out, shape, dev, as_tensor)
+        if src is groups:
+            aux_t, ids_at, ids_w = groups._device_aux(n)
+            parts: list = [aux_t]
+        else:
+            sources = groups._sources(n)
+            parts, ids_at, ids_w = [groups.bounds, sources], -1, sources.dtype.itemsize // 4
         if w is not None:
-            parts.append(w[perm] if isinstance(w, np.ndarray) else _taken(w, perm, dev))
+            parts.append(w[groups.perm] if isinstance(w, np.ndarray) else
+                         _taken(w, groups._device_perm() if src is groups else groups.perm, dev))
         aux, at = _aux(dev, parts)
-        plan = SegmentPlan(x.dtype, reduction, segments=dim, cols=int(np.prod(x.shape[1:])), limit=edges,
-                           offsets=(at[0], parts[0].dtype.itemsize // 4), ids=(at[1], parts[1].dtype.itemsize // 4),
-                           rows=n, weights=at[2] if w is not None else None,
+        if ids_at < 0:
+            ids_at = at[1]
+        plan = SegmentPlan(x.dtype, reduction, segments=dim, cols=int(np.prod(x.shape[1:])), limit=groups.edges,
+                           offsets=(0, groups.bounds.dtype.itemsize // 4), ids=(ids_at, ids_w), rows=n,
+                           weights=at[-1] if w is not None else None,
                            base=("out" if out is not None else "zeros") if include_self else None,
                            keep=out is not None and not include_self)
-        base = out if isinstance(out, Tensor) else None
         if isinstance(out, np.ndarray):
-            got = _run(name, dev, plan, aux, x, shape, x.dtype, None, False, base=out)
-            np.copyto(out, got)
+            np.copyto(out, _run(name, dev, plan, aux, x, shape, x.dtype, None, False, base=out))
             return out
-        return _run(name, dev, plan, aux, x, shape, x.dtype, out, as_tensor, base=base)
+        return _run(name, dev, plan, aux, x, shape, x.dtype, out, as_tensor,
+                    base=out if isinstance(out, Tensor) else None)
     except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
         raise named(e, name) from None
 
 
-def _taken(w: Tensor, perm: np.ndarray, dev: Device) -> Tensor:
+def _taken(w: Tensor, perm: Any, dev: Device) -> Tensor:
+    """The weights in the grouped edges' order, gathered on the device."""
     from .functions import gather            # (a sibling layer-2 function)
-    return gather(w, tensor(_narrow(perm), device=dev))
+    return gather(w, perm if isinstance(perm, Tensor) else tensor(_narrow(perm), device=dev))
 
 
-def _unfused(x, s, d, w, reduction, include_self, order, out, shape, dev, as_tensor):
+def _unfused(x, src, dst, w, reduction, include_self, order, out, shape, dev, as_tensor):
     """order "tree" / "fixed-point" of float add, mul, mean: take, (weights), scatter_nd, as the contract says."""
     from .functions import gather, scatter_nd
-    rows = gather(x, s)
+    rows = gather(x, src)
     if w is not None:
         wh = w.numpy() if isinstance(w, Tensor) else w
         host_rows = rows.numpy() if isinstance(rows, Tensor) else rows
         with np.errstate(all="ignore"):
             prod = (wh.reshape((-1,) + (1,) * (x.ndim - 1)) * host_rows).astype(x.dtype)
         rows = tensor(prod, device=dev) if isinstance(rows, Tensor) else prod
-    dst = d.reshape(-1, 1)
+    dst = np.asarray(dst).reshape(-1, 1)
+    if as_tensor and not isinstance(rows, Tensor):
+        rows = tensor(rows, device=dev)
     if out is not None:
         return scatter_nd(out, dst, rows, reduction=reduction, include_self=include_self, order=order, out=out)
-    base = empty(shape, x.dtype, device=dev) if as_tensor else np.zeros(shape, x.dtype)
-    if isinstance(base, Tensor):
-        base.write(np.zeros(shape, x.dtype))
+    base = tensor(np.zeros(shape, x.dtype), device=dev) if as_tensor else np.zeros(shape, x.dtype)
     return scatter_nd(base, dst, rows, reduction=reduction, include_self=include_self, order=order)

@@ -21,7 +21,8 @@ from .device import Device
 from .tensor import Tensor
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack      # typing's from Python 3.11; only mypy reads these annotations
+    from typing_extensions import Unpack
+    from .fused_args import EdgeGroups      # typing's from Python 3.11; only mypy reads these annotations
 
 Mode = Literal["clamp", "raise"]
 Reduction = Literal["none", "add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin"]  # (PyTorch's aliases)
@@ -182,11 +183,14 @@ GatherScatterReduction = Literal["add", "mean", "min", "max", "mul", "sum", "pro
 
 
 class GatherScatter(Protocol):
-    """``f(x, src, dst, reduction="add", *, out=None, dim_size=None, include_self=True, order=None, weights=None,
-    device=None)``: gather_scatter."""
+    """``f(x, src, dst=None, reduction="add", *, out=None, dim_size=None, include_self=True, order=None,
+    weights=None, device=None)``: gather_scatter (``src`` an EdgeGroups: ``dst`` None)."""
     @overload
     def __call__(self, x: Any, src: Any, dst: Any, reduction: GatherScatterReduction = "add", *, out: _O,
                  weights: Any = None, **kw: Unpack[Passing]) -> _O: ...
+    @overload
+    def __call__(self, x: Any, src: EdgeGroups, dst: None = None, reduction: GatherScatterReduction = "add", *,
+                 out: None = None, weights: Tensor | ArrayInput | None = None, **kw: Unpack[Passing]) -> Tensor: ...
     @overload
     def __call__(self, x: Tensor, src: IndexLike, dst: IndexLike, reduction: GatherScatterReduction = "add", *,
                  out: None = None, weights: Tensor | ArrayInput | None = None, **kw: Unpack[Passing]) -> Tensor: ...
