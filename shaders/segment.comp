@@ -5,8 +5,8 @@
 // s = i / COLS into OUT[i] (lanes along the row: neighbouring invocations read neighbouring elements of a row).
 // Segment s covers positions [lo, hi): CSR offsets (lo = offset(s), hi = max(offset(s + 1), lo), both clamped to
 // [0, PW(P_LIMIT)]) or, with MODE_FIXED, bags of PW(P_FIXED) positions. Position r is row r of DATA, or with
-// MODE_IDS row ids[r] (clamped into [0, PW(P_ROWS)); MODE_PAD: positions whose id is PW(P_PAD) are skipped and not
-// counted). MODE_WEIGHTS: the row is first multiplied by weights[r] (combine(w, x), OP mul). Rows combine one by one
+// MODE_IDS row ids[r] (a negative id counts from the end once, then ids are clamped into [0, PW(P_ROWS)); MODE_PAD:
+// positions whose row is PW(P_PAD) are skipped and not counted). MODE_WEIGHTS: the row is first multiplied by weights[r] (combine(w, x), OP mul). Rows combine one by one
 // in position order (arith.glsl's combine, OP from PW(P_OP)): from a base value (MODE_SELF, counted once for "mean":
 // OUT's own, or PW(P_INIT) with MODE_INIT too), from PW(P_INIT) (MODE_INIT alone, not counted), else from the
 // first row itself. MODE_MEAN (float add):
@@ -71,6 +71,20 @@ uint read_index(uint at, uint width, bool is_signed, out bool neg) {
     return neg ? 0u : lo;
 }
 
+// an id (``width`` words at word ``at``) resolved against ``rows``: a negative one counts from the end once (as
+// dmlgpu's gathers resolve them), then it is clamped into [0, rows)
+uint read_id(uint at, uint width, bool is_signed, uint rows) {
+    uint lo = AUX[at];
+    uint hi = width == 2u ? AUX[at + 1u] : (is_signed && (lo >> 31) != 0u ? 0xFFFFFFFFu : 0u);
+    if (hi == 0u)
+        return min(lo, rows - 1u);
+    if (is_signed && hi == 0xFFFFFFFFu && (lo >> 31) != 0u) {
+        uint m = 0u - lo;                         // -id
+        return m <= rows ? rows - m : 0u;
+    }
+    return is_signed && (hi >> 31) != 0u ? 0u : rows - 1u;
+}
+
 uint bound(uint s, uint limit, bool is_signed) {
     uint w = P[P_OFF_W];
     bool neg;
@@ -127,11 +141,9 @@ void process(uint i) {
     for (uint r = first; r < last; ++r) {
         uint row = r;
         if ((mode & MODE_IDS) != 0u) {
-            bool neg;
-            uint id = read_index(ids_at + r * ids_w, ids_w, is_signed, neg);
-            if ((mode & MODE_PAD) != 0u && !neg && id == pad)
+            row = read_id(ids_at + r * ids_w, ids_w, is_signed, rows);
+            if ((mode & MODE_PAD) != 0u && row == pad)
                 continue;
-            row = min(id, rows - 1u);
         }
         ELEM_T x = LOAD_UNIT(DATA, row * cols + col);
         if ((mode & MODE_WEIGHTS) != 0u) {

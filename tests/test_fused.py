@@ -394,3 +394,18 @@ def test_edge_groups_serve_many_calls(device):
         dmlgpu.EdgeGroups(src, dst, dim_size=5)
     with pytest.raises(ValueError, match="^EdgeGroups: src and dst must have one shape"):
         dmlgpu.EdgeGroups(src[:3], dst)
+
+
+def test_embedding_bag_tensor_ids_checked_on_the_device(device):
+    table = np.arange(8, dtype=np.float32).reshape(4, 2)
+    got = dmlgpu.embedding_bag(table, dmlgpu.tensor(np.array([-1, 0, 2], np.int32)), [0, 1])
+    assert_bits(got, np.array([table[3], table[0] + table[2]]))     # negative ids count from the end
+    bad = dmlgpu.embedding_bag(table, dmlgpu.tensor(np.array([0, 9, 1], np.int64)), [0, 2])
+    with pytest.raises(IndexError, match="^embedding_bag: index 9"):
+        device.synchronize()
+    with pytest.raises(IndexError, match="^embedding_bag: index 9"):
+        bad.numpy()                                        # the failed call's result is never valid
+    with pytest.raises(IndexError, match="^embedding_bag: index -5"):
+        dmlgpu.embedding_bag(table, dmlgpu.tensor(np.array([[-5, 1]], np.int32))).numpy()
+    assert_bits(dmlgpu.embedding_bag(table, dmlgpu.tensor(np.array([[3, 1]], np.int32))),
+                np.array([table[3] + table[1]]))

@@ -6,8 +6,9 @@ contract: dmlgpu/plans/segment.py. DirectML has no such operator (no layer-1 des
 Operands are NumPy arrays (what NumPy can view: interop.host_array) or Tensors; the result is a new NumPy array,
 or a Tensor (queued) when an operand is a Tensor or the call is recorded, or ``out``. Host index arrays (offsets,
 ids, src, dst) are checked before any GPU work (errors name the function); Tensor offsets and ids are used as
-they are, on the device: ids are clamped into the table, offsets into [0, positions], and a segment whose end
-is below its start is empty (no error: the caller promises them valid). Nothing of the caller's changes but ``out``.
+they are, on the device: offsets are clamped into [0, positions] and a segment whose end is below its start is
+empty (no error: the caller promises them valid); embedding_bag checks a Tensor's ids on the device (an
+IndexError at the next synchronize or read, index_check.py), and its kernel clamps them meanwhile. Nothing of the caller's changes but ``out``.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..errors import DeviceError
 from .fused_args import (EdgeGroups, _U32, _aux, _check_ids, _check_offsets, _checked_out, _identity, _index,
                          _narrow, _operand)
 from ..plans import reduction_args as _reduction
+from ..plans.index_check import IndexCheck
 from ..plans.segment import PIECE, SegmentPlan
 from ..runtime import as_bytes
 from . import signatures
@@ -231,8 +233,10 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
         2-D, rows of embeddings: float16, float32, float64 or ml_dtypes' bfloat16 (any mode), integers ("sum",
         "max").
     ids : array_like or Tensor
-        Integers in ``[0, len(table))``: 2-D (one bag per row) or 1-D with ``offsets``. Host arrays are checked;
-        a Tensor's ids are clamped into the table on the device.
+        Integers in ``[0, len(table))``: 2-D (one bag per row) or 1-D with ``offsets``. Host arrays are checked
+        before any GPU work; a Tensor's are checked on the device (its negative ids count from the end, as in
+        dmlgpu's gathers; one outside ``[-len(table), len(table))`` raises IndexError at the device's next
+        synchronize or read, as mode="raise" does for dmlgpu.gather; inside a recording it is only clamped).
     offsets : array_like or Tensor, optional
         1-D integers: where each bag starts, from 0, non-decreasing, at most ``len(ids)`` (checked for host arrays).
     mode : str
@@ -361,9 +365,32 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
         plan = SegmentPlan(table.dtype, reduction, segments=bags, cols=dim, limit=positions, offsets=offsets_at,
                            fixed=fixed, ids=(at[k], idx_flat.dtype.itemsize // 4), rows=rows,
                            weights=at[k + 1] if weights is not None else None, pad=pad)
-        return _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor)
+        results = _check_tensor_ids(name, dev, idx, rows) if isinstance(idx, Tensor) and positions else None
+        result = _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor)
+        if results is not None and result is not out:
+            results.append(result.buffer)         # never handed out as valid if the check fails
+        return result
     except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
         raise named(e, name) from None
+
+
+_ID_CHECKS: dict = {}     # (function, rows) -> its IndexCheck (which keeps its launches per index count)
+
+
+def _check_tensor_ids(name: str, dev: Device, ids: Tensor, rows: int) -> Any:
+    """Queues the device's check of a Tensor's ids against ``rows`` (index_check.py: an IndexError at the device's
+    next synchronize or read for an id outside [-rows, rows)); returns where to list the result's buffer. Inside a
+    recording (whose replays the report would not reach) the ids are only clamped; where the device cannot check
+    them they are read back and checked now."""
+    if dev.active_recording() is not None:
+        return None
+    check = _ID_CHECKS.get((name, rows))
+    if check is None:
+        check = _ID_CHECKS[(name, rows)] = IndexCheck(name, np.int64(rows))
+    results = check.on_device(dev, ids)
+    if results is None:
+        _check_ids(ids.numpy().astype(np.int64), rows, "ids", "the table", low=-rows)
+    return results
 
 
 def _unpadded(dev: Device, idx: Any, offs: Any, weights: Any, bags: int, include_last_offset: bool, pad: int):
