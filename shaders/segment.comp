@@ -4,7 +4,7 @@
 // Invocation i (a grid-stride loop over PW(P_TOTAL) = segments x COLS) reduces column c = i % COLS of segment
 // s = i / COLS into OUT[i] (lanes along the row: neighbouring invocations read neighbouring elements of a row).
 // Segment s covers positions [lo, hi): CSR offsets (lo = offset(s), hi = max(offset(s + 1), lo), both clamped to
-// [0, PW(P_LIMIT)]) or, with MODE_FIXED, bags of PW(P_FIXED) positions. Position r is row r of DATA, or with
+// [0, PW(P_LIMIT)]; MODE_OPEN_END: the last segment ends at PW(P_LIMIT), no offset read) or, with MODE_FIXED, bags of PW(P_FIXED) positions. Position r is row r of DATA, or with
 // MODE_IDS row ids[r] (a negative id counts from the end once, then ids are clamped into [0, PW(P_ROWS)); MODE_PAD:
 // positions whose row is PW(P_PAD) are skipped and not counted). MODE_WEIGHTS: the row is first multiplied by weights[r] (combine(w, x), OP mul). Rows combine one by one
 // in position order (arith.glsl's combine, OP from PW(P_OP)): from a base value (MODE_SELF, counted once for "mean":
@@ -17,7 +17,8 @@
 // (MODE_CARRY) continues from OUT's value where the segment had positions before it (counted: pieces never
 // have MODE_PAD), and only the last piece (MODE_FINAL) divides ("mean") and writes empty segments.
 // AUX: 32-bit words holding the offsets (PW(P_OFF_W) words each, from word PW(P_OFF_AT)), the ids (likewise
-// P_IDS_W, P_IDS_AT) and the weights (elements of the data's type from word PW(P_W_AT)); 64-bit offsets and ids
+// P_IDS_W, P_IDS_AT) and the weights (elements of the data's type from word PW(P_W_AT)): four bindings, which every
+// device has; SPLIT (devices binding six): the ids and the weights from buffers of their own (IDS, WTS); 64-bit offsets and ids
 // are read as two words (no 64-bit types): negative ones clamp to 0, large ones to the limit.
 // Element type: ELEM_KIND, ELEM_BYTES (arith.glsl); the operation is a parameter word (not a specialization
 // constant: one module per element type serves every reduction, and the weights' multiply).
@@ -29,6 +30,15 @@ layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
 layout(std430, binding = 1) restrict readonly buffer Aux { uint AUX[]; };
 layout(std430, binding = 2) restrict readonly buffer Data { UNIT_T DATA[]; };
 layout(std430, binding = 3) buffer Out { UNIT_T OUT[]; };
+#if SPLIT       // devices binding 6 buffers: the ids and the weights in buffers of their own (no packing)
+layout(std430, binding = 4) restrict readonly buffer Ids { uint IDS[]; };
+layout(std430, binding = 5) restrict readonly buffer Weights { uint WTS[]; };
+#define ID_WORD(w) IDS[w]
+#define W_WORD(w) WTS[w]
+#else
+#define ID_WORD(w) AUX[w]
+#define W_WORD(w) AUX[w]
+#endif
 
 // the operation, chosen per dispatch (reduce_op.glsl's names; OP a variable here, not its specialization constant)
 #define REDUCE_OP_GLSL
@@ -44,7 +54,8 @@ const uint P_TOTAL = 0u, P_COLS = 1u, P_OP = 2u, P_MODE = 3u, P_OFF_AT = 4u, P_O
            P_IDS_W = 7u, P_W_AT = 8u, P_FIXED = 9u, P_PAD = 10u, P_ROWS = 11u, P_LIMIT = 12u, P_FIRST = 13u,
            P_LAST = 14u, P_INIT = 15u, P_EMPTY = 17u;
 const uint MODE_IDS = 1u, MODE_FIXED = 2u, MODE_WEIGHTS = 4u, MODE_PAD = 8u, MODE_MEAN = 16u, MODE_INIT = 32u,
-           MODE_SELF = 64u, MODE_KEEP = 128u, MODE_CARRY = 256u, MODE_FINAL = 512u, MODE_SIGNED = 1024u;
+           MODE_SELF = 64u, MODE_KEEP = 128u, MODE_CARRY = 256u, MODE_FINAL = 512u, MODE_SIGNED = 1024u,
+           MODE_OPEN_END = 2048u;
 
 ELEM_T bits_at(uint w) {
 #if ELEM_BYTES == 8
@@ -74,8 +85,8 @@ uint read_index(uint at, uint width, bool is_signed, out bool neg) {
 // an id (``width`` words at word ``at``) resolved against ``rows``: a negative one counts from the end once (as
 // dmlgpu's gathers resolve them), then it is clamped into [0, rows)
 uint read_id(uint at, uint width, bool is_signed, uint rows) {
-    uint lo = AUX[at];
-    uint hi = width == 2u ? AUX[at + 1u] : (is_signed && (lo >> 31) != 0u ? 0xFFFFFFFFu : 0u);
+    uint lo = ID_WORD(at);
+    uint hi = width == 2u ? ID_WORD(at + 1u) : (is_signed && (lo >> 31) != 0u ? 0xFFFFFFFFu : 0u);
     if (hi == 0u)
         return min(lo, rows - 1u);
     if (is_signed && hi == 0xFFFFFFFFu && (lo >> 31) != 0u) {
@@ -94,12 +105,12 @@ uint bound(uint s, uint limit, bool is_signed) {
 ELEM_T weight(uint r) {
     uint at = P[P_W_AT];
 #if ELEM_BYTES == 8
-    return uvec2(AUX[at + 2u * r], AUX[at + 2u * r + 1u]);
+    return uvec2(W_WORD(at + 2u * r), W_WORD(at + 2u * r + 1u));
 #elif ELEM_BYTES == 4
-    return AUX[at + r];
+    return W_WORD(at + r);
 #else
     uint b = r * ELEM_BYTES;
-    return (AUX[at + (b >> 2u)] >> ((b & 3u) * 8u)) & ((1u << (8u * ELEM_BYTES)) - 1u);
+    return (W_WORD(at + (b >> 2u)) >> ((b & 3u) * 8u)) & ((1u << (8u * ELEM_BYTES)) - 1u);
 #endif
 }
 
@@ -114,7 +125,8 @@ void process(uint i) {
     } else {
         uint limit = P[P_LIMIT];
         lo = bound(seg, limit, is_signed);
-        hi = max(bound(seg + 1u, limit, is_signed), lo);
+        bool open_end = (mode & MODE_OPEN_END) != 0u && seg + 1u == P[P_TOTAL] / cols;   // the last: to the limit
+        hi = max(open_end ? limit : bound(seg + 1u, limit, is_signed), lo);
     }
     uint first = max(lo, P[P_FIRST]), last = min(hi, P[P_LAST]);
     ELEM_T acc = bits_at(P_EMPTY);

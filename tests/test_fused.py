@@ -409,3 +409,32 @@ def test_embedding_bag_tensor_ids_checked_on_the_device(device):
         dmlgpu.embedding_bag(table, dmlgpu.tensor(np.array([[-5, 1]], np.int32))).numpy()
     assert_bits(dmlgpu.embedding_bag(table, dmlgpu.tensor(np.array([[3, 1]], np.int32))),
                 np.array([table[3] + table[1]]))
+
+
+def test_split_and_packed_bindings_agree(device, monkeypatch):
+    """float32 binds the ids and weights where they are (SPLIT) on a device binding 6 buffers; packed after the
+    offsets (four bindings) they give the same bits."""
+    from dmlgpu.kernels import table as kernels
+    rng = np.random.default_rng(8)
+    table = _values(rng, (20, 4), np.float32)
+    ids, offs, w = rng.integers(0, 20, 30), np.array([0, 4, 4, 17]), _values(rng, (30,), np.float32)
+    src, dst = rng.integers(0, 20, 30), rng.integers(0, 6, 30)
+    assert segment.splits(np.float32, "add", device) == (device.info.max_per_stage_storage_buffers >= 6)
+    got = [(dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids), dmlgpu.tensor(offs),
+                                 per_sample_weights=dmlgpu.tensor(w)).numpy(),
+            dmlgpu.embedding_bag(table, ids, offs, mode="max"),
+            dmlgpu.gather_scatter(table, src, dst, dim_size=6, weights=w),
+            dmlgpu.gather_scatter(table, dmlgpu.EdgeGroups(src, dst, 6), weights=dmlgpu.tensor(w)).numpy())]
+    monkeypatch.setattr(kernels, "SEGMENT_SPLIT", ())
+    assert not segment.splits(np.float32, "add", device)
+    got.append((dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids), dmlgpu.tensor(offs),
+                                     per_sample_weights=dmlgpu.tensor(w)).numpy(),
+                dmlgpu.embedding_bag(table, ids, offs, mode="max"),
+                dmlgpu.gather_scatter(table, src, dst, dim_size=6, weights=w),
+                dmlgpu.gather_scatter(table, dmlgpu.EdgeGroups(src, dst, 6), weights=dmlgpu.tensor(w)).numpy()))
+    want = (ref.embedding_bag(table, ids, offs, per_sample_weights=w), ref.embedding_bag(table, ids, offs, "max"),
+            ref.gather_scatter(table, src, dst, dim_size=6, weights=w),
+            ref.gather_scatter(table, src, dst, dim_size=6, weights=w))
+    for run in got:
+        for g, wv in zip(run, want):
+            assert_bits(g, wv)

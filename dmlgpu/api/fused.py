@@ -24,7 +24,7 @@ from .fused_args import (EdgeGroups, _U32, _aux, _check_ids, _check_offsets, _ch
                          _narrow, _operand)
 from ..plans import reduction_args as _reduction
 from ..plans.index_check import IndexCheck
-from ..plans.segment import PIECE, SegmentPlan
+from ..plans.segment import PIECE, SegmentPlan, splits
 from ..runtime import as_bytes
 from . import signatures
 from .signatures import DeviceLike
@@ -35,15 +35,15 @@ __all__ = ["EdgeGroups", "embedding_bag", "gather_scatter", "segment_reduce"]
 
 
 def _run(name: str, dev: Device, plan: SegmentPlan, aux: Any, data: Any, shape: tuple, dtype: np.dtype,
-         out: Any, as_tensor: bool, base: Any = None) -> Any:
+         out: Any, as_tensor: bool, base: Any = None, extra: tuple = ()) -> Any:
     """Runs ``plan`` into a new result of ``shape`` or ``out`` (``base``: the values the output starts from where
-    the plan reads them: a NumPy array, or ``out`` itself)."""
+    the plan reads them: a NumPy array, or ``out`` itself; ``extra``: the ids and the weights of a SPLIT plan)."""
     nbytes = int(np.prod(shape)) * dtype.itemsize
-    dev.check_sizes(max(4, data.nbytes), max(4, aux.nbytes), nbytes)
+    dev.check_sizes(max(4, data.nbytes), max(4, aux.nbytes), nbytes, *{id(x): x.nbytes for x in extra}.values())
     if int(np.prod(data.shape)) >= _U32 or int(np.prod(shape)) >= _U32:
         raise DeviceError(f"{name}: tensors of 2^32 or more elements are not supported; split the call")
     if isinstance(out, np.ndarray):
-        np.copyto(out, _run(name, dev, plan, aux, data, shape, dtype, None, False, base))
+        np.copyto(out, _run(name, dev, plan, aux, data, shape, dtype, None, False, base, extra))
         return out
     if plan.invocations == 0:
         if out is not None:
@@ -62,8 +62,10 @@ def _run(name: str, dev: Device, plan: SegmentPlan, aux: Any, data: Any, shape: 
             return buf
 
         aux_buf, data_buf = operand(aux), operand(data)
+        bound: dict = {id(aux): aux_buf, id(data): data_buf}
+        extra_bufs = [bound[id(x)] if id(x) in bound else bound.setdefault(id(x), operand(x)) for x in extra]
         direct = isinstance(out, Tensor) and out.offset == 0 and out._strides is None and \
-            not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (aux, data))
+            not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (aux, data) + extra)
         if direct:
             out_buf = out.buffer
         elif isinstance(base, Tensor):         # out, which an operand shares or a view: its copy, then written back
@@ -75,7 +77,7 @@ def _run(name: str, dev: Device, plan: SegmentPlan, aux: Any, data: Any, shape: 
             uploads.append(out_buf)
         else:
             out_buf = launch.output(nbytes) if as_tensor else launch.scratch(nbytes)
-        dispatches, params = plan.dispatches(dev, aux_buf, data_buf, out_buf)
+        dispatches, params = plan.dispatches(dev, aux_buf, data_buf, out_buf, *extra_bufs)
         if not as_tensor:
             got = launch.run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
             return got[:nbytes].view(dtype).reshape(shape)
@@ -342,31 +344,27 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
         as_tensor = _is_tensor_call(dev, table, idx, offs, weights, out)
         _checked_out(name, out, shape, table.dtype, dev, as_tensor)
         # CPU devices run pieces of positions, which never skip ids: padding entries are dropped first
+        open_end = offs is not None and not include_last_offset    # the last bag ends at len(ids)
         if pad is not None and dev.info.type == "CPU" and positions > PIECE:
             idx, offs, weights, fixed = _unpadded(dev, idx, offs, weights, bags, include_last_offset, pad)
-            pad = None
-        parts: list = []
-        offsets_at = None
-        if offs is not None or idx.ndim == 1:
-            offs = offs if offs is not None else np.zeros(1, np.int64)
-            offs = _narrow(offs) if isinstance(offs, np.ndarray) else offs
-            parts.append(offs)
-            if not include_last_offset:        # the last bag's end: len(ids)
-                parts.append(np.asarray([positions], offs.dtype))
+            pad, open_end, positions = None, False, idx.shape[0]
+        if isinstance(offs, np.ndarray):
+            offs = _narrow(offs)
         idx_flat = _narrow(idx.reshape(-1)) if isinstance(idx, np.ndarray) else idx.reshape(-1)
-        parts.append(idx_flat)
-        if weights is not None:
-            parts.append(weights.reshape(-1))
-        aux, at = _aux(dev, parts)
-        k = 0
-        if offs is not None and fixed == 0:
-            offsets_at = (at[0], offs.dtype.itemsize // 4)
-            k = 1 + (not include_last_offset)
+        w_flat = None if weights is None else weights.reshape(-1)
+        split = splits(table.dtype, reduction, dev)
+        packed = [p for p in (offs, None if split else idx_flat, None if split else w_flat) if p is not None]
+        aux, at = _aux(dev, packed) if packed else (idx_flat, [])
+        words = iter(at)
+        offsets_at = None if offs is None else (next(words), offs.dtype.itemsize // 4)
+        ids_at = 0 if split else next(words)
+        w_at = None if w_flat is None else 0 if split else next(words)
         plan = SegmentPlan(table.dtype, reduction, segments=bags, cols=dim, limit=positions, offsets=offsets_at,
-                           fixed=fixed, ids=(at[k], idx_flat.dtype.itemsize // 4), rows=rows,
-                           weights=at[k + 1] if weights is not None else None, pad=pad)
+                           fixed=fixed, ids=(ids_at, idx_flat.dtype.itemsize // 4), rows=rows, weights=w_at,
+                           pad=pad, open_end=open_end)
+        extra = (idx_flat, w_flat if w_flat is not None else idx_flat) if split else ()
         results = _check_tensor_ids(name, dev, idx, rows) if isinstance(idx, Tensor) and positions else None
-        result = _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor)
+        result = _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor, extra=extra)
         if results is not None and result is not out:
             results.append(result.buffer)         # never handed out as valid if the check fails
         return result
@@ -537,22 +535,25 @@ def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *,
         else:
             sources = groups._sources(n)
             parts, ids_at, ids_w = [groups.bounds, sources], -1, sources.dtype.itemsize // 4
-        if w is not None:
-            parts.append(w[groups.perm] if isinstance(w, np.ndarray) else
-                         _taken(w, groups._device_perm() if src is groups else groups.perm, dev))
+        w_sorted = None if w is None else w[groups.perm] if isinstance(w, np.ndarray) else \
+            _taken(w, groups._device_perm() if src is groups else groups.perm, dev)
+        split = w is not None and splits(x.dtype, reduction, dev)     # the weights bound where they are
+        if w_sorted is not None and not split:
+            parts.append(w_sorted)
         aux, at = _aux(dev, parts)
         if ids_at < 0:
             ids_at = at[1]
+        extra = (aux, w_sorted) if split else ()      # (SPLIT: the ids read from the same buffer, IDS)
         plan = SegmentPlan(x.dtype, reduction, segments=dim, cols=int(np.prod(x.shape[1:])), limit=groups.edges,
                            offsets=(0, groups.bounds.dtype.itemsize // 4), ids=(ids_at, ids_w), rows=n,
-                           weights=at[-1] if w is not None else None,
+                           weights=None if w is None else 0 if split else at[-1],
                            base=("out" if out is not None else "zeros") if include_self else None,
                            keep=out is not None and not include_self)
         if isinstance(out, np.ndarray):
-            np.copyto(out, _run(name, dev, plan, aux, x, shape, x.dtype, None, False, base=out))
+            np.copyto(out, _run(name, dev, plan, aux, x, shape, x.dtype, None, False, base=out, extra=extra))
             return out
         return _run(name, dev, plan, aux, x, shape, x.dtype, out, as_tensor,
-                    base=out if isinstance(out, Tensor) else None)
+                    base=out if isinstance(out, Tensor) else None, extra=extra)
     except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
         raise named(e, name) from None
 

@@ -15,7 +15,8 @@ Plan: one dispatch (CPU devices: one per piece of PIECE positions, the running v
 of segments x columns invocations, lanes along the row, no atomics on values and no sort; every operand of 32-bit
 offsets in one block (DeviceError otherwise: Device._algorithm). The offsets, ids and weights are one buffer of
 32-bit words (``aux``), each part from a word given here: a kernel of four bindings, which every Vulkan device
-binds (dmlgpu/api/fused.py packs them).
+binds (dmlgpu/api/fused.py packs them); for the types of kernels.SEGMENT_SPLIT, devices binding six buffers take
+the SPLIT variant, the ids and the weights bound where they are (``splits``).
 
 Examples
 --------
@@ -39,9 +40,17 @@ from ..runtime import Buffer, Device, Dispatch
 P_EMPTY = 17
 WORDS = 20
 MODE_IDS, MODE_FIXED, MODE_WEIGHTS, MODE_PAD, MODE_MEAN, MODE_INIT, MODE_SELF, MODE_KEEP, MODE_CARRY, MODE_FINAL, \
-    MODE_SIGNED = (1 << k for k in range(11))
+    MODE_SIGNED, MODE_OPEN_END = (1 << k for k in range(12))
 PIECE = 57344         # CPU devices: positions per dispatch (llvmpipe ends an invocation's loops after 65535 iterations)
 ALL = 0xFFFFFFFF
+
+
+def splits(dtype, reduction: str, device: Device) -> bool:
+    """Whether a plan of this dtype and reduction on ``device`` binds the ids and the weights as buffers of their
+    own (segment.comp's SPLIT variants: kernels.SEGMENT_SPLIT's types, on devices binding 6 buffers), rather than
+    packed after the offsets."""
+    stem = kernels.segment_variant(kernel_for(np.dtype(dtype), reduction))[0]
+    return stem in kernels.SEGMENT_SPLIT and device.supports(stem + "_split")
 
 
 def _bits(value, dtype: np.dtype) -> tuple[int, int]:
@@ -64,7 +73,7 @@ class SegmentPlan:
     def __init__(self, dtype, reduction: str, *, segments: int, cols: int, limit: int,
                  offsets: tuple[int, int] | None = (0, 1), fixed: int = 0, ids: tuple[int, int] | None = None,
                  rows: int = 0, weights: int | None = None, pad: int | None = None, signed: bool = True,
-                 initial=None, empty=None, base: str | None = None, keep: bool = False):
+                 initial=None, empty=None, base: str | None = None, keep: bool = False, open_end: bool = False):
         dtype = np.dtype(dtype)
         self.kernel, self.op = kernels.segment_variant(kernel_for(dtype, reduction))
         self.invocations = segments * cols
@@ -77,6 +86,7 @@ class SegmentPlan:
             words[P_FIXED] = fixed
         else:
             words[[P_OFF_AT, P_OFF_W]] = offsets
+            mode |= MODE_OPEN_END if open_end else 0
         if ids is not None:
             mode |= MODE_IDS
             words[[P_IDS_AT, P_IDS_W, P_ROWS]] = (*ids, rows)
@@ -117,12 +127,16 @@ class SegmentPlan:
             out.append(words)
         return out
 
-    def dispatches(self, device: Device, aux: Buffer, data: Buffer, out: Buffer) -> tuple[list, list]:
-        """(the dispatches, the new parameter buffers to upload first) on these buffers."""
+    def dispatches(self, device: Device, aux: Buffer, data: Buffer, out: Buffer, ids: Buffer | None = None,
+                   weights: Buffer | None = None) -> tuple[list, list]:
+        """(the dispatches, the new parameter buffers to upload first) on these buffers; ``ids`` and ``weights``
+        (any buffer where there are none): the SPLIT variant's (splits()), whose word positions start at 0."""
         dispatches, uploads = [], []
+        kernel = self.kernel + ("_split" if ids is not None else "")
+        bound = (aux, data, out) + ((ids, weights if weights is not None else ids) if ids is not None else ())
         for words in self.pieces(device):
             params, fresh = device.params(words)
             if fresh:
                 uploads.append(params)
-            dispatches.append(Dispatch(self.kernel, (params, aux, data, out), max(1, self.invocations)))
+            dispatches.append(Dispatch(kernel, (params,) + bound, max(1, self.invocations)))
         return dispatches, uploads
