@@ -258,7 +258,7 @@ def segment_reduce(data, offsets, reduction="add", initial=None):
     """dmlgpu.segment_reduce: each segment ``data[offsets[s]:offsets[s + 1]]`` reduced one row at a time by
     combine(), from its first row (or from ``initial``: ``initial op row`` first); "mean": the sum, then mean_of
     once by the row count; an empty segment: ``initial``, else the identity (0; 1 for mul; min / max: the dtype's
-    largest / smallest value, +-inf for floats)."""
+    largest / smallest value, +-inf for floats, +-448 for float8_e4m3fn, which has no infinity)."""
     data = np.asarray(data)
     offsets = np.asarray(offsets, np.int64)
     op = {"sum": "add", "prod": "mul", "amin": "min", "amax": "max"}.get(reduction, reduction)
@@ -285,6 +285,8 @@ def _identity(op, dtype):
         return op == "min"
     if dtype.kind in "iu":
         return np.iinfo(dtype).max if op == "min" else np.iinfo(dtype).min
+    if dtype.name == "float8_e4m3fn":          # no infinity: its largest finite values
+        return 448.0 if op == "min" else -448.0
     return np.inf if op == "min" else -np.inf
 
 

@@ -40,11 +40,11 @@ def _offsets(rng, n, segments):
 
 
 # ---- segment_reduce ----
-@pytest.mark.parametrize("dtype", FLOATS + INTS + [bool])
+@pytest.mark.parametrize("dtype", FLOATS + INTS + [bool, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2])
 @pytest.mark.parametrize("reduction", ["add", "mul", "min", "max", "mean"])
 def test_segment_reduce_matches_reference(dtype, reduction):
     dtype = np.dtype(dtype)
-    if reduction == "mean" and dtype.kind != "f" and dtype.name != "bfloat16":
+    if reduction == "mean" and dtype.kind in "iub":
         pytest.skip("mean takes floats")
     rng = np.random.default_rng(hash((dtype.name, reduction)) % 2**32)
     for shape, segments in [((37, 5), 9), ((20,), 6), ((0, 3), 3), ((11, 2, 3), 1)]:
