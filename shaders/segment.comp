@@ -40,6 +40,10 @@ layout(std430, binding = 5) restrict readonly buffer Weights { uint WTS[]; };
 #define W_WORD(w) AUX[w]
 #endif
 
+// The data seen 16 bytes at a time (segments of scalars): VEC_ELEMS elements each
+layout(std430, binding = 2) restrict readonly buffer Data4 { uvec4 DATA4[]; };
+const uint VEC_ELEMS = 16u / ELEM_BYTES;
+
 // the operation, chosen per dispatch (reduce_op.glsl's names; OP a variable here, not its specialization constant)
 #define REDUCE_OP_GLSL
 #define OP_ADD 0u
@@ -114,6 +118,21 @@ ELEM_T weight(uint r) {
 #endif
 }
 
+// element j of 16 bytes of the data
+ELEM_T elem_of(uvec4 v, uint j) {
+#if ELEM_BYTES == 8
+    return j == 0u ? v.xy : v.zw;
+#elif ELEM_BYTES == 4
+    return v[j];
+#else
+    uint b = j * ELEM_BYTES;
+    return (v[b >> 2u] >> ((b & 3u) * 8u)) & ((1u << (8u * ELEM_BYTES)) - 1u);
+#endif
+}
+
+// one row's element x combined into the running value (acc, have, n: process()'s)
+#define STEP(x) { ELEM_T x_ = (x); acc = have ? combine(acc, x_) : x_; have = true; ++n; }
+
 void process(uint i) {
     uint cols = P[P_COLS], mode = P[P_MODE], op = P[P_OP];
     bool is_signed = (mode & MODE_SIGNED) != 0u;
@@ -150,7 +169,18 @@ void process(uint i) {
         have = true;
     }
     uint rows = P[P_ROWS], ids_at = P[P_IDS_AT], ids_w = P[P_IDS_W], pad = P[P_PAD];
-    for (uint r = first; r < last; ++r) {
+    OP = op;
+    uint r = first;
+    if ((mode & MODE_IDS) == 0u && cols == 1u) {   // segments of scalars: 16 bytes of the segment per load
+        for (; r < last && (r & (VEC_ELEMS - 1u)) != 0u; ++r)
+            STEP(LOAD_UNIT(DATA, r));
+        for (; r + VEC_ELEMS <= last; r += VEC_ELEMS) {
+            uvec4 v = DATA4[r / VEC_ELEMS];
+            for (uint j = 0u; j < VEC_ELEMS; ++j)
+                STEP(elem_of(v, j));
+        }
+    }
+    for (; r < last; ++r) {
         uint row = r;
         if ((mode & MODE_IDS) != 0u) {
             row = read_id(ids_at + r * ids_w, ids_w, is_signed, rows);
@@ -163,9 +193,7 @@ void process(uint i) {
             x = combine(weight(r), x);
         }
         OP = op;
-        acc = have ? combine(acc, x) : x;
-        have = true;
-        ++n;
+        STEP(x);
     }
     if ((mode & MODE_FINAL) == 0u) {          // a piece before the last: the running value, if any
         if (have)

@@ -438,3 +438,18 @@ def test_split_and_packed_bindings_agree(device, monkeypatch):
     for run in got:
         for g, wv in zip(run, want):
             assert_bits(g, wv)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int8, ml_dtypes.bfloat16])
+def test_segment_reduce_of_scalars_reads_16_bytes_at_a_time(dtype, monkeypatch):
+    """Segments of scalars (one column) read 16 bytes per load between unaligned heads and tails: the same bits."""
+    rng = np.random.default_rng(9)
+    data = _values(rng, (1001,), dtype)
+    offs = np.array([0, 1, 3, 3, 37, 38, 500, 517, 1001])
+    for reduction in ("add", "max"):
+        assert_bits(dmlgpu.segment_reduce(data, offs, reduction), ref.segment_reduce(data, offs, reduction))
+        later = np.clip(offs, 5, 1001) - 5                # a view at an odd offset: packed, then aligned
+        assert_bits(dmlgpu.segment_reduce(dmlgpu.tensor(data)[5:], later, reduction),
+                    ref.segment_reduce(data[5:], later, reduction))
+    monkeypatch.setattr(segment, "PIECE", 13)               # pieces that start and end unaligned
+    assert_bits(dmlgpu.segment_reduce(data, offs), ref.segment_reduce(data, offs))
