@@ -453,3 +453,17 @@ def test_segment_reduce_of_scalars_reads_16_bytes_at_a_time(dtype, monkeypatch):
                     ref.segment_reduce(data[5:], later, reduction))
     monkeypatch.setattr(segment, "PIECE", 13)               # pieces that start and end unaligned
     assert_bits(dmlgpu.segment_reduce(data, offs), ref.segment_reduce(data, offs))
+
+
+def test_out_views_are_written_in_place():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    host = np.arange(16, dtype=np.float32).reshape(4, 4)
+    big = dmlgpu.tensor(host)
+    view = big[:, ::2]                                     # strided: a packed copy, then written back
+    assert dmlgpu.gather_scatter(x, [0, 1, 2], [1, 1, 3], out=view) is view
+    want = host.copy()
+    want[:, ::2] = ref.gather_scatter(x, [0, 1, 2], [1, 1, 3], out=host[:, ::2])
+    assert_bits(big, want)
+    assert dmlgpu.segment_reduce(x, [0, 2, 3], out=big[1:3, 1::2]) is not None
+    want[1:3, 1::2] = ref.segment_reduce(x, [0, 2, 3])
+    assert_bits(big, want)

@@ -49,6 +49,10 @@ def _run(name: str, dev: Device, plan: SegmentPlan, aux: Any, data: Any, shape: 
         if out is not None:
             return out
         return empty(shape, dtype, device=dev) if as_tensor else np.empty(shape, dtype)
+    direct = isinstance(out, Tensor) and out.offset == 0 and out._strides is None and \
+        not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (aux, data) + extra)
+    if not direct and isinstance(base, Tensor):    # out, which an operand shares, or a view: into its copy
+        base = base.copy()
     with dev.launch() as launch:
         uploads = []
 
@@ -64,12 +68,9 @@ def _run(name: str, dev: Device, plan: SegmentPlan, aux: Any, data: Any, shape: 
         aux_buf, data_buf = operand(aux), operand(data)
         bound: dict = {id(aux): aux_buf, id(data): data_buf}
         extra_bufs = [bound[id(x)] if id(x) in bound else bound.setdefault(id(x), operand(x)) for x in extra]
-        direct = isinstance(out, Tensor) and out.offset == 0 and out._strides is None and \
-            not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (aux, data) + extra)
         if direct:
             out_buf = out.buffer
-        elif isinstance(base, Tensor):         # out, which an operand shares or a view: its copy, then written back
-            base = base.copy()
+        elif isinstance(base, Tensor):         # (then written back into out)
             out_buf = base.buffer
         elif base is not None:                 # host values the output starts from
             out_buf = launch.output(nbytes) if as_tensor else launch.scratch(nbytes)
