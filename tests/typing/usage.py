@@ -25,6 +25,7 @@ reveal_type(dmlgpu.embedding_bag(table, ids, [0], mode="mean"))   # R: numpy.nda
 reveal_type(dmlgpu.embedding_bag(table, dmlgpu.tensor(ids), [0])) # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.gather_scatter(table, ids, ids, dim_size=4))   # R: numpy.ndarray
 reveal_type(dmlgpu.gather_scatter(t, ids, ids, "max", out=t))     # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.gather_scatter(table, dmlgpu.EdgeGroups(ids, ids), reduction="mean"))   # R: dmlgpu.api.tensor.Tensor
 reveal_type(t.numpy())                                            # R: numpy.ndarray
 reveal_type(t.device)                                             # R: dmlgpu.api.device.Device
 reveal_type(dmlgpu.default_device().record())                     # R: dmlgpu.runtime.recording.Recording
