@@ -4,13 +4,14 @@ Layer 1 (DirectML-faithful): TensorDesc, GatherDesc, GatherElementsDesc, GatherN
 ScatterNDDesc, ScatterElementsDesc, Device.compile(desc).execute(...) on Device.buffer()s.
 Layer 2 (NumPy-style, ONNX semantics): gather, gather_elements, gather_nd, scatter_nd, scatter_elements,
 on NumPy arrays or device-resident Tensors (tensor(), asarray(), empty(), zeros(), ones(), full(), their
-*_like forms); Device.record() batches operations into one submission. NumPy's names with NumPy's semantics: take, take_along_axis, put_along_axis. An ONNX backend
+*_like forms); Device.record() batches operations into one submission. NumPy's names with NumPy's semantics: take, take_along_axis, put_along_axis. Gather and reduce in one pass: segment_reduce, embedding_bag, gather_scatter. An ONNX backend
 (onnx.backend.base.Backend, needs the onnx package): dmlgpu.onnx.
 """
 from .layer1.dtypes import DataType, FeatureLevel
 from .errors import DescError, DeviceError
 from .api.functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
 from .api.numpy_api import put_along_axis, take, take_along_axis
+from .api.fused import EdgeGroups, embedding_bag, gather_scatter, segment_reduce
 from .api import indexing as _indexing  # noqa: F401  (Tensor[] with index arrays, ufunc.at, Tensor.at)
 from .layer1.descriptors import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
                                  ScatterElementsDesc, ScatterNDDesc)
@@ -28,5 +29,6 @@ __all__ = [
     "DeviceInfo", "FeatureLevel",
     "GatherDesc", "GatherElementsDesc", "GatherND1Desc", "GatherNDDesc", "ScatterElementsDesc", "ScatterNDDesc",
     "TensorDesc", "default_device", "devices", "gather", "gather_elements", "gather_nd", "scatter_elements",
-    "scatter_nd", "put_along_axis", "take", "take_along_axis",
+    "scatter_nd", "put_along_axis", "take", "take_along_axis", "EdgeGroups", "embedding_bag", "gather_scatter",
+    "segment_reduce",
 ]

@@ -300,3 +300,87 @@ def combine(reduction, acc, x):
         out = np.where(take_x, x, acc)
         out = np.where(np.isnan(x), x, out)
         return np.asarray(np.where(np.isnan(acc), acc, out), dtype=acc.dtype)
+
+
+# ---- Gather and reduce in one pass (dmlgpu/api/fused.py) ----
+
+def segment_reduce(data, offsets, reduction="add", initial=None):
+    """dmlgpu.segment_reduce: each segment ``data[offsets[s]:offsets[s + 1]]`` reduced one row at a time by
+    combine(), from its first row (or from ``initial``: ``initial op row`` first); "mean": the sum, then mean_of
+    once by the row count; an empty segment: ``initial``, else the identity (0; 1 for mul; min / max: the dtype's
+    largest / smallest value, +-inf for floats, +-448 for float8_e4m3fn, which has no infinity)."""
+    data = np.asarray(data)
+    offsets = np.asarray(offsets, np.int64)
+    op = {"sum": "add", "prod": "mul", "amin": "min", "amax": "max"}.get(reduction, reduction)
+    out = np.empty((len(offsets) - 1,) + data.shape[1:], data.dtype)
+    for s in range(len(offsets) - 1):
+        rows = data[offsets[s]:offsets[s + 1]]
+        acc = None if initial is None else np.full(data.shape[1:], initial, data.dtype)
+        for row in rows:
+            acc = np.array(row, copy=True) if acc is None else combine("add" if op == "mean" else op, acc, row)
+        if acc is None:
+            acc = np.full(data.shape[1:], _identity(op, data.dtype), data.dtype)
+        elif op == "mean":
+            acc = mean_of(acc, len(rows))
+        out[s] = acc
+    return out
+
+
+def _identity(op, dtype):
+    if op in ("add", "mean"):
+        return 0
+    if op == "mul":
+        return 1
+    if dtype.kind == "b":
+        return op == "min"
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max if op == "min" else np.iinfo(dtype).min
+    if dtype.name == "float8_e4m3fn":          # no infinity: its largest finite values
+        return 448.0 if op == "min" else -448.0
+    return np.inf if op == "min" else -np.inf
+
+
+def embedding_bag(table, ids, offsets=None, mode="sum", per_sample_weights=None, padding_idx=None,
+                  include_last_offset=False):
+    """PyTorch's F.embedding_bag (table first): each bag's rows (ids equal to ``padding_idx`` skipped) combined one
+    by one from its first row ("sum": NumPy's sequential add in the table's dtype; each row first multiplied by its
+    weight, ``w * row``; "mean": the sum, then mean_of once; "max": combine's max); empty bags give zeros."""
+    table, ids = np.asarray(table), np.asarray(ids)
+    weights = None if per_sample_weights is None else np.asarray(per_sample_weights)
+    if ids.ndim == 2:
+        bounds = np.arange(ids.shape[0] + 1) * ids.shape[1]
+    else:
+        offsets = np.asarray(offsets, np.int64)
+        bounds = offsets if include_last_offset else np.concatenate([offsets, [ids.size]])
+    flat = ids.reshape(-1)
+    wflat = None if weights is None else weights.reshape(-1)
+    pad = None if padding_idx is None else padding_idx % table.shape[0]
+    op = {"sum": "add", "mean": "add", "max": "max"}[mode]
+    out = np.zeros((len(bounds) - 1, table.shape[1]), table.dtype)
+    for b in range(len(bounds) - 1):
+        acc, n = None, 0
+        for r in range(bounds[b], bounds[b + 1]):
+            if flat[r] == pad:
+                continue
+            row = table[flat[r]]
+            if wflat is not None:
+                row = combine("mul", np.asarray(wflat[r]), row)
+            acc = np.array(row, copy=True) if acc is None else combine(op, acc, row)
+            n += 1
+        if acc is not None:
+            out[b] = mean_of(acc, n) if mode == "mean" else acc
+    return out
+
+
+def gather_scatter(x, src, dst, reduction="add", out=None, dim_size=None, include_self=True, order="row-major",
+                   weights=None):
+    """dmlgpu.gather_scatter: ``scatter_nd(base, dst[:, None], weights[:, None] * x[src], ...)``, base ``out`` or
+    zeros of ``(dim_size,) + x.shape[1:]``."""
+    x, src, dst = np.asarray(x), np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    rows = x[src]
+    if weights is not None:
+        rows = np.stack([combine("mul", np.asarray(w), r) for w, r in zip(np.asarray(weights), rows)]) \
+            if len(rows) else rows
+    base = np.zeros((dim_size,) + x.shape[1:], x.dtype) if out is None else np.asarray(out)
+    op = {"sum": "add", "prod": "mul", "amin": "min", "amax": "max"}.get(reduction, reduction)
+    return scatter_nd(base, dst[:, None], rows, op, include_self, order)

@@ -306,7 +306,17 @@ class _FakeTorch:
         def embedding(ids, table):
             assert table.a.ndim == 2, "'weight' must be 2-D"
             return T(np.take(table.a, ids.a, axis=0), table.dtype)
-        self.nn = types.SimpleNamespace(functional=types.SimpleNamespace(embedding=embedding))
+        def embedding_bag(ids, table, offsets, mode="sum"):
+            bounds = list(offsets.a) + [ids.a.size]
+            out = np.zeros((len(offsets.a), table.a.shape[1]), table.a.dtype)
+            for b in range(len(offsets.a)):
+                for i in ids.a[bounds[b]:bounds[b + 1]]:
+                    out[b] += table.a[i]
+                if mode == "mean" and bounds[b + 1] > bounds[b]:
+                    out[b] /= out.dtype.type(bounds[b + 1] - bounds[b])
+            return T(out, table.dtype)
+        self.nn = types.SimpleNamespace(functional=types.SimpleNamespace(embedding=embedding,
+                                                                         embedding_bag=embedding_bag))
 
 
 @pytest.fixture
@@ -336,7 +346,7 @@ def test_apps_torch_path_on_a_fake(fake_torch):
                                                                              .default_rng(0), False).torch)
         assert r["peer"]["gpu_us"] is not None
     det = [r for r in results["rows"] if "peer_deterministic" in r]
-    assert [r["workload"] for r in det] == ["gnn-scatter-add", "gnn-scatter-add-np.add.at"] and \
+    assert [r["workload"] for r in det] == ["gnn-scatter-add", "gnn-scatter-add-np.add.at", "message-passing"] and \
         det[0]["peer_deterministic"]["median_us"] > 0
     assert "torch 0-fake (CUDA fake, fake GPU)" in apps.render(results)
 

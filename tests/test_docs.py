@@ -88,3 +88,8 @@ def test_readme_usage_runs_and_says_true():
     assert (cache[17:19] == 2).all() and not cache[:17].any() and not cache[19:].any()
     assert (ns["row"].numpy() == 2).all()
     assert ns["bufs"]["output"].read().view(np.float32).tolist() == [0, 1, 2, 3, 2, 3, 4, 5]
+    from dmlgpu import reference          # README's one-pass reductions
+    assert np.array_equal(ns["sums"], reference.segment_reduce(table, [0, 10, 10, 1000])) and not ns["sums"][1].any()
+    assert np.array_equal(ns["bags"][1], table[7])     # the mean of [7, 7], id 0 skipped
+    assert np.array_equal(ns["agg"], reference.gather_scatter(table, [0, 1, 2], [1, 1, 0], dim_size=2,
+                                                              weights=np.float32([0.5, 0.5, 1])))

@@ -21,7 +21,8 @@ from .device import Device
 from .tensor import Tensor
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack      # typing's from Python 3.11; only mypy reads these annotations
+    from typing_extensions import Unpack
+    from .fused_args import EdgeGroups      # typing's from Python 3.11; only mypy reads these annotations
 
 Mode = Literal["clamp", "raise"]
 GatherMode = Literal["clamp", "raise", "fill"]     # the layer-2 gathers' modes ("fill": with ``fill_value``)
@@ -124,6 +125,98 @@ class ScatterElements(Protocol):
                  out: None = None, **kw: Unpack[Scattering]) -> np.ndarray: ...
 
 
+SegmentReduction = Literal["add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin"]
+BagMode = Literal["sum", "mean", "max"]
+
+
+class SegmentReduce(Protocol):
+    """``f(data, offsets, reduction="add", *, initial=None, out=None, device=None)``: segment_reduce."""
+    @overload
+    def __call__(self, data: Any, offsets: Any, reduction: SegmentReduction = "add", *, initial: Any = None,
+                 out: _O, device: DeviceLike = None) -> _O: ...
+    @overload
+    def __call__(self, data: Tensor, offsets: IndexLike, reduction: SegmentReduction = "add", *, initial: Any = None,
+                 out: None = None, device: DeviceLike = None) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, offsets: Tensor, reduction: SegmentReduction = "add", *,
+                 initial: Any = None, out: None = None, device: DeviceLike = None) -> Tensor: ...
+    @overload
+    def __call__(self, data: ArrayInput, offsets: ArrayInput, reduction: SegmentReduction = "add", *,
+                 initial: Any = None, out: None = None, device: DeviceLike = None) -> np.ndarray: ...
+
+
+class Bagging(TypedDict, total=False):
+    """embedding_bag's keywords but ``out`` and ``per_sample_weights``."""
+    mode: BagMode
+    padding_idx: int | None
+    include_last_offset: bool
+    device: DeviceLike
+
+
+class EmbeddingBag(Protocol):
+    """``f(table, ids, offsets=None, *, mode="sum", per_sample_weights=None, padding_idx=None,
+    include_last_offset=False, out=None, device=None)``: embedding_bag."""
+    @overload
+    def __call__(self, table: Any, ids: Any, offsets: Any = None, *, per_sample_weights: Any = None, out: _O,
+                 **kw: Unpack[Bagging]) -> _O: ...
+    @overload
+    def __call__(self, table: Tensor, ids: IndexLike, offsets: IndexLike | None = None, *,
+                 per_sample_weights: Tensor | ArrayInput | None = None, out: None = None,
+                 **kw: Unpack[Bagging]) -> Tensor: ...
+    @overload
+    def __call__(self, table: ArrayInput, ids: Tensor, offsets: IndexLike | None = None, *,
+                 per_sample_weights: Tensor | ArrayInput | None = None, out: None = None,
+                 **kw: Unpack[Bagging]) -> Tensor: ...
+    @overload
+    def __call__(self, table: ArrayInput, ids: ArrayInput, offsets: Tensor, *,
+                 per_sample_weights: Tensor | ArrayInput | None = None, out: None = None,
+                 **kw: Unpack[Bagging]) -> Tensor: ...
+    @overload
+    def __call__(self, table: ArrayInput, ids: ArrayInput, offsets: ArrayInput | None = None, *,
+                 per_sample_weights: Tensor, out: None = None, **kw: Unpack[Bagging]) -> Tensor: ...
+    @overload
+    def __call__(self, table: ArrayInput, ids: ArrayInput, offsets: ArrayInput | None = None, *,
+                 per_sample_weights: ArrayInput | None = None, out: None = None,
+                 **kw: Unpack[Bagging]) -> np.ndarray: ...
+
+
+class Passing(TypedDict, total=False):
+    """gather_scatter's keywords but ``out`` and ``weights``."""
+    dim_size: int | None
+    include_self: bool
+    order: Order | None
+    device: DeviceLike
+
+
+GatherScatterReduction = Literal["add", "mean", "min", "max", "mul", "sum", "prod", "amax", "amin"]
+
+
+class GatherScatter(Protocol):
+    """``f(x, src, dst=None, reduction="add", *, out=None, dim_size=None, include_self=True, order=None,
+    weights=None, device=None)``: gather_scatter (``src`` an EdgeGroups: ``dst`` None)."""
+    @overload
+    def __call__(self, x: Any, src: Any, dst: Any, reduction: GatherScatterReduction = "add", *, out: _O,
+                 weights: Any = None, **kw: Unpack[Passing]) -> _O: ...
+    @overload
+    def __call__(self, x: Any, src: EdgeGroups, dst: None = None, reduction: GatherScatterReduction = "add", *,
+                 out: None = None, weights: Tensor | ArrayInput | None = None, **kw: Unpack[Passing]) -> Tensor: ...
+    @overload
+    def __call__(self, x: Tensor, src: IndexLike, dst: IndexLike, reduction: GatherScatterReduction = "add", *,
+                 out: None = None, weights: Tensor | ArrayInput | None = None, **kw: Unpack[Passing]) -> Tensor: ...
+    @overload
+    def __call__(self, x: ArrayInput, src: Tensor, dst: IndexLike, reduction: GatherScatterReduction = "add", *,
+                 out: None = None, weights: Tensor | ArrayInput | None = None, **kw: Unpack[Passing]) -> Tensor: ...
+    @overload
+    def __call__(self, x: ArrayInput, src: ArrayInput, dst: Tensor, reduction: GatherScatterReduction = "add", *,
+                 out: None = None, weights: Tensor | ArrayInput | None = None, **kw: Unpack[Passing]) -> Tensor: ...
+    @overload
+    def __call__(self, x: ArrayInput, src: ArrayInput, dst: ArrayInput, reduction: GatherScatterReduction = "add",
+                 *, out: None = None, weights: Tensor, **kw: Unpack[Passing]) -> Tensor: ...
+    @overload
+    def __call__(self, x: ArrayInput, src: ArrayInput, dst: ArrayInput, reduction: GatherScatterReduction = "add",
+                 *, out: None = None, weights: ArrayInput | None = None, **kw: Unpack[Passing]) -> np.ndarray: ...
+
+
 # The decorators: each returns the function it is given, typed by its signature's Protocol (mypy checks that
 # the function accepts every overload's arguments).
 def along_axis(fn: AlongAxis) -> AlongAxis:
@@ -139,4 +232,16 @@ def scatter_nd(fn: ScatterND) -> ScatterND:
 
 
 def scatter_elements(fn: ScatterElements) -> ScatterElements:
+    return fn
+
+
+def segment_reduce(fn: SegmentReduce) -> SegmentReduce:
+    return fn
+
+
+def embedding_bag(fn: EmbeddingBag) -> EmbeddingBag:
+    return fn
+
+
+def gather_scatter(fn: GatherScatter) -> GatherScatter:
     return fn

@@ -25,7 +25,9 @@ in-place KV-cache write and a decode loop (``scatter_nd(cache, idx, rows, out=ca
 dmlgpu has ``out=``, else the copying ``scatter_nd``, and the row's name ends in ``(copy)``), MoE dispatch
 and combine, GNN gather and scatter-add (PyTorch's atomic calls; its deterministic mode in a column of its
 own), top-k gather_elements, point clouds (gather_nd, batch_dims=1) and a recommender table past 4 GiB with
-Zipf-skewed ids (skipped, with the reason, where the device lacks the memory); three rows repeat a job as users
+Zipf-skewed ids (skipped, with the reason, where the device lacks the memory), embedding bags (sum and mean of
+bags of 20 Zipf ids: F.embedding_bag) and message passing (gather_scatter against index_select + index_add_:
+no [edges, row] intermediate on dmlgpu's side); three rows repeat a job as users
 spell it (``table[ids]``, ``cache[pos] = rows``, ``np.add.at``) beside its function call's row. Sums are exact: the GNN
 messages are small integers, so every order of summation gives the same bits.
 
@@ -417,6 +419,58 @@ def recommender(scale, rng) -> App:
                        {"table": table, "ids": ids}, embedding=True, indexing=False)
 
 
+BAG_IDS, BAG_WIDTH = 20, 128     # DLRM-style bags: 20 Zipf ids each, rows of 512 B (float32)
+
+
+def embedding_bag(scale, rng, mode: str) -> App:
+    rows, bags = _n(1 << 20, scale, 64), _n(65536, scale, 8)
+    table = rng.integers(-4, 5, (rows, BAG_WIDTH), dtype=np.int8).astype(np.float32)     # exact sums
+    ids = zipf_ids(rng, bags * BAG_IDS, rows)
+    offsets = np.arange(bags, dtype=np.int64) * BAG_IDS
+
+    def numpy(a):
+        summed = np.add.reduceat(np.take(a["table"], a["ids"], axis=0), a["offsets"], axis=0)
+        return summed if mode == "sum" else (summed / np.float32(BAG_IDS)).astype(np.float32)
+    return App(f"embedding-bag-{mode}", "embedding bags",
+               f"{bags} bags of {BAG_IDS} Zipf(1.1) ids from [{rows}, {BAG_WIDTH}] float32 "
+               f"({fmt_bytes(table.nbytes)}), mode {mode!r}",
+               {"table": table, "ids": ids, "offsets": offsets},
+               dml=lambda t: dmlgpu.embedding_bag(t["table"], t["ids"], t["offsets"], mode=mode),
+               numpy=numpy,
+               torch={"F.embedding_bag": lambda a: _torch_module("torch.nn.functional").embedding_bag(
+                   a["ids"], a["table"], a["offsets"], mode=mode)},
+               note="small-integer values: every order of summation gives the same bits")
+
+
+MP_WIDTH = 128      # message passing: rows of 512 B (float32)
+
+
+def message_passing(scale, rng) -> App:
+    nodes, edges = _n(100_000, scale, 16), _n(1 << 20, scale, 64)
+    x = rng.integers(-4, 5, (nodes, MP_WIDTH), dtype=np.int8).astype(np.float32)      # exact sums
+    src = rng.integers(0, nodes, edges, dtype=np.int64)
+    dst = rng.integers(0, nodes, edges, dtype=np.int64)
+    agg = np.zeros((nodes, MP_WIDTH), np.float32)
+
+    def numpy(a):
+        out = np.zeros_like(a["agg"])
+        np.add.at(out, a["dst"], np.take(a["x"], a["src"], axis=0))
+        return out
+
+    def torch_index_add(a):
+        return a["agg"].new_zeros(a["agg"].shape).index_add_(0, a["dst"], a["x"].index_select(0, a["src"]))
+    return App("message-passing", "GNN message passing",
+               f"out[dst] += x[src]: {edges} edges, {nodes} nodes, rows of 512 B (float32 x {MP_WIDTH}; "
+               f"small-integer values)",
+               {"agg": agg, "x": x, "src": src, "dst": dst},
+               dml=lambda t: dmlgpu.gather_scatter(t["x"], t["groups"]),
+               dml_prepare=lambda t: {**t, "groups": dmlgpu.EdgeGroups(t["src"], t["dst"], nodes,
+                                                                       device=t["x"].device)},
+               numpy=numpy, torch={"index_select + index_add_": torch_index_add}, deterministic=True,
+               note="dmlgpu: gather_scatter with the edges grouped once (EdgeGroups, made before the timed calls, "
+                    "as a GNN keeps its graph's)")
+
+
 # name -> builder(scale, rng, inplace)
 def spelled(app: App, name: str, dml: Callable, note: str) -> App:
     """``app`` with dmlgpu's call as users spell it (Tensor indexing, ufunc.at: issue 48), beside the function
@@ -454,6 +508,9 @@ BUILDERS = {
     "gnn-scatter-add": lambda s, r, ip: gnn_scatter_add(s, r),
     "gnn-scatter-add-np.add.at": lambda s, r, ip: spelled(gnn_scatter_add(s, r), "gnn-scatter-add-np.add.at", _add_at,
                                                           "dmlgpu: zeros_like + np.add.at(out, dst, msg)"),
+    "message-passing": lambda s, r, ip: message_passing(s, r),
+    "embedding-bag-sum": lambda s, r, ip: embedding_bag(s, r, "sum"),
+    "embedding-bag-mean": lambda s, r, ip: embedding_bag(s, r, "mean"),
     "topk-gather": lambda s, r, ip: topk_logits(s, r),
     "pointcloud-gather_nd": lambda s, r, ip: point_cloud(s, r),
     "recommender": lambda s, r, ip: recommender(s, r),

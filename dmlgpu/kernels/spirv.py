@@ -189,5 +189,6 @@ def requirements(name: str) -> Requirements:
     subgroup = 0
     for op in ops.get(17, ()):                                   # OpCapability
         subgroup |= _CAPABILITY_SUBGROUP.get(op[0], 0)
-    return Requirements(local[0][0] * local[0][1] * local[0][2], shared, len(bound) - len(uniform), pushed,
+    # storage buffers: distinct bindings (several variables may view one binding: a descriptor each binding)
+    return Requirements(local[0][0] * local[0][1] * local[0][2], shared, len(set(bound.values()) - uniform), pushed,
                         features, max(bound.values(), default=-1) + 1, uniform, subgroup)

@@ -108,6 +108,21 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
     return f"{kernel}_u{unit}_i{index_bytes * 8}" + suffix
 
 
+# segment.comp's SPLIT variants (6 bindings: ids and weights in buffers of their own, not packed with the offsets),
+# for the element types of embedding tables and node features
+SEGMENT_SPLIT = ("segment_f32", "segment_f16", "segment_bf16")
+SEGMENT_SPLIT_BUFFERS = 6
+
+
+def segment_variant(reduce_kernel: str) -> tuple[str, str]:
+    """(file stem of the one-pass segment and bag reduction (shaders/segment.comp: segment_reduce, embedding_bag,
+    gather_scatter) for the element type of a scatter reduction kernel (reduce_variant), that kernel's operation):
+    one module per element type, the operation a parameter word."""
+    assert reduce_kernel.startswith("scatter_reduce_")
+    kind, op = reduce_kernel.removeprefix("scatter_reduce_").split("_")[:2]
+    return f"segment_{kind}", op
+
+
 def check_variant(index_bytes: int) -> str:
     """File stem of the device-side index check (shaders/index_check.comp: mode="raise" on Tensor indices) for
     an index width (4 or 8 bytes)."""
@@ -424,6 +439,12 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
                 add(up, "scatter_reduce.comp", **defines, PARTIALS=2)
                 if _has_values(name):
                     add(partials_variants(name, True)[0], "scatter_reduce.comp", **defines, PARTIALS=1, VALUES=1)
+    # segment and bag reductions in one pass (dmlgpu/plans/segment.py): one module per element type
+    for kind, bits, elem_kind in types:
+        segment = segment_variant(reduce_variant(kind, bits, "max"))[0]
+        add(segment, "segment.comp", ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8)
+        if segment in SEGMENT_SPLIT:          # embedding tables' types: ids and weights bound as they are
+            add(segment + "_split", "segment.comp", ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8, SPLIT=1)
     # a reduction's grouping: each update row's sort key, then the passes of the radix sort
     for index_bytes in (4, 8):
         for values in (0, 1, 2, 4):

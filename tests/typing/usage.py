@@ -19,6 +19,13 @@ reveal_type(dmlgpu.scatter_elements(t, [[0]], [[1.0]], 1))        # R: dmlgpu.ap
 reveal_type(dmlgpu.take_along_axis(table, np.zeros((4, 1), int), axis=1))   # R: numpy.ndarray
 reveal_type(dmlgpu.take(t, [1]))                                  # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.take(table, [1], out=np.empty(1, np.float32)))            # R: numpy.ndarray
+reveal_type(dmlgpu.segment_reduce(table, [0, 4]))                 # R: numpy.ndarray
+reveal_type(dmlgpu.segment_reduce(t, [0, 4], "max"))              # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.embedding_bag(table, ids, [0], mode="mean"))   # R: numpy.ndarray
+reveal_type(dmlgpu.embedding_bag(table, dmlgpu.tensor(ids), [0])) # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.gather_scatter(table, ids, ids, dim_size=4))   # R: numpy.ndarray
+reveal_type(dmlgpu.gather_scatter(t, ids, ids, "max", out=t))     # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.gather_scatter(table, dmlgpu.EdgeGroups(ids, ids), reduction="mean"))   # R: dmlgpu.api.tensor.Tensor
 reveal_type(t.numpy())                                            # R: numpy.ndarray
 reveal_type(t.device)                                             # R: dmlgpu.api.device.Device
 reveal_type(dmlgpu.default_device().record())                     # R: dmlgpu.runtime.recording.Recording
@@ -33,6 +40,8 @@ dmlgpu.scatter_nd(table, [[1]], table[:1], mode="drop", fill_value=0)        # E
 dmlgpu.scatter_nd(table, [[1]], table[:1], reduction="avg")       # E: No overload variant
 dmlgpu.gather(table, ids, device="gpu")                           # E: No overload variant
 dmlgpu.take(table, ids, mode="clamp")                             # E: No overload variant
+dmlgpu.segment_reduce(table, [0, 4], "median")                    # E: No overload variant
+dmlgpu.embedding_bag(table, ids, [0], mode="min")                 # E: No overload variant
 dmlgpu.gather(table, ids, device=0)
 
 dev = dmlgpu.Device(0, feature_level="4.1", max_queued=8)

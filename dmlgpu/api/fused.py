@@ -1,0 +1,584 @@
+"""Layer 2: gather and reduce in one pass, without the intermediate of the gathered rows (issue 51):
+``segment_reduce`` (sorted CSR segments), ``embedding_bag`` (PyTorch's F.embedding_bag) and ``gather_scatter``
+(``scatter_nd(base, dst[:, None], take(x, src, axis=0))`` fused). One kernel, shaders/segment.comp; its plan and
+contract: dmlgpu/plans/segment.py. DirectML has no such operator (no layer-1 descriptor) and ONNX none either.
+
+Operands are NumPy arrays (what NumPy can view: interop.host_array) or Tensors; the result is a new NumPy array,
+or a Tensor (queued) when an operand is a Tensor or the call is recorded, or ``out``. Host index arrays (offsets,
+ids, src, dst) are checked before any GPU work (errors name the function); Tensor offsets and ids are used as
+they are, on the device: offsets are clamped into [0, positions] and a segment whose end is below its start is
+empty (no error: the caller promises them valid); embedding_bag checks a Tensor's ids on the device (an
+IndexError at the next synchronize or read, index_check.py), and its kernel clamps them meanwhile. Nothing of the caller's changes but ``out``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .arguments import _device, named
+from .constructors import empty, tensor
+from .device import Device
+from ..errors import DeviceError
+from .fused_args import (EdgeGroups, _U32, _aux, _check_ids, _check_offsets, _checked_out, _identity, _index,
+                         _narrow, _operand)
+from ..plans import reduction_args as _reduction
+from ..plans.index_check import IndexCheck
+from ..plans.segment import PIECE, SegmentPlan, splits
+from ..runtime import as_bytes
+from . import signatures
+from .signatures import DeviceLike
+from .tensor import Tensor
+from .tensor_protocols import assigned
+
+__all__ = ["EdgeGroups", "embedding_bag", "gather_scatter", "segment_reduce"]
+
+
+def _run(name: str, dev: Device, plan: SegmentPlan, aux: Any, data: Any, shape: tuple, dtype: np.dtype,
+         out: Any, as_tensor: bool, base: Any = None, extra: tuple = ()) -> Any:
+    """Runs ``plan`` into a new result of ``shape`` or ``out`` (``base``: the values the output starts from where
+    the plan reads them: a NumPy array, or ``out`` itself; ``extra``: the ids and the weights of a SPLIT plan)."""
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    dev.check_sizes(max(4, data.nbytes), max(4, aux.nbytes), nbytes, *{id(x): x.nbytes for x in extra}.values())
+    if int(np.prod(data.shape)) >= _U32 or int(np.prod(shape)) >= _U32:
+        raise DeviceError(f"{name}: tensors of 2^32 or more elements are not supported; split the call")
+    if isinstance(out, np.ndarray):
+        np.copyto(out, _run(name, dev, plan, aux, data, shape, dtype, None, False, base, extra))
+        return out
+    if plan.invocations == 0:
+        if out is not None:
+            return out
+        return empty(shape, dtype, device=dev) if as_tensor else np.empty(shape, dtype)
+    direct = isinstance(out, Tensor) and out.offset == 0 and out._strides is None and \
+        not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (aux, data) + extra)
+    if not direct and isinstance(base, Tensor):    # out, which an operand shares, or a view: into its copy
+        base = base.copy()
+    with dev.launch() as launch:
+        uploads = []
+
+        def operand(x):
+            if isinstance(x, Tensor):
+                return x.buffer
+            buf = launch.scratch(max(4, x.nbytes))
+            if x.nbytes:
+                buf.stage(as_bytes(np.ascontiguousarray(x)))
+                uploads.append(buf)
+            return buf
+
+        aux_buf, data_buf = operand(aux), operand(data)
+        bound: dict = {id(aux): aux_buf, id(data): data_buf}
+        extra_bufs = [bound[id(x)] if id(x) in bound else bound.setdefault(id(x), operand(x)) for x in extra]
+        if direct:
+            out_buf = out.buffer
+        elif isinstance(base, Tensor):         # (then written back into out)
+            out_buf = base.buffer
+        elif base is not None:                 # host values the output starts from
+            out_buf = launch.output(nbytes) if as_tensor else launch.scratch(nbytes)
+            out_buf.stage(as_bytes(np.ascontiguousarray(base)))
+            uploads.append(out_buf)
+        else:
+            out_buf = launch.output(nbytes) if as_tensor else launch.scratch(nbytes)
+        dispatches, params = plan.dispatches(dev, aux_buf, data_buf, out_buf, *extra_bufs)
+        if not as_tensor:
+            got = launch.run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
+            return got[:nbytes].view(dtype).reshape(shape)
+        launch.run(dispatches, uploads=params + uploads, queue=True)
+    if direct:
+        return out
+    result = base if isinstance(base, Tensor) else Tensor._wrap(out_buf, shape, dtype)
+    if out is not None:
+        out.write(result)
+        return out
+    return result
+
+
+def _is_tensor_call(dev: Device, *operands: Any) -> bool:
+    return dev.active_recording() is not None or any(isinstance(x, Tensor) for x in operands)
+
+
+def _scalar(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
+    if np.ndim(value) != 0:
+        raise ValueError(f"{what} must be a scalar, not an array of shape {np.shape(value)}")
+    return assigned(value, dtype, (), what)
+
+
+# ---- segment_reduce ----
+_SEGMENT_REDUCTIONS = ("add", "mul", "min", "max", "mean", "sum", "prod", "amax", "amin")
+
+
+@signatures.segment_reduce
+def segment_reduce(data: Any, offsets: Any, reduction: str = "add", *, initial: Any = None, out: Any = None,
+                   device: DeviceLike = None) -> Any:
+    """Reduces sorted segments of rows in one pass: ``out[s] = reduce(data[offsets[s]:offsets[s + 1]])`` along
+    axis 0 (CSR bounds: torch_scatter.segment_csr's ``indptr``; ``jax.ops.segment_sum`` with sorted ids).
+
+    Each segment is reduced in row order, one row at a time, with the scatter reductions' arithmetic
+    (dmlgpu.scatter_nd's ``reduction``: integers wrap, floats round to nearest even in their dtype, NaN propagates
+    through min and max, -0 < +0): without ``initial`` the first step is the segment's first row itself (no
+    identity is added: ``[-0.0]`` sums to -0.0), then ``acc = acc op row`` for each further row; with ``initial``
+    the first step is ``initial op row``. A float sum so has the bits of adding its rows one by one
+    (dmlgpu.reference.segment_reduce). "mean" (float dtypes) divides the segment's sum once by its row count,
+    rounded once to nearest even. An empty segment gives ``initial``, else the reduction's identity: 0 for add and
+    mean, 1 for mul, and for min / max the dtype's largest / smallest value (+-inf for floats; bool True /
+    False). (torch_scatter.segment_csr gives 0 for empty segments of min and max: pass ``initial=0`` where that is
+    wanted and every value is of one sign, or mask empty segments.) One pass over the data, no sort, no atomics:
+    one GPU invocation per segment and column walks the segment's rows (shaders/segment.comp). DirectML has no
+    such operator (no layer-1 descriptor).
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        At least one dimension; bool, integer or float dtype (float16, float32, float64, ml_dtypes' bfloat16 and
+        float8 types), native byte order.
+    offsets : array_like or Tensor
+        1-D integers, segments + 1 of them: non-negative, non-decreasing, at most ``len(data)`` (checked for host
+        arrays; a Tensor's are clamped into ``[0, len(data)]`` on the device, and a segment whose end is below
+        its start is empty). Rows outside ``[offsets[0], offsets[-1])`` take
+        no part.
+    reduction : str
+        "add", "mul", "min", "max" or "mean" (or PyTorch's "sum", "prod", "amin", "amax").
+    initial : scalar, optional
+        The value each segment's reduction starts from, cast to ``data``'s dtype (not with "mean").
+    out : Tensor or np.ndarray, optional
+        Receives the result (shape ``(segments,) + data.shape[1:]``, data's dtype); returned.
+    device : Device or int, optional
+        Where it runs (default: a Tensor operand's device, else the default device).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``(len(offsets) - 1,) + data.shape[1:]``, data's dtype; a Tensor when an operand is one or the call
+        is recorded.
+
+    Raises
+    ------
+    ValueError
+        Bad offsets (empty, negative, decreasing, past the end), an unknown reduction, ``initial`` with "mean",
+        or ``out`` of another shape or dtype.
+    TypeError
+        A dtype the reduction does not take (integer "mean"), offsets that are not integers.
+    dmlgpu.DeviceError
+        Operands of another device, or larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> data = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.float32)
+    >>> dmlgpu.segment_reduce(data, [0, 1, 1, 4])
+    array([[ 1.,  2.],
+           [ 0.,  0.],
+           [15., 18.]], dtype=float32)
+    >>> dmlgpu.segment_reduce(data, [0, 3, 4], "max")
+    array([[5., 6.],
+           [7., 8.]], dtype=float32)
+    >>> dmlgpu.segment_reduce(np.arange(5, dtype=np.int32), [0, 2, 2, 5], "min", initial=3)
+    array([0, 3, 2], dtype=int32)
+    """
+    name = "segment_reduce"
+    try:
+        if not isinstance(reduction, str) or reduction not in _SEGMENT_REDUCTIONS:
+            raise ValueError(f"reduction must be one of {', '.join(map(repr, _SEGMENT_REDUCTIONS))}, "
+                             f"not {reduction!r}")
+        reduction = _reduction.PYTORCH_NAMES.get(reduction, reduction)
+        data = _operand(data, "data")
+        if data.ndim == 0:
+            raise ValueError("data must have at least one dimension")
+        offs = _index(offsets, "offsets")
+        dev = _device(name, device, data, offs, out)
+        _reduction.kernel_for(data.dtype, reduction)
+        if isinstance(offs, np.ndarray):
+            _check_offsets(offs, data.shape[0], "offsets", "data")
+            offs = _narrow(offs)
+        elif offs.shape[0] == 0:
+            raise ValueError("offsets must hold at least one bound")
+        if initial is not None and reduction == "mean":
+            raise ValueError("initial is not taken with reduction 'mean' (an empty segment's mean is 0)")
+        init = None if initial is None else _scalar(initial, data.dtype, "initial")
+        shape = (offs.shape[0] - 1,) + tuple(data.shape[1:])
+        as_tensor = _is_tensor_call(dev, data, offs, out)
+        _checked_out(name, out, shape, data.dtype, dev, as_tensor)
+        cols = int(np.prod(data.shape[1:]))
+        empty_value = init if init is not None else _identity(reduction, data.dtype)
+        plan = SegmentPlan(data.dtype, reduction, segments=shape[0], cols=cols, limit=data.shape[0],
+                           offsets=(0, offs.dtype.itemsize // 4), initial=init, empty=empty_value)
+        aux, _ = _aux(dev, [offs])
+        return _run(name, dev, plan, aux, data, shape, data.dtype, out, as_tensor)
+    except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
+        raise named(e, name) from None
+
+
+# ---- embedding_bag ----
+_BAG_MODES = {"sum": "add", "mean": "mean", "max": "max"}
+
+
+@signatures.embedding_bag
+def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum", per_sample_weights: Any = None,
+                  padding_idx: int | None = None, include_last_offset: bool = False, out: Any = None,
+                  device: DeviceLike = None) -> Any:
+    """Sums, averages or takes the maximum of bags of table rows in one pass: PyTorch's
+    ``F.embedding_bag(ids, table, offsets, mode=..., per_sample_weights=..., padding_idx=...,
+    include_last_offset=...)`` with the table first (as dmlgpu's other functions take their data first).
+
+    Bag b holds ``ids[b]`` (2-D ``ids``: bags of one size, no ``offsets``) or ``ids[offsets[b]:offsets[b + 1]]``
+    (1-D ``ids``; without ``include_last_offset`` the last bag ends at ``len(ids)``). Its rows are combined in the
+    bag's order of ids, one at a time, with the scatter reductions' arithmetic (dmlgpu.scatter_nd), from its first
+    row: "sum" has the bits of NumPy adding the gathered rows one by one in the table's dtype
+    (dmlgpu.reference.embedding_bag); "mean" divides that sum once by the bag's count, rounded once to nearest even;
+    "max" propagates NaN. ``per_sample_weights`` ("sum" only) multiply each row first, rounded as NumPy rounds
+    ``w * table[id]``. Ids equal to ``padding_idx`` are skipped and not counted in "mean". An empty bag (or one of
+    padding only) gives zeros, in every mode. One kernel reads each id's row once and writes each bag once
+    (shaders/segment.comp: one GPU invocation per bag and column). DirectML has no such operator (no layer-1
+    descriptor).
+
+    Parameters
+    ----------
+    table : array_like or Tensor
+        2-D, rows of embeddings: float16, float32, float64 or ml_dtypes' bfloat16 (any mode), integers ("sum",
+        "max").
+    ids : array_like or Tensor
+        Integers in ``[0, len(table))``: 2-D (one bag per row) or 1-D with ``offsets``. Host arrays are checked
+        before any GPU work; a Tensor's are checked on the device (its negative ids count from the end, as in
+        dmlgpu's gathers; one outside ``[-len(table), len(table))`` raises IndexError at the device's next
+        synchronize or read, as mode="raise" does for dmlgpu.gather; inside a recording it is only clamped).
+    offsets : array_like or Tensor, optional
+        1-D integers: where each bag starts, from 0, non-decreasing, at most ``len(ids)`` (checked for host arrays).
+    mode : str
+        "sum", "mean" or "max".
+    per_sample_weights : array_like or Tensor, optional
+        ``ids``' shape, the table's dtype; "sum" only.
+    padding_idx : int, optional
+        An id in ``[-len(table), len(table))`` (negative: from the end) whose entries are skipped.
+    include_last_offset : bool
+        ``offsets`` has one more entry, the end of the last bag (CSR).
+    out : Tensor or np.ndarray, optional
+        Receives the result (shape ``(bags, table.shape[1])``, the table's dtype); returned.
+    device : Device or int, optional
+        Where it runs (default: a Tensor operand's device, else the default device).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``(bags, table.shape[1])``, the table's dtype; a Tensor when an operand is one or the call is recorded.
+
+    Raises
+    ------
+    IndexError
+        A host id outside the table.
+    ValueError
+        Bad offsets (empty, not starting at 0, decreasing, past the end), ``offsets`` with 2-D ids or none with
+        1-D ids, per_sample_weights of another shape or with a mode other than "sum", a padding_idx outside the
+        table, an unknown mode, ``out`` of another shape or dtype.
+    TypeError
+        A table dtype the mode does not take (integer "mean"), per_sample_weights of another dtype, ids that
+        are not integers.
+    dmlgpu.DeviceError
+        Operands of another device, or larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> table = np.arange(12, dtype=np.float32).reshape(6, 2)
+    >>> dmlgpu.embedding_bag(table, [1, 2, 4, 5, 0], [0, 2, 2])
+    array([[ 6.,  8.],
+           [ 0.,  0.],
+           [18., 21.]], dtype=float32)
+    >>> dmlgpu.embedding_bag(table, [[1, 3], [0, 0]], mode="max")
+    array([[6., 7.],
+           [0., 1.]], dtype=float32)
+    >>> dmlgpu.embedding_bag(table, [1, 2, 3], [0], mode="mean", padding_idx=2)     # rows 1 and 3
+    array([[4., 5.]], dtype=float32)
+    >>> dmlgpu.embedding_bag(table, [1, 2], [0], per_sample_weights=np.array([2, 0.5], np.float32))
+    array([[6. , 8.5]], dtype=float32)
+    """
+    name = "embedding_bag"
+    try:
+        if not isinstance(mode, str) or mode not in _BAG_MODES:
+            raise ValueError(f"mode must be 'sum', 'mean' or 'max', not {mode!r}")
+        reduction = _BAG_MODES[mode]
+        table = _operand(table, "table")
+        if table.ndim != 2:
+            raise ValueError(f"table must have 2 dimensions (rows of embeddings), not shape {table.shape}")
+        if table.dtype.kind == "b" or not (table.dtype.kind in "iu" or _reduction.is_float(table.dtype)):
+            raise TypeError(f"table has dtype {table.dtype}; it takes float16, float32, float64, bfloat16 and "
+                            f"integers")
+        if reduction == "mean" and not _reduction.is_float(table.dtype):
+            raise TypeError(f"mode 'mean' takes float tables, not dtype {table.dtype} (use 'sum' and divide)")
+        idx = _index(ids, "ids", (1, 2))
+        offs = None if offsets is None else _index(offsets, "offsets")
+        weights = None if per_sample_weights is None else _operand(per_sample_weights, "per_sample_weights")
+        dev = _device(name, device, table, idx, offs, weights, out)
+        rows, dim = table.shape
+        if idx.ndim == 2:
+            if offs is not None:
+                raise ValueError("offsets must be None with 2-D ids (each row of ids is a bag)")
+            bags, fixed = idx.shape[0], idx.shape[1]
+        else:
+            if offs is None:
+                raise ValueError("1-D ids need offsets (where each bag starts)")
+            if not isinstance(include_last_offset, (bool, np.bool_)):
+                raise TypeError(f"include_last_offset must be True or False, not {include_last_offset!r}")
+            bags, fixed = offs.shape[0] - bool(include_last_offset), 0
+            if bags < 0:
+                raise ValueError("offsets must hold at least one bound with include_last_offset=True")
+        pad = None
+        if padding_idx is not None:
+            if not isinstance(padding_idx, (int, np.integer)) or isinstance(padding_idx, bool) or \
+                    not -rows <= padding_idx < rows:
+                raise ValueError(f"padding_idx must be an integer in [-{rows}, {rows}), not {padding_idx!r}")
+            pad = int(padding_idx) % rows
+        if weights is not None:
+            if mode != "sum":
+                raise ValueError(f"per_sample_weights are taken with mode 'sum' only, not {mode!r}")
+            if weights.dtype != table.dtype:
+                raise TypeError(f"per_sample_weights has dtype {weights.dtype}; it must be the table's ({table.dtype})")
+            if tuple(weights.shape) != tuple(idx.shape):
+                raise ValueError(f"per_sample_weights has shape {tuple(weights.shape)}; it must be ids' shape "
+                                 f"{tuple(idx.shape)}")
+        positions = int(np.prod(idx.shape))
+        if positions and rows == 0:
+            raise IndexError("ids index a table of 0 rows")
+        if isinstance(idx, np.ndarray):
+            _check_ids(idx, rows, "ids", "the table")
+        if isinstance(offs, np.ndarray):
+            _check_offsets(offs, positions, "offsets", "ids", first_zero=True)
+        shape = (bags, dim)
+        as_tensor = _is_tensor_call(dev, table, idx, offs, weights, out)
+        _checked_out(name, out, shape, table.dtype, dev, as_tensor)
+        # CPU devices run pieces of positions, which never skip ids: padding entries are dropped first
+        open_end = offs is not None and not include_last_offset    # the last bag ends at len(ids)
+        if pad is not None and dev.info.type == "CPU" and positions > PIECE:
+            idx, offs, weights, fixed = _unpadded(dev, idx, offs, weights, bags, include_last_offset, pad)
+            pad, open_end, positions = None, False, idx.shape[0]
+        if isinstance(offs, np.ndarray):
+            offs = _narrow(offs)
+        idx_flat = _narrow(idx.reshape(-1)) if isinstance(idx, np.ndarray) else idx.reshape(-1)
+        w_flat = None if weights is None else weights.reshape(-1)
+        split = splits(table.dtype, reduction, dev)
+        packed = [p for p in (offs, None if split else idx_flat, None if split else w_flat) if p is not None]
+        aux, at = _aux(dev, packed) if packed else (idx_flat, [])
+        words = iter(at)
+        offsets_at = None if offs is None else (next(words), offs.dtype.itemsize // 4)
+        ids_at = 0 if split else next(words)
+        w_at = None if w_flat is None else 0 if split else next(words)
+        plan = SegmentPlan(table.dtype, reduction, segments=bags, cols=dim, limit=positions, offsets=offsets_at,
+                           fixed=fixed, ids=(ids_at, idx_flat.dtype.itemsize // 4), rows=rows, weights=w_at,
+                           pad=pad, open_end=open_end)
+        extra = (idx_flat, w_flat if w_flat is not None else idx_flat) if split else ()
+        results = _check_tensor_ids(name, dev, idx, rows) if isinstance(idx, Tensor) and positions else None
+        result = _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor, extra=extra)
+        if results is not None and result is not out:
+            results.append(result.buffer)         # never handed out as valid if the check fails
+        return result
+    except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
+        raise named(e, name) from None
+
+
+_ID_CHECKS: dict = {}     # (function, rows) -> its IndexCheck (which keeps its launches per index count)
+
+
+def _check_tensor_ids(name: str, dev: Device, ids: Tensor, rows: int) -> Any:
+    """Queues the device's check of a Tensor's ids against ``rows`` (index_check.py: an IndexError at the device's
+    next synchronize or read for an id outside [-rows, rows)); returns where to list the result's buffer. Inside a
+    recording (whose replays the report would not reach) the ids are only clamped; where the device cannot check
+    them they are read back and checked now."""
+    if dev.active_recording() is not None:
+        return None
+    check = _ID_CHECKS.get((name, rows))
+    if check is None:
+        check = _ID_CHECKS[(name, rows)] = IndexCheck(name, np.int64(rows))
+    results = check.on_device(dev, ids)
+    if results is None:
+        _check_ids(ids.numpy().astype(np.int64), rows, "ids", "the table", low=-rows)
+    return results
+
+
+def _unpadded(dev: Device, idx: Any, offs: Any, weights: Any, bags: int, include_last_offset: bool, pad: int):
+    """The bags without their ``pad`` entries (host work; Tensor operands are read back), as 1-D ids, CSR-style
+    offsets of bags + 1 bounds (then include_last_offset's form is no longer needed: the caller passes the end
+    too), weights; and fixed 0."""
+    ids = idx.numpy() if isinstance(idx, Tensor) else idx
+    if ids.ndim == 2:
+        bounds = np.arange(bags + 1, dtype=np.int64) * ids.shape[1]
+    else:
+        o = offs.numpy() if isinstance(offs, Tensor) else offs
+        bounds = np.concatenate([o[:bags], [ids.size]]) if not include_last_offset else o[:bags + 1]
+        bounds = np.minimum(np.maximum.accumulate(np.clip(bounds, 0, ids.size)), ids.size)
+    flat = ids.reshape(-1)
+    keep = flat != pad
+    kept = np.concatenate([[0], np.cumsum(keep)]).astype(np.int64)
+    w = None if weights is None else (weights.numpy() if isinstance(weights, Tensor) else weights).reshape(-1)[keep]
+    return flat[keep], kept[bounds], w, 0
+
+
+# ---- gather_scatter ----
+_GS_REDUCTIONS = ("add", "mean", "min", "max", "mul", "sum", "prod", "amax", "amin")
+
+
+@signatures.gather_scatter
+def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *, out: Any = None,
+                   dim_size: int | None = None, include_self: bool = True, order: str | None = None,
+                   weights: Any = None, device: DeviceLike = None) -> Any:
+    """Message passing without the intermediate: ``scatter_nd(base, dst[:, None], take(x, src, axis=0),
+    reduction=reduction, include_self=include_self, order=order)`` with the same bits, where ``base`` is ``out``
+    (then updated in place) or zeros of ``(dim_size,) + x.shape[1:]`` (PyG's ``scatter(x[src], dst)``; PyTorch's
+    ``index_select`` then ``index_add_``).
+
+    ``weights`` (one per edge) multiply each gathered row first, rounded as NumPy rounds
+    ``weights[:, None] * x[src]`` (GCN's normalised aggregation). The edges are grouped by ``dst`` on the host
+    (a stable sort: each target's edges in edge order; Tensor ``src`` and ``dst`` are read back for it, a
+    synchronization), or once for many calls by a dmlgpu.EdgeGroups passed as ``src`` (``dst`` None); then one
+    kernel reads each edge's row of ``x`` once and writes each target row once, the rows combined in edge order,
+    from the base value (include_self) or from the first edge's row (shaders/segment.comp: dmlgpu.segment_reduce's
+    and dmlgpu.embedding_bag's kernel). order "row-major" (the default) is that order; other orders give the same
+    bits for min, max and integer reductions, and for float add, mul and mean ("tree", "fixed-point") the call
+    runs as the take and scatter_nd above (with their intermediate). DirectML has no such operator (no layer-1
+    descriptor).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        Node rows, at least one dimension; the dtypes of dmlgpu.scatter_nd's reductions.
+    src, dst : array_like or Tensor
+        1-D integers of one length (the edges): rows of ``x`` and of the output, in ``[-n, n)`` (negative: from
+        the end). Or ``src`` an EdgeGroups and ``dst`` None.
+    reduction : str
+        "add", "mean", "min", "max" or "mul" (or PyTorch's "sum", "prod", "amin", "amax").
+    out : Tensor or np.ndarray, optional
+        The base, updated in place and returned (x's dtype).
+    dim_size : int, optional
+        The output's rows where ``out`` is not given (default: ``max(dst) + 1``; an EdgeGroups': its own).
+    include_self : bool
+        The base value takes part (PyTorch's scatter_reduce ``include_self``); False: a row with edges starts from
+        its first edge's row, a row without keeps its base value.
+    order : str, optional
+        As dmlgpu.scatter_nd's (None: "row-major").
+    weights : array_like or Tensor, optional
+        One per edge, x's dtype.
+    device : Device or int, optional
+        Where it runs (default: a Tensor operand's device, else the default device).
+
+    Returns
+    -------
+    np.ndarray or Tensor
+        Shape ``(dim_size,) + x.shape[1:]`` (or out's), x's dtype; ``out`` when given; a Tensor when an operand is
+        one (an EdgeGroups too) or the call is recorded.
+
+    Raises
+    ------
+    IndexError
+        A src or dst index out of range.
+    ValueError
+        src and dst of other shapes, weights of the wrong shape, neither ``out`` nor a usable ``dim_size``, an
+        unknown reduction or order.
+    TypeError
+        A dtype the reduction does not take, weights of another dtype, indices that are not integers.
+    dmlgpu.DeviceError
+        Operands of another device, or larger than the device can hold.
+
+    Examples
+    --------
+    >>> import numpy as np, dmlgpu
+    >>> x = np.array([[1, 10], [2, 20], [3, 30]], np.float32)
+    >>> dmlgpu.gather_scatter(x, [0, 1, 2, 2], [1, 1, 0, 1], dim_size=3)
+    array([[ 3., 30.],
+           [ 6., 60.],
+           [ 0.,  0.]], dtype=float32)
+    >>> dmlgpu.gather_scatter(x, [0, 2], [1, 1], "max", dim_size=2, include_self=False)
+    array([[ 0.,  0.],
+           [ 3., 30.]], dtype=float32)
+    """
+    name = "gather_scatter"
+    try:
+        if not isinstance(reduction, str) or reduction not in _GS_REDUCTIONS:
+            raise ValueError(f"reduction must be one of {', '.join(map(repr, _GS_REDUCTIONS))}, not {reduction!r}")
+        reduction = _reduction.PYTORCH_NAMES.get(reduction, reduction)
+        order = "row-major" if order is None else _reduction.check_order(order)
+        include_self = _reduction.check_include_self(include_self)
+        x = _operand(x, "x")
+        if x.ndim == 0:
+            raise ValueError("x must have at least one dimension")
+        w = None if weights is None else _operand(weights, "weights")
+        if out is not None and not isinstance(out, (Tensor, np.ndarray)):
+            raise TypeError(f"out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
+        if isinstance(src, EdgeGroups):
+            if dst is not None:
+                raise ValueError("dst must be None where src is an EdgeGroups (it holds the targets)")
+            groups = src
+            dev = _device(name, device, x, w, out)
+            if dev is not groups.device:
+                raise DeviceError("the EdgeGroups live on another device than the call's")
+            if out is not None and out.shape[0] != groups.dim_size:
+                raise ValueError(f"out has {out.shape[0]} rows; the EdgeGroups target {groups.dim_size}")
+            if dim_size is not None and dim_size != groups.dim_size:
+                raise ValueError(f"dim_size {dim_size} differs from the EdgeGroups' ({groups.dim_size})")
+        else:
+            if dst is None:
+                raise ValueError("dst is needed (or src an EdgeGroups)")
+            s, d = _index(src, "src"), _index(dst, "dst")
+            dev = _device(name, device, x, s, d, w, out)
+            groups = EdgeGroups._of(s, d, dim_size, None if out is None else out.shape[0], dev)
+        _reduction.check(reduction, x.dtype, include_self, order, name)
+        if w is not None:
+            if w.dtype != x.dtype:
+                raise TypeError(f"weights has dtype {w.dtype}; it must be x's ({x.dtype})")
+            if tuple(w.shape) != (groups.edges,):
+                raise ValueError(f"weights has shape {tuple(w.shape)}; it must be ({groups.edges},): one per edge")
+        n, dim = x.shape[0], groups.dim_size
+        shape = (dim,) + tuple(x.shape[1:])
+        as_tensor = _is_tensor_call(dev, x, src, dst, w, out) or src is groups
+        _checked_out(name, out, shape, x.dtype, dev, as_tensor)
+        if order != "row-major" and _reduction.is_float(x.dtype) and reduction in ("add", "mul", "mean"):
+            _check_ids(groups.src, n, "src", "x", low=-n)
+            return _unfused(x, groups.src, groups.dst, w, reduction, include_self, order, out, shape, dev, as_tensor)
+        if src is groups:
+            aux_t, ids_at, ids_w = groups._device_aux(n)
+            parts: list = [aux_t]
+        else:
+            sources = groups._sources(n)
+            parts, ids_at, ids_w = [groups.bounds, sources], -1, sources.dtype.itemsize // 4
+        w_sorted = None if w is None else w[groups.perm] if isinstance(w, np.ndarray) else \
+            _taken(w, groups._device_perm() if src is groups else groups.perm, dev)
+        split = w is not None and splits(x.dtype, reduction, dev)     # the weights bound where they are
+        if w_sorted is not None and not split:
+            parts.append(w_sorted)
+        aux, at = _aux(dev, parts)
+        if ids_at < 0:
+            ids_at = at[1]
+        extra = (aux, w_sorted) if split else ()      # (SPLIT: the ids read from the same buffer, IDS)
+        plan = SegmentPlan(x.dtype, reduction, segments=dim, cols=int(np.prod(x.shape[1:])), limit=groups.edges,
+                           offsets=(0, groups.bounds.dtype.itemsize // 4), ids=(ids_at, ids_w), rows=n,
+                           weights=None if w is None else 0 if split else at[-1],
+                           base=("out" if out is not None else "zeros") if include_self else None,
+                           keep=out is not None and not include_self)
+        if isinstance(out, np.ndarray):
+            np.copyto(out, _run(name, dev, plan, aux, x, shape, x.dtype, None, False, base=out, extra=extra))
+            return out
+        return _run(name, dev, plan, aux, x, shape, x.dtype, out, as_tensor,
+                    base=out if isinstance(out, Tensor) else None, extra=extra)
+    except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
+        raise named(e, name) from None
+
+
+def _taken(w: Tensor, perm: Any, dev: Device) -> Tensor:
+    """The weights in the grouped edges' order, gathered on the device."""
+    from .functions import gather            # (a sibling layer-2 function)
+    return gather(w, perm if isinstance(perm, Tensor) else tensor(_narrow(perm), device=dev))
+
+
+def _unfused(x, src, dst, w, reduction, include_self, order, out, shape, dev, as_tensor):
+    """order "tree" / "fixed-point" of float add, mul, mean: take, (weights), scatter_nd, as the contract says."""
+    from .functions import gather, scatter_nd
+    rows = gather(x, src)
+    if w is not None:
+        wh = w.numpy() if isinstance(w, Tensor) else w
+        host_rows = rows.numpy() if isinstance(rows, Tensor) else rows
+        with np.errstate(all="ignore"):
+            prod = (wh.reshape((-1,) + (1,) * (x.ndim - 1)) * host_rows).astype(x.dtype)
+        rows = tensor(prod, device=dev) if isinstance(rows, Tensor) else prod
+    dst = np.asarray(dst).reshape(-1, 1)
+    if as_tensor and not isinstance(rows, Tensor):
+        rows = tensor(rows, device=dev)
+    if out is not None:
+        return scatter_nd(out, dst, rows, reduction=reduction, include_self=include_self, order=order, out=out)
+    base = tensor(np.zeros(shape, x.dtype), device=dev) if as_tensor else np.zeros(shape, x.dtype)
+    return scatter_nd(base, dst, rows, reduction=reduction, include_self=include_self, order=order)
