@@ -38,21 +38,45 @@ from .tensor_protocols import ARRAY_FUNCTIONS, assigned
 TakeMode = Literal["raise", "wrap", "clip"]
 TAKE_MODES = ("raise", "wrap", "clip")
 _Out = TypeVar("_Out", bound="np.ndarray | Tensor")
+_UINT64, _BOOL = np.dtype(np.uint64), np.dtype(bool)
 
 
 def _flat(a: np.ndarray | Tensor) -> np.ndarray | Tensor:
-    """``a`` as one dimension (a Tensor: a view of the same buffer; a 1-d one: itself)."""
+    """``a`` as one dimension in row-major order (a 1-d one: itself; a packed Tensor: a view of its buffer; a
+    strided view (``t.T``, ``t[:, ::2]``): a packed copy made on the device (tensor_index.pack), the copy the
+    driver would make of it, so that no strides need to show its elements as one dimension)."""
     if a.ndim == 1:
         return a
-    return a.reshape(-1) if isinstance(a, Tensor) else np.reshape(a, -1)
+    if isinstance(a, Tensor):
+        return (a.copy() if a._strides is not None else a).reshape(-1)
+    return np.reshape(a, -1)
+
+
+def _as_intp(indices: Any, booleans: bool = False) -> Any:
+    """Indices as NumPy's names read them, as intp: uint64 values as int64 (2**64 - 1 is -1; a Tensor's seen
+    as int64, a view, no copy) and, where ``booleans`` (take's), booleans as 0 and 1. A Python int of 2**63
+    or more in a list raises OverflowError, as NumPy's conversion to intp does. Other indices as they are."""
+    if isinstance(indices, Tensor):
+        if indices.dtype == _UINT64:
+            return indices.view(np.int64)
+        return indices.view(np.uint8) if booleans and indices.dtype == _BOOL else indices
+    arr = _host_array(indices)
+    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
+        return arr.astype(np.int64)        # an empty list: NumPy takes it as integers
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:
+        if isinstance(indices, (list, tuple, int)):
+            raise OverflowError("Python int too large to convert to an index (NumPy reads indices as intp, "
+                                "int64, and raises OverflowError here too)")
+        return as_index_array(arr).view(np.int64)
+    if booleans and arr.dtype.kind == "b":
+        return arr.view(np.uint8)
+    return arr
 
 
 def _host_indices(indices: Any, what: str = "indices") -> np.ndarray:
-    """The index values on the host (a Tensor's are downloaded); IndexError, as NumPy's, for a non-integer
-    dtype."""
-    arr = indices.numpy() if isinstance(indices, Tensor) else _host_array(indices)
-    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
-        arr = arr.astype(np.int64)        # an empty list: NumPy takes it as integers
+    """Host indices as an index array, read as NumPy reads them (_as_intp); IndexError, as NumPy's, for a
+    non-integer dtype."""
+    arr = _as_intp(indices)
     if arr.dtype.kind not in "iu":
         raise IndexError(f"{what} must be an integer array, not {arr.dtype}")
     return as_index_array(arr, what)
@@ -127,6 +151,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         if mode not in TAKE_MODES:
             raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
         data = _data(a, "a", any_size=True)
+        indices = _as_intp(indices, booleans=True)
         if axis is None or data.ndim == 0:          # (NumPy takes a 0-d a as 1-d)
             data, axis = _flat(data), 0 if axis is None else axis
         axis = _axis(axis, data.ndim, "a")
@@ -155,7 +180,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         if isinstance(result, np.ndarray) and result.ndim == 0:
             return result[()]
         return result
-    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+    except (TypeError, ValueError, IndexError, RuntimeError, OverflowError) as e:
         raise named(e, "take", "gather") from None
 
 
@@ -191,7 +216,7 @@ def _along_axis(arr: np.ndarray | Tensor, indices: Any,
     if isinstance(indices, Tensor):
         if indices.dtype.kind not in "iu":
             raise IndexError(f"indices must be an integer array, not {indices.dtype}")
-        idx = indices
+        idx = _as_intp(indices)
     else:
         idx = _host_indices(indices)
     if axis is None:
@@ -257,7 +282,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
         idx = _broadcast_to(idx, shape, "indices")
         return driver.call("gather_elements", _gather_elements_rule, data, idx, None, (axis,), device=device,
                            mode="raise", name="take_along_axis")
-    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+    except (TypeError, ValueError, IndexError, RuntimeError, OverflowError) as e:
         raise named(e, "take_along_axis", "gather_elements") from None
 
 
@@ -318,7 +343,7 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
         check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
                                                   f"axis {axis} with size {n}")
         vals = assigned(values.numpy() if isinstance(values, Tensor) else values, data.dtype, None, "put_along_axis")
-        vals = np.broadcast_to(vals, shape)
+        vals = np.broadcast_to(_values_for(vals, shape), shape)
         if vals.size == 0:
             return
         # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
@@ -337,8 +362,21 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
         result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
                                   device=device, mode="raise")
         np.copyto(arr, (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in))
-    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+    except (TypeError, ValueError, IndexError, RuntimeError, OverflowError) as e:
         raise named(e, "put_along_axis", "scatter_elements") from None
+
+
+def _values_for(vals: Any, shape: tuple[int, ...]) -> Any:
+    """``vals`` (an array or Tensor) as NumPy's assignment ``arr[index] = vals`` takes them for an indexing
+    result of ``shape``: they must broadcast to it (dimensions beyond its rank must be 1: dropped, a view);
+    ValueError, NumPy's, where they do not."""
+    extra = max(vals.ndim - len(shape), 0)
+    lead, rest = vals.shape[:extra], vals.shape[extra:]
+    pad = len(shape) - len(rest)
+    if any(n != 1 for n in lead) or any(v not in (1, n) for v, n in zip(rest, shape[pad:])):
+        raise ValueError(f"shape mismatch: value array of shape {vals.shape} could not be broadcast to indexing "
+                         f"result of shape {shape} (NumPy's rule for arr[index] = values)")
+    return vals.reshape(rest) if extra else vals
 
 
 def _broadcast_strides(shape: tuple[int, ...], of: tuple[int, ...]) -> tuple[int, ...]:
@@ -356,7 +394,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
     NumPy indices are checked on the host first (IndexError); a Tensor's by the driver (mode="raise":
     IndexError, nothing written): read back in place, on the device where ``in_place`` is False (the scatter
     then writes a new Tensor, returned; where nothing is written, None)."""
-    data, axis, idx = _along_axis(arr, indices, axis)
+    data, axis, idx = _along_axis(arr, indices, axis)   # (axis None on a strided view: data is a packed copy)
     shape = _broadcast_along(data.shape, idx.shape, axis)
     n = data.shape[axis]
     if not isinstance(idx, Tensor):
@@ -368,8 +406,8 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
         vals: Any = values
     else:
         vals = assigned(values, data.dtype, None, "put_along_axis")      # NumPy's cast (a[...] = values)
-    np.broadcast_shapes(vals.shape, shape)           # ValueError where values do not broadcast
-    if math.prod(shape) == 0 or vals.size == 0:
+    vals = _values_for(vals, shape)                 # ValueError where values do not broadcast to shape
+    if math.prod(shape) == 0:
         return None
 
     def rule(data: Any, idx: Any, vals: Any, axis: int) -> driver.Signature:
@@ -384,6 +422,8 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
     result: Tensor = driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device,
                                  out=data if in_place else None, mode=mode,
                                  key=(axis, mode, "put_along_axis", in_place), name="put_along_axis")
+    if in_place and data.buffer is not arr.buffer:     # the packed copy of a strided view: written back into it
+        arr._write_packed(data.reshape(arr.shape))
     return None if in_place else result
 
 
