@@ -95,8 +95,11 @@ def take(a: Tensor | ArrayLike, indices: IndexLike, axis: int | None = None, *, 
 def take(a: Tensor | ArrayLike, indices: IndexLike, axis: int | None, out: _Out, mode: TakeMode = "raise", *,
          device: DeviceLike = None) -> _Out: ...
 @overload
-def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: TakeMode = "raise", *,
-         device: DeviceLike = None) -> Any: ...
+def take(a: ArrayLike, indices: int | np.integer[Any] | np.bool_, axis: int | None = None, out: None = None,
+         mode: TakeMode = "raise", *, device: DeviceLike = None) -> Any: ...      # (a NumPy scalar)
+@overload
+def take(a: ArrayLike, indices: IndexLike, axis: int | None = None, out: None = None, mode: TakeMode = "raise", *,
+         device: DeviceLike = None) -> np.ndarray: ...
 def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor | None = None, mode: TakeMode = "raise", *,
          device: DeviceLike = None) -> Any:
     """``numpy.take`` on the device: elements of ``a`` at ``indices`` along ``axis``.
@@ -233,7 +236,7 @@ def take_along_axis(arr: Tensor, indices: IndexLike, axis: int | None = -1, *,
 def take_along_axis(arr: ArrayLike, indices: Tensor, axis: int | None = -1, *,
                     device: DeviceLike = None) -> Tensor: ...
 @overload
-def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1, *,
+def take_along_axis(arr: ArrayLike, indices: IndexLike, axis: int | None = -1, *,
                     device: DeviceLike = None) -> np.ndarray: ...
 def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: DeviceLike = None) -> Any:
     """``numpy.take_along_axis`` on the device: ``out[..., j, ...] = arr[..., indices[..., j, ...], ...]``
@@ -422,7 +425,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
     result: Tensor = driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device,
                                  out=data if in_place else None, mode=mode,
                                  key=(axis, mode, "put_along_axis", in_place), name="put_along_axis")
-    if in_place and data.buffer is not arr.buffer:     # the packed copy of a strided view: written back into it
+    if in_place and isinstance(data, Tensor) and data.buffer is not arr.buffer:     # the packed copy of a strided view: written back into it
         arr._write_packed(data.reshape(arr.shape))
     return None if in_place else result
 
