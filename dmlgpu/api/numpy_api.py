@@ -10,12 +10,24 @@ dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where N
   for an index outside [-n, n). The kernels resolve every mode: Tensor indices are never read back, and
   "raise" on them reports at the device's next synchronize or read (dmlgpu/plans/index_check.py says what a
   caller sees); NumPy indices raise before any GPU work;
+- index values are read as NumPy reads them, as intp: a uint64 of 2**63 or more is negative (2**64 - 1 is -1:
+  "wrap" gives the last element, "clip" the first, "raise" and the along-axis functions an IndexError below
+  -n, as NumPy's), a Tensor's seen as int64 (a view, no copy); a Python int of 2**63 or more in a list raises
+  OverflowError, as NumPy's conversion does; ``take`` reads booleans as 0 and 1, as ``np.take`` does (the
+  along-axis functions raise IndexError for them, as NumPy's). The ONNX-semantics functions (layer 2:
+  dmlgpu.gather, ...) keep full 64-bit uint64 values instead;
+- ``axis=None`` flattens in row-major order, a strided Tensor view (``t.T``) too: through a packed copy
+  made on the device, as the driver packs any strided operand (``put_along_axis`` writes it back into the
+  view's elements, as NumPy 1.x's ``arr.flat`` did; NumPy 2.x raises ValueError there, as its flattened copy
+  of a non-contiguous array is read-only);
 - ``take_along_axis`` and ``put_along_axis`` broadcast the dimensions other than ``axis`` as NumPy does
   (a NumPy operand is broadcast on the host; a Tensor operand must already have the broadcast shape);
 - ``put_along_axis`` writes into ``arr`` and returns None: a NumPy array (through a scatter of its copy), or
   a Tensor, in place on its device (one scatter that broadcasts indices and values by strides; Tensor
-  indices are read back and checked as take's: IndexError out of range); where several values land on one
-  element, the last one in row-major order wins, as in NumPy.
+  indices are read back and checked as take's: IndexError out of range); values of any shape that
+  broadcasts to the indexed shape (NumPy's ``arr[index] = values``: scalars, lists, arrays, Tensors, by
+  strides on the device), where the ONNX-semantics scatters take updates of exactly their shape; where
+  several values land on one element, the last one in row-major order wins, as in NumPy.
 """
 from __future__ import annotations
 
@@ -63,14 +75,26 @@ def _as_intp(indices: Any, booleans: bool = False) -> Any:
     arr = _host_array(indices)
     if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
         return arr.astype(np.int64)        # an empty list: NumPy takes it as integers
+    if isinstance(indices, (list, tuple, int)) and (arr.dtype == _UINT64 or arr.dtype.kind in "fO"):
+        _fit_intp(indices)          # (Python ints beyond int64 make uint64, float64 or object arrays)
     if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:
-        if isinstance(indices, (list, tuple, int)):
-            raise OverflowError("Python int too large to convert to an index (NumPy reads indices as intp, "
-                                "int64, and raises OverflowError here too)")
         return as_index_array(arr).view(np.int64)
     if booleans and arr.dtype.kind == "b":
         return arr.view(np.uint8)
     return arr
+
+
+def _fit_intp(indices: Any) -> None:
+    """OverflowError, as NumPy's conversion of Python ints to intp, where the Python ints of ``indices`` (a
+    list, tuple or int) do not all fit int64; nothing where any item is not an integer (other checks)."""
+    try:
+        items = np.asarray(indices, dtype=object).reshape(-1)
+    except ValueError:
+        return
+    if all(isinstance(x, (int, np.integer)) for x in items) and \
+            not all(-2**63 <= int(x) < 2**63 for x in items):
+        raise OverflowError("Python int too large to convert to an index (NumPy reads indices as intp, int64, "
+                            "and raises OverflowError here too)")
 
 
 def _host_indices(indices: Any, what: str = "indices") -> np.ndarray:
@@ -109,9 +133,10 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
     a : array_like or Tensor
         Any fixed-size dtype (records and strings too).
     indices : array_like or Tensor
-        Integers of any shape (an empty list is an empty integer array, as in NumPy).
+        Integers of any shape (an empty list is an empty integer array, as in NumPy), read as NumPy's intp
+        (uint64 values of 2**63 or more are negative); booleans are 0 and 1, as in NumPy.
     axis : int or None
-        The dimension indexed; None: the flattened ``a``.
+        The dimension indexed; None: the flattened ``a`` (row-major; a strided Tensor view too).
     out : np.ndarray or Tensor, optional
         Receives the result and is returned: a NumPy array (cast safely), or a Tensor of exactly the result's
         shape and dtype (written on the device).
@@ -134,6 +159,8 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         mode="raise" and an index out of range (AxisError, also a ValueError, for an axis out of range).
     TypeError, ValueError
         A dtype dmlgpu cannot move, non-integer indices, an unknown mode, ``out`` of another shape.
+    OverflowError
+        A Python int index of 2**63 or more (NumPy's conversion to intp raises it too).
     dmlgpu.DeviceError
         A Tensor of another device.
 
@@ -149,6 +176,10 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
            [[7, 7]]])
     >>> dmlgpu.take(a, [])
     array([], dtype=int64)
+    >>> dmlgpu.take(a, np.array([2**64 - 1], np.uint64), mode="clip")    # intp: -1, clipped to 0
+    array([4])
+    >>> dmlgpu.take(dmlgpu.tensor(a).T, [0, 1]).numpy()                 # the flattened view, row-major
+    array([4, 5])
     """
     try:
         if mode not in TAKE_MODES:
@@ -250,7 +281,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
         Integers of ``arr``'s rank (1-d when ``axis`` is None). A Tensor operand must already have the
         broadcast shape.
     axis : int or None
-        The dimension indexed; None: the flattened ``arr``.
+        The dimension indexed; None: the flattened ``arr`` (row-major; a strided Tensor view too).
     device : dmlgpu.Device, int or None, keyword-only
         A Device or a device index; default: a Tensor operand's device, else ``dmlgpu.default_device()``.
 
@@ -301,10 +332,12 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
     indices : array_like or Tensor
         Integers of ``arr``'s rank (1-d when ``axis`` is None), broadcast against ``arr`` outside ``axis``.
     values : array_like or Tensor
-        Cast to ``arr``'s dtype and broadcast against the indexed shape; where several land on one element,
-        the last (row-major order) wins, as in NumPy.
+        Cast to ``arr``'s dtype (a Tensor must have it) and broadcast to the indexed shape, as NumPy's
+        ``arr[index] = values``; where several land on one element, the last (row-major order) wins, as in
+        NumPy.
     axis : int or None
-        The dimension indexed; None: the flattened ``arr``.
+        The dimension indexed; None: the flattened ``arr``, written through (a strided Tensor view: through
+        a packed copy on the device, written back into its elements).
     device : dmlgpu.Device, int or None, keyword-only
         A Device or a device index; default: a Tensor operand's device, else ``dmlgpu.default_device()``.
 
@@ -313,7 +346,8 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
     IndexError
         An index outside [-n, n), before any GPU work.
     TypeError, ValueError
-        ``arr`` neither an ndarray nor a Tensor, or read-only; shapes that do not broadcast.
+        ``arr`` neither an ndarray nor a Tensor, or read-only; shapes that do not broadcast (values that do
+        not broadcast to the indexed shape: NumPy's message).
 
     Examples
     --------
