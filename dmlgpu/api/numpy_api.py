@@ -50,7 +50,7 @@ from .tensor_protocols import ARRAY_FUNCTIONS, assigned
 TakeMode = Literal["raise", "wrap", "clip"]
 TAKE_MODES = ("raise", "wrap", "clip")
 _Out = TypeVar("_Out", bound="np.ndarray | Tensor")
-_UINT64, _BOOL = np.dtype(np.uint64), np.dtype(bool)
+_UINT64 = np.dtype(np.uint64)
 
 
 def _flat(a: np.ndarray | Tensor) -> np.ndarray | Tensor:
@@ -69,19 +69,21 @@ def _as_intp(indices: Any, booleans: bool = False) -> Any:
     as int64, a view, no copy) and, where ``booleans`` (take's), booleans as 0 and 1. A Python int of 2**63
     or more in a list raises OverflowError, as NumPy's conversion to intp does. Other indices as they are."""
     if isinstance(indices, Tensor):
-        if indices.dtype == _UINT64:
+        kind = indices.dtype.kind           # (a big-endian uint64 Tensor stays: the driver refuses it)
+        if kind == "u" and indices.dtype == _UINT64:
             return indices.view(np.int64)
-        return indices.view(np.uint8) if booleans and indices.dtype == _BOOL else indices
+        return indices.view(np.uint8) if kind == "b" and booleans else indices
     arr = _host_array(indices)
-    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
+    kind = arr.dtype.kind
+    if kind == "i":
+        return arr
+    if kind == "f" and arr.size == 0 and isinstance(indices, (list, tuple)):
         return arr.astype(np.int64)        # an empty list: NumPy takes it as integers
-    if isinstance(indices, (list, tuple, int)) and (arr.dtype == _UINT64 or arr.dtype.kind in "fO"):
+    if isinstance(indices, (list, tuple, int)) and (kind in "fO" or arr.dtype == _UINT64):
         _fit_intp(indices)          # (Python ints beyond int64 make uint64, float64 or object arrays)
-    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:
+    if kind == "u" and arr.dtype.itemsize == 8:
         return as_index_array(arr).view(np.int64)
-    if booleans and arr.dtype.kind == "b":
-        return arr.view(np.uint8)
-    return arr
+    return arr.view(np.uint8) if kind == "b" and booleans else arr
 
 
 def _fit_intp(indices: Any) -> None:
