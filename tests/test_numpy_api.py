@@ -255,6 +255,9 @@ def test_put_along_axis_axis_none_writes_through_a_strided_view(device, monkeypa
     dmlgpu.put_along_axis(VIEWS[view](t), ids, vals, None)
     monkeypatch.undo()
     same_bytes(t.numpy(), expected)
+    t2 = dmlgpu.tensor(a, device=device)             # NumPy's name on a Tensor: dmlgpu's
+    assert np.put_along_axis(VIEWS[view](t2), ids, vals, None) is None
+    same_bytes(t2.numpy(), expected)
     host = a.copy()                                  # a NumPy view: written through the same way
     dmlgpu.put_along_axis(VIEWS[view](host), idx, vals, None, device=device)
     same_bytes(host, expected)
