@@ -27,8 +27,9 @@ def extreme_indices(dtype, n: int) -> np.ndarray:
 
 
 def resolved(values: np.ndarray, n: int, mode: str) -> np.ndarray:
-    """NumPy's take modes in Python integers: "wrap" modulo n, "clip" into [0, n - 1]."""
-    flat = [int(v) for v in values.reshape(-1)]
+    """NumPy's take modes in Python integers: "wrap" modulo n, "clip" into [0, n - 1]; uint64 values read as
+    NumPy reads indices, as intp (int64: 2**64 - 1 is -1; issue 48)."""
+    flat = [int(v) for v in (values.view(np.int64) if values.dtype == np.uint64 else values).reshape(-1)]
     out = [v % n if mode == "wrap" else min(max(v, 0), n - 1) for v in flat]
     return np.array(out, np.int64).reshape(values.shape)
 

@@ -8,7 +8,15 @@ from numpy.testing import assert_, assert_array_equal, assert_equal, assert_rais
 import dmlgpu
 
 
+_ON_VIEWS = {"on": False}      # TestTakeOnStridedTensorViews: x as a strided Tensor view of its values
+
+
 def take(x, *args, **kwargs):
+    if _ON_VIEWS["on"] and isinstance(x, np.ndarray) and x.ndim:
+        view = dmlgpu.tensor(np.ascontiguousarray(x[::-1]))[::-1]      # x's values at a negative stride
+        assert view.strides[0] < 0
+        got = dmlgpu.take(view, *args, **kwargs)
+        return got.numpy() if isinstance(got, dmlgpu.Tensor) else got
     return dmlgpu.take(x, *args, **kwargs)
 
 
@@ -73,6 +81,48 @@ class TestTake:
         out = np.zeros(shape, dtype=x.dtype)
         ret = take(x, inds, out=out)
         assert ret is out
+
+
+class TestTakeOnStridedTensorViews(TestTake):
+    """NumPy's TestTake again, each array a strided Tensor view of its values (issue 48: axis=None and the
+    other axes on views, in every dtype NumPy's test takes)."""
+    @pytest.fixture(autouse=True)
+    def _on_views(self, monkeypatch):
+        monkeypatch.setitem(_ON_VIEWS, "on", True)
+
+    def test_flattened_view_in_every_mode(self):
+        x = np.arange(24.0).reshape(2, 3, 4).transpose(2, 0, 1)
+        ind = np.array([[0, 5], [-1, 23], [-24, 7]])
+        assert_array_equal(take(x, ind), np.take(x, ind))
+        big = np.array([2**64 - 1, 2**64 - 30, 30], np.uint64)          # intp: -1, -30, 30
+        assert_array_equal(take(x, big, mode="clip"), np.take(x, big, mode="clip"))
+        assert_array_equal(take(x, big, mode="wrap"), x.reshape(-1)[big.view(np.int64) % 24])
+        assert_array_equal(take(x, np.array([True, False])), np.take(x, np.array([True, False])))
+
+
+@pytest.mark.parametrize("dtype", ["S3", "V7", "U3", [("a", "u1"), ("b", ">f8"), ("c", "<i4")], "c32", "V24",
+                                   "V8", "u2"])
+def test_odd_items_axis_none_on_strided_views(dtype):
+    """take and take_along_axis with axis=None on a transposed Tensor of items of any size: the view's
+    elements in row-major order, as NumPy's; put_along_axis (items of the kernels' sizes: it moves no others)
+    writes through the view."""
+    rng = np.random.default_rng(6)
+    dtype = np.dtype(dtype)
+    x = rng.integers(0, 256, (4, 5, dtype.itemsize), dtype=np.uint8).view(dtype).reshape(4, 5)
+    t = dmlgpu.tensor(x)
+    idx = np.array([19, 0, 2**64 - 1, 7, 2**64 - 2], np.uint64)       # (as intp: -1 and -2)
+    assert dmlgpu.take(t.T, idx).numpy().tobytes() == np.take(x.T, idx).tobytes()
+    assert dmlgpu.take_along_axis(t.T, dmlgpu.tensor(idx), None).numpy().tobytes() == \
+        np.take_along_axis(x.T, idx, None).tobytes()
+    if dtype.itemsize not in (1, 2, 4, 8, 16):
+        return
+    vals = rng.integers(0, 256, (5, dtype.itemsize), dtype=np.uint8).view(dtype).reshape(5)
+    expected = x.copy()
+    flat = expected.T.flat
+    for i, v in zip(idx.view(np.int64), vals):
+        flat[i] = v
+    dmlgpu.put_along_axis(t.T, idx, vals, None)
+    assert t.numpy().tobytes() == expected.tobytes()
 
 
 @pytest.mark.parametrize("dtype", ["S3", "V7", "U3", [("a", "u1"), ("b", ">f8"), ("c", "<i4")], "c32", "V24"])

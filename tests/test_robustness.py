@@ -206,7 +206,7 @@ def test_caller_arrays_are_untouched_even_read_only_and_non_contiguous(device):
     (lambda: dmlgpu.gather_elements(np.zeros((2, 2)), np.zeros(2, np.int32)), ValueError, "rank of data"),
     (lambda: dmlgpu.gather_nd(np.zeros((2, 2)), np.zeros((1, 3), np.int32)), ValueError, "tuple size"),
     (lambda: dmlgpu.scatter_nd(np.zeros(4), [[1]], np.zeros(1, np.float32)), TypeError, "dtype"),
-    (lambda: dmlgpu.scatter_elements(np.zeros(4), [1], np.zeros(2)), ValueError, "must equal indices.shape"),
+    (lambda: dmlgpu.scatter_elements(np.zeros(4), [1], np.zeros(2)), ValueError, "shape \\(1,\\) .*ONNX's rule"),
     (lambda: dmlgpu.gather(np.zeros(0), [0]), IndexError, "size 0"),
     (lambda: dmlgpu.gather(np.zeros(3), [0], device="gpu"), TypeError, "dmlgpu.Device"),
 ])

@@ -203,7 +203,8 @@ def _check_elements_shapes(op: str, data, idx, axis: int, updates=None):
             raise ValueError(f"{op}: indices.shape[{d}] ({a}) must not exceed data.shape[{d}] ({b}) "
                              f"outside the axis")
     if updates is not None and updates.shape != idx.shape:
-        raise ValueError(f"{op}: updates.shape {updates.shape} must equal indices.shape {idx.shape}")
+        raise ValueError(f"{op}: updates must have shape {idx.shape} (indices.shape), not {updates.shape} "
+                         f"(ONNX's rule: no broadcasting; dmlgpu.put_along_axis or t[key] = v broadcast)")
 
 
 def _check_nd(op: str, data, idx, batch_dims: int):

@@ -111,8 +111,9 @@ def _scatter_nd_rule(data, idx, upd, reduction, include_self, order, unique) -> 
     dims = _check_nd("scatter_nd", data, idx, 0)
     upd_shape = nd_shape(data.shape, idx.shape, 0)
     if upd.shape != upd_shape:
-        raise ValueError(f"scatter_nd: updates.shape {upd.shape} must be {upd_shape} "
-                         f"(indices.shape[:-1] + data.shape[indices.shape[-1]:])")
+        raise ValueError(f"scatter_nd: updates must have shape {upd_shape} (indices.shape[:-1] + "
+                         f"data.shape[indices.shape[-1]:]), not {upd.shape} (ONNX's rule: no broadcasting; "
+                         f"dmlgpu.put_along_axis or t[key] = v broadcast)")
     return driver.Signature(data.shape, dims, None if data.size == 0 or upd.size == 0 else
                             (*_layouts(data.shape, idx.shape, upd_shape), data.dtype, idx.dtype, red, _self_copy(data),
                              bool(unique), bool(include_self), order))

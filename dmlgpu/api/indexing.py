@@ -30,7 +30,7 @@ import functools
 import math
 import operator
 import sys
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -570,8 +570,8 @@ def at_update(t: Tensor, key: Any, value: Any, reduction: str, name: str, mode: 
     out = t.copy()
     if _device_key(t, key):           # one index Tensor: scatter_nd with JAX's modes, nothing read back
         vals = _values(out, value, key.shape + t.shape[1:], who)
-        scatter_nd(out, _column(key), vals, reduction=reduction,
-                   mode="clamp" if mode in ("clip", "promise_in_bounds") else "drop", out=out)
+        scatter_mode: Any = "clamp" if mode in ("clip", "promise_in_bounds") else "drop"
+        scatter_nd(out, _column(key), vals, reduction=cast(Any, reduction), mode=scatter_mode, out=out)
         return out
     if is_basic(key):
         k = parse(out, key, who)

@@ -10,12 +10,24 @@ dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where N
   for an index outside [-n, n). The kernels resolve every mode: Tensor indices are never read back, and
   "raise" on them reports at the device's next synchronize or read (dmlgpu/plans/index_check.py says what a
   caller sees); NumPy indices raise before any GPU work;
+- index values are read as NumPy reads them, as intp: a uint64 of 2**63 or more is negative (2**64 - 1 is -1:
+  "wrap" gives the last element, "clip" the first, "raise" and the along-axis functions an IndexError below
+  -n, as NumPy's), a Tensor's seen as int64 (a view, no copy); a Python int of 2**63 or more in a list raises
+  OverflowError, as NumPy's conversion does; ``take`` reads booleans as 0 and 1, as ``np.take`` does (the
+  along-axis functions raise IndexError for them, as NumPy's). The ONNX-semantics functions (layer 2:
+  dmlgpu.gather, ...) keep full 64-bit uint64 values instead;
+- ``axis=None`` flattens in row-major order, a strided Tensor view (``t.T``) too: through a packed copy
+  made on the device, as the driver packs any strided operand (``put_along_axis`` writes it back into the
+  view's elements, as NumPy 1.x's ``arr.flat`` did; NumPy 2.x raises ValueError there, as its flattened copy
+  of a non-contiguous array is read-only);
 - ``take_along_axis`` and ``put_along_axis`` broadcast the dimensions other than ``axis`` as NumPy does
   (a NumPy operand is broadcast on the host; a Tensor operand must already have the broadcast shape);
 - ``put_along_axis`` writes into ``arr`` and returns None: a NumPy array (through a scatter of its copy), or
   a Tensor, in place on its device (one scatter that broadcasts indices and values by strides; Tensor
-  indices are read back and checked as take's: IndexError out of range); where several values land on one
-  element, the last one in row-major order wins, as in NumPy.
+  indices are read back and checked as take's: IndexError out of range); values of any shape that
+  broadcasts to the indexed shape (NumPy's ``arr[index] = values``: scalars, lists, arrays, Tensors, by
+  strides on the device), where the ONNX-semantics scatters take updates of exactly their shape; where
+  several values land on one element, the last one in row-major order wins, as in NumPy.
 """
 from __future__ import annotations
 
@@ -38,21 +50,59 @@ from .tensor_protocols import ARRAY_FUNCTIONS, assigned
 TakeMode = Literal["raise", "wrap", "clip"]
 TAKE_MODES = ("raise", "wrap", "clip")
 _Out = TypeVar("_Out", bound="np.ndarray | Tensor")
+_UINT64 = np.dtype(np.uint64)
 
 
 def _flat(a: np.ndarray | Tensor) -> np.ndarray | Tensor:
-    """``a`` as one dimension (a Tensor: a view of the same buffer; a 1-d one: itself)."""
+    """``a`` as one dimension in row-major order (a 1-d one: itself; a packed Tensor: a view of its buffer; a
+    strided view (``t.T``, ``t[:, ::2]``): a packed copy made on the device (tensor_index.pack), the copy the
+    driver would make of it, so that no strides need to show its elements as one dimension)."""
     if a.ndim == 1:
         return a
-    return a.reshape(-1) if isinstance(a, Tensor) else np.reshape(a, -1)
+    if isinstance(a, Tensor):
+        return (a.copy() if a._strides is not None else a).reshape(-1)
+    return np.reshape(a, -1)
+
+
+def _as_intp(indices: Any, booleans: bool = False) -> Any:
+    """Indices as NumPy's names read them, as intp: uint64 values as int64 (2**64 - 1 is -1; a Tensor's seen
+    as int64, a view, no copy) and, where ``booleans`` (take's), booleans as 0 and 1. A Python int of 2**63
+    or more in a list raises OverflowError, as NumPy's conversion to intp does. Other indices as they are."""
+    if isinstance(indices, Tensor):
+        kind = indices.dtype.kind           # (a big-endian uint64 Tensor stays: the driver refuses it)
+        if kind == "u" and indices.dtype == _UINT64:
+            return indices.view(np.int64)
+        return indices.view(np.uint8) if kind == "b" and booleans else indices
+    arr = _host_array(indices)
+    kind = arr.dtype.kind
+    if kind == "i":
+        return arr
+    if kind == "f" and arr.size == 0 and isinstance(indices, (list, tuple)):
+        return arr.astype(np.int64)        # an empty list: NumPy takes it as integers
+    if isinstance(indices, (list, tuple, int)) and (kind in "fO" or arr.dtype == _UINT64):
+        _fit_intp(indices)          # (Python ints beyond int64 make uint64, float64 or object arrays)
+    if kind == "u" and arr.dtype.itemsize == 8:
+        return as_index_array(arr).view(np.int64)
+    return arr.view(np.uint8) if kind == "b" and booleans else arr
+
+
+def _fit_intp(indices: Any) -> None:
+    """OverflowError, as NumPy's conversion of Python ints to intp, where the Python ints of ``indices`` (a
+    list, tuple or int) do not all fit int64; nothing where any item is not an integer (other checks)."""
+    try:
+        items = np.asarray(indices, dtype=object).reshape(-1)
+    except ValueError:
+        return
+    if all(isinstance(x, (int, np.integer)) for x in items) and \
+            not all(-2**63 <= int(x) < 2**63 for x in items):
+        raise OverflowError("Python int too large to convert to an index (NumPy reads indices as intp, int64, "
+                            "and raises OverflowError here too)")
 
 
 def _host_indices(indices: Any, what: str = "indices") -> np.ndarray:
-    """The index values on the host (a Tensor's are downloaded); IndexError, as NumPy's, for a non-integer
-    dtype."""
-    arr = indices.numpy() if isinstance(indices, Tensor) else _host_array(indices)
-    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(indices, (list, tuple)):
-        arr = arr.astype(np.int64)        # an empty list: NumPy takes it as integers
+    """Host indices as an index array, read as NumPy reads them (_as_intp); IndexError, as NumPy's, for a
+    non-integer dtype."""
+    arr = _as_intp(indices)
     if arr.dtype.kind not in "iu":
         raise IndexError(f"{what} must be an integer array, not {arr.dtype}")
     return as_index_array(arr, what)
@@ -71,8 +121,11 @@ def take(a: Tensor | ArrayLike, indices: IndexLike, axis: int | None = None, *, 
 def take(a: Tensor | ArrayLike, indices: IndexLike, axis: int | None, out: _Out, mode: TakeMode = "raise", *,
          device: DeviceLike = None) -> _Out: ...
 @overload
-def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: TakeMode = "raise", *,
-         device: DeviceLike = None) -> Any: ...
+def take(a: ArrayLike, indices: int | np.integer[Any] | np.bool_, axis: int | None = None, out: None = None,
+         mode: TakeMode = "raise", *, device: DeviceLike = None) -> Any: ...      # (a NumPy scalar)
+@overload
+def take(a: ArrayLike, indices: IndexLike, axis: int | None = None, out: None = None, mode: TakeMode = "raise", *,
+         device: DeviceLike = None) -> np.ndarray: ...
 def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor | None = None, mode: TakeMode = "raise", *,
          device: DeviceLike = None) -> Any:
     """``numpy.take`` on the device: elements of ``a`` at ``indices`` along ``axis``.
@@ -82,9 +135,10 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
     a : array_like or Tensor
         Any fixed-size dtype (records and strings too).
     indices : array_like or Tensor
-        Integers of any shape (an empty list is an empty integer array, as in NumPy).
+        Integers of any shape (an empty list is an empty integer array, as in NumPy), read as NumPy's intp
+        (uint64 values of 2**63 or more are negative); booleans are 0 and 1, as in NumPy.
     axis : int or None
-        The dimension indexed; None: the flattened ``a``.
+        The dimension indexed; None: the flattened ``a`` (row-major; a strided Tensor view too).
     out : np.ndarray or Tensor, optional
         Receives the result and is returned: a NumPy array (cast safely), or a Tensor of exactly the result's
         shape and dtype (written on the device).
@@ -107,6 +161,8 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         mode="raise" and an index out of range (AxisError, also a ValueError, for an axis out of range).
     TypeError, ValueError
         A dtype dmlgpu cannot move, non-integer indices, an unknown mode, ``out`` of another shape.
+    OverflowError
+        A Python int index of 2**63 or more (NumPy's conversion to intp raises it too).
     dmlgpu.DeviceError
         A Tensor of another device.
 
@@ -122,11 +178,16 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
            [[7, 7]]])
     >>> dmlgpu.take(a, [])
     array([], dtype=int64)
+    >>> dmlgpu.take(a, np.array([2**64 - 1], np.uint64), mode="clip")    # intp: -1, clipped to 0
+    array([4])
+    >>> dmlgpu.take(dmlgpu.tensor(a).T, [0, 1]).numpy()                 # the flattened view, row-major
+    array([4, 5])
     """
     try:
         if mode not in TAKE_MODES:
             raise ValueError(f"mode must be one of {TAKE_MODES}, not {mode!r}")
         data = _data(a, "a", any_size=True)
+        indices = _as_intp(indices, booleans=True)
         if axis is None or data.ndim == 0:          # (NumPy takes a 0-d a as 1-d)
             data, axis = _flat(data), 0 if axis is None else axis
         axis = _axis(axis, data.ndim, "a")
@@ -155,7 +216,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: np.ndarray | Tensor
         if isinstance(result, np.ndarray) and result.ndim == 0:
             return result[()]
         return result
-    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+    except (TypeError, ValueError, IndexError, RuntimeError, OverflowError) as e:
         raise named(e, "take", "gather") from None
 
 
@@ -191,7 +252,7 @@ def _along_axis(arr: np.ndarray | Tensor, indices: Any,
     if isinstance(indices, Tensor):
         if indices.dtype.kind not in "iu":
             raise IndexError(f"indices must be an integer array, not {indices.dtype}")
-        idx = indices
+        idx = _as_intp(indices)
     else:
         idx = _host_indices(indices)
     if axis is None:
@@ -208,7 +269,7 @@ def take_along_axis(arr: Tensor, indices: IndexLike, axis: int | None = -1, *,
 def take_along_axis(arr: ArrayLike, indices: Tensor, axis: int | None = -1, *,
                     device: DeviceLike = None) -> Tensor: ...
 @overload
-def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1, *,
+def take_along_axis(arr: ArrayLike, indices: IndexLike, axis: int | None = -1, *,
                     device: DeviceLike = None) -> np.ndarray: ...
 def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: DeviceLike = None) -> Any:
     """``numpy.take_along_axis`` on the device: ``out[..., j, ...] = arr[..., indices[..., j, ...], ...]``
@@ -222,7 +283,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
         Integers of ``arr``'s rank (1-d when ``axis`` is None). A Tensor operand must already have the
         broadcast shape.
     axis : int or None
-        The dimension indexed; None: the flattened ``arr``.
+        The dimension indexed; None: the flattened ``arr`` (row-major; a strided Tensor view too).
     device : dmlgpu.Device, int or None, keyword-only
         A Device or a device index; default: a Tensor operand's device, else ``dmlgpu.default_device()``.
 
@@ -257,7 +318,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
         idx = _broadcast_to(idx, shape, "indices")
         return driver.call("gather_elements", _gather_elements_rule, data, idx, None, (axis,), device=device,
                            mode="raise", name="take_along_axis")
-    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+    except (TypeError, ValueError, IndexError, RuntimeError, OverflowError) as e:
         raise named(e, "take_along_axis", "gather_elements") from None
 
 
@@ -273,10 +334,12 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
     indices : array_like or Tensor
         Integers of ``arr``'s rank (1-d when ``axis`` is None), broadcast against ``arr`` outside ``axis``.
     values : array_like or Tensor
-        Cast to ``arr``'s dtype and broadcast against the indexed shape; where several land on one element,
-        the last (row-major order) wins, as in NumPy.
+        Cast to ``arr``'s dtype (a Tensor must have it) and broadcast to the indexed shape, as NumPy's
+        ``arr[index] = values``; where several land on one element, the last (row-major order) wins, as in
+        NumPy.
     axis : int or None
-        The dimension indexed; None: the flattened ``arr``.
+        The dimension indexed; None: the flattened ``arr``, written through (a strided Tensor view: through
+        a packed copy on the device, written back into its elements).
     device : dmlgpu.Device, int or None, keyword-only
         A Device or a device index; default: a Tensor operand's device, else ``dmlgpu.default_device()``.
 
@@ -285,7 +348,8 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
     IndexError
         An index outside [-n, n), before any GPU work.
     TypeError, ValueError
-        ``arr`` neither an ndarray nor a Tensor, or read-only; shapes that do not broadcast.
+        ``arr`` neither an ndarray nor a Tensor, or read-only; shapes that do not broadcast (values that do
+        not broadcast to the indexed shape: NumPy's message).
 
     Examples
     --------
@@ -318,7 +382,7 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
         check_in_range(idx, n, lambda pos, value: f"index {value} at indices position {pos} is out of bounds for "
                                                   f"axis {axis} with size {n}")
         vals = assigned(values.numpy() if isinstance(values, Tensor) else values, data.dtype, None, "put_along_axis")
-        vals = np.broadcast_to(vals, shape)
+        vals = np.broadcast_to(_values_for(vals, shape), shape)
         if vals.size == 0:
             return
         # Each value's element as one linear index into the (packed) arr: a dimension of arr of size 1 that
@@ -337,8 +401,21 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
         result = scatter_elements(_flat(data), target.reshape(-1), np.ascontiguousarray(vals).reshape(-1), 0,
                                   device=device, mode="raise")
         np.copyto(arr, (result.numpy() if isinstance(result, Tensor) else result).reshape(shape_in))
-    except (TypeError, ValueError, IndexError, RuntimeError) as e:
+    except (TypeError, ValueError, IndexError, RuntimeError, OverflowError) as e:
         raise named(e, "put_along_axis", "scatter_elements") from None
+
+
+def _values_for(vals: Any, shape: tuple[int, ...]) -> Any:
+    """``vals`` (an array or Tensor) as NumPy's assignment ``arr[index] = vals`` takes them for an indexing
+    result of ``shape``: they must broadcast to it (dimensions beyond its rank must be 1: dropped, a view);
+    ValueError, NumPy's, where they do not."""
+    extra = max(vals.ndim - len(shape), 0)
+    lead, rest = vals.shape[:extra], vals.shape[extra:]
+    pad = len(shape) - len(rest)
+    if any(n != 1 for n in lead) or any(v not in (1, n) for v, n in zip(rest, shape[pad:])):
+        raise ValueError(f"shape mismatch: value array of shape {vals.shape} could not be broadcast to indexing "
+                         f"result of shape {shape} (NumPy's rule for arr[index] = values)")
+    return vals.reshape(rest) if extra else vals
 
 
 def _broadcast_strides(shape: tuple[int, ...], of: tuple[int, ...]) -> tuple[int, ...]:
@@ -356,7 +433,7 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
     NumPy indices are checked on the host first (IndexError); a Tensor's by the driver (mode="raise":
     IndexError, nothing written): read back in place, on the device where ``in_place`` is False (the scatter
     then writes a new Tensor, returned; where nothing is written, None)."""
-    data, axis, idx = _along_axis(arr, indices, axis)
+    data, axis, idx = _along_axis(arr, indices, axis)   # (axis None on a strided view: data is a packed copy)
     shape = _broadcast_along(data.shape, idx.shape, axis)
     n = data.shape[axis]
     if not isinstance(idx, Tensor):
@@ -368,8 +445,8 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
         vals: Any = values
     else:
         vals = assigned(values, data.dtype, None, "put_along_axis")      # NumPy's cast (a[...] = values)
-    np.broadcast_shapes(vals.shape, shape)           # ValueError where values do not broadcast
-    if math.prod(shape) == 0 or vals.size == 0:
+    vals = _values_for(vals, shape)                 # ValueError where values do not broadcast to shape
+    if math.prod(shape) == 0:
         return None
 
     def rule(data: Any, idx: Any, vals: Any, axis: int) -> driver.Signature:
@@ -384,6 +461,8 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
     result: Tensor = driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device,
                                  out=data if in_place else None, mode=mode,
                                  key=(axis, mode, "put_along_axis", in_place), name="put_along_axis")
+    if in_place and isinstance(data, Tensor) and data.buffer is not arr.buffer:     # the packed copy of a strided view: written back into it
+        arr._write_packed(data.reshape(arr.shape))
     return None if in_place else result
 
 

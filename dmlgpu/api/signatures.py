@@ -8,6 +8,12 @@ through the decorator of its signature (``along_axis``, ``batch_dims``, ``scatte
 share one signature. The keywords every function takes (``device``, ``mode``; a scatter's reduction
 keywords) are written once too, as the TypedDicts ``Where``, ``Gathering`` and ``Scattering``.
 
+A Tensor is an ArrayLike too (its typed ``__array__``, for NumPy's stubs), so the overloads that give a
+Tensor come first (mypy takes the first that matches), and each parameter has one type, ``IndexLike`` or
+``Tensor | ArrayInput``, in every overload that does not require a Tensor there: where an argument's type
+holds Any (``np.array(...)`` is ``ndarray[..., dtype[Any]]``) and matches parameters of different types in
+overloads of different results, mypy gives Any instead of the first match.
+
 Nothing here runs a call: dmlgpu.api.functions holds the functions and dmlgpu.api.driver their common call.
 """
 from __future__ import annotations
@@ -68,7 +74,7 @@ class AlongAxis(Protocol):
     def __call__(self, data: ArrayInput, indices: Tensor, axis: int = 0, *, out: None = None,
                  **kw: Unpack[Gathering]) -> Tensor: ...
     @overload
-    def __call__(self, data: ArrayInput, indices: ArrayInput, axis: int = 0, *, out: None = None,
+    def __call__(self, data: ArrayInput, indices: IndexLike, axis: int = 0, *, out: None = None,
                  **kw: Unpack[Gathering]) -> np.ndarray: ...
 
 
@@ -83,7 +89,7 @@ class BatchDims(Protocol):
     def __call__(self, data: ArrayInput, indices: Tensor, batch_dims: int = 0, *, out: None = None,
                  **kw: Unpack[Gathering]) -> Tensor: ...
     @overload
-    def __call__(self, data: ArrayInput, indices: ArrayInput, batch_dims: int = 0, *, out: None = None,
+    def __call__(self, data: ArrayInput, indices: IndexLike, batch_dims: int = 0, *, out: None = None,
                  **kw: Unpack[Gathering]) -> np.ndarray: ...
 
 
@@ -99,10 +105,10 @@ class ScatterND(Protocol):
     def __call__(self, data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, *, out: None = None,
                  **kw: Unpack[Scattering]) -> Tensor: ...
     @overload
-    def __call__(self, data: ArrayInput, indices: ArrayInput, updates: Tensor, *, out: None = None,
+    def __call__(self, data: ArrayInput, indices: IndexLike, updates: Tensor, *, out: None = None,
                  **kw: Unpack[Scattering]) -> Tensor: ...
     @overload
-    def __call__(self, data: ArrayInput, indices: ArrayInput, updates: ArrayInput, *, out: None = None,
+    def __call__(self, data: ArrayInput, indices: IndexLike, updates: Tensor | ArrayInput, *, out: None = None,
                  **kw: Unpack[Scattering]) -> np.ndarray: ...
 
 
@@ -118,10 +124,10 @@ class ScatterElements(Protocol):
     def __call__(self, data: ArrayInput, indices: Tensor, updates: Tensor | ArrayInput, axis: int = 0, *,
                  out: None = None, **kw: Unpack[Scattering]) -> Tensor: ...
     @overload
-    def __call__(self, data: ArrayInput, indices: ArrayInput, updates: Tensor, axis: int = 0, *,
+    def __call__(self, data: ArrayInput, indices: IndexLike, updates: Tensor, axis: int = 0, *,
                  out: None = None, **kw: Unpack[Scattering]) -> Tensor: ...
     @overload
-    def __call__(self, data: ArrayInput, indices: ArrayInput, updates: ArrayInput, axis: int = 0, *,
+    def __call__(self, data: ArrayInput, indices: IndexLike, updates: Tensor | ArrayInput, axis: int = 0, *,
                  out: None = None, **kw: Unpack[Scattering]) -> np.ndarray: ...
 
 

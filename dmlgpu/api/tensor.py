@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, NoReturn, Sequence, SupportsIndex, Union
+from typing import Any, Iterable, Iterator, NoReturn, Sequence, SupportsIndex, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -191,14 +191,15 @@ class Tensor:
             return self.copy().numpy()
         return self.device.read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
 
-    if not TYPE_CHECKING:     # (typed, a Tensor would be ArrayLike: the layer-2 overloads tell Tensors apart)
-        def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
-            """``np.asarray(t)``, ``np.array(t)``: a downloaded copy (numpy()); ValueError for ``copy=False``."""
-            if copy is False:
-                raise ValueError("Tensor.__array__: a Tensor's data is on the device: NumPy cannot view it without "
-                                 "a copy (copy=False); use np.asarray(t) or t.numpy()")
-            arr = self.numpy()
-            return arr if dtype is None else arr.astype(dtype, copy=False)
+    # Typed, so a Tensor is an ArrayLike to NumPy's stubs (np.take(t, ids) type-checks); the overloads of
+    # dmlgpu's functions list Tensor operands first, so that a Tensor still gives a Tensor there.
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
+        """``np.asarray(t)``, ``np.array(t)``: a downloaded copy (numpy()); ValueError for ``copy=False``."""
+        if copy is False:
+            raise ValueError("Tensor.__array__: a Tensor's data is on the device: NumPy cannot view it without "
+                             "a copy (copy=False); use np.asarray(t) or t.numpy()")
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def tolist(self) -> Any:
         """The tensor's contents as nested Python lists of Python scalars (numpy().tolist()).

@@ -26,6 +26,41 @@ reveal_type(dmlgpu.embedding_bag(table, dmlgpu.tensor(ids), [0])) # R: dmlgpu.ap
 reveal_type(dmlgpu.gather_scatter(table, ids, ids, dim_size=4))   # R: numpy.ndarray
 reveal_type(dmlgpu.gather_scatter(t, ids, ids, "max", out=t))     # R: dmlgpu.api.tensor.Tensor
 reveal_type(dmlgpu.gather_scatter(table, dmlgpu.EdgeGroups(ids, ids), reduction="mean"))   # R: dmlgpu.api.tensor.Tensor
+reveal_type(t[ids])                                               # R: dmlgpu.api.tensor.Tensor
+reveal_type(t.at[ids].get(mode="fill"))                           # R: dmlgpu.api.tensor.Tensor
+reveal_type(t.at[ids].add(1.0))                                   # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.take(table, ids))                              # R: numpy.ndarray
+reveal_type(dmlgpu.take(table, ids, axis=1, mode="clip"))         # R: numpy.ndarray
+reveal_type(dmlgpu.take(table, 1))                                # R: Any
+reveal_type(dmlgpu.take(table, dmlgpu.tensor(ids)))               # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.take(t.T, ids))                                # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.take_along_axis(t, np.zeros((4, 1), int), axis=1))       # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.take_along_axis(table, dmlgpu.tensor(ids), axis=None))   # R: dmlgpu.api.tensor.Tensor
+
+
+def numpy_in_numpy_out(a: np.ndarray) -> np.ndarray:              # (mypy --strict: no Any returned)
+    return dmlgpu.take(a, np.array([0]))
+
+
+def either(a: np.ndarray | dmlgpu.Tensor) -> None:
+    # mypy matches a union whole before it splits it, and a Tensor is an ArrayLike: the NumPy overload is
+    # taken (a Tensor comes back at run time); isinstance() narrows it (README)
+    reveal_type(dmlgpu.take(a, ids))                              # R: numpy.ndarray
+    if isinstance(a, dmlgpu.Tensor):
+        reveal_type(dmlgpu.take(a, ids))                          # R: dmlgpu.api.tensor.Tensor
+
+
+# Arguments whose types hold Any (ids: ndarray[..., dtype[Any]]) next to a Tensor: still a Tensor
+upd = np.array([[1.0, 2.0, 3.0]])
+reveal_type(dmlgpu.scatter_nd(t, ids[:1, None], upd))             # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.scatter_elements(table, ids[None, :1], dmlgpu.tensor(upd[:, :1]), 1))  # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.scatter_elements(upd, ids[None, :1], upd[:, :1], 1))     # R: numpy.ndarray
+reveal_type(dmlgpu.gather_nd(upd, dmlgpu.tensor(ids[:, None])))   # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.take_along_axis(t, ids[None, :], axis=1))      # R: dmlgpu.api.tensor.Tensor
+
+# A Tensor is an ArrayLike for NumPy's stubs (np.take runs dmlgpu.take on it: a Tensor at run time)
+reveal_type(np.take(t, [1]))                                      # R: numpy.ndarray
+reveal_type(np.asarray(t))                                        # R: numpy.ndarray
 reveal_type(t.numpy())                                            # R: numpy.ndarray
 reveal_type(t.device)                                             # R: dmlgpu.api.device.Device
 reveal_type(dmlgpu.default_device().record())                     # R: dmlgpu.runtime.recording.Recording
