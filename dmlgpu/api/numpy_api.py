@@ -24,7 +24,8 @@ dmlgpu.Tensors) plus a keyword-only ``device=``, and differ from layer 2 where N
   (a NumPy operand is broadcast on the host; a Tensor operand must already have the broadcast shape);
 - ``put_along_axis`` writes into ``arr`` and returns None: a NumPy array (through a scatter of its copy), or
   a Tensor, in place on its device (one scatter that broadcasts indices and values by strides; Tensor
-  indices are read back and checked as take's: IndexError out of range); values of any shape that
+  indices are checked on the device and the check guards the scatter: nothing written where one is out of
+  range, the IndexError at the next synchronize or read: dmlgpu/plans/index_check.py); values of any shape that
   broadcasts to the indexed shape (NumPy's ``arr[index] = values``: scalars, lists, arrays, Tensors, by
   strides on the device), where the ONNX-semantics scatters take updates of exactly their shape; where
   several values land on one element, the last one in row-major order wins, as in NumPy.
@@ -346,7 +347,8 @@ def put_along_axis(arr: np.ndarray | Tensor, indices: IndexLike, values: Tensor 
     Raises
     ------
     IndexError
-        An index outside [-n, n), before any GPU work.
+        An index outside [-n, n): before any GPU work for NumPy indices; for a Tensor's, at the device's next
+        synchronize or read, ``arr`` unchanged.
     TypeError, ValueError
         ``arr`` neither an ndarray nor a Tensor, or read-only; shapes that do not broadcast (values that do
         not broadcast to the indexed shape: NumPy's message).
@@ -430,9 +432,9 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
                            in_place: bool = True) -> Tensor | None:
     """put_along_axis into a Tensor, on its device and in place: one scatter whose index map broadcasts
     the indices, the values and ``arr`` by strides (nothing is materialised, nothing of ``arr`` copied).
-    NumPy indices are checked on the host first (IndexError); a Tensor's by the driver (mode="raise":
-    IndexError, nothing written): read back in place, on the device where ``in_place`` is False (the scatter
-    then writes a new Tensor, returned; where nothing is written, None)."""
+    NumPy indices are checked on the host first (IndexError); a Tensor's by the driver (mode="raise": on the
+    device, guarding the scatter in place, nothing written where one is bad; where ``in_place`` is False the
+    scatter writes a new Tensor, returned; where nothing is written, None)."""
     data, axis, idx = _along_axis(arr, indices, axis)   # (axis None on a strided view: data is a packed copy)
     shape = _broadcast_along(data.shape, idx.shape, axis)
     n = data.shape[axis]
