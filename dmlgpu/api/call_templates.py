@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..plans.index_check import IndexCheck
 from ..plans.plan import CLAIMS as CLAIMS_KEY, block_params
 from ..runtime import COPY, Prepared
-from .tensor import Tensor
+from .tensor import Tensor, covers_base
 
 if TYPE_CHECKING:
     from .device import Device
@@ -86,6 +86,10 @@ class Template:
             if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
                     out.shape != self.out_shape or out.dtype != operands[0].dtype:
                 return None         # (out is data's buffer only in place: out_key())
+        lineage = None              # poison (plans/index_check.py): a failed operand raises here
+        if dev.tainted:
+            lineage = dev.taint(tuple(bufs), None if out is None else out.buffer,
+                                out is not None and out.buffer is not bufs[0] and covers_base(out))
         prepared = self.prepared
         if prepared is not None:    # the common hit: launches fixed by the signature, queued on new buffers
             check = self.check
@@ -99,6 +103,8 @@ class Template:
                 if result is None:
                     return None
                 self._check(operands[1], result, out)
+            if lineage is not None and out is None:
+                dev.reach(lineage, result)
             return _wrap(result, self.out_shape, operands[0].dtype) if out is None else out
         if not dev.max_queued:
             return None
@@ -131,18 +137,20 @@ class Template:
                         launch.stage([params])
             launch.steps(self.steps, bufs, owner is not None)
             self._check(operands[1], out_buf, out)
+            if lineage is not None and out is None:
+                dev.reach(lineage, out_buf)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 
     def _check(self, indices: Tensor, result, out: Tensor | None) -> None:
         """mode="raise" (``check``; the caller has made sure that it is checkable()): queues, after the launches
         (which write no indices: ``out`` is never the indices' buffer), the report of the check that the gather
-        made (``at``: the steps cleared its word) or the device's check of ``indices``; a new ``result`` is
-        never read as valid if it fails."""
+        made (``at``: the steps cleared its word) or the device's check of ``indices``; ``result`` (new, or
+        ``out``'s buffer) is never read as valid if it fails."""
         check = self.check
         if check is not None:
             results = check.on_device(self.device, indices) if self.at is None else \
                 check.fetch(self.device, indices, result, self.at)
-            if results is not None and out is None:
+            if results is not None:
                 results.append(result)
 
 
