@@ -166,5 +166,7 @@ class IndexCheck:
             if dtype.kind == "i" and value >> (bits - 1):
                 value -= 1 << bits
             pos = tuple(int(c) for c in np.unravel_index(int(words[1]), shape))
-            return IndexError(self.message(pos, value, caller))
+            error = IndexError(self.message(pos, value, caller))
+            setattr(error, "device_check", True)     # (re-raised as it is by later calls: arguments.named)
+            return error
         return report
