@@ -179,6 +179,10 @@ class Tensor:
         ------
         RuntimeError
             Inside a recording (record ``download(t)`` and read ``Recording.host(t)`` after the block instead).
+        IndexError
+            A device check of Tensor indices (mode="raise") failed for a call whose data reached this Tensor or
+            its base: every read raises it, until the Tensor is overwritten whole (dmlgpu/plans/index_check.py);
+            so do tolist(), item(), ``np.asarray(t)`` and the calls that read it.
 
         Examples
         --------
@@ -265,6 +269,9 @@ class Tensor:
         ------
         ValueError
             A shape that does not broadcast to the tensor's.
+        IndexError
+            ``array`` is a Tensor that a failed device check reached (numpy()). A write of all of a Tensor's
+            elements from anything else makes it no longer failed; a write of part of it does not.
 
         Examples
         --------
