@@ -198,7 +198,7 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     return _marked(results, out)
 
 
-def _reached(dev: Device, lineage: int | None, result):
+def _reached(dev: Device, lineage: tuple[int, int] | None, result):
     """A call's new result Tensor, holding the checks that its operands reach (Device.reach)."""
     if lineage is not None:
         dev.reach(lineage, result.buffer)

@@ -71,8 +71,8 @@ class Buffer:
     pinned = False                       # a recording uses it: Device.give_buffers leaves it alone
     recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
     error: BaseException | None = None   # a failed check reached the work that wrote it: reads raise this
-    lineage: int | None = None           # the checks that reach it, by report generation and slot (Device.taint):
-                                         # its reads wait for their reports
+    lineage: int | None = None           # the checks that reach it, a bit per report slot (Device.taint), of ...
+    lineage_gen = 0                      # ... this report generation: its reads wait for their reports
 
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:

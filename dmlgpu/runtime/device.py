@@ -88,8 +88,6 @@ def _save_pipeline_caches() -> None:
 
 CHECK_SLOTS = 256     # checks (Device.watch) that may await their reports at once: the check buffer's slots
 _UNREPORTED = 64      # failures that synchronize() lists (past them it counts)
-_GEN = CHECK_SLOTS    # Buffer.lineage: (report generation << _GEN) | a bit per check slot of that generation
-_SLOTS_MASK = (1 << _GEN) - 1
 _HISTORY = 256        # report generations whose failures are kept (for a lineage taken before their report)
 
 
@@ -98,24 +96,28 @@ class Marked:
     weakly: a result its caller drops goes back to the allocator at once, as any other does, instead of at the
     report (then nothing is left of it to mark), so that a loop of checked calls reuses its blocks in the same
     order and its batches are replayed as recorded. ``open`` until the report is made; ``error``: the check's
-    failure, or None. An appended buffer holds the check in its lineage (Buffer.lineage: ``bits``, the check's
-    bit of its report generation) until the report, which fails it (Buffer.error) if the check failed and the
+    failure, or None. An appended buffer holds the check in its lineage (Buffer.lineage: ``bit``, the check's
+    slot's, of report generation ``gen``) until the report, which fails it (Buffer.error) if the check failed and the
     buffer was not overwritten whole in between (Device.taint)."""
 
-    __slots__ = ("_refs", "open", "error", "bits", "device")
+    __slots__ = ("_refs", "open", "error", "bit", "gen", "device")
 
-    def __init__(self, device: "Device", bits: int) -> None:
+    def __init__(self, device: "Device", gen: int, slot: int) -> None:
         self._refs: list = []
         self.open = True
         self.error: BaseException | None = None
-        self.bits = bits
+        self.bit = 1 << slot
+        self.gen = gen
         self.device = device
 
     def append(self, buf: Buffer) -> None:
         if self.open:
             self._refs.append(weakref.ref(buf))
             held = buf.lineage
-            buf.lineage = self.bits if held is None or held >> _GEN != self.bits >> _GEN else held | self.bits
+            if held is None or buf.lineage_gen != self.gen:
+                buf.lineage, buf.lineage_gen = self.bit, self.gen
+            else:
+                buf.lineage = held | self.bit
             if self.open:
                 return
         if self.error is not None:         # (reported meanwhile, by another thread)
@@ -375,7 +377,7 @@ class Device:
                 self._checks = (self.buffer(nbytes=16), self.buffer(nbytes=16 * slots) if self.direct_memory
                                 else MappedBuffer(self, 16 * slots))
             slot = len(self._watched)
-            watch = Watch(*self._checks, slot, report, Marked(self, self._gen << _GEN | 1 << slot))
+            watch = Watch(*self._checks, slot, report, Marked(self, self._gen, slot))
             self._watched.append(watch)
             self.tainted = True
             return watch
@@ -397,17 +399,17 @@ class Device:
                 failed.append((mark, error))
         gen = self._gen
         for mark, error in failed:
-            bit = mark.bits & _SLOTS_MASK
+            bit = mark.bit
             for buf in mark:
                 held = buf.lineage
-                if held is not None and held >> _GEN == gen and held & bit:
+                if held is not None and held & bit and buf.lineage_gen == gen:
                     self._fail(buf, error)
             if len(self._unreported) < _UNREPORTED:
                 self._unreported.append(error)
             else:
                 self._dropped += 1
         if failed:
-            self._history[gen] = [(mark.bits & _SLOTS_MASK, error) for mark, error in failed]
+            self._history[gen] = [(mark.bit, error) for mark, error in failed]
             while len(self._history) > _HISTORY:
                 del self._history[next(iter(self._history))]
         self._gen = gen + 1
@@ -417,74 +419,73 @@ class Device:
             self.tainted = False
 
     # ---- poison: what a failed check reaches (watch(); plans/index_check.py says what a caller sees) ----
-    def taint(self, reads: tuple, out: Buffer | None = None, whole: bool = False) -> int | None:
+    def taint(self, reads: tuple, out: Buffer | None = None, whole: bool = False) -> tuple[int, int] | None:
         """The lineage of a call about to be queued that reads the buffers ``reads`` (a tuple; None entries are
         skipped) and writes ``out`` (an existing buffer; its new results: reach()), for a caller that found
         ``tainted`` true (the fast path is that one test). Raises, before any GPU work, the failure of a read
         buffer (Buffer.error: a failed check reached it). Returns the checks awaiting their reports that the
-        reads reach (Buffer.lineage's form; None: none), which ``out`` then holds too; ``whole``: the call
-        writes all of ``out``'s bytes (its Tensor overwritten whole), which then holds only those and is no
-        longer failed. Inside a recording of this thread the call is noted for the recording's runs instead
+        reads reach ((report generation, slot bits); None: none), which ``out`` then holds too; ``whole``: the
+        call writes all of ``out``'s bytes (its Tensor overwritten whole), which then holds only those and is
+        no longer failed. Inside a recording of this thread the call is noted for the recording's runs instead
         (Recording.run checks its reads then)."""
-        for buf in reads:           # (most calls touch nothing that a check reaches: nothing to do)
-            if buf is not None and (buf.lineage is not None or buf.error is not None):
-                break
-        else:
-            if (out is None or out.lineage is None and out.error is None) and not self._recordings:
-                return None
-        with self.lock:
-            gen = self._gen
-            lineage = 0
-            for buf in reads:
-                if buf is None:
-                    continue
-                if buf.error is not None:
+        gen = self._gen             # (read first: a report meanwhile makes it stale, which _write sees)
+        bits = 0
+        for buf in reads:
+            if buf is None:
+                continue
+            if buf.error is not None:
+                with self.lock:
                     self._raise(buf)
-                held = buf.lineage
-                if held is not None:
-                    if held >> _GEN == gen:
-                        lineage |= held
-                    else:
-                        buf.lineage = None      # (spent: its checks are reported)
-            if self._recordings:
+            held = buf.lineage
+            if held is not None and buf.lineage_gen == gen:
+                bits |= held
+        if self._recordings:
+            with self.lock:
                 rec = self.active_recording()
                 if rec is not None:
                     rec._flow(reads, out, whole)
                     return None
-            if out is not None:
-                self._write(out, lineage, whole)
-            if not lineage and not self._watched and not self._recordings and not self._failed:
-                self.tainted = False
-        return lineage or None
+        if out is not None and (bits or out.lineage is not None or out.error is not None):
+            with self.lock:
+                self._write(out, gen, bits, whole)
+        if bits:
+            return gen, bits
+        if not self._watched and not self._failed and not self._recordings:
+            with self.lock:         # nothing left that a check reaches: calls take the fast path again
+                if not self._watched and not self._failed and not self._recordings:
+                    self.tainted = False
+        return None
 
-    def reach(self, lineage: int, buf: Buffer) -> None:
+    def reach(self, lineage: tuple[int, int], buf: Buffer) -> None:
         """A new buffer written by the call whose lineage taint() returned: it holds those checks (and fails
         at once with any that has failed since)."""
         with self.lock:
-            self._write(buf, lineage, False)
+            self._write(buf, *lineage, False)
 
-    def _write(self, buf: Buffer, lineage: int, whole: bool) -> None:
-        """``buf`` written from work that the checks ``lineage`` reach (taint())."""
-        gen = self._gen
-        if lineage and lineage >> _GEN != gen:      # reported since taint(): their failures now
-            for bits, error in self._history.get(lineage >> _GEN, ()):
-                if lineage & bits:
+    def _write(self, buf: Buffer, gen: int, bits: int, whole: bool) -> None:
+        """``buf`` written from work that the checks ``bits`` of report generation ``gen`` reach (taint())."""
+        if gen != self._gen:            # reported since taint(): their failures now
+            for bit, error in self._history.get(gen, ()):
+                if bits & bit:
                     self._fail(buf, error)
                     break
-            lineage = 0
+            gen, bits = self._gen, 0
         held = buf.lineage
-        if held is not None and (whole or held >> _GEN != gen):
+        if held is not None and (whole or buf.lineage_gen != gen):
             held = buf.lineage = None
         if whole and buf.error is not None:
             buf.error = None
             self._failed.discard(buf)
-        if lineage:
-            new = lineage & _SLOTS_MASK if held is None else lineage & ~held & _SLOTS_MASK
+        if bits:
+            new = bits if held is None else bits & ~held
             while new:
                 low = new & -new
                 self._watched[low.bit_length() - 1].results._refs.append(weakref.ref(buf))
                 new ^= low
-            buf.lineage = lineage if held is None else held | lineage
+            if held is None:
+                buf.lineage, buf.lineage_gen = bits, gen
+            else:
+                buf.lineage = held | bits
 
     def _fail(self, buf: Buffer, error: BaseException) -> None:
         """``buf`` failed with ``error`` (the first failure that reaches it stays)."""
@@ -689,8 +690,7 @@ class Device:
         (Buffer.error), every time until it is overwritten whole."""
         with self.lock:
             self.check_open()
-            held = buf.lineage
-            if held is not None and held >> _GEN == self._gen:      # checks that reach it: their reports first
+            if buf.lineage is not None and buf.lineage_gen == self._gen:   # checks that reach it: their reports first
                 self._report()
             if buf.error is not None:
                 self._raise(buf)

@@ -175,7 +175,7 @@ class Recording:
             if out is not None and whole:
                 cleared[id(out)] = out
         for buf in cleared.values():
-            dev._write(buf, 0, True)
+            dev._write(buf, dev._gen, 0, True)
 
     def timestamps(self) -> list[float]:
         """GPU times in ns of the last run: one before the first recorded Vulkan command and one after each.
