@@ -16,7 +16,8 @@ Templates whose launches are made per call (large tensors' block lists) queue th
 
 Templates are made by tracing: the first two planned runs of a signature (execution._run_tensors) are traced,
 and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
-not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer). A run whose launches
+not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer); a run whose operands share a
+buffer (a scatter's updates a view of its data) is not traced, its slots being ambiguous. A run whose launches
 depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;
 a check of the index values on the host, mode="raise" with NumPy indices or in place) is never templated, and
 takes the planned path every time; mode="raise" on Tensor indices is, its template queuing the device's check of
@@ -164,6 +165,8 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     template then queuing only its report (IndexCheck.fetch) after its launches."""
     per_call = buffers + [dev.zeroed_buffer(CLAIMS_KEY)] + scratch
     slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
+    if len(slots) < sum(b is not None for b in per_call):
+        return      # one buffer in two slots (updates a view of data): its launches' slots cannot be told apart
     steps: list[Any] = []
     recipes: list[Any] = []
     for d in dispatches:
