@@ -424,6 +424,48 @@ class Poison(RuleBasedStateMachine):
         else:                                       # out= covers it whole: its old state is gone
             target[1], target[2] = value, frozenset(poison)
 
+    @rule(i=st.integers(0, 99), bad=st.booleans(), out=st.integers(0, 99), at=st.integers(0, N - 2))
+    def take_into_part(self, i, bad, out, at):
+        """A gather of two rows into rows ``at``, ``at + 1`` of another Tensor (an out= view at an offset)."""
+        src, target = self._pick(i), self._pick(out)
+        if target[0] is src[0]:
+            return
+        ids = self._ids(bad, 2)
+        msg = None
+        if bad:
+            with pytest.raises(IndexError) as e:
+                dmlgpu.take(src[1], ids, axis=0)
+            msg = str(e.value)
+        _, raised = self._call(lambda: dmlgpu.take(src[0], dmlgpu.tensor(ids), axis=0, out=target[0][at:at + 2]),
+                               [src, target])
+        if raised:
+            return
+        target[1] = target[1].copy()
+        target[1][at:at + 2] = src[1][ids] if not bad else 0
+        target[2] = target[2] | src[2] | ({msg} if bad else set())     # a part of it: its old failures stay
+
+    @rule(i=st.integers(0, 99), j=st.integers(0, 99), bad=st.booleans(), rows=st.integers(1, N))
+    def scatter_new(self, i, j, bad, rows):
+        """scatter_nd of rows of one Tensor into a copy of another (a new result), its Tensor indices checked on
+        the device."""
+        data, upd = self._pick(i), self._pick(j)
+        pos = self.rng.permutation(N)[:rows].reshape(-1, 1)
+        if bad:
+            pos[self.rng.integers(0, rows), 0] = self.rng.choice([N, -N - 2])
+        msg = None
+        if bad:
+            with pytest.raises(IndexError) as e:
+                dmlgpu.scatter_nd(data[1], pos, upd[1][:rows], mode="raise")
+            msg = str(e.value)
+        result, raised = self._call(lambda: dmlgpu.scatter_nd(data[0], dmlgpu.tensor(pos), upd[0][:rows],
+                                                              mode="raise"), [data, upd])
+        if raised:
+            return
+        value = data[1].copy()
+        if not bad:
+            value[pos[:, 0]] = upd[1][:rows]
+        self.items.append([result, value, data[2] | upd[2] | ({msg} if bad else set())])
+
     @rule(i=st.integers(0, 99), j=st.integers(0, 99), rows=st.integers(1, N))
     def scatter_in_place(self, i, j, rows):
         cache, src = self._pick(i), self._pick(j)

@@ -554,6 +554,7 @@ class Device:
                 host.release_all(self)          # host arrays' imports (runtime/host.py)
                 self._pipelines.save()
                 self._watched = []              # reports not made: nothing reads this device again
+                self._gen += 1                  # (their lineages spent)
                 for buf in self._checks or ():
                     buf._release()
                 self._checks = None
