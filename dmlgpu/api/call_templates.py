@@ -89,7 +89,7 @@ class Template:
                 return None         # (out is data's buffer only in place: out_key())
         lineage = None              # poison (plans/index_check.py): a failed operand raises here
         if dev.tainted:
-            lineage = dev.taint(tuple(bufs), None if out is None else out.buffer,
+            lineage = dev.taint(bufs, None if out is None else out.buffer,
                                 out is not None and out.buffer is not bufs[0] and covers_base(out))
         prepared = self.prepared
         if prepared is not None:    # the common hit: launches fixed by the signature, queued on new buffers

@@ -72,7 +72,8 @@ class Buffer:
     recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
     error: BaseException | None = None   # a failed check reached the work that wrote it: reads raise this
     lineage: int | None = None           # the checks that reach it, a bit per report slot (Device.taint), of ...
-    lineage_gen = 0                      # ... this report generation: its reads wait for their reports
+    lineage_gen = 0                      # ... this report generation: its reads wait for their reports (None:
+                                         # nothing reaches it and it has not failed)
 
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
@@ -126,7 +127,7 @@ class Buffer:
             raise RuntimeError("read() cannot run inside a recording: record download() and read "
                                "Recording.host(buffer) after the block")
         dev = self.device
-        if self.lineage is not None or self.error is not None:     # a check may reach it (Device.read_range)
+        if self.lineage is not None:        # a check may reach it, or it failed (Device.read_range)
             with dev.lock:
                 dev._report()
                 if self.error is not None:

@@ -33,7 +33,7 @@ import os
 import threading
 import weakref
 
-from typing import Any, Callable, Iterable, NamedTuple, NoReturn, TypeVar
+from typing import Any, Callable, Iterable, NamedTuple, NoReturn, Sequence, TypeVar
 
 import numpy as np
 
@@ -419,8 +419,8 @@ class Device:
             self.tainted = False
 
     # ---- poison: what a failed check reaches (watch(); plans/index_check.py says what a caller sees) ----
-    def taint(self, reads: tuple, out: Buffer | None = None, whole: bool = False) -> tuple[int, int] | None:
-        """The lineage of a call about to be queued that reads the buffers ``reads`` (a tuple; None entries are
+    def taint(self, reads: Sequence[Buffer | None], out: Buffer | None = None, whole: bool = False) -> tuple[int, int] | None:
+        """The lineage of a call about to be queued that reads the buffers ``reads`` (None entries are
         skipped) and writes ``out`` (an existing buffer; its new results: reach()), for a caller that found
         ``tainted`` true (the fast path is that one test). Raises, before any GPU work, the failure of a read
         buffer (Buffer.error: a failed check reached it). Returns the checks awaiting their reports that the
@@ -431,21 +431,19 @@ class Device:
         gen = self._gen             # (read first: a report meanwhile makes it stale, which _write sees)
         bits = 0
         for buf in reads:
-            if buf is None:
-                continue
-            if buf.error is not None:
-                with self.lock:
-                    self._raise(buf)
-            held = buf.lineage
-            if held is not None and buf.lineage_gen == gen:
-                bits |= held
+            if buf is not None and buf.lineage is not None:     # (None: clean, the common case)
+                if buf.error is not None:
+                    with self.lock:
+                        self._raise(buf)
+                if buf.lineage_gen == gen:
+                    bits |= buf.lineage
         if self._recordings:
             with self.lock:
                 rec = self.active_recording()
                 if rec is not None:
-                    rec._flow(reads, out, whole)
+                    rec._flow(tuple(reads), out, whole)
                     return None
-        if out is not None and (bits or out.lineage is not None or out.error is not None):
+        if out is not None and (bits or out.lineage is not None):
             with self.lock:
                 self._write(out, gen, bits, whole)
         if bits:
@@ -472,25 +470,26 @@ class Device:
             gen, bits = self._gen, 0
         held = buf.lineage
         if held is not None and (whole or buf.lineage_gen != gen):
-            held = buf.lineage = None
+            held = None
         if whole and buf.error is not None:
             buf.error = None
             self._failed.discard(buf)
         if bits:
-            new = bits if held is None else bits & ~held
+            new = bits & ~held if held else bits
             while new:
                 low = new & -new
                 self._watched[low.bit_length() - 1].results._refs.append(weakref.ref(buf))
                 new ^= low
-            if held is None:
-                buf.lineage, buf.lineage_gen = bits, gen
-            else:
-                buf.lineage = held | bits
+            buf.lineage, buf.lineage_gen = (held | bits if held else bits), gen
+        elif held is None:
+            buf.lineage = None if buf.error is None else 0
 
     def _fail(self, buf: Buffer, error: BaseException) -> None:
         """``buf`` failed with ``error`` (the first failure that reaches it stays)."""
         if buf.error is None:
             buf.error = error
+            if buf.lineage is None:
+                buf.lineage = 0     # (a failed buffer's lineage is never None: taint()'s one test per read)
             self._failed.add(buf)
             self.tainted = True
 
@@ -691,7 +690,7 @@ class Device:
         (Buffer.error), every time until it is overwritten whole."""
         with self.lock:
             self.check_open()
-            if buf.lineage is not None and buf.lineage_gen == self._gen:   # checks that reach it: their reports first
+            if buf.lineage and buf.lineage_gen == self._gen:   # checks that reach it: their reports first
                 self._report()
             if buf.error is not None:
                 self._raise(buf)
