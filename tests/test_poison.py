@@ -103,7 +103,8 @@ def test_a_call_reading_a_failed_tensor_raises_before_any_gpu_work(dev):
     target = dmlgpu.full((2, 4), 3.0, np.float32)
     ids = dmlgpu.tensor(np.array([0, 1]))
     for call in (lambda: dmlgpu.take(rows, ids, axis=0, out=target), lambda: rows.copy(),
-                 lambda: target.write(rows), lambda: dmlgpu.scatter_nd(target, np.array([[0]]), rows[:1], out=target),
+                 lambda: target.write(rows),
+                 lambda: dmlgpu.scatter_nd(target, np.array([[0]]), rows[:1], out=target),
                  lambda: dmlgpu.gather_nd(rows, dmlgpu.tensor(np.array([[1]])))):
         for _ in range(2):
             with pytest.raises(IndexError, match=BAD):     # the original error, naming the original call
@@ -222,7 +223,8 @@ def test_a_recording_replayed_after_a_failure(dev):
         rec.download(out)
     np.testing.assert_array_equal(rec.host(out), TABLE[[1, 9]])
     # src reached by a failed call (pending: its report comes at the replay)
-    dmlgpu.take(dmlgpu.tensor(TABLE), dmlgpu.tensor(np.arange(9, -1, -1) + (np.arange(10) == 3) * 30), axis=0, out=src)
+    reversed_bad = np.arange(9, -1, -1) + (np.arange(10) == 3) * 30       # position 3: 36
+    dmlgpu.take(dmlgpu.tensor(TABLE), dmlgpu.tensor(reversed_bad), axis=0, out=src)
     for _ in range(2):
         with pytest.raises(IndexError, match=r"^take: index 36 at indices position \(3,\)"):
             rec.run()
@@ -243,6 +245,14 @@ def test_a_recording_replayed_after_a_failure(dev):
     rec2.run()
     np.testing.assert_array_equal(dst.numpy(), TABLE[::-1][[1, 9]])
     np.testing.assert_array_equal(again.numpy(), TABLE[::-1][[1, 9]])
+    # a host write in a recording's block runs then, not on each run: a run does not clear what it wrote
+    held = dmlgpu.zeros((2, 4), np.float32)
+    with dev.record() as rec3:
+        held.write(np.ones((2, 4)))
+        dmlgpu.take(src, ids, axis=0, mode="clip")
+    dmlgpu.take(dmlgpu.tensor(TABLE), dmlgpu.tensor(np.array([0, 10])), axis=0, out=held)
+    rec3.run()
+    assert_failed(held, r"^take: index 10 at indices position \(1,\)", times=1)
     dev.synchronize()
 
 

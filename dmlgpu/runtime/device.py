@@ -97,8 +97,8 @@ class Marked:
     report (then nothing is left of it to mark), so that a loop of checked calls reuses its blocks in the same
     order and its batches are replayed as recorded. ``open`` until the report is made; ``error``: the check's
     failure, or None. An appended buffer holds the check in its lineage (Buffer.lineage: ``bit``, the check's
-    slot's, of report generation ``gen``) until the report, which fails it (Buffer.error) if the check failed and the
-    buffer was not overwritten whole in between (Device.taint)."""
+    slot's, of report generation ``gen``) until the report, which fails it (Buffer.error) if the check failed
+    and the buffer was not overwritten whole in between (Device.taint)."""
 
     __slots__ = ("_refs", "open", "error", "bit", "gen", "device")
 
@@ -419,15 +419,16 @@ class Device:
             self.tainted = False
 
     # ---- poison: what a failed check reaches (watch(); plans/index_check.py says what a caller sees) ----
-    def taint(self, reads: Sequence[Buffer | None], out: Buffer | None = None, whole: bool = False) -> tuple[int, int] | None:
+    def taint(self, reads: Sequence[Buffer | None], out: Buffer | None = None,
+              whole: bool = False) -> tuple[int, int] | None:
         """The lineage of a call about to be queued that reads the buffers ``reads`` (None entries are
         skipped) and writes ``out`` (an existing buffer; its new results: reach()), for a caller that found
         ``tainted`` true (the fast path is that one test). Raises, before any GPU work, the failure of a read
         buffer (Buffer.error: a failed check reached it). Returns the checks awaiting their reports that the
         reads reach ((report generation, slot bits); None: none), which ``out`` then holds too; ``whole``: the
         call writes all of ``out``'s bytes (its Tensor overwritten whole), which then holds only those and is
-        no longer failed. Inside a recording of this thread the call is noted for the recording's runs instead
-        (Recording.run checks its reads then)."""
+        no longer failed. Inside a recording of this thread a call that reads buffers is noted for the
+        recording's runs instead (Recording.run checks its reads then)."""
         gen = self._gen             # (read first: a report meanwhile makes it stale, which _write sees)
         bits = 0
         for buf in reads:
@@ -440,7 +441,7 @@ class Device:
         if self._recordings:
             with self.lock:
                 rec = self.active_recording()
-                if rec is not None:
+                if rec is not None and any(buf is not None for buf in reads):   # (a host write runs now)
                     rec._flow(tuple(reads), out, whole)
                     return None
         if out is not None and (bits or out.lineage is not None):
