@@ -133,6 +133,12 @@ def test_a_call_whose_operands_share_a_buffer_makes_no_template(dev):
                                       reference.scatter_nd(a, np.array([[2]]), a[:1]))
     np.testing.assert_array_equal(dmlgpu.scatter_nd(ta, pos, tb[:1], mode="raise").numpy(),
                                   reference.scatter_nd(a, np.array([[2]]), b[:1]))
+    # in place, data's buffer is also the output, as the signature says: templated
+    dev.templates.clear()
+    for _ in range(3):
+        dmlgpu.scatter_nd(ta, pos, tb[:1], out=ta)
+    assert any(isinstance(t, calls.Template) and key[-1] == "in place" for key, t in dev.templates.items())
+    np.testing.assert_array_equal(ta.numpy(), reference.scatter_nd(a, np.array([[2]]), b[:1]))
 
 
 def test_no_queueing_takes_the_planned_path():

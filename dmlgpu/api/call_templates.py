@@ -165,8 +165,9 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     template then queuing only its report (IndexCheck.fetch) after its launches."""
     per_call = buffers + [dev.zeroed_buffer(CLAIMS_KEY)] + scratch
     slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
-    if len(slots) < sum(b is not None for b in per_call):
+    if len(slots) < sum(b is not None for b in per_call) - (per_call[2] is per_call[0]):
         return      # one buffer in two slots (updates a view of data): its launches' slots cannot be told apart
+                    # (but data's own buffer as the output: in place, which the signature's key says)
     steps: list[Any] = []
     recipes: list[Any] = []
     for d in dispatches:
