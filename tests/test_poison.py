@@ -206,6 +206,28 @@ def _ok_rows():
     return dmlgpu.take(dmlgpu.tensor(TABLE), dmlgpu.tensor(np.array([2, 9])), axis=0)
 
 
+def test_a_raised_failure_keeps_nothing_of_the_reader_alive(dev):
+    """The failure a Tensor keeps is raised as a copy: no traceback of a reader's frame (holding its Tensors)
+    stays with the failed Tensor."""
+    import weakref
+    rows = _failed_rows()
+
+    def reader():
+        local = dmlgpu.zeros((64, 64), np.float32)
+        for _ in range(2):
+            try:
+                rows.numpy()
+            except IndexError:
+                pass
+        return weakref.ref(local.buffer)
+
+    held = reader()
+    gc.collect()
+    assert held() is None
+    with pytest.raises(IndexError, match=BAD):
+        rows.numpy()
+
+
 def test_a_layer1_read_of_a_failed_buffer_raises(dev):
     rows = _failed_rows()
     for _ in range(2):

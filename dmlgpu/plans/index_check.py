@@ -14,10 +14,10 @@ caller sees when an index is out of range:
   bad index as mode="clamp" would, so nothing outside a tensor is read or written;
 - the failure travels with the data: the call's result and ``out=`` Tensor, and every Tensor that a later
   queued call writes from them (its result, ``out=`` or in-place target; transitively: copies, gathers,
-  scatters, views' packed copies, ``write(t)``, recordings' replays, ONNX values), are failed. A view shares
+  scatters, views' packed copies, ``write(t)``, ONNX values), are failed. A view shares
   its base's state (a failure of any part of a buffer fails all of it);
 - every host read of a failed Tensor or of any view of it (``numpy()``, ``tolist()``, ``item()``,
-  ``np.asarray``, ``str()``, layer 1's ``Buffer.read()``) raises the IndexError that the host check would
+  ``np.asarray``, layer 1's ``Buffer.read()``) raises the IndexError that the host check would
   have raised (the function's name, or the ONNX node's, the index's position and value), every time, before
   it returns any data (a Tensor that several failures reached raises the first); a call that reads it (as
   data, indices or updates) raises it at the call, before any GPU work, once the failure is known (a call

@@ -29,6 +29,7 @@ the WIDE variants' block lists, and zeroed scratch (a scatter's claim words)."""
 from __future__ import annotations
 
 import atexit
+import copy
 import os
 import threading
 import weakref
@@ -89,6 +90,12 @@ def _save_pipeline_caches() -> None:
 CHECK_SLOTS = 256     # checks (Device.watch) that may await their reports at once: the check buffer's slots
 _UNREPORTED = 64      # failures that synchronize() lists (past them it counts)
 _HISTORY = 256        # report generations whose failures are kept (for a lineage taken before their report)
+
+
+def _raised(error: BaseException) -> BaseException:
+    """A copy of a kept failure to raise (same type, message and attributes): the failure itself never holds a
+    traceback, whose frames would keep the caller's Tensors alive as long as it is kept."""
+    return copy.copy(error).with_traceback(None)
 
 
 class Marked:
@@ -349,7 +356,7 @@ class Device:
             failures, dropped = self._unreported, self._dropped
             self._unreported, self._dropped = [], 0
         if len(failures) == 1:
-            raise failures[0].with_traceback(None)
+            raise _raised(failures[0])
         if failures:
             first = failures[0]
             kind = type(first) if all(type(f) is type(first) for f in failures) else RuntimeError
@@ -502,7 +509,7 @@ class Device:
             if e is error:
                 del self._unreported[i]
                 break
-        raise error.with_traceback(None)
+        raise _raised(error)
 
     def memory_stats(self) -> dict[str, int]:
         """The caching allocator's counters.
