@@ -121,6 +121,26 @@ def test_templates_decline_where_their_conditions_fail(dev):
         dmlgpu.gather_elements(t, g, axis=True)
 
 
+def test_a_call_whose_operands_share_a_buffer_makes_no_template(dev):
+    """A scatter whose updates are a view of its data binds one buffer in two slots: traced, the template would
+    bind a later call's updates where its data goes (found by tests/test_poison.py's fuzz)."""
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-50, 50, (6, 3)).astype(np.float32) for _ in range(2))
+    ta, tb = dmlgpu.tensor(a, device=dev), dmlgpu.tensor(b, device=dev)
+    pos = dmlgpu.tensor(np.array([[2]]), device=dev)
+    for _ in range(3):
+        np.testing.assert_array_equal(dmlgpu.scatter_nd(ta, pos, ta[:1], mode="raise").numpy(),
+                                      reference.scatter_nd(a, np.array([[2]]), a[:1]))
+    np.testing.assert_array_equal(dmlgpu.scatter_nd(ta, pos, tb[:1], mode="raise").numpy(),
+                                  reference.scatter_nd(a, np.array([[2]]), b[:1]))
+    # in place, data's buffer is also the output, as the signature says: templated
+    dev.templates.clear()
+    for _ in range(3):
+        dmlgpu.scatter_nd(ta, pos, tb[:1], out=ta)
+    assert any(isinstance(t, calls.Template) and key[-1] == "in place" for key, t in dev.templates.items())
+    np.testing.assert_array_equal(ta.numpy(), reference.scatter_nd(a, np.array([[2]]), b[:1]))
+
+
 def test_no_queueing_takes_the_planned_path():
     d = dmlgpu.Device(max_queued=0)
     t = dmlgpu.tensor(np.arange(12, dtype=np.int32), device=d)

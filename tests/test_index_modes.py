@@ -159,13 +159,15 @@ def test_raise_on_tensor_indices_is_checked_on_the_device(case, reads, routes):
     np.testing.assert_array_equal(t_data.numpy(), data)
 
 
-def test_raise_reports_at_the_next_read_of_any_tensor():
+def test_raise_reaches_only_what_the_failed_call_wrote_and_synchronize_once():
+    """A read of a Tensor that the failed call did not reach never raises its error; synchronize(), the
+    device-wide point, raises it once (the failed result was dropped: nothing else would)."""
     dev = dmlgpu.default_device()
     other = dmlgpu.tensor(np.arange(4, dtype=np.int32))
     dmlgpu.gather(dmlgpu.tensor(np.ones(3, np.float32)), dmlgpu.tensor(np.array([5], np.int64)), mode="raise")
-    with pytest.raises(IndexError, match=r"gather: index 5 at indices position \(0,\)"):
-        other.numpy()
     np.testing.assert_array_equal(other.numpy(), np.arange(4, dtype=np.int32))
+    with pytest.raises(IndexError, match=r"gather: index 5 at indices position \(0,\)"):
+        dev.synchronize()
     dev.synchronize()
 
 
@@ -179,12 +181,14 @@ def test_raise_on_good_tensor_indices_and_into_out(reads, routes):
     assert routes == ["device"]                         # (out holds no report word: the check kernel's passes)
     np.testing.assert_array_equal(out.numpy(), np.take(data, ids, axis=0))
     assert t_ids.buffer not in reads
-    # a bad index into out: the first read raises; out holds the clamped gather after it
+    # a bad index into out: every read raises, until out is overwritten whole
     bad = dmlgpu.tensor(np.array([[19, -20], [0, 70]], np.int64))
     dmlgpu.gather(dmlgpu.tensor(data), bad, mode="raise", out=out)
-    with pytest.raises(IndexError, match=r"index 70 at indices position \(1, 1\)"):
-        out.numpy()
-    np.testing.assert_array_equal(out.numpy(), dmlgpu.gather(data, bad.numpy()))
+    for _ in range(2):
+        with pytest.raises(IndexError, match=r"index 70 at indices position \(1, 1\)"):
+            out.numpy()
+    dmlgpu.gather(dmlgpu.tensor(data), t_ids, mode="raise", out=out)
+    np.testing.assert_array_equal(out.numpy(), np.take(data, ids, axis=0))
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
@@ -274,8 +278,8 @@ def test_put_along_axis_into_an_array_checks_tensor_indices_on_the_device(reads)
 
 
 def test_more_checks_than_report_slots_and_two_failures():
-    """Past CHECK_SLOTS pending checks the device makes the reports first; of two failed calls the first's
-    error is raised, and both results stay marked."""
+    """Past CHECK_SLOTS pending checks the device makes the reports first; synchronize() lists both failed
+    calls, and both results stay marked."""
     from dmlgpu.runtime.device import CHECK_SLOTS
     dev = dmlgpu.default_device()
     data = dmlgpu.tensor(np.arange(10, dtype=np.float32))
@@ -285,7 +289,8 @@ def test_more_checks_than_report_slots_and_two_failures():
     assert all(r.numpy().tolist() == [1.0, 2.0] for r in results[::37])
     first = dmlgpu.take(data, dmlgpu.tensor(np.array([0, 11], np.int64)))
     second = dmlgpu.take(data, dmlgpu.tensor(np.array([-12], np.int64)))
-    with pytest.raises(IndexError, match=r"take: index 11 at indices position \(1,\)"):
+    with pytest.raises(IndexError, match=r"^2 of this device's checks failed: take: index 11 at indices position "
+                                         r"\(1,\) .*; take: index -12 at indices position \(0,\)"):
         dev.synchronize()
     with pytest.raises(IndexError, match=r"take: index -12 at indices position \(0,\)"):
         second.numpy()

@@ -125,9 +125,10 @@ def _operands(op: str, data, indices, device, mode, updates=None, modes: tuple =
 def named(e: Exception, op: str, inner: str | tuple[str, ...] = ()) -> Exception:
     """``e`` with a message that starts with ``op``, the function the user called: ``"op: ..."`` (an error
     raised by ``inner``, a function ``op`` called (or one of several), has its ``"inner: "`` replaced). Raise
-    it ``from None``; it keeps ``e``'s type and traceback."""
+    it ``from None``; it keeps ``e``'s type and traceback. A device check's failure (plans/index_check.py: it
+    names the call that failed, which a later call reading its data re-raises) is ``e`` itself."""
     msg = str(e)
-    if msg.startswith(op + ": "):
+    if msg.startswith(op + ": ") or getattr(e, "device_check", False):
         return e
     for name in (inner,) if isinstance(inner, str) else inner:
         if msg.startswith(name + ": "):

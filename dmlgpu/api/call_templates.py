@@ -16,7 +16,8 @@ Templates whose launches are made per call (large tensors' block lists) queue th
 
 Templates are made by tracing: the first two planned runs of a signature (execution._run_tensors) are traced,
 and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
-not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer). A run whose launches
+not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer); a run whose operands share a
+buffer (a scatter's updates a view of its data) is not traced, its slots being ambiguous. A run whose launches
 depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;
 a check of the index values on the host, mode="raise" with NumPy indices or in place) is never templated, and
 takes the planned path every time; mode="raise" on Tensor indices is, its template queuing the device's check of
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ..plans.index_check import IndexCheck
 from ..plans.plan import CLAIMS as CLAIMS_KEY, block_params
 from ..runtime import COPY, Prepared
-from .tensor import Tensor
+from .tensor import Tensor, covers_base
 
 if TYPE_CHECKING:
     from .device import Device
@@ -86,6 +87,10 @@ class Template:
             if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
                     out.shape != self.out_shape or out.dtype != operands[0].dtype:
                 return None         # (out is data's buffer only in place: out_key())
+        lineage = None              # poison (plans/index_check.py): a failed operand raises here
+        if dev.tainted:
+            lineage = dev.taint(bufs, None if out is None else out.buffer,
+                                out is not None and out.buffer is not bufs[0] and covers_base(out))
         prepared = self.prepared
         if prepared is not None:    # the common hit: launches fixed by the signature, queued on new buffers
             check = self.check
@@ -99,6 +104,8 @@ class Template:
                 if result is None:
                     return None
                 self._check(operands[1], result, out)
+            if lineage is not None and out is None:
+                dev.reach(lineage, result)
             return _wrap(result, self.out_shape, operands[0].dtype) if out is None else out
         if not dev.max_queued:
             return None
@@ -131,18 +138,20 @@ class Template:
                         launch.stage([params])
             launch.steps(self.steps, bufs, owner is not None)
             self._check(operands[1], out_buf, out)
+            if lineage is not None and out is None:
+                dev.reach(lineage, out_buf)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 
     def _check(self, indices: Tensor, result, out: Tensor | None) -> None:
         """mode="raise" (``check``; the caller has made sure that it is checkable()): queues, after the launches
         (which write no indices: ``out`` is never the indices' buffer), the report of the check that the gather
-        made (``at``: the steps cleared its word) or the device's check of ``indices``; a new ``result`` is
-        never read as valid if it fails."""
+        made (``at``: the steps cleared its word) or the device's check of ``indices``; ``result`` (new, or
+        ``out``'s buffer) is never read as valid if it fails."""
         check = self.check
         if check is not None:
             results = check.on_device(self.device, indices) if self.at is None else \
                 check.fetch(self.device, indices, result, self.at)
-            if results is not None and out is None:
+            if results is not None:
                 results.append(result)
 
 
@@ -156,6 +165,9 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
     template then queuing only its report (IndexCheck.fetch) after its launches."""
     per_call = buffers + [dev.zeroed_buffer(CLAIMS_KEY)] + scratch
     slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
+    if len(slots) < sum(b is not None for b in per_call) - (per_call[2] is per_call[0]):
+        return      # one buffer in two slots (updates a view of data): its launches' slots cannot be told apart
+                    # (but data's own buffer as the output: in place, which the signature's key says)
     steps: list[Any] = []
     recipes: list[Any] = []
     for d in dispatches:

@@ -13,8 +13,8 @@ PARTS = {
     mode : {"clamp", "raise"}
         "clamp" (DirectML's): a negative index counts from the end once, then clamps into range; "raise":
         IndexError for an index outside [-n, n): NumPy indices before any GPU work; Tensor indices are
-        checked on the device, which raises it at its next synchronize() or host read (the result is never
-        handed out as valid: dmlgpu/plans/index_check.py).""",
+        checked on the device: the result, and what later calls write from it, are failed, and every read of
+        them raises it (synchronize() raises it once where no read has: dmlgpu/plans/index_check.py).""",
     "raises": """\
     TypeError
         A dtype dmlgpu cannot move, non-integer indices, a non-integer axis.

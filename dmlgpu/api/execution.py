@@ -27,7 +27,7 @@ from ..plans.index_map import IndexMap, Layout
 from ..plans.plan import GatherPlan
 from ..runtime import as_bytes, host
 from .constructors import empty, tensor
-from .tensor import Tensor
+from .tensor import Tensor, covers_base
 
 CALL_CACHE = 512      # planned calls kept per device
 # NumPy tables read where they are (runtime/host.py: their pages imported, VK_EXT_external_memory_host): the one
@@ -160,6 +160,11 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     if isinstance(out, np.ndarray):         # the call's own result (its index check included), copied in
         np.copyto(out, _execute(dev, call, data, idx, values, updates, byte_order))
         return out
+    lineage = None          # the checks awaiting their reports that the operands reach (plans/index_check.py)
+    if dev.tainted:         # (a failed operand raises its failure here, before any GPU work)
+        lineage = dev.taint(tuple(x.buffer if isinstance(x, Tensor) else None for x in (data, idx, updates)),
+                            None if out is None else out.buffer,
+                            out is not None and out_key(out, data) != IN_PLACE and covers_base(out))
     bound_idx = _bindable(idx)  # (packed once: the device's check and the run read the same copy)
     results = None          # the result buffers of a call whose indices the device checks (index_check)
     fused = None            # the check that a gather's kernel makes of its own indices (_run_tensors)
@@ -185,20 +190,35 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     run = functools.partial(_run_native if byte_order else _run, op=op)
     if fused is not None:
         nbytes = math.prod(call.out_shape) * data.dtype.itemsize
-        return _run_tensors(dev, call, _bindable(data), bound_idx, None, nbytes, fused=fused)
+        return _reached(dev, lineage, _run_tensors(dev, call, _bindable(data), bound_idx, None, nbytes, fused=fused))
     if out is None:
         result = run(dev, call, _bindable(data), bound_idx, _bindable(updates))
         if results is not None:
             results.append(result.buffer)   # never handed out as valid if the check fails
-        return result
+        return _reached(dev, lineage, result)
     if out.offset == 0 and not any(isinstance(x, Tensor) and x.buffer is out.buffer for x in (idx, updates)):
         if out_key(out, data) == IN_PLACE:
             if call.plan.output_from_input:         # the kernels update data's bytes: no copy of data
-                return run(dev, call, out, bound_idx, _bindable(updates), out=out)
+                return _marked(results, run(dev, call, out, bound_idx, _bindable(updates), out=out))
         elif not (isinstance(data, Tensor) and data.buffer is out.buffer):
-            return run(dev, call, _bindable(data), bound_idx, _bindable(updates), out=out)
+            return _marked(results, run(dev, call, _bindable(data), bound_idx, _bindable(updates), out=out))
     # out shares its buffer with an operand the kernels read, or sits at an offset: a new result, copied in
-    out.write(run(dev, call, _bindable(data), bound_idx, _bindable(updates), trace=False))   # queued copy
+    out.write(_reached(dev, lineage, run(dev, call, _bindable(data), bound_idx, _bindable(updates), trace=False)))
+    return _marked(results, out)
+
+
+def _reached(dev: Device, lineage: tuple[int, int] | None, result):
+    """A call's new result Tensor, holding the checks that its operands reach (Device.reach)."""
+    if lineage is not None:
+        dev.reach(lineage, result.buffer)
+    return result
+
+
+def _marked(results, out: Tensor) -> Tensor:
+    """``out``, written by a call whose indices the device checks (``results``: the check's Marked, or None):
+    it fails if the check does."""
+    if results is not None:
+        results.append(out.buffer)
     return out
 
 

@@ -179,6 +179,10 @@ class Tensor:
         ------
         RuntimeError
             Inside a recording (record ``download(t)`` and read ``Recording.host(t)`` after the block instead).
+        IndexError
+            A device check of Tensor indices (mode="raise") failed for a call whose data reached this Tensor or
+            its base: every read raises it, until the Tensor is overwritten whole (dmlgpu/plans/index_check.py);
+            so do tolist(), item(), ``np.asarray(t)`` and the calls that read it.
 
         Examples
         --------
@@ -266,6 +270,9 @@ class Tensor:
         ------
         ValueError
             A shape that does not broadcast to the tensor's.
+        IndexError
+            ``array`` is a Tensor that a failed device check reached (numpy()). A write of all of a Tensor's
+            elements from anything else makes it no longer failed; a write of part of it does not.
 
         Examples
         --------
@@ -275,26 +282,34 @@ class Tensor:
         array([[0, 0],
                [7, 8]], dtype=int32)
         """
+        dev = self.device
         if isinstance(array, Tensor):
             src = array
-            if src.device is self.device and src.shape == self.shape and src.dtype == self.dtype:
+            if src.device is dev and src.shape == self.shape and src.dtype == self.dtype:
                 if self._strides is None and src._strides is None and (
                         src.buffer is not self.buffer or src.offset + src.nbytes <= self.offset
                         or self.offset + self.nbytes <= src.offset):   # (regions of one buffer must not overlap)
-                    self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
+                    if dev.tainted:     # (poison: plans/index_check.py)
+                        dev.taint((src.buffer,), self.buffer, covers_base(self))
+                    dev.copy_buffer(src.buffer, self.buffer, self.nbytes, src.offset, self.offset)   # queued
                     return
                 self._write_packed(src.copy())      # a packed copy of its own: no overlap with this view
                 return
             array = src.numpy()
         arr = _protocols.assigned(array, self.dtype, self.shape, "Tensor.write")
         if self._strides is not None:
-            self._write_packed(_upload(arr, self.device))
+            self._write_packed(_upload(arr, dev))
         elif self.nbytes:
-            self.device.queue_write(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))  # (small: queued)
+            if dev.tainted and covers_base(self):      # host data overwrites it whole: no longer failed
+                dev.taint((), self.buffer, True)
+            dev.queue_write(self.buffer, self.offset, as_bytes(np.ascontiguousarray(arr)))  # (small: queued)
 
     def _write_packed(self, src: "Tensor") -> None:
         """Writes a packed Tensor of this one's shape and dtype, at offset 0 of a buffer of its own, into this
         tensor's elements on the device (queued)."""
+        dev = self.device
+        if dev.tainted:
+            dev.taint((src.buffer,), self.buffer, covers_base(self))
         if self._strides is None:
             self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, 0, self.offset)
         else:
@@ -318,11 +333,14 @@ class Tensor:
         array([1, 2], dtype=uint8)
         """
         dev = self.device
+        lineage = dev.taint((self.buffer,)) if dev.tainted else None    # (poison: plans/index_check.py)
         if self._strides is not None:
             out: Tensor = _index.pack(self)
-            return out
-        out = Tensor._wrap(dev.take_buffer(self.nbytes), self.shape, self.dtype)
-        dev.copy_buffer(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
+        else:
+            out = Tensor._wrap(dev.take_buffer(self.nbytes), self.shape, self.dtype)
+            dev.copy_buffer(self.buffer, out.buffer, self.nbytes, src_offset=self.offset)
+        if lineage is not None:
+            dev.reach(lineage, out.buffer)
         return out
 
     def _packed(self) -> "Tensor":
@@ -748,6 +766,13 @@ class Tensor:
 
 
 # ---- helpers ----
+def covers_base(t: Tensor) -> bool:
+    """True when ``t``'s elements are all the bytes of the Tensor whose buffer it uses (itself, or its ``base``):
+    a write of all of them overwrites that Tensor whole (a view's elements are distinct bytes of its base)."""
+    base = t.base
+    return t.offset == 0 if base is None else t.nbytes == base.nbytes
+
+
 def _upload(array: np.ndarray, device: Device) -> "Tensor":
     """A new Tensor holding a copy of a host array (uploaded, C order) on ``device``."""
     if not array.flags.c_contiguous:

@@ -24,8 +24,9 @@ naming them (is_compatible() says so beforehand). Nodes that depend only on init
 Indices follow ONNX: negative ones count from the end, and an index outside [-n, n) is an error, so every
 operator runs in dmlgpu's mode="raise": IndexError names the node and the first bad index (never DirectML's
 clamping): before any GPU work where the indices are on the host; where they are a Tensor (an input, or the
-output of another device operator) the device checks them, and run() raises it when it reads the outputs
-(outputs that stay Tensors raise it at their first read: dmlgpu/plans/index_check.py). Duplicate scatter targets without
+output of another device operator) the device checks them, and every value the failed node reaches is failed:
+run() raises it when it reads the outputs, every time, and outputs that stay Tensors raise it at every read
+(dmlgpu/plans/index_check.py). Duplicate scatter targets without
 a reduction, which ONNX leaves undefined, resolve as in the rest of dmlgpu: the last update in row-major order wins.
 
 Inputs live on the host (NumPy arrays, or anything dmlgpu's functions accept), which is what ONNX's device
@@ -194,7 +195,9 @@ class DmlgpuRep(BackendRep):
         TypeError
             An input of a dtype other than the declared one.
         IndexError
-            An index out of range (ONNX: never clamped), before any GPU work.
+            An index out of range (ONNX: never clamped): before any GPU work for indices on the host; for indices
+            on the device, when run() reads an output that the failed node reaches (Tensor outputs: at their
+            reads).
 
         Examples
         --------

@@ -7,27 +7,55 @@ FLAG_RAISE in the index map, shaders/index_map.glsl): the result's buffer holds 
 reports the first index outside its dimension, in row-major order, and its value (fetch). Other calls (a
 gather into ``out=``, or through the large-tensor variants; a scatter) are checked by two more launches queued
 with the call (shaders/index_check.comp over the indices, then its report: on_device). Either way the device
-reports at its next ``synchronize()`` or host read (runtime Device.watch). What a caller sees when an index is
-out of range:
+reports at the next ``synchronize()`` or host read of what the check reaches (runtime Device.watch). What a
+caller sees when an index is out of range:
 
 - the call returns its result Tensor (or ``out``) at once, as any queued call does; the kernels resolve the
   bad index as mode="clamp" would, so nothing outside a tensor is read or written;
-- the next ``synchronize()`` or host read of that device (``numpy()``, ``item()``, ``np.asarray``, a call
-  that returns a NumPy array) raises the IndexError that the host check would have raised (the function's
-  name, the index's position and value), before it returns any data;
-- reading the failed call's new result Tensor later raises the same IndexError again: it is never handed out
-  as valid. An ``out=`` Tensor keeps what the kernels wrote (the clamped gather): the first read after the
-  call raises, later reads do not.
+- the failure travels with the data: the call's result and ``out=`` Tensor, and every Tensor that a later
+  queued call writes from them (its result, ``out=`` or in-place target; transitively: copies, gathers,
+  scatters, views' packed copies, ``write(t)``, ONNX values), are failed. A view shares
+  its base's state (a failure of any part of a buffer fails all of it);
+- every host read of a failed Tensor or of any view of it (``numpy()``, ``tolist()``, ``item()``,
+  ``np.asarray``, layer 1's ``Buffer.read()``) raises the IndexError that the host check would
+  have raised (the function's name, or the ONNX node's, the index's position and value), every time, before
+  it returns any data (a Tensor that several failures reached raises the first); a call that reads it (as
+  data, indices or updates) raises it at the call, before any GPU work, once the failure is known (a call
+  queued before the check's report returns, and what it writes is failed: its reads raise);
+  ``Recording.run()`` raises it, before any GPU work, when a recorded call reads it;
+- it stays failed until it is overwritten whole by a call that reads nothing failed: ``write()`` of all its
+  elements, ``t[...] = x``, or a call into ``out=t`` that writes all of it (not in place); a write of part
+  of it leaves it failed;
+- errors reach only what they concern: a read of a Tensor that no failed call reached never raises another
+  call's error (on any thread); ``synchronize()`` is the device-wide point: it raises, once, every failure of
+  that device that no read or call has raised yet (several: one IndexError listing them all), so that a
+  failure whose results were dropped is not lost.
 
 A scatter in place (``out=`` its data: ``t[ids] = v``, ``np.add.at``, ``scatter_nd(t, ..., out=t)``) is guarded
 instead (guard): the check, then a copy of the indices in which every index is replaced by one out of range
 when any is bad, which the scatter reads with mode="drop": it writes nothing unless every index is good, and
-the IndexError comes at the next ``synchronize()`` or host read, as above; the target keeps its data and reads
-as it was.
+the IndexError comes at the device's next ``synchronize()`` (the target is not failed: it keeps its data and
+reads as it was).
 
 Where the device cannot check (an index tensor held in several blocks, or of 2^32 - 1 elements or more, or
 one whose type's largest value lies inside a dimension), the indices are read back and checked on the host
 before any GPU work, as for NumPy indices.
+
+Examples
+--------
+>>> import numpy as np, dmlgpu
+>>> table = dmlgpu.tensor(np.arange(8, dtype=np.float32).reshape(4, 2))
+>>> rows = dmlgpu.take(table, dmlgpu.tensor(np.array([1, 4])), axis=0)     # 4 is out of range: queued
+>>> copied = rows.copy()                                                    # queued: reached
+>>> copied.numpy()
+Traceback (most recent call last):
+    ...
+IndexError: take: index 4 at indices position (1,) is out of range for a dimension of size 4 (valid: [-size, size))
+>>> table.numpy()[1]                                                        # not reached
+array([2., 3.], dtype=float32)
+>>> copied.write(np.zeros((2, 2))); copied.numpy()                         # overwritten whole
+array([[0., 0.],
+       [0., 0.]], dtype=float32)
 """
 from __future__ import annotations
 
@@ -203,5 +231,7 @@ class IndexCheck:
             if dtype.kind == "i" and value >> (bits - 1):
                 value -= 1 << bits
             pos = tuple(int(c) for c in np.unravel_index(int(words[1]), shape))
-            return IndexError(self.message(pos, value, caller))
+            error = IndexError(self.message(pos, value, caller))
+            setattr(error, "device_check", True)     # (re-raised as it is by later calls: arguments.named)
+            return error
         return report

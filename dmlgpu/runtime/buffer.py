@@ -70,7 +70,10 @@ class Buffer:
     _host: np.ndarray | None = None      # its mapped memory as an array (_host_copy())
     pinned = False                       # a recording uses it: Device.give_buffers leaves it alone
     recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
-    error: BaseException | None = None   # a watched check failed for the work that wrote it: reads raise this
+    error: BaseException | None = None   # a failed check reached the work that wrote it: reads raise this
+    lineage: int | None = None           # the checks that reach it, a bit per report slot (Device.taint), of ...
+    lineage_gen = 0                      # ... this report generation: its reads wait for their reports (None:
+                                         # nothing reaches it and it has not failed)
 
     def __init__(self, device: "Device", nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
@@ -118,11 +121,18 @@ class Buffer:
 
     def read(self) -> np.ndarray:
         """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
-        bytes. RuntimeError inside a recording."""
+        bytes. RuntimeError inside a recording; the failure of a device check that reached it (Device.taint),
+        as Device.read_range raises it."""
         if self.device.active_recording() is not None:
             raise RuntimeError("read() cannot run inside a recording: record download() and read "
                                "Recording.host(buffer) after the block")
-        return self.device._run([], downloads=[self])[0]
+        dev = self.device
+        if self.lineage is not None:        # a check may reach it, or it failed (Device.read_range)
+            with dev.lock:
+                dev._report()
+                if self.error is not None:
+                    dev._raise(self)
+        return dev._run([], downloads=[self])[0]
 
     @property
     def block_count(self) -> int:

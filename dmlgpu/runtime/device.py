@@ -29,11 +29,12 @@ the WIDE variants' block lists, and zeroed scratch (a scatter's claim words)."""
 from __future__ import annotations
 
 import atexit
+import copy
 import os
 import threading
 import weakref
 
-from typing import Any, Callable, Iterable, NamedTuple, TypeVar
+from typing import Any, Callable, Iterable, NamedTuple, NoReturn, Sequence, TypeVar
 
 import numpy as np
 
@@ -87,21 +88,48 @@ def _save_pipeline_caches() -> None:
 
 
 CHECK_SLOTS = 256     # checks (Device.watch) that may await their reports at once: the check buffer's slots
+_UNREPORTED = 64      # failures that synchronize() lists (past them it counts)
+_HISTORY = 256        # report generations whose failures are kept (for a lineage taken before their report)
+
+
+def _raised(error: BaseException) -> BaseException:
+    """A copy of a kept failure to raise (same type, message and attributes): the failure itself never holds a
+    traceback, whose frames would keep the caller's Tensors alive as long as it is kept."""
+    return copy.copy(error).with_traceback(None)
 
 
 class Marked:
-    """The result buffers that a failed check marks (Watch.results: ``append`` them), held weakly: a result
-    its caller drops goes back to the allocator at once, as any other does, instead of at the report (then
-    nothing is left of it to mark), so that a loop of checked calls reuses its blocks in the same order and
-    its batches are replayed as recorded."""
+    """A device check (Device.watch) and the buffers written from the work it checks (``append`` them), held
+    weakly: a result its caller drops goes back to the allocator at once, as any other does, instead of at the
+    report (then nothing is left of it to mark), so that a loop of checked calls reuses its blocks in the same
+    order and its batches are replayed as recorded. ``open`` until the report is made; ``error``: the check's
+    failure, or None. An appended buffer holds the check in its lineage (Buffer.lineage: ``bit``, the check's
+    slot's, of report generation ``gen``) until the report, which fails it (Buffer.error) if the check failed
+    and the buffer was not overwritten whole in between (Device.taint)."""
 
-    __slots__ = ("_refs",)
+    __slots__ = ("_refs", "open", "error", "bit", "gen", "device")
 
-    def __init__(self) -> None:
+    def __init__(self, device: "Device", gen: int, slot: int) -> None:
         self._refs: list = []
+        self.open = True
+        self.error: BaseException | None = None
+        self.bit = 1 << slot
+        self.gen = gen
+        self.device = device
 
     def append(self, buf: Buffer) -> None:
-        self._refs.append(weakref.ref(buf))
+        if self.open:
+            self._refs.append(weakref.ref(buf))
+            held = buf.lineage
+            if held is None or buf.lineage_gen != self.gen:
+                buf.lineage, buf.lineage_gen = self.bit, self.gen
+            else:
+                buf.lineage = held | self.bit
+            if self.open:
+                return
+        if self.error is not None:         # (reported meanwhile, by another thread)
+            with self.device.lock:
+                self.device._fail(buf, self.error)
 
     def __iter__(self):
         return (buf for buf in (ref() for ref in self._refs) if buf is not None)
@@ -221,6 +249,16 @@ class Device:
         self.zeroed_serial = 0      # counts the zeroed scratch buffers made (a call template names the one it used)
         self.closed = False
         self._watched: list[Watch] = []   # watch()'s checks whose reports are not made yet, by slot
+        # poison (Device.taint): True while a check awaits its report, a failed buffer lives or a recording is
+        # open, so that calls must pass their operands through taint(); the failed buffers alive; the failures
+        # that no read or synchronize() has raised yet (at most _UNREPORTED, then counted); open recordings
+        self.tainted = False
+        self._failed: weakref.WeakSet[Buffer] = weakref.WeakSet()
+        self._unreported: list[BaseException] = []
+        self._dropped = 0
+        self._recordings = 0
+        self._gen = 0                 # report generation (_report starts a new one)
+        self._history: dict[int, list] = {}   # generation -> its failed checks: (slot bits, error)
         self._checks: tuple[Buffer, Buffer] | None = None   # the check buffers (watch()), made on first use
         self.dummy = Buffer(self, 4)
         self._pipelines.placeholder = self.dummy._block.tensor    # push-descriptor bases bind it
@@ -302,6 +340,11 @@ class Device:
         """Submits the queued eager calls and waits until the device has finished them (host reads of their
         results wait by themselves: this is for timing and for handing results to other APIs).
 
+        The device-wide point of the device's own checks (mode="raise" on Tensor indices:
+        dmlgpu/plans/index_check.py): it makes their reports and raises, once, every failure of a call on this
+        device that no read has raised yet, whichever thread queued it (one: its own exception; several: one
+        of the first's type listing them all).
+
         Examples
         --------
         >>> import dmlgpu
@@ -310,6 +353,16 @@ class Device:
         with self.lock:
             self.check_open()._flush()
             self._report()
+            failures, dropped = self._unreported, self._dropped
+            self._unreported, self._dropped = [], 0
+        if len(failures) == 1:
+            raise _raised(failures[0])
+        if failures:
+            first = failures[0]
+            kind = type(first) if all(type(f) is type(first) for f in failures) else RuntimeError
+            more = f"; and {dropped} more" if dropped else ""
+            raise kind(f"{len(failures) + dropped} of this device's checks failed: "
+                       + "; ".join(str(f) for f in failures) + more)
 
     def watch(self, report: Callable[[np.ndarray], BaseException | None]) -> Watch:
         """A check that the device itself makes of work about to be queued (mode="raise" on Tensor indices),
@@ -317,11 +370,11 @@ class Device:
         own, zero but while a check runs) and ``Watch.reports`` (host-visible: read without a transfer), whose
         words 4 slot to 4 slot + 3 (``Watch.slot``) the check's last kernel writes, with the barrier that lets
         the host read them. Call it and queue the check's kernels in one launch (which holds the device's
-        lock). Once that work has run, at the device's next synchronize() or host read
-        (read_range), ``report`` gets the slot's four words (uint32) and returns an exception or None; the
-        first exception returned is raised there (the other reports are still made). ``Watch.results``: where
-        the caller appends result buffers of the checked work (Marked: held weakly); when ``report`` returns
-        an exception, a host read of any of them still alive raises it again."""
+        lock). Once that work has run, at the device's next synchronize() or a host read of a buffer that the
+        check reaches (read_range), ``report`` gets the slot's four words (uint32) and returns an exception or
+        None. ``Watch.results``: where the caller appends the buffers that the checked work writes (Marked:
+        held weakly); they, and what later work writes from them (taint()), fail with the exception: every
+        host read of them raises it, and synchronize() raises it once if no read has."""
         with self.lock:
             slots = min(CHECK_SLOTS, self.chunk_bytes // 16)    # (in one block: the check kernel binds it)
             if len(self._watched) == slots:         # every slot awaits its report: make them first
@@ -330,26 +383,133 @@ class Device:
             if self._checks is None:
                 self._checks = (self.buffer(nbytes=16), self.buffer(nbytes=16 * slots) if self.direct_memory
                                 else MappedBuffer(self, 16 * slots))
-            watch = Watch(*self._checks, len(self._watched), report, Marked())
+            slot = len(self._watched)
+            watch = Watch(*self._checks, slot, report, Marked(self, self._gen, slot))
             self._watched.append(watch)
+            self.tainted = True
             return watch
 
     def _report(self) -> None:
-        """Makes the watched reports (watch()) with one read of the check buffer, raising the first exception
-        one returns."""
+        """Makes the watched reports (watch()) with one read of the check buffer: each failed check fails the
+        buffers whose lineage still holds it (Buffer.error), and joins the failures that synchronize() raises;
+        then a new report generation starts (the lineages of the last one are spent)."""
         if not self._watched:
             return
         watched, self._watched = self._watched, []
         words = self._read(watched[0].reports, 0, 16 * len(watched)).view(np.uint32)
-        first = None
+        failed: list[tuple[Marked, BaseException]] = []
         for watch in watched:
-            error = watch.report(words[4 * watch.slot:4 * watch.slot + 4])
+            mark = watch.results
+            mark.open = False
+            error = mark.error = watch.report(words[4 * watch.slot:4 * watch.slot + 4])
             if error is not None:
-                for buf in watch.results:
-                    buf.error = error
-                first = first or error
-        if first is not None:
-            raise first
+                failed.append((mark, error))
+        gen = self._gen
+        for mark, error in failed:
+            bit = mark.bit
+            for buf in mark:
+                held = buf.lineage
+                if held is not None and held & bit and buf.lineage_gen == gen:
+                    self._fail(buf, error)
+            if len(self._unreported) < _UNREPORTED:
+                self._unreported.append(error)
+            else:
+                self._dropped += 1
+        if failed:
+            self._history[gen] = [(mark.bit, error) for mark, error in failed]
+            while len(self._history) > _HISTORY:
+                del self._history[next(iter(self._history))]
+        self._gen = gen + 1
+        for watch in watched:
+            watch.results._refs = []
+        if not self._failed and not self._recordings:
+            self.tainted = False
+
+    # ---- poison: what a failed check reaches (watch(); plans/index_check.py says what a caller sees) ----
+    def taint(self, reads: Sequence[Buffer | None], out: Buffer | None = None,
+              whole: bool = False) -> tuple[int, int] | None:
+        """The lineage of a call about to be queued that reads the buffers ``reads`` (None entries are
+        skipped) and writes ``out`` (an existing buffer; its new results: reach()), for a caller that found
+        ``tainted`` true (the fast path is that one test). Raises, before any GPU work, the failure of a read
+        buffer (Buffer.error: a failed check reached it). Returns the checks awaiting their reports that the
+        reads reach ((report generation, slot bits); None: none), which ``out`` then holds too; ``whole``: the
+        call writes all of ``out``'s bytes (its Tensor overwritten whole), which then holds only those and is
+        no longer failed. Inside a recording of this thread a call that reads buffers is noted for the
+        recording's runs instead (Recording.run checks its reads then)."""
+        gen = self._gen             # (read first: a report meanwhile makes it stale, which _write sees)
+        bits = 0
+        for buf in reads:
+            if buf is not None and buf.lineage is not None:     # (None: clean, the common case)
+                if buf.error is not None:
+                    with self.lock:
+                        self._raise(buf)
+                if buf.lineage_gen == gen:
+                    bits |= buf.lineage
+        if self._recordings:
+            with self.lock:
+                rec = self.active_recording()
+                if rec is not None and any(buf is not None for buf in reads):   # (a host write runs now)
+                    rec._flow(tuple(reads), out, whole)
+                    return None
+        if out is not None and (bits or out.lineage is not None):
+            with self.lock:
+                self._write(out, gen, bits, whole)
+        if bits:
+            return gen, bits
+        if not self._watched and not self._failed and not self._recordings:
+            with self.lock:         # nothing left that a check reaches: calls take the fast path again
+                if not self._watched and not self._failed and not self._recordings:
+                    self.tainted = False
+        return None
+
+    def reach(self, lineage: tuple[int, int], buf: Buffer) -> None:
+        """A new buffer written by the call whose lineage taint() returned: it holds those checks (and fails
+        at once with any that has failed since)."""
+        with self.lock:
+            self._write(buf, *lineage, False)
+
+    def _write(self, buf: Buffer, gen: int, bits: int, whole: bool) -> None:
+        """``buf`` written from work that the checks ``bits`` of report generation ``gen`` reach (taint())."""
+        if gen != self._gen:            # reported since taint(): their failures now
+            for bit, error in self._history.get(gen, ()):
+                if bits & bit:
+                    self._fail(buf, error)
+                    break
+            gen, bits = self._gen, 0
+        held = buf.lineage
+        if held is not None and (whole or buf.lineage_gen != gen):
+            held = None
+        if whole and buf.error is not None:
+            buf.error = None
+            self._failed.discard(buf)
+        if bits:
+            new = bits & ~held if held else bits
+            while new:
+                low = new & -new
+                self._watched[low.bit_length() - 1].results._refs.append(weakref.ref(buf))
+                new ^= low
+            buf.lineage, buf.lineage_gen = (held | bits if held else bits), gen
+        elif held is None:
+            buf.lineage = None if buf.error is None else 0
+
+    def _fail(self, buf: Buffer, error: BaseException) -> None:
+        """``buf`` failed with ``error`` (the first failure that reaches it stays)."""
+        if buf.error is None:
+            buf.error = error
+            if buf.lineage is None:
+                buf.lineage = 0     # (a failed buffer's lineage is never None: taint()'s one test per read)
+            self._failed.add(buf)
+            self.tainted = True
+
+    def _raise(self, buf: Buffer) -> NoReturn:
+        """Raises the failure of ``buf``, which synchronize() then does not raise again."""
+        error = buf.error
+        assert error is not None
+        for i, e in enumerate(self._unreported):
+            if e is error:
+                del self._unreported[i]
+                break
+        raise _raised(error)
 
     def memory_stats(self) -> dict[str, int]:
         """The caching allocator's counters.
@@ -401,6 +561,7 @@ class Device:
                 host.release_all(self)          # host arrays' imports (runtime/host.py)
                 self._pipelines.save()
                 self._watched = []              # reports not made: nothing reads this device again
+                self._gen += 1                  # (their lineages spent)
                 for buf in self._checks or ():
                     buf._release()
                 self._checks = None
@@ -533,12 +694,14 @@ class Device:
 
     def read_range(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:
         """A new uint8 array with ``nbytes`` bytes of ``buf`` from byte ``offset`` (guard words included),
-        once the watched reports are made (watch(): their exception raised instead, or the one that marked
-        ``buf``)."""
+        once the reports of the checks that reach ``buf`` are made (watch()); raises ``buf``'s failure instead
+        (Buffer.error), every time until it is overwritten whole."""
         with self.lock:
-            self.check_open()._report()
+            self.check_open()
+            if buf.lineage and buf.lineage_gen == self._gen:   # checks that reach it: their reports first
+                self._report()
             if buf.error is not None:
-                raise buf.error.with_traceback(None)
+                self._raise(buf)
             return self._read(buf, offset, nbytes)
 
     def _read(self, buf: Buffer, offset: int, nbytes: int) -> np.ndarray:

@@ -58,21 +58,29 @@ class Recording:
         self._uploaded: set[int] = set()      # id()s of the buffers that upload() or a recorded call sends
         self._downloaded: set[int] = set()
         self._held: list[Buffer] = []         # those buffers (the ids stay theirs while the recording lives)
+        # the recorded calls' (buffers read, buffer written or None, written whole): Device.taint
+        self._flows: list[tuple[tuple[Buffer | None, ...], Buffer | None, bool]] = []
 
     def __enter__(self) -> "Recording":
         if self.device.active_recording() is not None:
             raise RuntimeError("this thread is already recording on this device")
         if self._seq is not None:
             raise RuntimeError("this recording is finished: run() submits it again")
-        self.device._local.recording = self
+        dev = self.device
+        with dev.lock:
+            dev._local.recording = self
+            dev._recordings += 1          # calls note their reads for the runs (Device.taint)
+            dev.tainted = True
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.device._local.recording = None
+        dev = self.device
+        with dev.lock:
+            dev._local.recording = None
+            dev._recordings -= 1
         if exc_type is not None:
             return
-        dev = self.device
         for buf in self._buffers():        # these buffers stay out of the allocator while it lives
             buf.pinned = True
         with dev.lock:
@@ -136,12 +144,38 @@ class Recording:
         return [what for kind, what in self._steps if kind == "dispatch"]
 
     def run(self) -> None:
-        """Submits the recorded operations again and waits for them (RuntimeError before the block ends)."""
+        """Submits the recorded operations again and waits for them (RuntimeError before the block ends).
+
+        A Tensor that the recorded calls read and that a failed device check has reached (mode="raise" on
+        Tensor indices: dmlgpu/plans/index_check.py) makes run() raise that check's IndexError, before any GPU
+        work, on every run until the Tensor is overwritten whole (its queued calls' reports are made first)."""
         if self._seq is None:
             raise RuntimeError("the recording has not ended yet")
-        with self.device.lock:
-            self.device.check_open()._flush()     # queued calls first: the recording may read what they write
-            self.device._submit(self._seq, self._zeroed)
+        dev = self.device
+        with dev.lock:
+            dev.check_open()._flush()     # queued calls first: the recording may read what they write
+            if self._flows:
+                dev._report()
+                self._admit()
+            dev._submit(self._seq, self._zeroed)
+
+    def _flow(self, reads: tuple[Buffer | None, ...], out: Buffer | None, whole: bool) -> None:
+        """A recorded call reads ``reads`` and writes ``out`` (all of it: ``whole``) on each run (Device.taint)."""
+        self._flows.append((reads, out, whole))
+
+    def _admit(self) -> None:
+        """Before a run: raises the failure of a buffer that a recorded call reads before the run overwrites it
+        whole; else the buffers that it overwrites whole are no longer failed."""
+        dev = self.device
+        cleared: dict[int, Buffer] = {}
+        for reads, out, whole in self._flows:
+            for buf in reads:
+                if buf is not None and buf.error is not None and id(buf) not in cleared:
+                    dev._raise(buf)
+            if out is not None and whole:
+                cleared[id(out)] = out
+        for buf in cleared.values():
+            dev._write(buf, dev._gen, 0, True)
 
     def timestamps(self) -> list[float]:
         """GPU times in ns of the last run: one before the first recorded Vulkan command and one after each.
