@@ -63,9 +63,10 @@ def _main(argv: list[str]) -> int:
 
 
 def info() -> int:
-    """``python -m dmlgpu info``: every Vulkan device's limits and features, the default one marked."""
+    """``python -m dmlgpu info``: every Vulkan device's limits and features, the default one marked, and what
+    DLPack exchanges with it (runtime/export.py's describe)."""
     from . import runtime
-    from .runtime import clocks, profiles
+    from .runtime import clocks, export, profiles
     default = runtime.default_device_index()
     profile = profiles.resolve(None)
     for d in runtime.devices():
@@ -83,6 +84,7 @@ def info() -> int:
               f"     subgroups of {d.subgroup_size}, operations in compute shaders {d.subgroup_operations:#x} "
               f"(VkSubgroupFeatureFlags)\n"
               f"     features: {', '.join(sorted(d.features)) or 'none'}")
+        print(f"     {export.describe(d)}")
         hold = clocks.notice(d.vendor_id)
         if hold:
             print(f"     {hold}")

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..kernels import spirv, table as kernels
 from ..errors import DeviceError
-from . import clocks, export, host, profiles, transfers
+from . import export, host, profiles, transfers
 from .clocks import ClockHold
 from .launch import Launch, Prepared
 from .discovery import (DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp,
@@ -167,14 +167,10 @@ class Device:
         if exportable and export.FEATURE not in self.info.features:
             raise DeviceError(f"{self.info.name} cannot export its memory (it lacks VK_KHR_external_memory_fd, the "
                               f"feature {export.FEATURE!r}, or a profile withholds it): exportable=True is not possible")
-        if exportable is None:
-            env = os.environ.get("DMLGPU_EXPORTABLE", "")
-            exportable = self.info.vendor_id == clocks.NVIDIA if env == "" else env != "0"
-        self.exportable = bool(exportable) and export.FEATURE in self.info.features
+        self.exportable = export.exportable_default(self.info) if exportable is None else bool(exportable)
         self.geometry = kernels.geometry(min(self.info.max_workgroup_invocations, self.info.max_workgroup_size[0]))
         if direct_memory is None:
-            env = os.environ.get("DMLGPU_DIRECT_MEMORY", "")
-            direct_memory = self.info.unified_memory if env == "" else env != "0"
+            direct_memory = export.direct_memory_default(self.info)
         elif direct_memory and not self.info.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT):
             raise DeviceError(f"{self.info.name} has no host-visible device memory: direct_memory=True is not possible")
         self.direct_memory = bool(direct_memory)

@@ -16,15 +16,17 @@ synchronisation, not a semaphore (exporting Vulkan timeline semaphores to CUDA s
 """
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
-from . import cuda
+from . import clocks, cuda
 from .buffer import OwnBuffer
 from .host import HostBuffer
 
 if TYPE_CHECKING:
     from .buffer import Buffer
     from .device import Device
+    from .discovery import DeviceInfo
     from .memory import Block
 
 FEATURE = "externalMemoryFd"       # kp patch 0026's name of VK_KHR_external_memory_fd in Device.features
@@ -113,3 +115,40 @@ def copy_from_cuda(buf: "Buffer", offset: int, src: int, nbytes: int) -> None:
     ordinal, ptr = cuda_pointer(buf)
     settle(buf)
     cuda.copy(ordinal, ptr + offset, src, nbytes)
+
+
+def direct_memory_default(info: "DeviceInfo") -> bool:
+    """Whether a Device of ``info`` opened without ``direct_memory`` maps its buffers: DMLGPU_DIRECT_MEMORY (0 or
+    1) if set, else on unified memory."""
+    env = os.environ.get("DMLGPU_DIRECT_MEMORY", "")
+    return info.unified_memory if env == "" else env != "0"
+
+
+def exportable_default(info: "DeviceInfo") -> bool:
+    """Whether a Device of ``info`` opened without ``exportable`` allocates exportable memory: DMLGPU_EXPORTABLE
+    (0 or 1) if set, else on NVIDIA GPUs; only where the device has the feature."""
+    env = os.environ.get("DMLGPU_EXPORTABLE", "")
+    wanted = info.vendor_id == clocks.NVIDIA if env == "" else env != "0"
+    return wanted and FEATURE in info.features
+
+
+def describe(info: "DeviceInfo") -> str:
+    """``python -m dmlgpu info``'s DLPack line for a device as a Device opened with the defaults has it: what
+    Tensor.__dlpack__ hands ("kDLCPU zero-copy", "kDLCUDA export", or "host copies only") and what from_dlpack
+    takes in place."""
+    ordinal: int | None = None
+    if exportable_default(info):
+        try:
+            ordinal = cuda.ordinal(info.device_uuid)
+        except cuda.CudaError:
+            ordinal = None
+    if direct_memory_default(info) and info.unified_memory:
+        out = "kDLCPU zero-copy (np.from_dlpack(t) shares memory)"
+    elif ordinal is not None:
+        out = f"kDLCUDA export (CUDA device {ordinal}: torch/cupy/jax.from_dlpack(t) share memory)"
+    else:
+        out = "host copies only (np.from_dlpack(t, copy=True))"
+    cpu = "read in place" if "externalMemoryHost" in info.features and info.min_imported_host_pointer_alignment \
+        else "uploaded"
+    cuda_in = f"CUDA device {ordinal}'s by one device copy" if ordinal is not None else "no CUDA producers"
+    return f"DLPack: {out}; from_dlpack: CPU producers {cpu}, {cuda_in}"
