@@ -176,7 +176,7 @@ gc.callbacks.append(_after_collection)
 def dl_dtype(dtype: np.dtype[Any], who: str) -> tuple[int, int]:
     """(DLPack type code, bits) of ``dtype``; BufferError naming it where DLPack has no code for it."""
     code = _ML_CODES.get(dtype.name)
-    if code is not None and dtype.kind == "V":
+    if code is not None and dtype.itemsize == 1 + (code == BFLOAT):      # ml_dtypes.bfloat16, float8_*
         return code, dtype.itemsize * 8
     if dtype.isnative and not dtype.fields and not dtype.subdtype:
         if dtype.kind == "b":
@@ -257,11 +257,13 @@ def _home(t: Tensor) -> tuple[int, int, str]:
         return CUDA, export.cuda_state(dev)[0] or 0, ""
     if mapped:
         return CPU, 0, ""
-    if buf.chunked and dev.info.unified_memory and dev.direct_memory:
-        why = f"it is held in {buf.block_count} blocks, which are not one range of host memory"
-    elif not dev.direct_memory and dev.info.unified_memory:
-        why = "its Device does not map its memory (direct_memory is off: DMLGPU_DIRECT_MEMORY=0)"
-    return VULKAN, dev.info.index, f"{dev.info.name}'s memory is not host memory, and {why}"
+    if dev.info.unified_memory and not dev.direct_memory:
+        why = f"{dev.info.name}'s Device does not map its buffers (direct_memory is off: DMLGPU_DIRECT_MEMORY=0)"
+    elif buf.chunked and dev.direct_memory:
+        why = f"the Tensor is held in {buf.block_count} blocks, which are not one range of host memory"
+    else:
+        why = f"{dev.info.name}'s memory is not mapped by the host, and CUDA cannot map it: {why}"
+    return VULKAN, dev.info.index, why
 
 
 def dlpack_device(t: Tensor) -> tuple[int, int]:
