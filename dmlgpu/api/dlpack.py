@@ -315,7 +315,7 @@ def _device_name(kind: int, index: int) -> str:
     return f"{DEVICE_NAMES.get(kind, f'DLPack device type {kind}')} {index}"
 
 
-def from_dlpack(x: Any, *, device: DeviceLike = None, copy: bool | None = None) -> Tensor:
+def from_dlpack(x: SupportsDLPack, *, device: DeviceLike = None, copy: bool | None = None) -> Tensor:
     """A Tensor of a DLPack producer's data (the array API's ``from_dlpack``): NumPy arrays, PyTorch, CuPy and JAX
     arrays, dmlgpu Tensors, anything with ``__dlpack__`` and ``__dlpack_device__``.
 
