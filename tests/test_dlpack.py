@@ -97,7 +97,7 @@ def test_views_at_their_offsets_and_strides(device, key):
     assert cap[6] == want.shape
     if mapped(v):
         assert got.ctypes.data == export.host_address(t.buffer)[0] + v.offset
-        assert cap[7] == (v._strides if v._strides is not None else None)
+        assert cap[7] == v._element_strides()
         assert got.strides == tuple(s * 4 for s in v._element_strides())
 
 
@@ -310,6 +310,54 @@ def test_from_dlpack_of_a_torch_cpu_tensor(device):
     assert dmlgpu.from_dlpack(b, device=device).numpy().tobytes() == b.view(torch.int16).numpy().tobytes()
 
 
+class _StandIn:
+    """A producer that says its data is on CUDA device 0 but hands a capsule over host memory (made by dlpack's own
+    capsule builder), for the consumer's logic where there is no GPU: runtime/export's CUDA calls are replaced by
+    host copies (test_cuda_consumer_logic_with_a_stand_in)."""
+
+    def __init__(self, array):
+        self.array = array
+        self.asked = []
+
+    def __dlpack__(self, **kwargs):
+        self.asked.append(kwargs)
+        a = self.array
+        code = dlpack.dl_dtype(a.dtype, "test")
+        strides = tuple(s // a.itemsize for s in a.strides)
+        return dlpack._capsule(a.ctypes.data, (dlpack.CUDA, 0), a.shape, strides, code, a, kwargs.get("max_version"))
+
+    def __dlpack_device__(self):
+        return (dlpack.CUDA, 0)
+
+
+@pytest.mark.parametrize("key", ["all", "strided", "T", "reversed", "item", "empty", "bool", "bfloat16"])
+def test_cuda_consumer_logic_with_a_stand_in(device, monkeypatch, key):
+    base = np.arange(48, dtype=np.float32).reshape(6, 8)
+    a = {"all": base, "strided": base[1:, ::3], "T": base.T, "reversed": base[::-1, ::-2],
+         "item": base[2:3, 3:4].reshape(()), "empty": base[:0], "bool": base > 20,
+         "bfloat16": base.astype(ml_dtypes.bfloat16)}[key]
+    copies = []
+
+    def copy_from_cuda(buf, offset, src, nbytes):
+        copies.append(nbytes)
+        buf.write(np.frombuffer(ctypes.string_at(src, nbytes), np.uint8), offset)
+    monkeypatch.setattr(export, "cuda_state", lambda dev: (0, ""))
+    monkeypatch.setattr(export, "cuda_exportable", lambda buf: None)
+    monkeypatch.setattr(export, "copy_from_cuda", copy_from_cuda)
+    producer = _StandIn(a)
+    t = dmlgpu.from_dlpack(producer, device=device)
+    assert producer.asked == [{"stream": 1, "max_version": dlpack.VERSION}]
+    assert t.shape == a.shape and t.dtype == a.dtype and t.numpy().tobytes() == np.ascontiguousarray(a).tobytes()
+    assert len(copies) == (1 if a.size else 0)                 # one copy of the span the view covers
+    gc.collect()
+    assert not dlpack._live                                    # the producer's deleter ran
+    with pytest.raises(BufferError, match="copy=False"):
+        dmlgpu.from_dlpack(producer, device=device, copy=False)
+    monkeypatch.setattr(export, "cuda_state", lambda dev: (None, "no CUDA driver here"))
+    with pytest.raises(BufferError, match="kDLCUDA 0.*no CUDA driver here"):
+        dmlgpu.from_dlpack(producer, device=device)
+
+
 # ---- exportable memory (kp patch 0026) ----
 def test_exportable_memory_gives_file_descriptors(device):
     if export.FEATURE not in device.physical_info.features:
@@ -396,8 +444,8 @@ def test_torch_dtypes_both_ways(name):
     t = dmlgpu.tensor(values, device=dev)
     x = torch.from_dlpack(t)
     assert x.dtype == getattr(torch, name)
-    bits = (lambda y: y.view(torch.uint8)) if x.element_size() == 1 and name != "bool" else (lambda y: y)
-    assert bits(x).cpu().numpy().tobytes() == values.tobytes()
+    raw = x.view(torch.uint8) if name in ML else x      # (NumPy has no bfloat16 or float8: their bytes)
+    assert raw.cpu().numpy().tobytes() == values.tobytes()
     source = torch.from_numpy(values.view(np.uint8).copy()).cuda().view(getattr(torch, name)) \
         if name in ML else torch.from_numpy(values.copy()).cuda()
     back = dmlgpu.from_dlpack(source)           # one device copy: the same bits
@@ -408,7 +456,7 @@ def test_dmlgpu_from_torch_cuda_tensors_bit_for_bit():
     torch, dev, _ = _torch_cuda()
     g = torch.Generator(device="cuda").manual_seed(5)
     x = torch.randn(512, 96, device="cuda", generator=g)
-    for src in (x, x[3:], x[:, ::3], x.t(), x[::-2, 5:7], x[7, 9]):
+    for src in (x, x[3:], x[:, ::3], x.t(), x[::2, 5:7], x[7, 9], x[:0]):
         t = dmlgpu.from_dlpack(src, device=dev)
         assert t.shape == tuple(src.shape) and t.numpy().tobytes() == src.cpu().numpy().tobytes()
     assert dmlgpu.tensor(x).numpy().tobytes() == x.cpu().numpy().tobytes()

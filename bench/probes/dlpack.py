@@ -93,7 +93,7 @@ def part_b(dev, args) -> None:
 def part_c(dev, args) -> None:
     torch = _torch()
     n = (1 << 30) // 4 if not args.quick else 1 << 20
-    x = torch.randn(n, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    x = torch.randn(n, device="cuda", generator=torch.Generator(device="cuda").manual_seed(1))
     torch.cuda.synchronize()
 
     def ours():
@@ -120,7 +120,7 @@ def part_d(dev, args) -> None:
     rows, dim, n = (1 << 20, 64, 262_144) if not args.quick else (1 << 14, 64, 4096)
     rng = np.random.default_rng(0)
     ids = torch.from_numpy((rng.zipf(1.2, n) - 1) % rows).cuda()
-    upstream = torch.randn(n, dim, device="cuda", generator=torch.Generator("cuda").manual_seed(2))
+    upstream = torch.randn(n, dim, device="cuda", generator=torch.Generator(device="cuda").manual_seed(2))
     grad = dmlgpu.zeros((rows, dim), np.float32, device=dev)
     grad_torch = torch.from_dlpack(grad)
     plain = torch.zeros(rows, dim, device="cuda")

@@ -213,12 +213,14 @@ def numpy_dtype(code: int, bits: int, lanes: int, who: str) -> np.dtype[Any]:
 def _capsule(data: int, device: tuple[int, int], shape: tuple[int, ...], strides: tuple[int, ...] | None,
              dtype: tuple[int, int], keep: Any, max_version: Any, flags: int = 0) -> Any:
     """A new capsule of a DLManagedTensor (legacy, ``max_version`` None or below 1) or DLManagedTensorVersioned
-    over ``data`` (an address on ``device``), ``shape``, ``strides`` (elements; None: row-major) and ``dtype``
+    over ``data`` (an address on ``device``), ``shape``, ``strides`` (elements; None: row-major, written out) and ``dtype``
     ((code, bits)), which holds ``keep`` until its deleter runs."""
     versioned = max_version is not None and int(max_version[0]) >= 1
     ndim = len(shape)
     c_shape = (ctypes.c_int64 * max(1, ndim))(*shape)
-    c_strides = (ctypes.c_int64 * max(1, ndim))(*strides) if strides is not None else None
+    if strides is None:                  # (given always: DLPack 1.2 deprecates NULL strides)
+        strides = tuple(math.prod(shape[i + 1:]) for i in range(ndim))
+    c_strides = (ctypes.c_int64 * max(1, ndim))(*strides)
     managed: Any = _DLManagedTensorVersioned() if versioned else _DLManagedTensor()
     t = managed.dl_tensor
     t.data = data
@@ -226,7 +228,7 @@ def _capsule(data: int, device: tuple[int, int], shape: tuple[int, ...], strides
     t.ndim = ndim
     t.dtype = _DLDataType(dtype[0], dtype[1], 1)
     t.shape = ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64))
-    t.strides = ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64)) if c_strides is not None else None
+    t.strides = ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = 0
     managed.deleter = _deleter
     if versioned:
