@@ -136,6 +136,7 @@ class _Export:
 
 
 _live: dict[int, _Export] = {}      # address of a DLManagedTensor(Versioned) made here -> what it keeps alive
+_unclaimed: dict[int, _Export] = {}  # those whose capsules no sweep has found consumed yet
 
 
 @_DELETER
@@ -154,19 +155,19 @@ def _sweep() -> None:
     and a destructor written in Python (ctypes) could not keep that exception. So the capsules are held here until
     a sweep finds them consumed (renamed "used_...") or held by nothing else; sweeps run at each export and after
     each garbage collection (gc.callbacks)."""
-    for address, ex in list(_live.items()):
+    for address, ex in list(_unclaimed.items()):
         capsule = ex.capsule
-        if capsule is None:
-            continue
         if not (_is_valid(capsule, NAME_VERSIONED) or _is_valid(capsule, NAME)):
             ex.capsule = None                      # consumed: the consumer's deleter lets it go
+            del _unclaimed[address]
         elif sys.getrefcount(capsule) <= 3:        # (ex.capsule, this name, getrefcount's argument)
             del capsule
+            del _unclaimed[address]
             _live.pop(address, None)
 
 
 def _after_collection(phase: str, info: dict[str, Any]) -> None:
-    if phase == "stop" and _live:
+    if phase == "stop" and _unclaimed:
         _sweep()
 
 
@@ -175,6 +176,16 @@ gc.callbacks.append(_after_collection)
 
 def dl_dtype(dtype: np.dtype[Any], who: str) -> tuple[int, int]:
     """(DLPack type code, bits) of ``dtype``; BufferError naming it where DLPack has no code for it."""
+    found = _CODES.get(dtype)
+    if found is None:
+        found = _CODES[dtype] = _dl_dtype(dtype, who)
+    return found
+
+
+_CODES: dict[np.dtype[Any], tuple[int, int]] = {}
+
+
+def _dl_dtype(dtype: np.dtype[Any], who: str) -> tuple[int, int]:
     code = _ML_CODES.get(dtype.name)
     if code is not None and dtype.itemsize == 1 + (code == BFLOAT):      # ml_dtypes.bfloat16, float8_*
         return code, dtype.itemsize * 8
@@ -243,6 +254,7 @@ def _capsule(data: int, device: tuple[int, int], shape: tuple[int, ...], strides
     except BaseException:
         _live.pop(address, None)
         raise
+    _unclaimed[address] = ex
     return ex.capsule
 
 
@@ -332,7 +344,8 @@ def from_dlpack(x: SupportsDLPack, *, device: DeviceLike = None, copy: bool | No
         None (default): share the producer's memory where the device can (host memory that the device imports in
         place: VK_EXT_external_memory_host, ``"externalMemoryHost" in dev.features``), else copy it once (an
         upload, or one device-to-device copy for CUDA producers). True: always a new Tensor of dmlgpu's own.
-        False: share or raise.
+        False: share or raise. (On a discrete GPU, kernels read host memory shared in place over PCIe: for a
+        Tensor used many times, copy=True uploads it once.)
 
     Returns
     -------

@@ -46,11 +46,19 @@ def settle(buf: "Buffer") -> None:
 def host_address(buf: "Buffer") -> tuple[int, Any] | None:
     """(the host address of ``buf``'s byte 0, an object that keeps that memory alive) where its bytes are host
     memory mapped in this process in one range; else None (device memory, or a buffer in several mapped blocks)."""
+    owner: Any = buf
     if isinstance(buf, HostBuffer):
-        return None if buf.array is None else (buf.array.ctypes.data, buf.array)
-    if buf.chunked or buf._block.view is None:
-        return None
-    return buf._block.view.ctypes.data, buf
+        owner = buf.array
+        if owner is None:                        # (released)
+            return None
+    at = buf.__dict__.get("_host_at")
+    if at is None:
+        if owner is not buf:
+            at = owner.ctypes.data
+        else:
+            at = buf._block.view.ctypes.data if not buf.chunked and buf._block.view is not None else 0
+        buf.__dict__["_host_at"] = at            # (a Buffer's blocks and their mapping never change)
+    return (at, owner) if at else None
 
 
 def cuda_state(device: "Device") -> tuple[int | None, str]:
