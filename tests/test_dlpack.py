@@ -43,9 +43,10 @@ def fields(capsule):
     t = m.dl_tensor
     version = (m.version.major, m.version.minor) if struct is dlpack._DLManagedTensorVersioned else None
     flags = m.flags if version else None
+    dims = (lambda at: tuple((ctypes.c_int64 * t.ndim).from_address(at)) if t.ndim else ())
     return (n, version, flags, (t.device.device_type, t.device.device_id), t.ndim,
-            (t.dtype.code, t.dtype.bits, t.dtype.lanes), tuple(t.shape[i] for i in range(t.ndim)),
-            tuple(t.strides[i] for i in range(t.ndim)) if t.strides else None, t.data)
+            (t.dtype.code, t.dtype.bits, t.dtype.lanes), dims(t.shape), dims(t.strides) if t.strides else None,
+            t.data)
 
 
 # ---- the producer, host memory ----
@@ -353,6 +354,9 @@ def test_cuda_consumer_logic_with_a_stand_in(device, monkeypatch, key):
     assert not dlpack._live                                    # the producer's deleter ran
     with pytest.raises(BufferError, match="copy=False"):
         dmlgpu.from_dlpack(producer, device=device, copy=False)
+    assert dmlgpu.tensor(producer, device=device).numpy().tobytes() == np.ascontiguousarray(a).tobytes()
+    cast = dmlgpu.asarray(producer, dtype=np.float64, device=device)           # (dmlgpu.tensor, asarray: the same path)
+    assert cast.dtype == np.float64 and np.array_equal(cast.numpy(), a.astype(np.float64))
     monkeypatch.setattr(export, "cuda_state", lambda dev: (None, "no CUDA driver here"))
     with pytest.raises(BufferError, match="kDLCUDA 0.*no CUDA driver here"):
         dmlgpu.from_dlpack(producer, device=device)

@@ -91,7 +91,7 @@ class _DLDataType(ctypes.Structure):
 
 class _DLTensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),     # int64_t*
                 ("byte_offset", ctypes.c_uint64)]
 
 
@@ -238,8 +238,8 @@ def _capsule(data: int, device: tuple[int, int], shape: tuple[int, ...], strides
     t.device = _DLDevice(*device)
     t.ndim = ndim
     t.dtype = _DLDataType(dtype[0], dtype[1], 1)
-    t.shape = ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64))
-    t.strides = ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
+    t.shape = ctypes.addressof(c_shape)
+    t.strides = ctypes.addressof(c_strides)
     t.byte_offset = 0
     managed.deleter = _deleter
     if versioned:
@@ -464,8 +464,9 @@ def _from_cuda(x: Any, dev: Any, copy: bool | None, where: tuple[int, int]) -> T
             raise BufferError(f"{who}: the capsule is on {_device_name(dl.device.device_type, dl.device.device_id)}, "
                               f"not on {_device_name(*where)} as __dlpack_device__ said")
         dtype = numpy_dtype(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes, who)
-        shape = tuple(dl.shape[i] for i in range(dl.ndim))
-        strides = tuple(dl.strides[i] for i in range(dl.ndim)) if dl.strides else None
+        shape = tuple((ctypes.c_int64 * dl.ndim).from_address(dl.shape)) if dl.ndim else ()
+        strides = tuple((ctypes.c_int64 * dl.ndim).from_address(dl.strides)) if dl.strides and dl.ndim else \
+            (() if dl.strides else None)
         src = (dl.data or 0) + dl.byte_offset
         size = dtype.itemsize
         lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides)) if strides and math.prod(shape) else 0
