@@ -396,6 +396,114 @@ def test_exportable_memory_gives_file_descriptors(device):
         assert not dev.exportable and export.FEATURE not in dev.features
 
 
+# A stand-in for the CUDA driver (libcuda.so.1) where there is no GPU: its "device memory" is host memory, and an
+# imported opaque fd (lavapipe's export: a memfd whose header, {u64 size, u64 data offset, ...}, Mesa's own importer
+# reads) is mapped, so that its pointer aliases the Vulkan allocation. It runs the kDLCUDA path's runtime/cuda.py
+# and runtime/export.py calls on lavapipe: fds exported once per block, imports of dedicated allocations, offsets,
+# the ordering before an export, copies into exportable blocks, mappings released when blocks are destroyed.
+FAKE_LIBCUDA = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static unsigned char uuid[16];
+int imports, frees;
+int fake_set_uuid(const unsigned char* u) { memcpy(uuid, u, 16); return 0; }
+int fake_counts(int* i, int* f) { *i = imports; *f = frees; return 0; }
+int cuInit(unsigned f) { return 0; }
+int cuDeviceGetCount(int* n) { *n = 1; return 0; }
+int cuDeviceGet(int* d, int i) { *d = i; return 0; }
+int cuDeviceGetUuid(unsigned char* out, int d) { memcpy(out, uuid, 16); return 0; }
+int cuDevicePrimaryCtxRetain(void** ctx, int d) { *ctx = (void*)0x1234; return 0; }
+int cuDevicePrimaryCtxRelease(int d) { return 0; }
+int cuCtxPushCurrent_v2(void* c) { return c == (void*)0x1234 ? 0 : 201; }
+int cuCtxPopCurrent_v2(void** c) { *c = (void*)0x1234; return 0; }
+typedef struct { int type; union { int fd; void* w[2]; } h; unsigned long long size; unsigned flags; unsigned r[16]; } HD;
+typedef struct { unsigned long long offset, size; unsigned flags; unsigned r[16]; } BD;
+typedef struct { int fd; unsigned long long size; } Ext;
+int cuImportExternalMemory(Ext** out, const HD* d) {
+    if (d->type != 1 || d->flags != 1) return 1;      /* an opaque fd, a dedicated allocation */
+    Ext* e = malloc(sizeof *e); e->fd = d->h.fd; e->size = d->size; *out = e; imports++; return 0; }
+int cuExternalMemoryGetMappedBuffer(unsigned long long* p, Ext* e, const BD* b) {
+    struct stat st; fstat(e->fd, &st);
+    if (b->offset + b->size > e->size) return 1;
+    unsigned char* m = mmap(0, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, e->fd, 0);
+    if (m == MAP_FAILED) return 2;
+    *p = (unsigned long long)(m + ((uint64_t*)m)[1] + b->offset); return 0; }
+int cuMemFree_v2(unsigned long long p) { frees++; return 0; }
+int cuDestroyExternalMemory(Ext* e) { close(e->fd); free(e); return 0; }
+int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void* s) {
+    memcpy((void*)dst, (void*)src, n); return 0; }
+int cuStreamSynchronize(void* s) { return 0; }
+int cuGetErrorName(int e, const char** s) { *s = "FAKE_ERROR"; return 0; }
+"""
+
+
+def _lavapipe_memfd(dev) -> bool:
+    """Whether ``dev`` exports memory as lavapipe does (a memfd with Mesa's header), which the stand-in maps."""
+    import mmap
+    buf = dev._mgr.buffer(256, 0x1, True)
+    fd = buf.memory_fd()
+    try:
+        size = os.fstat(fd).st_size
+        with mmap.mmap(fd, size) as m:
+            head = np.frombuffer(m[:16], np.uint64).copy()
+        return bool(head[0] == size and 16 <= head[1] < size)
+    except (OSError, ValueError):
+        return False
+    finally:
+        os.close(fd)
+        buf.destroy()
+
+
+def test_the_cuda_path_on_a_stand_in_driver(device, tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+    from dmlgpu.runtime import clocks
+    if export.FEATURE not in device.physical_info.features or device.info.vendor_id == 0x10DE:
+        pytest.skip("needs a device without CUDA that exports memory (lavapipe)")
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler for the stand-in driver")
+    (tmp_path / "fake.c").write_text(FAKE_LIBCUDA)
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), str(tmp_path / "fake.c")],
+                   check=True)
+    lib = ctypes.CDLL(str(tmp_path / "libcuda.so.1"))
+    with dmlgpu.Device(device.info.index, exportable=True, direct_memory=False, hold_clocks=False) as dev:
+        if not _lavapipe_memfd(dev):
+            pytest.skip("the driver's exported fds are not lavapipe's memfds")
+        lib.fake_set_uuid(dev.physical_info.device_uuid)
+        monkeypatch.setattr(clocks, "_cuda", lib)
+        assert export.cuda_state(dev) == (0, "")
+        t = dmlgpu.tensor(np.arange(24, dtype=np.float32).reshape(4, 6), device=dev)
+        assert t.__dlpack_device__() == (dlpack.CUDA, 0)
+        f = fields(t.__dlpack__(max_version=(1, 0)))
+        assert f[3] == (dlpack.CUDA, 0) and f[6:8] == ((4, 6), (6, 1))
+        ptr = f[8]
+        assert ctypes.string_at(ptr, 96) == t.numpy().tobytes()          # the pointer is the Tensor's memory
+        ctypes.memmove(ptr + 4, np.array([77], np.float32).ctypes.data, 4)
+        assert t.item(0, 1) == 77                                        # a "CUDA" write seen by dmlgpu
+        dmlgpu.put_along_axis(t, np.zeros((4, 1), np.int64), np.float32(-3), axis=1)    # queued ...
+        f = fields(t.__dlpack__(max_version=(1, 0)))                     # ... and finished before the export
+        assert np.frombuffer(ctypes.string_at(f[8], 96), np.float32)[::6].tolist() == [-3] * 4
+        v = t[1:, ::2]
+        fv = fields(v.__dlpack__(max_version=(1, 0)))
+        assert fv[8] == ptr + v.offset and fv[6:8] == ((3, 3), (6, 2))
+        c = fields(t.__dlpack__(max_version=(1, 0), copy=True))
+        assert c[8] != ptr and c[2] == dlpack.IS_COPIED and c[3] == (dlpack.CUDA, 0)
+        base = np.arange(48, dtype=np.float32).reshape(6, 8)
+        for a in (base, base[1:, ::3], base.T, base[::-1, ::-2]):        # "CUDA" producers: one copy each
+            assert dmlgpu.from_dlpack(_StandIn(a), device=dev).numpy().tobytes() == np.ascontiguousarray(a).tobytes()
+        imports, frees = ctypes.c_int(), ctypes.c_int()
+        del t, v
+        gc.collect()
+        dev.empty_cache()                                                # destroyed blocks: mappings released
+        lib.fake_counts(ctypes.byref(imports), ctypes.byref(frees))
+        assert imports.value >= 2 and frees.value == imports.value and not dlpack._live    # (blocks mapped once)
+
+
 def test_info_reports_dlpack(capsys):
     from dmlgpu.__main__ import main
     assert main(["info"]) == 0
