@@ -420,7 +420,8 @@ int cuDevicePrimaryCtxRetain(void** ctx, int d) { *ctx = (void*)0x1234; return 0
 int cuDevicePrimaryCtxRelease(int d) { return 0; }
 int cuCtxPushCurrent_v2(void* c) { return c == (void*)0x1234 ? 0 : 201; }
 int cuCtxPopCurrent_v2(void** c) { *c = (void*)0x1234; return 0; }
-typedef struct { int type; union { int fd; void* w[2]; } h; unsigned long long size; unsigned flags; unsigned r[16]; } HD;
+typedef struct { int type; union { int fd; void* w[2]; } h; unsigned long long size; unsigned flags;
+                 unsigned r[16]; } HD;
 typedef struct { unsigned long long offset, size; unsigned flags; unsigned r[16]; } BD;
 typedef struct { int fd; unsigned long long size; } Ext;
 int cuImportExternalMemory(Ext** out, const HD* d) {

@@ -224,8 +224,8 @@ def numpy_dtype(code: int, bits: int, lanes: int, who: str) -> np.dtype[Any]:
 def _capsule(data: int, device: tuple[int, int], shape: tuple[int, ...], strides: tuple[int, ...] | None,
              dtype: tuple[int, int], keep: Any, max_version: Any, flags: int = 0) -> Any:
     """A new capsule of a DLManagedTensor (legacy, ``max_version`` None or below 1) or DLManagedTensorVersioned
-    over ``data`` (an address on ``device``), ``shape``, ``strides`` (elements; None: row-major, written out) and ``dtype``
-    ((code, bits)), which holds ``keep`` until its deleter runs."""
+    over ``data`` (an address on ``device``), ``shape``, ``strides`` (elements; None: row-major, written out) and
+    ``dtype`` ((code, bits)), which holds ``keep`` until its deleter runs."""
     versioned = max_version is not None and int(max_version[0]) >= 1
     ndim = len(shape)
     c_shape = (ctypes.c_int64 * max(1, ndim))(*shape)
