@@ -34,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
     from .bench.command import parser as make
     ap = make(PROG, __doc__)
     commands = ap.add_subparsers(dest="command", required=True, metavar="{info,demo,warmup,bench}")
-    commands.add_parser("info", help="lists the Vulkan devices (and, on NVIDIA GPUs, the clock hold a Device makes)")
+    commands.add_parser("info", help="lists the Vulkan devices, what DLPack shares with each, and, on NVIDIA GPUs, "
+                                     "the clock hold a Device makes")
     commands.add_parser("demo", help="runs the DirectML pages' examples and a timed gather")
     warm = commands.add_parser("warmup", help="builds every kernel variant's pipeline into the pipeline cache")
     warm.add_argument("--device", type=int, default=None,
