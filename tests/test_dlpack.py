@@ -17,7 +17,7 @@ import pytest
 import dmlgpu
 from dmlgpu import DeviceError
 from dmlgpu.api import dlpack
-from dmlgpu.runtime import export
+from dmlgpu.runtime import cuda, export
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -477,6 +477,7 @@ def test_the_cuda_path_on_a_stand_in_driver(device, tmp_path, monkeypatch):
             pytest.skip("the driver's exported fds are not lavapipe's memfds")
         lib.fake_set_uuid(dev.physical_info.device_uuid)
         monkeypatch.setattr(clocks, "_cuda", lib)
+        monkeypatch.setattr(cuda, "_contexts", {})          # (the stand-in's context is forgotten afterwards)
         assert export.cuda_state(dev) == (0, "")
         t = dmlgpu.tensor(np.arange(24, dtype=np.float32).reshape(4, 6), device=dev)
         assert t.__dlpack_device__() == (dlpack.CUDA, 0)

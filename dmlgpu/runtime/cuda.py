@@ -18,7 +18,6 @@ from . import clocks
 
 OPAQUE_FD = 1                 # CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD
 DEDICATED = 1                 # CUDA_EXTERNAL_MEMORY_DEDICATED
-POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9     # CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 
 _lock = threading.Lock()
 _contexts: dict[int, int] = {}        # CUDA ordinal -> its retained primary context
@@ -53,15 +52,6 @@ def library() -> ctypes.CDLL:
 def ordinal(uuid: bytes) -> int | None:
     """The CUDA device ordinal whose UUID is ``uuid`` (a Vulkan device's), or None; CudaError without a driver."""
     return clocks._ordinal(library(), uuid) if len(uuid) == 16 else None
-
-
-def uuid_of(ordinal_: int) -> bytes:
-    """The UUID of CUDA device ``ordinal_``."""
-    lib = library()
-    dev, got = ctypes.c_int(), (ctypes.c_char * 16)()
-    _check(lib.cuDeviceGet(ctypes.byref(dev), ctypes.c_int(ordinal_)), "cuDeviceGet")
-    _check(lib.cuDeviceGetUuid(got, dev), "cuDeviceGetUuid")
-    return bytes(got)
 
 
 def _check(status: int, what: str) -> None:
@@ -132,12 +122,3 @@ def copy(ordinal_: int, dst: int, src: int, nbytes: int, stream: int = 0) -> Non
         _check(lib.cuMemcpyDtoDAsync_v2(ctypes.c_ulonglong(dst), ctypes.c_ulonglong(src), ctypes.c_size_t(nbytes),
                                         ctypes.c_void_p(stream)), "cuMemcpyDtoDAsync")
         _check(lib.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")
-
-
-def pointer_ordinal(ptr: int) -> int:
-    """The CUDA device ordinal that device pointer ``ptr`` belongs to."""
-    lib = library()
-    got = ctypes.c_int()
-    _check(lib.cuPointerGetAttribute(ctypes.byref(got), ctypes.c_int(POINTER_ATTRIBUTE_DEVICE_ORDINAL),
-                                     ctypes.c_ulonglong(ptr)), "cuPointerGetAttribute")
-    return got.value
