@@ -216,7 +216,11 @@ def numpy_dtype(code: int, bits: int, lanes: int, who: str) -> np.dtype[Any]:
                 pass
         name = ML_DTYPES.get((code, bits))
         if name is not None:
-            import ml_dtypes
+            try:
+                import ml_dtypes
+            except ModuleNotFoundError:
+                raise BufferError(f"{who}: {name} elements need the ml_dtypes package for their NumPy dtype: pip "
+                                  f"install ml_dtypes") from None
             return np.dtype(getattr(ml_dtypes, name))
     raise BufferError(f"{who}: DLPack type code {code} of {bits} bits and {lanes} lanes has no dtype dmlgpu holds")
 
