@@ -279,6 +279,12 @@ def test_from_dlpack_copies_what_it_cannot_import(device):
     assert np.array_equal(dmlgpu.from_dlpack(odd, device=device).numpy(), odd)
     with pytest.raises(BufferError, match="multiple of 4|import host memory"):
         dmlgpu.from_dlpack(odd, device=device, copy=False)
+    frozen = np.arange(64, dtype=np.float32)
+    frozen.flags.writeable = False                         # read-only memory is copied, never shared
+    t = dmlgpu.from_dlpack(frozen, device=device)
+    assert export.host_address(t.buffer) is None or export.host_address(t.buffer)[0] != frozen.ctypes.data
+    with pytest.raises(BufferError, match="read-only"):
+        dmlgpu.from_dlpack(frozen, device=device, copy=False)
     strided = np.arange(64, dtype=np.float32).reshape(8, 8)[:, ::2]
     assert np.array_equal(dmlgpu.from_dlpack(strided, device=device).numpy(), strided)
     with pytest.raises(BufferError, match="C-contiguous|import host memory"):

@@ -345,8 +345,8 @@ def from_dlpack(x: SupportsDLPack, *, device: DeviceLike = None, copy: bool | No
     device : dmlgpu.Device, int or None
         Default: a Tensor's own device, else the default device.
     copy : bool or None
-        None (default): share the producer's memory where the device can (host memory that the device imports in
-        place: VK_EXT_external_memory_host, ``"externalMemoryHost" in dev.features``), else copy it once (an
+        None (default): share the producer's memory where the device can (writable host memory that the device
+        imports in place: VK_EXT_external_memory_host, ``"externalMemoryHost" in dev.features``), else copy it once (an
         upload, or one device-to-device copy for CUDA producers). True: always a new Tensor of dmlgpu's own.
         False: share or raise. (On a discrete GPU, kernels read host memory shared in place over PCIe: for a
         Tensor used many times, copy=True uploads it once.)
@@ -408,8 +408,8 @@ def _from_host(x: Any, dev: Any, copy: bool | None) -> Tensor:
     """from_dlpack of a producer on the CPU: in place where the device imports its pages, else uploaded."""
     arr = host_array(x)
     device_dtype(arr.dtype, "from_dlpack")
-    if copy is not True:
-        buf = host.import_array(dev, arr) if host.importable(dev, arr) else None
+    if copy is not True:             # (read-only memory is not shared: dmlgpu's calls may write a Tensor)
+        buf = host.import_array(dev, arr) if arr.flags.writeable and host.importable(dev, arr) else None
         if buf is not None:
             return Tensor(buf, arr.shape, arr.dtype)
         if copy is False:
@@ -423,6 +423,8 @@ def _from_host(x: Any, dev: Any, copy: bool | None) -> Tensor:
 
 def _import_problem(dev: Any, arr: np.ndarray) -> str:
     """Why host.import_array() did not take ``arr``."""
+    if not arr.flags.writeable:
+        return "it is read-only, and a Tensor may be written"
     if not host.available(dev):
         return "the device cannot import host memory (VK_EXT_external_memory_host, the feature 'externalMemoryHost')"
     if not arr.flags.c_contiguous:
