@@ -388,7 +388,7 @@ def test_cuda_consumer_logic_with_a_stand_in(device, monkeypatch, key):
 
 # ---- exportable memory (kp patch 0026) ----
 def test_exportable_memory_gives_file_descriptors(device):
-    if export.FEATURE not in device.physical_info.features:
+    if export.FEATURE not in device.features:          # (the device, or its profile, has none)
         with pytest.raises(DeviceError, match="exportable=True"):
             dmlgpu.Device(device.info.index, exportable=True)
         pytest.skip(f"{device.info.name} has no VK_KHR_external_memory_fd")
@@ -478,7 +478,7 @@ def test_the_cuda_path_on_a_stand_in_driver(device, tmp_path, monkeypatch):
     import shutil
     import subprocess
     from dmlgpu.runtime import clocks
-    if export.FEATURE not in device.physical_info.features or device.info.vendor_id == 0x10DE:
+    if export.FEATURE not in device.features or device.info.vendor_id == 0x10DE:
         pytest.skip("needs a device without CUDA that exports memory (lavapipe)")
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
