@@ -129,7 +129,7 @@ class Allocator:
 
     def unmap_cached(self, unmap) -> None:
         """Calls ``unmap(block)`` for every cached block that has a CUDA mapping (the device is closing; blocks in
-        use keep theirs, and their memory, while another library may hold them)."""
+        use keep their mappings: another library may still hold them)."""
         self._drain()
         for blocks in self._free.values():
             for block in blocks:
