@@ -34,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
     from .bench.command import parser as make
     ap = make(PROG, __doc__)
     commands = ap.add_subparsers(dest="command", required=True, metavar="{info,demo,warmup,bench}")
-    commands.add_parser("info", help="lists the Vulkan devices (and, on NVIDIA GPUs, the clock hold a Device makes)")
+    commands.add_parser("info", help="lists the Vulkan devices, what DLPack shares with each, and, on NVIDIA GPUs, "
+                                     "the clock hold a Device makes")
     commands.add_parser("demo", help="runs the DirectML pages' examples and a timed gather")
     warm = commands.add_parser("warmup", help="builds every kernel variant's pipeline into the pipeline cache")
     warm.add_argument("--device", type=int, default=None,
@@ -63,9 +64,10 @@ def _main(argv: list[str]) -> int:
 
 
 def info() -> int:
-    """``python -m dmlgpu info``: every Vulkan device's limits and features, the default one marked."""
+    """``python -m dmlgpu info``: every Vulkan device's limits and features, the default one marked, and what
+    DLPack exchanges with it (runtime/export.py's describe)."""
     from . import runtime
-    from .runtime import clocks, profiles
+    from .runtime import clocks, export, profiles
     default = runtime.default_device_index()
     profile = profiles.resolve(None)
     for d in runtime.devices():
@@ -83,6 +85,7 @@ def info() -> int:
               f"     subgroups of {d.subgroup_size}, operations in compute shaders {d.subgroup_operations:#x} "
               f"(VkSubgroupFeatureFlags)\n"
               f"     features: {', '.join(sorted(d.features)) or 'none'}")
+        print(f"     {export.describe(d)}")
         hold = clocks.notice(d.vendor_id)
         if hold:
             print(f"     {hold}")

@@ -102,7 +102,8 @@ def test_kp_enables_the_device_features_and_reports_the_size_limits(device):
     assert device.features <= {"shaderInt64", "shaderInt16", "shaderInt8", "storageBuffer16BitAccess",
                                "storageBuffer8BitAccess", "shaderBufferInt64Atomics", "bufferDeviceAddress",
                                "externalMemoryHost",     # (the extension VK_EXT_external_memory_host: kp patch 0023)
-                               "pushDescriptor"}         # (the extension VK_KHR_push_descriptor: kp patch 0025)
+                               "pushDescriptor",         # (the extension VK_KHR_push_descriptor: kp patch 0025)
+                               "externalMemoryFd"}       # (the extension VK_KHR_external_memory_fd: kp patch 0026)
     assert info.max_memory_allocation_size >= info.max_storage_buffer_range // 2 > 0
     assert info.max_buffer_size == 0 or info.max_buffer_size >= info.max_storage_buffer_range
     if info.type == "CPU":       # lavapipe (Mesa 22+) has them all

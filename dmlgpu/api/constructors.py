@@ -11,7 +11,9 @@ from numpy.typing import DTypeLike
 
 from ..errors import DeviceError
 from .arguments import named
+from . import dlpack
 from .device import Device, as_device
+from .dlpack import from_dlpack
 from .interop import host_array
 from .tensor import DeviceLike, Tensor, _upload
 from .tensor_protocols import PYTHON_VALUES, assigned, cast_warnings
@@ -101,6 +103,8 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     array : array_like or Tensor
         A NumPy array or what NumPy can view (PyTorch CPU tensors, bfloat16 ones included: see
         dmlgpu.api.interop), of any fixed-size dtype, uploaded;
+        a DLPack producer on the Device's GPU under CUDA (PyTorch, CuPy, JAX), copied on the device
+        (dmlgpu.from_dlpack);
         or a Tensor, copied on its device (to another device, or to another dtype: through the host).
     dtype : dtype_like, optional
         Cast to it as NumPy casts (default: ``array``'s dtype).
@@ -125,6 +129,8 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
             return array.copy()
         except DeviceError as e:
             raise named(e, "tensor") from None
+    if _on_cuda(array):        # a CUDA producer (PyTorch, CuPy, JAX): one device copy, no host trip (dlpack.py)
+        return _cast(from_dlpack(array, device=device, copy=True), dtype, "tensor")
     if dtype is not None and isinstance(array, PYTHON_VALUES):     # NumPy's np.array(values, dtype) rule
         arr = assigned(array, _device_dtype(dtype, "tensor"), None, "tensor")
     else:
@@ -135,6 +141,22 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     else:
         _device_dtype(arr.dtype, "tensor")
     return _uploaded(arr, as_device(device, "tensor"), "tensor")
+
+
+def _on_cuda(x: Any) -> bool:
+    """Whether ``x`` is a DLPack producer (not a Tensor) whose data is on a CUDA device."""
+    if isinstance(x, Tensor) or not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
+        return False
+    kind: int = x.__dlpack_device__()[0]
+    return kind in (dlpack.CUDA, dlpack.CUDA_MANAGED)
+
+
+def _cast(t: Tensor, dtype: DTypeLike | None, who: str) -> Tensor:
+    """``t`` itself, or cast to ``dtype`` as NumPy casts."""
+    if dtype is None or _device_dtype(dtype, who) == t.dtype:
+        return t
+    with cast_warnings():
+        return _upload(t.numpy().astype(_device_dtype(dtype, who)), t.device)
 
 
 def _uploaded(arr: np.ndarray, dev: Device, who: str) -> Tensor:
@@ -156,8 +178,9 @@ def _new(dev: Device, dims: tuple[int, ...], dt: np.dtype[Any], who: str) -> Ten
 
 @_documented(_as("TypeError, dmlgpu.DeviceError", "tensor"))
 def asarray(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
-    """``array`` as a Tensor: a Tensor of that dtype on that device as it is (no copy), anything else as
-    tensor() makes it (NumPy's np.asarray on a device).
+    """``array`` as a Tensor: a Tensor of that dtype on that device as it is (no copy), a CUDA tensor of the
+    Device's GPU as from_dlpack(array) makes it (one device copy), anything else as tensor() makes it (NumPy's
+    np.asarray on a device).
 
     Parameters
     ----------
@@ -175,6 +198,8 @@ def asarray(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = Non
     if isinstance(array, Tensor) and (dtype is None or np.dtype(dtype) == array.dtype) and \
             (device is None or as_device(device, "asarray") is array.device):
         return array
+    if _on_cuda(array):
+        return _cast(from_dlpack(array, device=device), dtype, "asarray")
     return tensor(array, dtype, device)
 
 

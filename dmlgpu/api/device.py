@@ -38,6 +38,10 @@ class Device(runtime.Device):
         (0 or 1) if set, else **on**. It costs about 520 MiB of the GPU's memory and the power of working
         clocks while idle (about 125 W against 71 W on an H100); ``hold_clocks=False`` or
         ``DMLGPU_HOLD_CLOCKS=0`` turns it off. Other devices ignore it.
+    exportable : bool or None
+        Allocate memory that CUDA on the same GPU can map (DLPack's kDLCUDA path: dmlgpu.from_dlpack,
+        Tensor.__dlpack__; dmlgpu/runtime/export.py); default: DMLGPU_EXPORTABLE (0 or 1) if set, else on NVIDIA
+        GPUs that have VK_KHR_external_memory_fd (the feature "externalMemoryFd"). True elsewhere: DeviceError.
 
     Raises
     ------
@@ -60,7 +64,7 @@ class Device(runtime.Device):
     def __init__(self, index: int | None = None, *,
                  feature_level: FeatureLevel | str | float | tuple[int, int] = "4.1", memory_limit: int | None = None,
                  direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None,
-                 profile: str | None = None, hold_clocks: bool | None = None):
+                 profile: str | None = None, hold_clocks: bool | None = None, exportable: bool | None = None):
         self.feature_level = FeatureLevel.parse(feature_level)
         # the layer-2 calls planned on this device, by signature; signature -> the buffers its last NumPy-in/out
         # call kept (functions.py)
@@ -68,7 +72,7 @@ class Device(runtime.Device):
         self._kept: dict[tuple[Any, ...], Any] = {}
         self.templates: dict[tuple[Any, ...], Any] = {}  # call templates by signature (call_templates.py)
         super().__init__(index, memory_limit=memory_limit, direct_memory=direct_memory, max_queued=max_queued,
-                         chunk_bytes=chunk_bytes, profile=profile, hold_clocks=hold_clocks)
+                         chunk_bytes=chunk_bytes, profile=profile, hold_clocks=hold_clocks, exportable=exportable)
 
     def empty_cache(self) -> None:
         """Releases the device memory of every cached (free) block, and of the buffers that small

@@ -75,7 +75,9 @@ def host_array(x: Any) -> np.ndarray:
     if isinstance(x, np.ndarray):
         return x
     if hasattr(x, "__dlpack__"):
-        try:
+        if hasattr(x, "__array__") and hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] not in (1, 3):
+            return np.asarray(x)             # not on the CPU (kDLCPU, kDLCUDAHost): its own conversion (a dmlgpu
+        try:                                 # Tensor's download), no capsule made for nothing
             return np.from_dlpack(x)
         except (BufferError, RuntimeError, TypeError, ValueError) as e:
             try:

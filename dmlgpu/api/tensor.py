@@ -205,6 +205,30 @@ class Tensor:
         arr = self.numpy()
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """DLPack's export (the array API standard's protocol): a PyCapsule of the Tensor's data for
+        ``np.from_dlpack(t)``, ``torch.from_dlpack(t)`` and the like, once the queued work that uses the Tensor
+        has finished; a view where its memory can be shared (kDLCPU on unified memory, kDLCUDA on NVIDIA GPUs
+        with CUDA), else, where a copy is allowed, a host copy; BufferError otherwise and for dtypes DLPack cannot
+        express. The capsule keeps the Tensor alive. Rules: dmlgpu/api/dlpack.py.
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> t = dmlgpu.tensor(np.arange(6, dtype=np.int16).reshape(2, 3))
+        >>> np.from_dlpack(t[:, ::2], copy=True)
+        array([[0, 2],
+               [3, 5]], dtype=int16)
+        """
+        return _protocols.DLPACK.dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """DLPack's (device type, device id) of the Tensor's data: (1, 0) kDLCPU for host memory, (2, ordinal)
+        kDLCUDA for memory CUDA maps, else (7, device index) kDLVulkan (dmlgpu/api/dlpack.py)."""
+        out: tuple[int, int] = _protocols.DLPACK.dlpack_device(self)
+        return out
+
     def tolist(self) -> Any:
         """The tensor's contents as nested Python lists of Python scalars (numpy().tolist()).
 

@@ -31,6 +31,8 @@ def host_hint(what: str) -> str:
 # dmlgpu/api/indexing.py (advanced indexing, ufunc.at, Tensor.at), set when it is imported: the Tensor's methods
 # reach it here (it imports the Tensor and the layer-2 functions, which import the Tensor)
 INDEXING: Any = None
+# dmlgpu/api/dlpack.py (Tensor.__dlpack__, __dlpack_device__), set when it is imported (it imports the Tensor)
+DLPACK: Any = None
 
 PYTHON_VALUES = (list, tuple, int, float, complex, bool)     # values NumPy's assignment checks one by one
 

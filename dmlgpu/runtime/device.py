@@ -40,7 +40,7 @@ import numpy as np
 
 from ..kernels import spirv, table as kernels
 from ..errors import DeviceError
-from . import host, profiles, transfers
+from . import export, host, profiles, transfers
 from .clocks import ClockHold
 from .launch import Launch, Prepared
 from .discovery import (DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices, kp,
@@ -175,11 +175,15 @@ class Device:
     ``hold_clocks``: keep an NVIDIA GPU at its working clocks while the Device is open (runtime/clocks.py:
     a retained CUDA primary context); default: DMLGPU_HOLD_CLOCKS (0 or 1) if set, else on. ``clock_hold``
     says whether it is held (``clock_hold.state``).
+    ``exportable``: allocate the blocks' memory exportable (kp patch 0026: an opaque fd, VK_KHR_external_memory_fd),
+    so that CUDA on the same GPU can map any Tensor in place (DLPack: runtime/export.py); default:
+    DMLGPU_EXPORTABLE (0 or 1) if set, else on NVIDIA GPUs; only where the device has the feature
+    "externalMemoryFd" (True on a device without it: DeviceError; the variable is then ignored).
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
                  direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None,
-                 profile=None, hold_clocks: bool | None = None):
+                 profile=None, hold_clocks: bool | None = None, exportable: bool | None = None):
         listed = devices()
         if index is None:
             index = default_device_index()
@@ -188,10 +192,13 @@ class Device:
         self.profile = profiles.resolve(profile)
         self.physical_info: DeviceInfo = listed[index]
         self.info: DeviceInfo = profiles.apply(listed[index], self.profile)
+        if exportable and export.FEATURE not in self.info.features:
+            raise DeviceError(f"{self.info.name} cannot export its memory (it lacks VK_KHR_external_memory_fd, the "
+                              f"feature {export.FEATURE!r}, or a profile withholds it): exportable=True is not possible")
+        self.exportable = export.exportable_default(self.info) if exportable is None else bool(exportable)
         self.geometry = kernels.geometry(min(self.info.max_workgroup_invocations, self.info.max_workgroup_size[0]))
         if direct_memory is None:
-            env = os.environ.get("DMLGPU_DIRECT_MEMORY", "")
-            direct_memory = self.info.unified_memory if env == "" else env != "0"
+            direct_memory = export.direct_memory_default(self.info)
         elif direct_memory and not self.info.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT):
             raise DeviceError(f"{self.info.name} has no host-visible device memory: direct_memory=True is not possible")
         self.direct_memory = bool(direct_memory)
@@ -219,6 +226,7 @@ class Device:
             self.info.max_per_stage_storage_buffers >= kernels.MOST_STORAGE_BUFFERS
             and self.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES
             and not kernels.SUBGROUP_OPERATIONS & ~self.info.subgroup_operations) else {COPY: True}
+        exported = self.exportable
         flags = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0)
         info = self.info
         self.max_block = min(info.max_storage_buffer_range, info.max_memory_allocation_size or 2**64,
@@ -232,7 +240,8 @@ class Device:
         self.whole_max = self.chunk_bytes if chunk_bytes is not None else self.max_block   # larger: chunked
         self.memory_limit = memory_limit
         self._check_above = min(self.whole_max, self.memory_capacity)  # buffers up to this size fit: unchecked
-        self._allocator = Allocator(lambda size: self._mgr.buffer(size, flags), self._forget, self.max_block,
+        self._allocator = Allocator((lambda size: self._mgr.buffer(size, flags, True)) if exported else
+                                    (lambda size: self._mgr.buffer(size, flags)), self._forget, self.max_block,
                                     memory_limit, self.direct_memory)
         self._pipelines = Pipelines(self._mgr, self.info, self.geometry.suffix,
                                     "" if self.profile.name == "full" else self.profile.name)
@@ -567,6 +576,7 @@ class Device:
                 self._checks = None
                 self.closed = True
                 self.clock_hold.release()
+                self._allocator.unmap_cached(export.unmap)     # CUDA's mappings of cached blocks (runtime/export.py)
                 self._pipelines.clear()
                 self._mgr.destroy()
 
@@ -665,6 +675,8 @@ class Device:
     def _forget(self, block: Block) -> None:
         """Called before a cached block is destroyed: nothing may refer to it afterwards."""
         self._batches.sync_block(block)
+        if block.cuda is not None:
+            export.unmap(block)
         self._pipelines.forget(block)
         self._batches.forget()        # batches that bound it are never submitted again
         self._immediate.clear()

@@ -26,9 +26,10 @@ MIN_CLASS = 256
 class Block:
     """One device buffer: ``tensor`` (the kp buffer), ``size`` (its class, bytes), ``view`` (a uint8 NumPy
     view of its mapped memory, or None when it is not host-visible), ``batch`` (the number of the device's
-    batch of queued runs that last used it: runtime/device.py)."""
+    batch of queued runs that last used it: runtime/device.py), ``cuda`` (its mapping into CUDA, made once:
+    runtime/export.py; None without one)."""
 
-    __slots__ = ("tensor", "size", "view", "batch", "_address")
+    __slots__ = ("tensor", "size", "view", "batch", "_address", "cuda")
 
     def __init__(self, tensor, size: int, mapped: bool):
         self.tensor = tensor
@@ -36,6 +37,7 @@ class Block:
         self.view = tensor.host_view() if mapped else None
         self.batch = 0
         self._address: int | None = None
+        self.cuda: tuple[int, int, int] | None = None      # (CUDA ordinal, external memory, device pointer)
 
     @property
     def address(self) -> int:
@@ -124,6 +126,15 @@ class Allocator:
                 self._destroy(block)
             self.stats["cached_bytes"] -= size * len(blocks)
             blocks.clear()
+
+    def unmap_cached(self, unmap) -> None:
+        """Calls ``unmap(block)`` for every cached block that has a CUDA mapping (the device is closing; blocks in
+        use keep their mappings: another library may still hold them)."""
+        self._drain()
+        for blocks in self._free.values():
+            for block in blocks:
+                if block.cuda is not None:
+                    unmap(block)
 
     def memory_stats(self) -> dict:
         self._drain()

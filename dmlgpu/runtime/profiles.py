@@ -20,10 +20,11 @@ from ..errors import DeviceError
 # The optional features dmlgpu may enable (kp patch 0015), Vulkan's names.
 # "externalMemoryHost" is the extension VK_EXT_external_memory_host (kp patch 0023: host arrays read in place),
 # "pushDescriptor" the extension VK_KHR_push_descriptor (kp patch 0025: kernels bind their buffers without
-# descriptor sets; withheld, every binding allocates and writes a set: runtime/pipelines.py).
+# descriptor sets; withheld, every binding allocates and writes a set: runtime/pipelines.py), "externalMemoryFd"
+# the extension VK_KHR_external_memory_fd (kp patch 0026: buffers exportable to CUDA, DLPack's kDLCUDA path).
 FEATURES = frozenset({"shaderInt64", "shaderInt16", "shaderInt8", "storageBuffer16BitAccess",
                       "storageBuffer8BitAccess", "shaderBufferInt64Atomics", "bufferDeviceAddress",
-                      "externalMemoryHost", "pushDescriptor"})
+                      "externalMemoryHost", "pushDescriptor", "externalMemoryFd"})
 
 # The limits a profile may lower: Vulkan's name -> DeviceInfo's field.
 LIMITS = {"maxComputeWorkGroupInvocations": "max_workgroup_invocations",
@@ -66,6 +67,7 @@ PROFILES = {
     "few-buffers": Profile("few-buffers", limits=(("maxPerStageDescriptorStorageBuffers", 4),)),
     "no-host-import": Profile("no-host-import", frozenset({"externalMemoryHost"})),
     "no-push-descriptors": Profile("no-push-descriptors", frozenset({"pushDescriptor"})),
+    "no-export": Profile("no-export", frozenset({"externalMemoryFd"})),
 }
 
 

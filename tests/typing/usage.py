@@ -121,3 +121,7 @@ dmlgpu.scatter_nd(table, [[1]], table[:1], axis=0)                              
 dmlgpu.scatter_elements(table, [[0]], [[1.0]], order="random")                        # E: No overload variant
 dmlgpu.scatter_nd(table, [[1]], table[:1], out=3)                                     # E: No overload variant
 dmlgpu.ones_like(table, dtype=np.int8, devise=0)                                      # E: Unexpected keyword argument
+reveal_type(dmlgpu.from_dlpack(table))                                                # R: dmlgpu.api.tensor.Tensor
+reveal_type(dmlgpu.from_dlpack(t, device=dev, copy=True))                             # R: dmlgpu.api.tensor.Tensor
+reveal_type(t.__dlpack_device__())                                                    # R: tuple[int, int]
+dmlgpu.from_dlpack([1.0, 2.0])                                                        # E: Argument 1 to "from_dlpack" has incompatible type
