@@ -172,9 +172,10 @@ def test_tensor_indices_checked_on_the_device(dev):
     with pytest.raises(IndexError, match="Tensor\\[\\]"):
         bad.numpy()
     t[dmlgpu.tensor(np.array([0, 7]), device=dev)] = 1.0             # a write: guarded by the device's check
-    with pytest.raises(IndexError, match="^Tensor\\[\\]: index 7 at indices position \\(1, 0\\)"):
-        dev.synchronize()
-    same_bytes(t.numpy(), a)                                            # nothing written
+    for _ in range(2):                                                  # t fails: every read raises
+        with pytest.raises(IndexError, match="^Tensor\\[\\]: index 7 at indices position \\(1, 0\\)"):
+            t.numpy()
+    t.write(a)                                                          # overwritten whole: clean again
     mask = dmlgpu.tensor(a[:, 0] > 7, device=dev)                     # a boolean Tensor: read back
     same_bytes(t[mask].numpy(), a[a[:, 0] > 7])
     t[mask] = -1.0
@@ -275,7 +276,8 @@ def test_jax_at_with_one_index_tensor_runs_on_the_device(dev):
 def test_writes_on_tensor_indices_are_guarded_by_the_device_check(dev, index_dtype):
     """An in-place scatter on Tensor indices under NumPy's rule (t[ids] = v, ufunc.at, scatter_nd(out=t,
     mode="raise")) is queued behind the device's check: nothing is read back, and where an index is bad nothing is
-    written and the IndexError comes at the next synchronize() or read (dmlgpu/plans/index_check.py)."""
+    written and the target fails (every read raises the IndexError until it is overwritten whole:
+    dmlgpu/plans/index_check.py); its bytes are unchanged."""
     a = np.arange(24, dtype=np.float32).reshape(6, 4)
     good = np.array([5, 0, 5, 2]).astype(index_dtype)
     bad = np.array([1, 6, 2, 3]).astype(index_dtype)
@@ -295,9 +297,13 @@ def test_writes_on_tensor_indices_are_guarded_by_the_device_check(dev, index_dty
         ref(want, good.astype(np.int64))
         same_bytes(t.numpy(), want)
         write(t, dmlgpu.tensor(bad, device=dev))
+        for _ in range(2):
+            with pytest.raises(IndexError, match="index 6 at indices position \\(1"):
+                t.numpy()
         with pytest.raises(IndexError, match="index 6 at indices position \\(1"):
-            dev.synchronize()
-        same_bytes(t.numpy(), want)                 # unchanged, and readable
+            write(t, dmlgpu.tensor(good, device=dev))           # a call reading it raises at the call
+        t.write(want)                               # overwritten whole: clean again
+        same_bytes(t.numpy(), want)
         write(t, dmlgpu.tensor(good, device=dev))   # the next call runs as usual
         ref(want, good.astype(np.int64))
         same_bytes(t.numpy(), want)

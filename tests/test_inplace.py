@@ -174,8 +174,9 @@ def test_out_errors_before_any_gpu_work(dev):
     with pytest.raises(ValueError, match=r"^scatter_nd: out is read-only"):
         dmlgpu.scatter_nd(frozen, [[0]], np.ones((1, 4), np.float32), out=frozen, device=dev)
     dmlgpu.scatter_nd(t, _t(dev, np.array([[7]])), upd, out=t, mode="raise")   # in place: guarded by the device's
-    with pytest.raises(IndexError, match=r"^scatter_nd: index 7"):                # check, which reports at the next
-        dev.synchronize()                                                          # synchronize; nothing written
+    with pytest.raises(IndexError, match=r"^scatter_nd: index 7"):                # check: nothing written, and t
+        t.numpy()                                                                  # fails until overwritten whole
+    t.write(data)
     same_bytes(t.numpy(), data)
 
 

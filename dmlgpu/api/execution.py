@@ -225,12 +225,14 @@ def _marked(results, out: Tensor) -> Tensor:
 def _guarded(dev: Device, call: _Call, out: Tensor, idx: Tensor, updates, byte_order: bool, op: str) -> Tensor:
     """A scatter in place on Tensor indices behind the device's check (IndexCheck.guard): the check, the copy of
     the indices that is all out of range where any is bad, the scatter of that copy with mode="drop" (nothing
-    written then), and the report: the IndexError at the next synchronize() or read, ``out`` unchanged."""
+    written then), and the report. ``out`` is the call's target as any checked call's result is: failed where an
+    index is bad (its reads raise the IndexError until it is overwritten whole), its bytes unchanged."""
     assert call.check is not None
     copy = Tensor._wrap(dev.take_buffer(max(4, idx.nbytes)), idx.shape, idx.dtype)
     watch = call.check.guard(dev, idx, copy.buffer)
     run = _run_native if byte_order else _run
     result = run(dev, call._replace(plan=call.guarded, sig=None), out, copy, _bindable(updates), out=out, op=op)
+    watch.results.append(out.buffer)
     call.check.report(dev, idx, watch)
     return result
 

@@ -440,7 +440,7 @@ def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *,
         Node rows, at least one dimension; the dtypes of dmlgpu.scatter_nd's reductions.
     src, dst : array_like or Tensor
         1-D integers of one length (the edges): rows of ``x`` and of the output, in ``[-n, n)`` (negative: from
-        the end). Or ``src`` an EdgeGroups and ``dst`` None.
+        the end). Or ``src`` an EdgeGroups and ``dst`` None (or the reduction: ``gather_scatter(x, groups, "max")``).
     reduction : str
         "add", "mean", "min", "max" or "mul" (or PyTorch's "sum", "prod", "amin", "amax").
     out : Tensor or np.ndarray, optional
@@ -488,6 +488,8 @@ def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *,
            [ 3., 30.]], dtype=float32)
     """
     name = "gather_scatter"
+    if isinstance(src, EdgeGroups) and isinstance(dst, str):    # gather_scatter(x, groups, "max"): the groups hold
+        dst, reduction = None, dst                                # the targets, so the third argument is the reduction
     try:
         if not isinstance(reduction, str) or reduction not in _GS_REDUCTIONS:
             raise ValueError(f"reduction must be one of {', '.join(map(repr, _GS_REDUCTIONS))}, not {reduction!r}")

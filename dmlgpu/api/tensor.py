@@ -463,7 +463,8 @@ class Tensor:
         views); where several indices select one element, the last value in row-major order wins, on every
         device. Out-of-range indices raise IndexError and leave ``t`` unchanged: NumPy indices before any GPU
         work; a Tensor's are checked on the device, and the check guards the scatter (nothing is written where one
-        is bad; the IndexError at the next synchronize() or read: dmlgpu/plans/index_check.py). A key with several
+        is bad, and ``t`` then fails: its reads raise the IndexError until it is overwritten whole, as
+        dmlgpu/plans/index_check.py says). A key with several
         index arrays of which one is a Tensor, or a boolean Tensor, is read back first, as for reads.
 
         Examples

@@ -34,8 +34,8 @@ caller sees when an index is out of range:
 A scatter in place (``out=`` its data: ``t[ids] = v``, ``np.add.at``, ``scatter_nd(t, ..., out=t)``) is guarded
 instead (guard): the check, then a copy of the indices in which every index is replaced by one out of range
 when any is bad, which the scatter reads with mode="drop": it writes nothing unless every index is good, and
-the IndexError comes at the device's next ``synchronize()`` (the target is not failed: it keeps its data and
-reads as it was).
+the target is failed as any checked call's ``out=`` is (above: every read raises until it is overwritten whole),
+its bytes unchanged.
 
 Where the device cannot check (an index tensor held in several blocks, or of 2^32 - 1 elements or more, or
 one whose type's largest value lies inside a dimension), the indices are read back and checked on the host
