@@ -130,6 +130,12 @@ def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
 def check_out(op: str, out, data, operands: tuple, dev: Device) -> None:
     """The checks of ``out`` that need no plan: a Tensor of ``dev`` or a NumPy array (writable; only where
     the call returns a NumPy array), else TypeError / DeviceError naming ``op``."""
+    check_out_kind(op, out, dev, dev.active_recording() is not None or
+                   any(isinstance(o, Tensor) for o in (data,) + operands))
+
+
+def check_out_kind(op: str, out, dev: Device, as_tensor: bool) -> None:
+    """check_out's checks for a call that returns a Tensor (``as_tensor``) or a NumPy array."""
     if isinstance(out, Tensor):
         if out.device is not dev:                   # (two Device objects of one GPU: arguments.other_device)
             raise DeviceError(f"{op}: out is a Tensor of " + (
@@ -137,7 +143,7 @@ def check_out(op: str, out, data, operands: tuple, dev: Device) -> None:
                 f"device {out.device.info.index} ({out.device.info.name}); the call runs on device {dev.info.index} "
                 f"({dev.info.name})"))
     elif isinstance(out, np.ndarray):
-        if dev.active_recording() is not None or any(isinstance(o, Tensor) for o in (data,) + operands):
+        if as_tensor:
             raise TypeError(f"{op}: out is a NumPy array, but the call returns a Tensor (an operand is a Tensor, "
                             f"or it is recorded): pass a Tensor as out, or read the result with numpy()")
         if not out.flags.writeable:

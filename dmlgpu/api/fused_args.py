@@ -10,6 +10,7 @@ import numpy as np
 from .arguments import _device, _host_array, named
 from .constructors import empty, tensor
 from .device import Device
+from .execution import check_out_kind
 from ..errors import DeviceError
 from .tensor import DeviceLike, Tensor
 
@@ -114,17 +115,7 @@ def _identity(reduction: str, dtype: np.dtype) -> Any:
 def _checked_out(name: str, out: Any, shape: tuple, dtype: np.dtype, dev: Device, as_tensor: bool) -> None:
     if out is None:
         return
-    if isinstance(out, Tensor):
-        if out.device is not dev:
-            raise DeviceError(f"{name}: out is a Tensor of another device than the call's")
-    elif isinstance(out, np.ndarray):
-        if as_tensor:
-            raise TypeError(f"{name}: out is a NumPy array, but the call returns a Tensor (an operand is a Tensor, "
-                            f"or it is recorded): pass a Tensor as out")
-        if not out.flags.writeable:
-            raise ValueError(f"{name}: out is read-only")
-    else:
-        raise TypeError(f"{name}: out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
+    check_out_kind(name, out, dev, as_tensor)
     if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
         raise ValueError(f"{name}: out has shape {tuple(out.shape)} and dtype {out.dtype}; the result has shape "
                          f"{tuple(shape)} and dtype {dtype}")
