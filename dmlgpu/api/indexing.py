@@ -44,6 +44,7 @@ from ..errors import DeviceError
 from ..plans import ops
 from ..plans.index_map import Dim, IndexMap, Layout
 from ..plans.plan import GatherPlan, ScatterPlan
+from ..plans.reduction_args import kernel_for
 from ..runtime import as_bytes
 
 WHO = "Tensor[]"
@@ -127,7 +128,7 @@ def _same_device(t: Tensor, entries: list, who: str) -> None:
             try:
                 _device(who, t.device, None, v)
             except DeviceError as e:
-                raise DeviceError(f"{who}: {e}".replace("dmlgpu.tensor(indices", "dmlgpu.tensor(index")) from None
+                raise DeviceError(f"{who}: {e}") from None
 
 
 def _int64(a: np.ndarray) -> np.ndarray:
@@ -137,13 +138,31 @@ def _int64(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
+def _in_range(a: np.ndarray, n: int, axis: int, who: str) -> np.ndarray:
+    """Integer indices ``a`` into a dimension of size ``n`` (``axis``), as NumPy reads them: non-negative int64,
+    or IndexError naming ``who`` for the first one outside [-n, n), with its value as given."""
+    v = _int64(a)
+    bad = (v < -n) | (v >= n)
+    if bad.any():
+        value = int(v.reshape(-1)[int(np.argmax(bad.reshape(-1)))])
+        if a.dtype == np.uint64 and value < 0:
+            value += 2**64
+        raise IndexError(f"{who}: index {value} is out of bounds for axis {axis} with size {n}")
+    return np.where(v < 0, v + n, v) if (v < 0).any() else v
+
+
+def _consumed(entries: list) -> int:
+    """The dimensions a classified key (_entry) indexes: ints, slices and integer arrays one each, a boolean
+    array as many as it has."""
+    return sum(1 if kind in ("int", "slice", "array") else (v.ndim if kind == "bool" else 0) for kind, v in entries)
+
+
 def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
     """The advanced ``key`` of ``t`` (module docstring); IndexError as NumPy's (too many indices, a boolean
     of the wrong shape, arrays that do not broadcast, a NumPy index out of range), naming ``who``."""
     entries = [_entry(k, who) for k in (key if isinstance(key, tuple) else (key,))]
     _same_device(t, entries, who)
-    consumed = sum(1 if kind in ("int", "slice", "array") else (v.ndim if kind == "bool" else 0)
-                   for kind, v in entries)
+    consumed = _consumed(entries)
     if sum(kind == "ellipsis" for kind, _ in entries) > 1:
         raise IndexError(f"{who}: an index can only have a single ellipsis ('...')")
     if consumed > t.ndim:
@@ -214,17 +233,10 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
                 out_arrays.append(a)
                 continue
             a = a.numpy()          # several arrays are combined on the host (module docstring)
-        v = _int64(np.asarray(a))
-        bad = (v < -n) | (v >= n)
-        if bad.any() and math.prod(bshape):        # (NumPy checks only the indices an element uses)
-            value = int(v.reshape(-1)[int(np.argmax(bad.reshape(-1)))])
-            if a.dtype == np.uint64 and value < 0:
-                value += 2**64
-            raise IndexError(f"{who}: index {value} is out of bounds for axis {ax if ax is not None else vax} with "
-                             f"size {n}")
-        out_arrays.append(np.where(v < 0, v + n, v) if (v < 0).any() else v)
-    if not math.prod(bshape):
-        out_arrays = [np.zeros(np.shape(a), np.int64) for a in out_arrays]
+        if math.prod(bshape):                      # (NumPy checks only the indices an element uses)
+            out_arrays.append(_in_range(np.asarray(a), n, ax if ax is not None else vax, who))
+        else:
+            out_arrays.append(np.zeros(np.shape(a), np.int64))
     at = first_vaxis if adjacent and first_vaxis is not None else 0     # (the group's view axes are consecutive)
     return Key(view, out_arrays, [vax for _, _, vax in arrays], tuple(bshape), at)
 
@@ -306,10 +318,9 @@ def _element_positions(k: Key, u: _Units) -> np.ndarray:
     return np.broadcast_to(full, shape)
 
 
-def _map(k: Key, u: _Units) -> tuple[IndexMap, tuple]:
+def _map(k: Key, u: _Units) -> IndexMap:
     """The index map of the key's elements (dense: the result, packed, in NumPy's order, with ``per`` units an
-    element; data: the view's buffer as units, one index component: the position of each selection) and the
-    result's shape in units."""
+    element; data: the view's buffer as units, one index component: the position of each selection)."""
     rest = [d for d in range(k.view.ndim) if d not in k.axes]
     shape = k.shape + ((u.per,) if u.per > 1 else ())
     dense = Layout.packed(shape).strides
@@ -325,7 +336,7 @@ def _map(k: Key, u: _Units) -> tuple[IndexMap, tuple]:
             d = rest[i if i < k.at else i - nb]
             dims.append(Dim(n, dense[i], u.strides[d], 0))
     units = k.view.buffer.nbytes // u.unit
-    return IndexMap(tuple(dims), ((units, 1),), 0, u.unit), shape
+    return IndexMap(tuple(dims), ((units, 1),), 0, u.unit)
 
 
 @functools.lru_cache(maxsize=256)
@@ -350,7 +361,7 @@ def _gather_positions(k: Key) -> Tensor:
         view = view.copy()
         k = k._replace(view=view)
     u = _units(view)
-    index_map, _ = _map(k, u)
+    index_map = _map(k, u)
     idx = _index_array(_positions(k, u), index_map.tuple_dims[0][0])
     dev = view.device
     out_bytes = math.prod(k.shape) * view.dtype.itemsize
@@ -375,7 +386,6 @@ def _values(t: Tensor, value: Any, shape: tuple, who: str) -> Tensor:
         vshape = value.shape
         if vshape != shape:
             try:
-                np.broadcast_shapes(vshape, shape)
                 if np.broadcast_shapes(vshape, shape) != shape:
                     raise ValueError
             except ValueError:
@@ -425,16 +435,8 @@ def _scatter_key(t: Tensor, k: Key, vals: Tensor, reduction: str, who: str = WHO
                     mode=mode, out=view, key=(mode, reduction, "include_self", "row-major", who), name=who,
                     byte_order=reduction != "none")
         return
-    arrays = [a.numpy() if isinstance(a, Tensor) else a for a in k.arrays]
-    if any(isinstance(a, Tensor) for a in k.arrays):    # (a Tensor into a strided view or along another axis)
-        for i, a in enumerate(arrays):
-            n = view.shape[k.axes[i]]
-            v = _int64(np.asarray(a))
-            if ((v < -n) | (v >= n)).any():
-                bad = int(v.reshape(-1)[int(np.argmax(((v < -n) | (v >= n)).reshape(-1)))])
-                raise IndexError(f"{who}: index {bad} is out of bounds for axis {k.axes[i]} with size {n}")
-            arrays[i] = np.where(v < 0, v + n, v)
-        k = k._replace(arrays=arrays)
+    if k.arrays and isinstance(k.arrays[0], Tensor):     # (the key's one array, a Tensor, into a strided view or another axis)
+        k = k._replace(arrays=[_in_range(k.arrays[0].numpy(), view.shape[k.axes[0]], k.axes[0], who)])
     _scatter_positions(k, vals, reduction)
 
 
@@ -444,7 +446,7 @@ def _scatter_positions(k: Key, vals: Tensor, reduction: str) -> None:
     dev = view.device
     if reduction == "none" and all(s >= 0 for s in view._element_strides()):
         u = _units(view)
-        index_map, _ = _map(k, u)
+        index_map = _map(k, u)
         units = index_map.tuple_dims[0][0]
         idx = _index_array(_positions(k, u), units)
         plan: Any = _plan("scatter", index_map, idx.dtype, u.unit)
@@ -478,9 +480,10 @@ def ufunc_at(ufunc: Any, t: Tensor, key: Any, value: Any = None) -> None:
                         f"np.maximum.at and np.minimum.at (others: run it on t.numpy() and write the result back)")
     if value is None:
         raise TypeError(f"{who}: a binary ufunc needs a second operand (values)")
-    if t.dtype.kind not in "biuf" and t.dtype.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
-        raise TypeError(f"{who}: a Tensor of dtype {t.dtype} has no arithmetic (reductions take bool, integers "
-                        f"and floats)")
+    try:
+        kernel_for(t.dtype, reduction)          # (the reductions' dtype rule: TypeError saying which they take)
+    except TypeError as e:
+        raise TypeError(f"{who}: {e}") from None
     setitem(t, key, value, reduction, who)
 
 
@@ -500,7 +503,7 @@ def _jax_key(t: Tensor, key: Any, mode: str, who: str) -> tuple[Key, np.ndarray 
     _same_device(t, entries, who)
     spans = []                          # (entry position, the axis of t it indexes) of each integer array / int
     axis = 0
-    consumed = sum(1 if kind in ("int", "slice", "array") else (v.ndim if kind == "bool" else 0) for kind, v in entries)
+    consumed = _consumed(entries)
     for pos, (kind, v) in enumerate(entries):
         if kind == "ellipsis":
             axis += t.ndim - consumed
@@ -530,9 +533,7 @@ def _jax_key(t: Tensor, key: Any, mode: str, who: str) -> tuple[Key, np.ndarray 
         if mode in ("fill", "drop"):
             ok = np.broadcast_to((a >= 0) & (a < n), bshape)
             keep = ok if keep is None else keep & ok
-            a = np.clip(a, 0, max(n - 1, 0))
-        else:
-            a = np.clip(a, 0, max(n - 1, 0))
+        a = np.clip(a, 0, max(n - 1, 0))
         fixed[pos] = a if a.ndim else int(a)
     if keep is not None and keep.all():
         keep = None

@@ -166,7 +166,9 @@ class GatherPlan(_MapPlan):
         # units that each read their own random place (SPREAD_UNITS): one per invocation on GPUs; 1- and
         # 2-byte ones only through NARROW, on devices with the feature it needs
         self.spread = self.vec > 0 and self.map.indexed_spread() >= SPREAD_UNITS
-        self.unit_words: Any = self.map.params(self.signed, index_mode=mode, fill=fill) if self.spread else None
+        self.unit_words: Any = None
+        if self.spread:
+            self.one_unit_words()
         self.narrow_feature = kernels.NARROW_FEATURES.get(self.map.unit) if self.spread else None
         if self.narrow_feature:
             self.kernels[NARROW] = kernels.variant("gather", self.map.unit, self.index_bytes, narrow=True)
@@ -187,7 +189,7 @@ class GatherPlan(_MapPlan):
             if self.row_words is not None:
                 return self.row_words, 0
             if self.vec and self.map.count < CPU_VEC_UNITS and self.map.indexed_spread():
-                return self.cpu_unit_words(), 0
+                return self.one_unit_words(), 0
             return self.words, self.vec
         if self.spread and not self.narrow_feature:
             return self.unit_words, 0
@@ -197,8 +199,8 @@ class GatherPlan(_MapPlan):
             return self.words, RUN
         return self.words, self.vec
 
-    def cpu_unit_words(self) -> np.ndarray:
-        """One unit per iteration (CPU devices' small gathers whose units each take their own index)."""
+    def one_unit_words(self) -> np.ndarray:
+        """The words of one unit per iteration (GPUs' spread gathers, CPU devices' small ones), made once."""
         if self.unit_words is None:
             self.unit_words = self.map.params(self.signed, index_mode=self.index_mode, fill=self.fill)
         return self.unit_words
