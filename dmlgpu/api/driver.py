@@ -138,7 +138,7 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         if fill:
             resolve["fill"] = fill
         guarded = None          # mode="raise" in place on Tensor indices: the scatter behind the device's check
-        if check is not None and upd is not None and any(isinstance(x, Tensor) for x in arrays):
+        if check is not None and upd is not None and out is not None and isinstance(idx, Tensor):
             guarded = ops.PLANS[op](*sig.plan_args, index_mode="drop")
         return _Call(ops.PLANS[op](*sig.plan_args, **resolve), sig.out_shape, check, guarded=guarded)
 
