@@ -310,8 +310,12 @@ class _FakeTorch:
             bounds = list(offsets.a) + [ids.a.size]
             out = np.zeros((len(offsets.a), table.a.shape[1]), table.a.dtype)
             for b in range(len(offsets.a)):
-                for i in ids.a[bounds[b]:bounds[b + 1]]:
-                    out[b] += table.a[i]
+                rows = table.a[ids.a[bounds[b]:bounds[b + 1]]]
+                if mode == "max":
+                    out[b] = rows.max(axis=0) if len(rows) else 0
+                    continue
+                for row in rows:
+                    out[b] += row
                 if mode == "mean" and bounds[b + 1] > bounds[b]:
                     out[b] /= out.dtype.type(bounds[b + 1] - bounds[b])
             return T(out, table.dtype)
@@ -346,7 +350,8 @@ def test_apps_torch_path_on_a_fake(fake_torch):
                                                                              .default_rng(0), False).torch)
         assert r["peer"]["gpu_us"] is not None
     det = [r for r in results["rows"] if "peer_deterministic" in r]
-    assert [r["workload"] for r in det] == ["gnn-scatter-add", "gnn-scatter-add-np.add.at", "message-passing"] and \
+    assert [r["workload"] for r in det] == ["gnn-scatter-add", "gnn-scatter-add-np.add.at", "message-passing",
+                                              "message-passing-fixed-point"] and \
         det[0]["peer_deterministic"]["median_us"] > 0
     assert "torch 0-fake (CUDA fake, fake GPU)" in apps.render(results)
 

@@ -429,7 +429,10 @@ def embedding_bag(scale, rng, mode: str) -> App:
     offsets = np.arange(bags, dtype=np.int64) * BAG_IDS
 
     def numpy(a):
-        summed = np.add.reduceat(np.take(a["table"], a["ids"], axis=0), a["offsets"], axis=0)
+        rows = np.take(a["table"], a["ids"], axis=0)
+        if mode == "max":
+            return np.maximum.reduceat(rows, a["offsets"], axis=0)
+        summed = np.add.reduceat(rows, a["offsets"], axis=0)
         return summed if mode == "sum" else (summed / np.float32(BAG_IDS)).astype(np.float32)
     return App(f"embedding-bag-{mode}", "embedding bags",
                f"{bags} bags of {BAG_IDS} Zipf(1.1) ids from [{rows}, {BAG_WIDTH}] float32 "
@@ -445,7 +448,7 @@ def embedding_bag(scale, rng, mode: str) -> App:
 MP_WIDTH = 128      # message passing: rows of 512 B (float32)
 
 
-def message_passing(scale, rng) -> App:
+def message_passing(scale, rng, order: str | None = None) -> App:
     nodes, edges = _n(100_000, scale, 16), _n(1 << 20, scale, 64)
     x = rng.integers(-4, 5, (nodes, MP_WIDTH), dtype=np.int8).astype(np.float32)      # exact sums
     src = rng.integers(0, nodes, edges, dtype=np.int64)
@@ -459,16 +462,16 @@ def message_passing(scale, rng) -> App:
 
     def torch_index_add(a):
         return a["agg"].new_zeros(a["agg"].shape).index_add_(0, a["dst"], a["x"].index_select(0, a["src"]))
-    return App("message-passing", "GNN message passing",
+    return App("message-passing" + (f"-{order}" if order else ""), "GNN message passing",
                f"out[dst] += x[src]: {edges} edges, {nodes} nodes, rows of 512 B (float32 x {MP_WIDTH}; "
                f"small-integer values)",
                {"agg": agg, "x": x, "src": src, "dst": dst},
-               dml=lambda t: dmlgpu.gather_scatter(t["x"], t["groups"]),
+               dml=lambda t: dmlgpu.gather_scatter(t["x"], t["groups"], order=order),
                dml_prepare=lambda t: {**t, "groups": dmlgpu.EdgeGroups(t["src"], t["dst"], nodes,
                                                                        device=t["x"].device)},
                numpy=numpy, torch={"index_select + index_add_": torch_index_add}, deterministic=True,
                note="dmlgpu: gather_scatter with the edges grouped once (EdgeGroups, made before the timed calls, "
-                    "as a GNN keeps its graph's)")
+                    "as a GNN keeps its graph's)" + (f", order={order!r}" if order else ""))
 
 
 # name -> builder(scale, rng, inplace)
@@ -509,8 +512,10 @@ BUILDERS = {
     "gnn-scatter-add-np.add.at": lambda s, r, ip: spelled(gnn_scatter_add(s, r), "gnn-scatter-add-np.add.at", _add_at,
                                                           "dmlgpu: zeros_like + np.add.at(out, dst, msg)"),
     "message-passing": lambda s, r, ip: message_passing(s, r),
+    "message-passing-fixed-point": lambda s, r, ip: message_passing(s, r, "fixed-point"),
     "embedding-bag-sum": lambda s, r, ip: embedding_bag(s, r, "sum"),
     "embedding-bag-mean": lambda s, r, ip: embedding_bag(s, r, "mean"),
+    "embedding-bag-max": lambda s, r, ip: embedding_bag(s, r, "max"),
     "topk-gather": lambda s, r, ip: topk_logits(s, r),
     "pointcloud-gather_nd": lambda s, r, ip: point_cloud(s, r),
     "recommender": lambda s, r, ip: recommender(s, r),
