@@ -341,10 +341,13 @@ def _identity(op, dtype):
 
 
 def embedding_bag(table, ids, offsets=None, mode="sum", per_sample_weights=None, padding_idx=None,
-                  include_last_offset=False):
+                  include_last_offset=False, order="row-major"):
     """PyTorch's F.embedding_bag (table first): each bag's rows (ids equal to ``padding_idx`` skipped) combined one
     by one from its first row ("sum": NumPy's sequential add in the table's dtype; each row first multiplied by its
-    weight, ``w * row``; "mean": the sum, then mean_of once; "max": combine's max); empty bags give zeros."""
+    weight, ``w * row``; "mean": the sum, then mean_of once; "max": combine's max); empty bags give zeros.
+    ``order`` "tree" / "fixed-point" ("sum" and "mean" of float tables; fixed-point: FIXED_FORMATS' types): a
+    bag's rows summed by tree() / by fixed_sum with the fraction bits of ``ids.size * table.shape[1]`` update
+    elements, then mean_of."""
     table, ids = np.asarray(table), np.asarray(ids)
     weights = None if per_sample_weights is None else np.asarray(per_sample_weights)
     if ids.ndim == 2:
@@ -357,18 +360,28 @@ def embedding_bag(table, ids, offsets=None, mode="sum", per_sample_weights=None,
     pad = None if padding_idx is None else padding_idx % table.shape[0]
     op = {"sum": "add", "mean": "add", "max": "max"}[mode]
     out = np.zeros((len(bounds) - 1, table.shape[1]), table.dtype)
+    floats = table.dtype.kind == "f" or table.dtype.name in FIXED_FORMATS
+    if mode == "max" or not floats or order == "fixed-point" and table.dtype.name not in FIXED_FORMATS:
+        order = "row-major"                  # (the same bits in every order)
     for b in range(len(bounds) - 1):
-        acc, n = None, 0
+        acc, rows = None, []
         for r in range(bounds[b], bounds[b + 1]):
             if flat[r] == pad:
                 continue
             row = table[flat[r]]
             if wflat is not None:
                 row = combine("mul", np.asarray(wflat[r]), row)
-            acc = np.array(row, copy=True) if acc is None else combine(op, acc, row)
-            n += 1
-        if acc is not None:
-            out[b] = mean_of(acc, n) if mode == "mean" else acc
+            rows.append(np.array(row, copy=True))
+            acc = rows[0] if acc is None else combine(op, acc, row)
+        if not rows:
+            continue
+        if order == "tree":
+            acc = tree(op, rows)
+        elif order == "fixed-point":
+            fraction = fixed_fraction_bits(table.dtype, flat.size * table.shape[1])
+            acc = np.array([fixed_sum([r[c] for r in rows], table.dtype, fraction) for c in range(table.shape[1])],
+                           table.dtype)
+        out[b] = mean_of(acc, len(rows)) if mode == "mean" else acc
     return out
 
 

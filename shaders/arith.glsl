@@ -11,7 +11,8 @@
 // subnormals), float32 by the device's own add and mul (a device may flush float32 subnormals), float64
 // in software (softfloat64.glsl). min/max compare the bits (no flushing): a NaN operand wins (acc's when
 // both are), and -0 < +0 (IEEE 754-2019 minimum/maximum). NaN results never depend on the device:
-// a NaN operand comes back quieted (acc's first), an invalid operation gives x86's default NaN.
+// a NaN operand comes back quieted (acc's first; float16 add and mul: x's first, as NumPy's float16 loops
+// give it), an invalid operation gives x86's default NaN.
 // bfloat16 and float8 (ELEM_KIND 3-5) give ml_dtypes' bits (its float32 operation, then its rounding):
 // the exact result rounded once to the type (the same bits: 24 >= 2p + 2, and float32 subnormal
 // intermediates are exact sums or round the same way), overflow to infinity (float8_e4m3fn, which has none:
@@ -308,9 +309,9 @@ ELEM_T combine(ELEM_T acc, ELEM_T x) {
     return f32_to_fmt(bits);
 
 #else                                     // float16, float32: NaN operands handled here, not by the device
-#if ELEM_BYTES == 2
-    if (f16_is_nan(acc)) return acc | 0x200u;
+#if ELEM_BYTES == 2                       // (x's NaN first, as NumPy's float16 loops give it)
     if (f16_is_nan(x)) return x | 0x200u;
+    if (f16_is_nan(acc)) return acc | 0x200u;
     float a = uintBitsToFloat(f16_to_f32(acc)), b = uintBitsToFloat(f16_to_f32(x));
 #else
     if (f32_is_nan(acc)) return acc | 0x400000u;

@@ -63,55 +63,14 @@ layout(std430, binding = 3) restrict buffer Slots { uint SLOTS[]; };
 #endif
 #include "index_map.glsl"
 #include "arith.glsl"
+#include "fixed_point.glsl"
 const uint P_SPAN = P_END, P_FX_MODE = P_END + 1u, P_FRAC = P_END + 2u;   // reduction_fixed.py's words
 const uint MODE_EXCLUDE_SELF = 1u, MODE_MEAN = 2u;                          // (reduction.py's MODE_*)
-const uint F_NAN = 1u, F_POS_INF = 2u, F_NEG_INF = 4u;
 #define CODE(t) SLOTS[META_BASE + (t)]
 #define FLAGS(t) SLOTS[META_BASE + PW(P_SPAN) + (t)]
 #define COUNT(t) SLOTS[META_BASE + 2u * PW(P_SPAN) + (t)]
 
 bool include_self() { return (PW(P_FX_MODE) & MODE_EXCLUDE_SELF) == 0u; }
-
-uint special(uint v) {              // the flag of an infinity or NaN, else 0
-    if (fmt_is_nan(v)) return F_NAN;
-    bool inf = FMT_FN == 0 && ((v >> FMT_MB) & FMT_EMASK) == FMT_EMASK && (v & FMT_MMASK) == 0u;
-    return inf ? ((v & FMT_SIGN) != 0u ? F_NEG_INF : F_POS_INF) : 0u;
-}
-
-uint code_of(uint v) {
-    if (special(v) != 0u) return 3u;
-    return (max((v >> FMT_MB) & FMT_EMASK, 1u) << 1) | (v == FMT_SIGN ? 0u : 1u);
-}
-
-uvec2 fixed_of(uint v, uint scale) {  // a finite value as a fixed-point integer at scale exponent ``scale``
-    uint ef = (v >> FMT_MB) & FMT_EMASK;
-    uint sig = ef != 0u ? (v & FMT_MMASK) | (1u << FMT_MB) : v & FMT_MMASK;
-    int k = int(max(ef, 1u)) - int(scale) + int(PW(P_FRAC));
-    uvec2 mag;
-    if (k >= 0) {
-        mag = u64_shl(uvec2(sig, 0u), uint(k));             // k <= P_FRAC: below 2^63
-    } else if (k < -32) {
-        mag = uvec2(0u);                                    // sig < 2^31 < half of 2^-k
-    } else {
-        uint r = uint(-k);                                  // 1 .. 32
-        uint q = r == 32u ? 0u : sig >> r;
-        uint rem = r == 32u ? sig : sig & ((1u << r) - 1u);
-        uint half_ = 1u << (r - 1u);
-        if (rem > half_ || (rem == half_ && (q & 1u) != 0u)) ++q;
-        mag = uvec2(q, 0u);
-    }
-    return (v & FMT_SIGN) != 0u ? u64_sub(uvec2(0u), mag) : mag;
-}
-
-uint float_of(uvec2 s, uint code) {   // the sum at scale exponent code >> 1, rounded once to the element type
-    if (!u64_nz(s)) return code == 2u ? FMT_SIGN : 0u;
-    uint sign = s.y >> 31;
-    uvec2 mag = sign != 0u ? u64_sub(uvec2(0u), s) : s;      // below 2^63
-    uint lz = u64_clz(mag);
-    uvec2 norm = u64_shl(mag, lz);                          // leading bit 63
-    int e = 63 - int(lz) + int(code >> 1) - int(FMT_MB) - int(PW(P_FRAC));
-    return fmt_round(sign, e, (norm.y << 1) | (norm.x >> 31), (norm.x << 1) != 0u);
-}
 
 void raise_code(uint t, uint code) {   // atomicMax, skipped where the slot holds as much already (a stale read
     if (CODE(t) < code)                 // is an older, smaller value: then the atomic runs)
@@ -154,7 +113,7 @@ void process(OFF_T i) {
         atomicAdd(COUNT(t), 1u);
 #elif STAGE == 2
     uint u = LOAD_UNIT(DENSE, o.dense);
-    uvec2 f = special(u) != 0u ? uvec2(0u) : fixed_of(u, CODE(t) >> 1);
+    uvec2 f = special(u) != 0u ? uvec2(0u) : fixed_of(u, CODE(t) >> 1, PW(P_FRAC));
 #if COMBINE
     if (t == subgroupBroadcastFirst(t)) {
         uint l0 = subgroupAdd(f.x & 0x3FFFFFu), l1 = subgroupAdd((f.x >> 22) | ((f.y & 0xFFFu) << 10));
@@ -215,16 +174,10 @@ void process(OFF_T i) {
         uint flag = special(own);
         flags |= flag;
         if (flag == 0u)
-            s = u64_add(s, fixed_of(own, code >> 1));
+            s = u64_add(s, fixed_of(own, code >> 1, PW(P_FRAC)));
         ++n;
     }
-    uint r;
-    if ((flags & F_NAN) != 0u || flags == (F_POS_INF | F_NEG_INF))
-        r = FMT_QNAN | FMT_SIGN;
-    else if (flags != 0u)
-        r = (FMT_EMASK << FMT_MB) | (flags == F_NEG_INF ? FMT_SIGN : 0u);
-    else
-        r = float_of(s, code);
+    uint r = fixed_result(s, code, flags, PW(P_FRAC));
     if ((PW(P_FX_MODE) & MODE_MEAN) != 0u)
         r = mean_of(r, n);
     STORE_UNIT(DATA, t, r);

@@ -22,8 +22,17 @@
 // are read as two words (no 64-bit types): negative ones clamp to 0, large ones to the limit.
 // Element type: ELEM_KIND, ELEM_BYTES (arith.glsl); the operation is a parameter word (not a specialization
 // constant: one module per element type serves every reduction, and the weights' multiply).
+// ORDERS (float types' variants of their own, so the others carry no stack): the scatter orders other than
+// row-major, over each segment's terms in position order (one piece: no MODE_CARRY): MODE_TREE combines the
+// rows in reference.tree's pairwise tree (a stack of complete power-of-two subtrees, merged as a binary counter
+// carries, then folded from the right), then into the base value; MODE_FIXED_POINT (add and mean of float types
+// of at most 4 bytes) sums the base value and the rows as order="fixed-point" does (fixed_point.glsl, PW(P_FRAC)
+// fraction bits: the call's), reading the rows twice: their largest exponent and specials, then their sum.
 #define UNIT ELEM_BYTES
 #define IDX64 0
+#ifndef ORDERS
+#define ORDERS 0
+#endif
 #include "units.glsl"
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
@@ -52,14 +61,18 @@ const uint VEC_ELEMS = 16u / ELEM_BYTES;
 #define OP_MAX 3u
 uint OP;
 #include "arith.glsl"
+#if ORDERS && ELEM_KIND >= 2 && ELEM_BYTES <= 4
+#define FIXED_POINT 1
+#include "fixed_point.glsl"
+#endif
 
 // parameter words (dmlgpu/plans/segment.py's names)
 const uint P_TOTAL = 0u, P_COLS = 1u, P_OP = 2u, P_MODE = 3u, P_OFF_AT = 4u, P_OFF_W = 5u, P_IDS_AT = 6u,
            P_IDS_W = 7u, P_W_AT = 8u, P_FIXED = 9u, P_PAD = 10u, P_ROWS = 11u, P_LIMIT = 12u, P_FIRST = 13u,
-           P_LAST = 14u, P_INIT = 15u, P_EMPTY = 17u;
+           P_LAST = 14u, P_INIT = 15u, P_EMPTY = 17u, P_FRAC = 19u;
 const uint MODE_IDS = 1u, MODE_FIXED = 2u, MODE_WEIGHTS = 4u, MODE_PAD = 8u, MODE_MEAN = 16u, MODE_INIT = 32u,
            MODE_SELF = 64u, MODE_KEEP = 128u, MODE_CARRY = 256u, MODE_FINAL = 512u, MODE_SIGNED = 1024u,
-           MODE_OPEN_END = 2048u;
+           MODE_OPEN_END = 2048u, MODE_TREE = 4096u, MODE_FIXED_POINT = 8192u;
 
 ELEM_T bits_at(uint w) {
 #if ELEM_BYTES == 8
@@ -130,6 +143,87 @@ ELEM_T elem_of(uvec4 v, uint j) {
 #endif
 }
 
+// position r's term for column ``col`` into ``x``: its row's element (times its weight); false where its id is
+// the skipped one (MODE_PAD)
+bool term(uint r, uint mode, uint col, uint op, out ELEM_T x) {
+    uint row = r;
+    if ((mode & MODE_IDS) != 0u) {
+        row = read_id(P[P_IDS_AT] + r * P[P_IDS_W], P[P_IDS_W], (mode & MODE_SIGNED) != 0u, P[P_ROWS]);
+        if ((mode & MODE_PAD) != 0u && row == P[P_PAD])
+            return false;
+    }
+    x = LOAD_UNIT(DATA, row * P[P_COLS] + col);
+    if ((mode & MODE_WEIGHTS) != 0u) {
+        OP = OP_MUL;
+        x = combine(weight(r), x);
+        OP = op;
+    }
+    return true;
+}
+
+// the segment's end (process()'s running value ``acc``, ``have``, ``n`` after its terms): an empty one gets
+// PW(P_EMPTY) or keeps OUT's value (MODE_KEEP); "mean" divides by n
+void finish(uint i, uint mode, ELEM_T acc, bool have, uint n) {
+    if (!have) {
+        if ((mode & MODE_KEEP) == 0u)
+            STORE_UNIT(OUT, i, bits_at(P_EMPTY));
+        return;
+    }
+#if ELEM_KIND >= 2
+    if ((mode & MODE_MEAN) != 0u)
+        acc = mean_of(acc, n);
+#endif
+    STORE_UNIT(OUT, i, acc);
+}
+
+#if ORDERS
+// order "tree" or "fixed-point" over positions [first, last) of output element i, after the base value (acc,
+// have, n: process()'s; one piece)
+void ordered(uint i, uint mode, uint col, uint first, uint last, ELEM_T acc, bool have, uint n) {
+    uint op = OP;
+    ELEM_T x;
+#if FIXED_POINT
+    if ((mode & MODE_FIXED_POINT) != 0u) {
+        uint code = have ? code_of(acc) : 0u, flags = have ? special(acc) : 0u, terms = 0u;
+        for (uint r = first; r < last; ++r)
+            if (term(r, mode, col, op, x)) {
+                code = max(code, code_of(x));
+                flags |= special(x);
+                ++terms;
+            }
+        if (terms == 0u) {                      // no update: the base value kept (or the empty segment's)
+            finish(i, mode & ~MODE_MEAN, acc, have, n);
+            return;
+        }
+        uint frac = P[P_FRAC];
+        uvec2 sum = have && special(acc) == 0u ? fixed_of(acc, code >> 1, frac) : uvec2(0u);
+        for (uint r = first; r < last; ++r)
+            if (term(r, mode, col, op, x) && special(x) == 0u)
+                sum = u64_add(sum, fixed_of(x, code >> 1, frac));
+        finish(i, mode, fixed_result(sum, code, flags, frac), true, n + terms);
+        return;
+    }
+#endif
+    ELEM_T stack[32];                           // complete subtrees of 2^k terms, the oldest (largest) first
+    uint depth = 0u, count = 0u;
+    for (uint r = first; r < last; ++r)
+        if (term(r, mode, col, op, x)) {
+            ++count;
+            for (int k = findLSB(count); k > 0; --k)    // a binary counter's carries: equal subtrees merge
+                x = combine(stack[--depth], x);
+            stack[depth++] = x;
+        }
+    if (count == 0u) {
+        finish(i, mode, acc, have, n);
+        return;
+    }
+    x = stack[--depth];
+    while (depth > 0u)                          // the rest folded from the right
+        x = combine(stack[--depth], x);
+    finish(i, mode, have ? combine(acc, x) : x, true, n + count);
+}
+#endif
+
 // one row's element x combined into the running value (acc, have, n: process()'s)
 #define STEP(x) { ELEM_T x_ = (x); acc = have ? combine(acc, x_) : x_; have = true; ++n; }
 
@@ -168,7 +262,6 @@ void process(uint i) {
         acc = bits_at(P_INIT);
         have = true;
     }
-    uint rows = P[P_ROWS], ids_at = P[P_IDS_AT], ids_w = P[P_IDS_W], pad = P[P_PAD];
     OP = op;
     uint r = first;
     if ((mode & MODE_IDS) == 0u && cols == 1u) {   // segments of scalars: 16 bytes of the segment per load
@@ -180,36 +273,23 @@ void process(uint i) {
                 STEP(elem_of(v, j));
         }
     }
+#if ORDERS
+    if ((mode & (MODE_TREE | MODE_FIXED_POINT)) != 0u) {
+        ordered(i, mode, col, first, last, acc, have, n);
+        return;
+    }
+#endif
     for (; r < last; ++r) {
-        uint row = r;
-        if ((mode & MODE_IDS) != 0u) {
-            row = read_id(ids_at + r * ids_w, ids_w, is_signed, rows);
-            if ((mode & MODE_PAD) != 0u && row == pad)
-                continue;
-        }
-        ELEM_T x = LOAD_UNIT(DATA, row * cols + col);
-        if ((mode & MODE_WEIGHTS) != 0u) {
-            OP = OP_MUL;
-            x = combine(weight(r), x);
-        }
-        OP = op;
-        STEP(x);
+        ELEM_T x;
+        if (term(r, mode, col, op, x))
+            STEP(x);
     }
     if ((mode & MODE_FINAL) == 0u) {          // a piece before the last: the running value, if any
         if (have)
             STORE_UNIT(OUT, i, acc);
         return;
     }
-    if (!have) {
-        if ((mode & MODE_KEEP) == 0u)
-            STORE_UNIT(OUT, i, bits_at(P_EMPTY));
-        return;
-    }
-#if ELEM_KIND >= 2
-    if ((mode & MODE_MEAN) != 0u)
-        acc = mean_of(acc, n);
-#endif
-    STORE_UNIT(OUT, i, acc);
+    finish(i, mode, acc, have, n);
 }
 
 void main() {

@@ -24,7 +24,7 @@ from .fused_args import (EdgeGroups, _U32, _aux, _check_ids, _check_offsets, _ch
                          _narrow, _operand)
 from ..plans import reduction_args as _reduction
 from ..plans.index_check import IndexCheck
-from ..plans.segment import PIECE, SegmentPlan, splits
+from ..plans.segment import PIECE, SegmentPlan, ordered_mode, ordered_runs, splits
 from ..runtime import as_bytes
 from . import signatures
 from .signatures import DeviceLike
@@ -213,8 +213,8 @@ _BAG_MODES = {"sum": "add", "mean": "mean", "max": "max"}
 
 @signatures.embedding_bag
 def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum", per_sample_weights: Any = None,
-                  padding_idx: int | None = None, include_last_offset: bool = False, out: Any = None,
-                  device: DeviceLike = None) -> Any:
+                  padding_idx: int | None = None, include_last_offset: bool = False, order: str | None = None,
+                  out: Any = None, device: DeviceLike = None) -> Any:
     """Sums, averages or takes the maximum of bags of table rows in one pass: PyTorch's
     ``F.embedding_bag(ids, table, offsets, mode=..., per_sample_weights=..., padding_idx=...,
     include_last_offset=...)`` with the table first (as dmlgpu's other functions take their data first).
@@ -229,6 +229,12 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
     padding only) gives zeros, in every mode. One kernel reads each id's row once and writes each bag once
     (shaders/segment.comp: one GPU invocation per bag and column). DirectML has no such operator (no layer-1
     descriptor).
+
+    ``order`` ("sum" and "mean" of float tables) sums each bag as dmlgpu.scatter_nd's reduction orders sum a
+    target's updates: "tree" in reference.tree's pairwise tree of the bag's rows; "fixed-point" as 64-bit
+    fixed-point integers at the bag's largest exponent (the same bits in any order, on any device), its fraction
+    bits set by the call's ids' count times the row's elements (padding entries included); the rows are read twice
+    then. On CPU devices a bag may then hold at most 28,672 ids (DeviceError).
 
     Parameters
     ----------
@@ -250,6 +256,9 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
         An id in ``[-len(table), len(table))`` (negative: from the end) whose entries are skipped.
     include_last_offset : bool
         ``offsets`` has one more entry, the end of the last bag (CSR).
+    order : str, optional
+        None or "row-major" (the bag's order of ids, one by one), "tree" or "fixed-point" (dmlgpu.scatter_nd's
+        orders; "max" and integer tables: the same bits in every order).
     out : Tensor or np.ndarray, optional
         Receives the result (shape ``(bags, table.shape[1])``, the table's dtype); returned.
     device : Device or int, optional
@@ -295,6 +304,7 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
         if not isinstance(mode, str) or mode not in _BAG_MODES:
             raise ValueError(f"mode must be 'sum', 'mean' or 'max', not {mode!r}")
         reduction = _BAG_MODES[mode]
+        order = None if order is None else _reduction.check_order(order)
         table = _operand(table, "table")
         if table.ndim != 2:
             raise ValueError(f"table must have 2 dimensions (rows of embeddings), not shape {table.shape}")
@@ -344,9 +354,18 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
         shape = (bags, dim)
         as_tensor = _is_tensor_call(dev, table, idx, offs, weights, out)
         _checked_out(name, out, shape, table.dtype, dev, as_tensor)
+        if order is not None:
+            _reduction.check(reduction, table.dtype, True, order, name)
+        ordered = ordered_mode(table.dtype, reduction, order)
+        if ordered is not None:
+            longest = fixed if offs is None else positions if isinstance(offs, Tensor) else \
+                int(np.diff(np.concatenate([offs[:bags + 1], [positions]])).max(initial=0))
+            if not ordered_runs(dev, longest):
+                raise DeviceError(f"order {order!r} on a CPU device takes bags of at most {PIECE // 2} ids; a bag "
+                                  f"here may hold {longest} (use order 'row-major', or a GPU)")
         # CPU devices run pieces of positions, which never skip ids: padding entries are dropped first
         open_end = offs is not None and not include_last_offset    # the last bag ends at len(ids)
-        if pad is not None and dev.info.type == "CPU" and positions > PIECE:
+        if pad is not None and dev.info.type == "CPU" and positions > PIECE and ordered is None:
             idx, offs, weights, fixed = _unpadded(dev, idx, offs, weights, bags, include_last_offset, pad)
             pad, open_end, positions = None, False, idx.shape[0]
         if isinstance(offs, np.ndarray):
@@ -362,7 +381,7 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
         w_at = None if w_flat is None else 0 if split else next(words)
         plan = SegmentPlan(table.dtype, reduction, segments=bags, cols=dim, limit=positions, offsets=offsets_at,
                            fixed=fixed, ids=(ids_at, idx_flat.dtype.itemsize // 4), rows=rows, weights=w_at,
-                           pad=pad, open_end=open_end)
+                           pad=pad, open_end=open_end, order=ordered)
         extra = (idx_flat, w_flat if w_flat is not None else idx_flat) if split else ()
         results = _check_tensor_ids(name, dev, idx, rows) if isinstance(idx, Tensor) and positions else None
         result = _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor, extra=extra)
@@ -430,8 +449,10 @@ def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *,
     kernel reads each edge's row of ``x`` once and writes each target row once, the rows combined in edge order,
     from the base value (include_self) or from the first edge's row (shaders/segment.comp: dmlgpu.segment_reduce's
     and dmlgpu.embedding_bag's kernel). order "row-major" (the default) is that order; other orders give the same
-    bits for min, max and integer reductions, and for float add, mul and mean ("tree", "fixed-point") the call
-    runs as the take and scatter_nd above (with their intermediate). DirectML has no such operator (no layer-1
+    bits for min, max and integer reductions; for float add, mul and mean the same kernel combines each target's
+    rows in "tree"'s pairwise tree, or sums them as "fixed-point" does (reading them twice: their exponents, then
+    their sum), with the bits of the scatter_nd above; only on CPU devices, where a target has more than 28,672
+    edges, do those orders run as that take and scatter_nd (with their intermediate). DirectML has no such operator (no layer-1
     descriptor).
 
     Parameters
@@ -529,7 +550,8 @@ def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *,
         shape = (dim,) + tuple(x.shape[1:])
         as_tensor = _is_tensor_call(dev, x, src, dst, w, out) or src is groups
         _checked_out(name, out, shape, x.dtype, dev, as_tensor)
-        if order != "row-major" and _reduction.is_float(x.dtype) and reduction in ("add", "mul", "mean"):
+        ordered = ordered_mode(x.dtype, reduction, order)
+        if ordered is not None and not ordered_runs(dev, groups.longest):
             _check_ids(groups.src, n, "src", "x", low=-n)
             return _unfused(x, groups.src, groups.dst, w, reduction, include_self, order, out, shape, dev, as_tensor)
         if src is groups:
@@ -551,7 +573,7 @@ def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *,
                            offsets=(0, groups.bounds.dtype.itemsize // 4), ids=(ids_at, ids_w), rows=n,
                            weights=None if w is None else 0 if split else at[-1],
                            base=("out" if out is not None else "zeros") if include_self else None,
-                           keep=out is not None and not include_self)
+                           keep=out is not None and not include_self, order=ordered)
         if isinstance(out, np.ndarray):
             np.copyto(out, _run(name, dev, plan, aux, x, shape, x.dtype, None, False, base=out, extra=extra))
             return out
@@ -568,7 +590,8 @@ def _taken(w: Tensor, perm: Any, dev: Device) -> Tensor:
 
 
 def _unfused(x, src, dst, w, reduction, include_self, order, out, shape, dev, as_tensor):
-    """order "tree" / "fixed-point" of float add, mul, mean: take, (weights), scatter_nd, as the contract says."""
+    """order "tree" / "fixed-point" of float add, mul, mean where the one-pass kernel cannot run them (a CPU
+    device's long segments: segment.ordered_runs): take, (weights), scatter_nd, as the contract says."""
     from .functions import gather, scatter_nd
     rows = gather(x, src)
     if w is not None:

@@ -232,6 +232,7 @@ class EdgeGroups:
         self.bounds = _narrow(np.searchsorted(resolved[self.perm], np.arange(dim + 1)))
         self.src, self.dst, self.sorted_src = src, dst, src[self.perm]
         self.dim_size, self.edges = dim, edges
+        self.longest = int(np.diff(self.bounds).max()) if dim else 0     # the most edges of one target
         self._aux: dict = {}           # rows of x -> (aux Tensor, word of the sources)
         self._perm: Tensor | None = None
 

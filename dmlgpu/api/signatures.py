@@ -156,12 +156,13 @@ class Bagging(TypedDict, total=False):
     mode: BagMode
     padding_idx: int | None
     include_last_offset: bool
+    order: Order | None
     device: DeviceLike
 
 
 class EmbeddingBag(Protocol):
     """``f(table, ids, offsets=None, *, mode="sum", per_sample_weights=None, padding_idx=None,
-    include_last_offset=False, out=None, device=None)``: embedding_bag."""
+    include_last_offset=False, order=None, out=None, device=None)``: embedding_bag."""
     @overload
     def __call__(self, table: Any, ids: Any, offsets: Any = None, *, per_sample_weights: Any = None, out: _O,
                  **kw: Unpack[Bagging]) -> _O: ...

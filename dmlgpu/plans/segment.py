@@ -11,6 +11,13 @@ table through ``ids``; ``weights`` multiply each row first (combine(w, row), OP 
 is it are skipped and not counted. Segments with nothing to combine get ``empty`` (bits of the dtype), or keep
 the output's value (``keep``).
 
+Orders (gather_scatter's and embedding_bag's ``order``; float types' ORDERS variants, kernels.SEGMENT_ORDERS):
+"tree" combines each segment's rows in reference.tree's pairwise tree, then into the base value; "fixed-point"
+(add and mean of float types of at most 4 bytes: reduction_fixed.FRACTION_BITS) sums the base value and the rows
+as a scatter's order="fixed-point" sums a target's terms (reduction_fixed.py's contract), with ``fraction`` bits
+(the call's, from its count of update elements): the bits of the scatter it stands for. Either runs in one piece
+(``ordered_runs``).
+
 Plan: one dispatch (CPU devices: one per piece of PIECE positions, the running values carried in the output)
 of segments x columns invocations, lanes along the row, no atomics on values and no sort; every operand of 32-bit
 offsets in one block (DeviceError otherwise: Device._algorithm). The offsets, ids and weights are one buffer of
@@ -32,15 +39,17 @@ import numpy as np
 
 from ..kernels import table as kernels
 from .reduction_args import kernel_for
+from .reduction_fixed import FRACTION_BITS, fraction_bits
 from ..runtime import Buffer, Device, Dispatch
 
 # shaders/segment.comp's parameter words and MODE_ bits
 (P_TOTAL, P_COLS, P_OP, P_MODE, P_OFF_AT, P_OFF_W, P_IDS_AT, P_IDS_W, P_W_AT, P_FIXED, P_PAD, P_ROWS, P_LIMIT,
  P_FIRST, P_LAST, P_INIT) = range(16)
 P_EMPTY = 17
+P_FRAC = 19
 WORDS = 20
 MODE_IDS, MODE_FIXED, MODE_WEIGHTS, MODE_PAD, MODE_MEAN, MODE_INIT, MODE_SELF, MODE_KEEP, MODE_CARRY, MODE_FINAL, \
-    MODE_SIGNED, MODE_OPEN_END = (1 << k for k in range(12))
+    MODE_SIGNED, MODE_OPEN_END, MODE_TREE, MODE_FIXED_POINT = (1 << k for k in range(14))
 PIECE = 57344         # CPU devices: positions per dispatch (llvmpipe ends an invocation's loops after 65535 iterations)
 ALL = 0xFFFFFFFF
 
@@ -53,6 +62,27 @@ def splits(dtype, reduction: str, device: Device) -> bool:
     return stem in kernels.SEGMENT_SPLIT and device.supports(stem + "_split")
 
 
+def ordered_mode(dtype, reduction: str, order: str | None) -> str | None:
+    """The order a segment plan of this dtype and reduction runs with ``order`` (a scatter's: None or "row-major",
+    "tree", "fixed-point"): "tree" or "fixed-point" where it gives other bits than row-major (float add, mul,
+    mean; fixed-point: add and mean of reduction_fixed.FRACTION_BITS' types), else None (row-major: the same
+    bits)."""
+    dtype = np.dtype(dtype)
+    if order not in ("tree", "fixed-point") or dtype.kind != "f" and dtype.name != "bfloat16" and \
+            not dtype.name.startswith("float8"):
+        return None
+    if order == "tree":
+        return order if reduction in ("add", "mul", "mean") else None
+    stem = kernel_for(dtype, reduction).removeprefix("scatter_reduce_").split("_")[0]
+    return order if reduction in ("add", "mean") and stem in FRACTION_BITS else None
+
+
+def ordered_runs(device: Device, longest: int) -> bool:
+    """Whether an ordered plan ("tree", "fixed-point": one piece) whose longest segment has ``longest`` positions
+    runs on ``device`` (CPU devices: each invocation's loops stay below llvmpipe's bound, the rows read twice)."""
+    return device.info.type != "CPU" or 2 * longest <= PIECE
+
+
 def _bits(value, dtype: np.dtype) -> tuple[int, int]:
     """A scalar of ``dtype`` as the kernel's two words (low, high)."""
     raw = int(np.asarray(value, dtype).reshape(1).view(f"u{dtype.itemsize}")[0])
@@ -63,6 +93,8 @@ class SegmentPlan:
     """One segment or bag reduction (module docstring): its kernel and parameter words, worked out once.
 
     ``dtype``, ``reduction`` ("add", "mul", "min", "max", "mean"; bool as the scatter reductions take it);
+    ``order``: ordered_mode's ("tree", "fixed-point") or None; ``elements``: the count of update elements that
+    sets fixed-point's fraction bits (default ``limit * cols``: the positions' elements, skipped ones included);
     ``segments`` x ``cols`` output elements; ``limit``: positions (offsets clamp to it); ``offsets``: (word, words
     per offset) in aux, or None with ``fixed`` positions per segment; ``ids``: (word, words per id) or None (a
     position is a data row); ``rows``: the table's rows (ids clamp below it); ``weights``: their word or None;
@@ -73,9 +105,14 @@ class SegmentPlan:
     def __init__(self, dtype, reduction: str, *, segments: int, cols: int, limit: int,
                  offsets: tuple[int, int] | None = (0, 1), fixed: int = 0, ids: tuple[int, int] | None = None,
                  rows: int = 0, weights: int | None = None, pad: int | None = None, signed: bool = True,
-                 initial=None, empty=None, base: str | None = None, keep: bool = False, open_end: bool = False):
+                 initial=None, empty=None, base: str | None = None, keep: bool = False, open_end: bool = False,
+                 order: str | None = None, elements: int | None = None):
         dtype = np.dtype(dtype)
         self.kernel, self.op = kernels.segment_variant(kernel_for(dtype, reduction))
+        self.ordered = order is not None
+        if order is not None:
+            assert order == ordered_mode(dtype, reduction, order) and initial is None
+            self.kernel += kernels.SEGMENT_ORDERS
         self.invocations = segments * cols
         self.limit = limit
         mode = (MODE_SIGNED if signed else 0) | (MODE_MEAN if reduction == "mean" else 0)
@@ -108,6 +145,12 @@ class SegmentPlan:
         if keep:
             mode |= MODE_KEEP
         words[P_EMPTY:P_EMPTY + 2] = _bits(0 if empty is None else empty, dtype)
+        if order == "tree":
+            mode |= MODE_TREE
+        elif order == "fixed-point":
+            mode |= MODE_FIXED_POINT
+            stem = self.kernel.removeprefix("segment_").removesuffix(kernels.SEGMENT_ORDERS)
+            words[P_FRAC] = fraction_bits(FRACTION_BITS[stem], limit * cols if elements is None else elements)
         self.mode, self.words = mode, words
 
     def pieces(self, device: Device) -> list[np.ndarray]:
@@ -117,7 +160,7 @@ class SegmentPlan:
             words = self.words.copy()
             words[[P_MODE, P_FIRST, P_LAST]] = (self.mode | MODE_FINAL, 0, ALL)
             return [words]
-        assert not self.pad, "pieces of positions never skip ids"
+        assert not self.pad and not self.ordered, "pieces of positions never skip ids, nor run an order"
         out = []
         for first in range(0, self.limit, PIECE):
             words = self.words.copy()
