@@ -329,7 +329,8 @@ ELEM_T combine(ELEM_T acc, ELEM_T x) {
 
 #if ELEM_KIND >= 2
 // Reduction "mean": s / n (n >= 1 updates, counted as dmlgpu/plans/reduction.py says) rounded once to nearest even,
-// by long division in integers (the same bits on every device, subnormals included). A NaN, an infinity,
+// by long division in integers (the same bits on every device, subnormals included; below 2^16 updates, types of
+// at most 4 bytes: three exact 32-bit integer divisions). A NaN, an infinity,
 // a zero, and n == 1 give s itself.
 ELEM_T mean_of(ELEM_T s, uint n) {
     if (n <= 1u || is_nan(s)) return s;
@@ -346,6 +347,20 @@ ELEM_T mean_of(ELEM_T s, uint n) {
     if ((FMT_FN == 0 && ef == FMT_EMASK) || (ef == 0u && m == 0u)) return s;
     uvec2 sig = uvec2(ef == 0u ? m : m | (1u << FMT_MB), 0u);
     int e = int(max(ef, 1u)) - FMT_BIAS - int(FMT_MB);
+#endif
+#if ELEM_BYTES != 8
+    if (n < 0x10000u) {     // three 32-bit divisions: d * 2^32 / n = q1 * 2^32 + q2 * 2^16 + q3 + r3 / n
+        uint lz32 = 31u - uint(findMSB(sig.x));
+        uint d32 = sig.x << lz32;                    // |s| = d32 * 2^(e - lz32), d32's leading bit 31
+        uint q1 = d32 / n, r1 = d32 - q1 * n;
+        uint t2 = r1 << 16, q2 = t2 / n, r2 = t2 - q2 * n;      // (r1, r2 < n < 2^16: no overflow)
+        uint t3 = r2 << 16, q3 = t3 / n, r3 = t3 - q3 * n;
+        uvec2 qq = uvec2((q2 << 16) + q3, q1);      // at least 48 significant bits (q1 >= 2^15)
+        uint l = u64_clz(qq);
+        uvec2 qn = u64_shl(qq, l);                   // leading bit 63: |s| / n = 1.f * 2^(31 + e - lz32 - l)
+        return fmt_round(sign, 31 + e - int(lz32) - int(l) + FMT_BIAS, (qn.y << 1) | (qn.x >> 31),
+                         (qn.x << 1) != 0u || r3 != 0u);
+    }
 #endif
     uint lz = u64_clz(sig);
     uvec2 d = u64_shl(sig, lz);                      // |s| = d * 2^(e - lz), d's leading bit 63

@@ -22,6 +22,8 @@
 // are read as two words (no 64-bit types): negative ones clamp to 0, large ones to the limit.
 // Element type: ELEM_KIND, ELEM_BYTES (arith.glsl); the operation is a parameter word (not a specialization
 // constant: one module per element type serves every reduction, and the weights' multiply).
+// MODE_VEC (rows of a multiple of VEC_ELEMS elements, row-major order): invocation i reduces VEC_ELEMS neighbouring
+// columns (PW(P_TOTAL) = segments x COLS / VEC_ELEMS), reading 16 bytes of each row per load.
 // ORDERS (float types' variants of their own, so the others carry no stack): the scatter orders other than
 // row-major, over each segment's terms in position order (one piece: no MODE_CARRY): MODE_TREE combines the
 // rows in reference.tree's pairwise tree (a stack of complete power-of-two subtrees, merged as a binary counter
@@ -72,7 +74,7 @@ const uint P_TOTAL = 0u, P_COLS = 1u, P_OP = 2u, P_MODE = 3u, P_OFF_AT = 4u, P_O
            P_LAST = 14u, P_INIT = 15u, P_EMPTY = 17u, P_FRAC = 19u;
 const uint MODE_IDS = 1u, MODE_FIXED = 2u, MODE_WEIGHTS = 4u, MODE_PAD = 8u, MODE_MEAN = 16u, MODE_INIT = 32u,
            MODE_SELF = 64u, MODE_KEEP = 128u, MODE_CARRY = 256u, MODE_FINAL = 512u, MODE_SIGNED = 1024u,
-           MODE_OPEN_END = 2048u, MODE_TREE = 4096u, MODE_FIXED_POINT = 8192u;
+           MODE_OPEN_END = 2048u, MODE_TREE = 4096u, MODE_FIXED_POINT = 8192u, MODE_VEC = 16384u;
 
 ELEM_T bits_at(uint w) {
 #if ELEM_BYTES == 8
@@ -227,42 +229,109 @@ void ordered(uint i, uint mode, uint col, uint first, uint last, ELEM_T acc, boo
 // one row's element x combined into the running value (acc, have, n: process()'s)
 #define STEP(x) { ELEM_T x_ = (x); acc = have ? combine(acc, x_) : x_; have = true; ++n; }
 
-void process(uint i) {
-    uint cols = P[P_COLS], mode = P[P_MODE], op = P[P_OP];
+// segment ``seg``'s positions [lo, hi) (of ``segments``)
+uvec2 segment_span(uint seg, uint segments, uint mode) {
     bool is_signed = (mode & MODE_SIGNED) != 0u;
-    uint seg = i / cols, col = i - seg * cols;
-    uint lo, hi;
-    if ((mode & MODE_FIXED) != 0u) {
-        lo = seg * P[P_FIXED];
-        hi = lo + P[P_FIXED];
-    } else {
-        uint limit = P[P_LIMIT];
-        lo = bound(seg, limit, is_signed);
-        bool open_end = (mode & MODE_OPEN_END) != 0u && seg + 1u == P[P_TOTAL] / cols;   // the last: to the limit
-        hi = max(open_end ? limit : bound(seg + 1u, limit, is_signed), lo);
-    }
-    uint first = max(lo, P[P_FIRST]), last = min(hi, P[P_LAST]);
-    ELEM_T acc = bits_at(P_EMPTY);
-    bool have = false;
-    uint n = 0u;
+    if ((mode & MODE_FIXED) != 0u)
+        return uvec2(seg * P[P_FIXED], seg * P[P_FIXED] + P[P_FIXED]);
+    uint limit = P[P_LIMIT];
+    uint lo = bound(seg, limit, is_signed);
+    bool open_end = (mode & MODE_OPEN_END) != 0u && seg + 1u == segments;   // the last: to the limit
+    return uvec2(lo, max(open_end ? limit : bound(seg + 1u, limit, is_signed), lo));
+}
+
+// output element o's running value before positions [first, hi) of its segment [lo, hi): the pieces' before it
+// (MODE_CARRY), else the base value (OUT's, or P_INIT's: a base of zeros not read), else P_INIT's (not counted)
+void start(uint o, uint mode, uvec2 span, uint first, out ELEM_T acc, out bool have, out uint n) {
+    acc = bits_at(P_EMPTY);
+    have = false;
+    n = 0u;
     uint self_n = (mode & MODE_SELF) != 0u ? 1u : 0u;
-    uint before = min(hi, first) - lo;        // positions of the segment in the pieces before
-    if ((mode & MODE_CARRY) != 0u && before != 0u) {   // their running value
-        acc = LOAD_UNIT_ATOMIC(OUT, i);       // (1- and 2-byte elements: neighbours' stores share its word)
+    uint before = min(span.y, first) - span.x;       // positions of the segment in the pieces before
+    if ((mode & MODE_CARRY) != 0u && before != 0u) {
+        acc = LOAD_UNIT_ATOMIC(OUT, o);       // (1- and 2-byte elements: neighbours' stores share its word)
         have = true;
         n = self_n + before;
-    } else if (self_n != 0u) {                // the base value: OUT's, or P_INIT's (a base of zeros not read)
+    } else if (self_n != 0u) {
         if ((mode & MODE_INIT) != 0u)
             acc = bits_at(P_INIT);
         else
-            acc = LOAD_UNIT_ATOMIC(OUT, i);
+            acc = LOAD_UNIT_ATOMIC(OUT, o);
         have = true;
         n = 1u;
     } else if ((mode & MODE_INIT) != 0u) {
         acc = bits_at(P_INIT);
         have = true;
     }
+}
+
+// MODE_VEC (rows of a multiple of VEC_ELEMS elements, row-major order): invocation i reduces VEC_ELEMS neighbouring
+// columns, reading 16 bytes of each row at a time; each column's elements still combine one by one in position
+// order (the bits of process()).
+void process_vec(uint i) {
+    uint cols = P[P_COLS], mode = P[P_MODE], op = P[P_OP];
+    uint vcols = cols / VEC_ELEMS;
+    uint seg = i / vcols, col = (i - seg * vcols) * VEC_ELEMS, o = seg * cols + col;
+    uvec2 span = segment_span(seg, P[P_TOTAL] / vcols, mode);
+    uint first = max(span.x, P[P_FIRST]), last = min(span.y, P[P_LAST]);
+    ELEM_T acc[VEC_ELEMS];
+    bool have;
+    uint n;
+    for (uint j = 0u; j < VEC_ELEMS; ++j)
+        start(o + j, mode, span, first, acc[j], have, n);
     OP = op;
+    bool weighted = (mode & MODE_WEIGHTS) != 0u;
+    for (uint r = first; r < last; ++r) {
+        uint row = r;
+        if ((mode & MODE_IDS) != 0u) {
+            row = read_id(P[P_IDS_AT] + r * P[P_IDS_W], P[P_IDS_W], (mode & MODE_SIGNED) != 0u, P[P_ROWS]);
+            if ((mode & MODE_PAD) != 0u && row == P[P_PAD])
+                continue;
+        }
+        uvec4 v = DATA4[(row * cols + col) / VEC_ELEMS];
+        ELEM_T w = weighted ? weight(r) : ELEM_T(0u);
+        for (uint j = 0u; j < VEC_ELEMS; ++j) {
+            ELEM_T x = elem_of(v, j);
+            if (weighted) {
+                OP = OP_MUL;
+                x = combine(w, x);
+                OP = op;
+            }
+            acc[j] = have ? combine(acc[j], x) : x;
+        }
+        have = true;
+        ++n;
+    }
+    for (uint j = 0u; j < VEC_ELEMS; ++j) {
+        if ((mode & MODE_FINAL) == 0u) {      // a piece before the last: the running value, if any
+            if (have)
+                STORE_UNIT(OUT, o + j, acc[j]);
+        } else {
+            finish(o + j, mode, acc[j], have, n);
+        }
+    }
+}
+
+void process(uint i) {
+    uint cols = P[P_COLS], mode = P[P_MODE], op = P[P_OP];
+    if ((mode & MODE_VEC) != 0u) {
+        process_vec(i);
+        return;
+    }
+    uint seg = i / cols, col = i - seg * cols;
+    uvec2 span = segment_span(seg, P[P_TOTAL] / cols, mode);
+    uint first = max(span.x, P[P_FIRST]), last = min(span.y, P[P_LAST]);
+    ELEM_T acc;
+    bool have;
+    uint n;
+    start(i, mode, span, first, acc, have, n);
+    OP = op;
+#if ORDERS
+    if ((mode & (MODE_TREE | MODE_FIXED_POINT)) != 0u) {
+        ordered(i, mode, col, first, last, acc, have, n);
+        return;
+    }
+#endif
     uint r = first;
     if ((mode & MODE_IDS) == 0u && cols == 1u) {   // segments of scalars: 16 bytes of the segment per load
         for (; r < last && (r & (VEC_ELEMS - 1u)) != 0u; ++r)
@@ -273,12 +342,6 @@ void process(uint i) {
                 STEP(elem_of(v, j));
         }
     }
-#if ORDERS
-    if ((mode & (MODE_TREE | MODE_FIXED_POINT)) != 0u) {
-        ordered(i, mode, col, first, last, acc, have, n);
-        return;
-    }
-#endif
     for (; r < last; ++r) {
         ELEM_T x;
         if (term(r, mode, col, op, x))

@@ -203,3 +203,61 @@ def test_two_nans_meet_as_numpy_gives_them(dtype, reduction):
                                       order="tree"),
                 ref.gather_scatter(x, [0, 1, 2, 3], [0, 0, 0, 0], reduction, dim_size=1, include_self=False,
                                    order="tree"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
+                                   ml_dtypes.float8_e5m2, np.float64])
+def test_mean_divides_as_the_reference(dtype):
+    """mean_of(s, n) (arith.glsl: three 32-bit divisions below 2^16 updates, long division above) against
+    reference.mean_of for counts around both paths' edges and values of every exponent, subnormals included:
+    segments whose first row holds s and the rest -0."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(zlib.crc32(dtype.name.encode()))
+    counts = [2, 3, 5, 7, 10, 31, 255, 1000, 4097, 65535, 65536, 65537] if dtype.itemsize == 4 else \
+        [2, 3, 7, 31, 255, 4097, 65535, 65536]     # (lavapipe's software bfloat16 and float8 steps are slow)
+    cols = 16
+    finfo = ml_dtypes.finfo(dtype)
+    s = rng.standard_normal((len(counts), cols)) * np.exp2(rng.integers(-30, 30, (len(counts), cols)))
+    s[:6, 0] = float(finfo.smallest_subnormal) * 3
+    s[:, 1] = -float(finfo.max)
+    s = np.clip(s, -float(finfo.max), float(finfo.max)).astype(dtype)
+    data = np.full((sum(counts), cols), -0.0, dtype)          # (s + -0 is s, for s = -0 too)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    data[offsets[:-1]] = s
+    want = np.stack([[ref.mean_of(np.asarray(v), n) for v in row] for row, n in zip(s, counts)]).astype(dtype)
+    assert_bits(dmlgpu.segment_reduce(data, offsets, "mean"), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int8, np.int32])
+def test_rows_of_whole_16_byte_pieces(dtype):
+    """Rows of a multiple of 16 bytes take one invocation per 16 bytes (segment.py's MODE_VEC): each column still
+    combined one by one in position order; weights, padding, include_self, out=, and (CPU devices) pieces."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(zlib.crc32(dtype.name.encode() + b"vec"))
+    cols = 2 * (16 // dtype.itemsize)
+    floats = dtype.kind == "f" or dtype.name == "bfloat16"
+    vals = (lambda shape: _values(rng, shape, dtype)) if floats else \
+        (lambda shape: rng.integers(-100, 100, shape).astype(dtype))
+    table = vals((50, cols))
+    ids = rng.integers(0, 50, 400)
+    offsets = np.array([0, 3, 3, 100, 399], np.int64)
+    w = vals((400,))
+    modes = ("sum", "mean", "max") if floats else ("sum", "max")
+    for mode in modes:
+        for kw in ({}, {"padding_idx": int(ids[2])}, {"per_sample_weights": w} if mode == "sum" else {}):
+            assert_bits(dmlgpu.embedding_bag(table, ids, offsets, mode=mode, **kw),
+                        ref.embedding_bag(table, ids, offsets, mode, **kw))
+    src, dst = _edges(rng, 50, 30, 500)
+    base = vals((30, cols))
+    for reduction in ("add", "max") + (("mean",) if floats else ()):
+        got = base.copy()
+        dmlgpu.gather_scatter(table, src, dst, reduction, out=got)
+        assert_bits(got, ref.gather_scatter(table, src, dst, reduction, out=base))
+        assert_bits(dmlgpu.gather_scatter(dmlgpu.tensor(table), src, dst, reduction, dim_size=30,
+                                          include_self=False),
+                    ref.gather_scatter(table, src, dst, reduction, dim_size=30, include_self=False))
+    long = segment.PIECE + 1000                          # CPU devices: two pieces, the running values carried
+    data = vals((long, cols))
+    offs = np.array([0, 10, long - 5, long], np.int64)
+    for reduction in ("add", "max"):
+        assert_bits(dmlgpu.segment_reduce(data, offs, reduction), ref.segment_reduce(data, offs, reduction))

@@ -18,6 +18,9 @@ as a scatter's order="fixed-point" sums a target's terms (reduction_fixed.py's c
 (the call's, from its count of update elements): the bits of the scatter it stands for. Either runs in one piece
 (``ordered_runs``).
 
+Rows of a multiple of 16 bytes (row-major order) take one invocation per 16 bytes of a row (MODE_VEC: one load
+of each row's piece; each column still combined one by one, in position order).
+
 Plan: one dispatch (CPU devices: one per piece of PIECE positions, the running values carried in the output)
 of segments x columns invocations, lanes along the row, no atomics on values and no sort; every operand of 32-bit
 offsets in one block (DeviceError otherwise: Device._algorithm). The offsets, ids and weights are one buffer of
@@ -30,8 +33,8 @@ Examples
 >>> import numpy as np
 >>> from dmlgpu.plans.segment import SegmentPlan
 >>> p = SegmentPlan(np.float32, "add", segments=3, cols=4, limit=10)
->>> p.kernel, p.op, p.invocations
-('segment_f32', 'add', 12)
+>>> p.kernel, p.op, p.invocations      # (rows of 16 bytes: one invocation per row's 4 columns)
+('segment_f32', 'add', 3)
 """
 from __future__ import annotations
 
@@ -49,7 +52,8 @@ P_EMPTY = 17
 P_FRAC = 19
 WORDS = 20
 MODE_IDS, MODE_FIXED, MODE_WEIGHTS, MODE_PAD, MODE_MEAN, MODE_INIT, MODE_SELF, MODE_KEEP, MODE_CARRY, MODE_FINAL, \
-    MODE_SIGNED, MODE_OPEN_END, MODE_TREE, MODE_FIXED_POINT = (1 << k for k in range(14))
+    MODE_SIGNED, MODE_OPEN_END, MODE_TREE, MODE_FIXED_POINT, MODE_VEC = (1 << k for k in range(15))
+VEC_BYTES = 16        # MODE_VEC: the bytes of a row each invocation reads per load (segment.comp's VEC_ELEMS)
 PIECE = 57344         # CPU devices: positions per dispatch (llvmpipe ends an invocation's loops after 65535 iterations)
 ALL = 0xFFFFFFFF
 
@@ -113,9 +117,12 @@ class SegmentPlan:
         if order is not None:
             assert order == ordered_mode(dtype, reduction, order) and initial is None
             self.kernel += kernels.SEGMENT_ORDERS
-        self.invocations = segments * cols
+        vec = VEC_BYTES // dtype.itemsize       # rows of whole 16-byte pieces: one invocation per piece
+        self.vec = order is None and cols >= vec and cols % vec == 0
+        self.invocations = segments * cols // (vec if self.vec else 1)
         self.limit = limit
-        mode = (MODE_SIGNED if signed else 0) | (MODE_MEAN if reduction == "mean" else 0)
+        mode = (MODE_SIGNED if signed else 0) | (MODE_MEAN if reduction == "mean" else 0) | \
+            (MODE_VEC if self.vec else 0)
         words = np.zeros(WORDS, np.uint32)
         words[[P_TOTAL, P_COLS, P_OP, P_LIMIT]] = (self.invocations, cols, kernels.REDUCE_OPS.index(self.op), limit)
         if offsets is None:
