@@ -72,7 +72,7 @@ def _bench(app):
                             "--out", str(GENERATED)], check=True, stdout=subprocess.DEVNULL)
         return
     env = dict(os.environ, DMLGPU_VALIDATION="0")       # a measurement: without the validation layer's cost
-    subprocess.run([sys.executable, "-m", "dmlgpu", "bench", "--quick", "--quiet", "--out", str(GENERATED.relative_to(ROOT))],
+    subprocess.run([sys.executable, "-m", "dmlgpu", "bench", "--quick", "--repeats", "20", "--quiet", "--out", str(GENERATED.relative_to(ROOT))],
                    check=True, stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
     for name in ("bench.json", "bench.md", "bench.png"):
         if not (GENERATED / name).exists():

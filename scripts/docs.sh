@@ -2,7 +2,7 @@
 # Builds the documentation site (Sphinx, docs/conf.py) into build/docs/html, with warnings as errors: open
 # build/docs/html/index.html. scripts/test.sh runs it after the suite; run it alone after scripts/setup.sh
 # (which installs the docs extra of pyproject.toml). The benchmarks page's plots come from a run of
-# python -m dmlgpu bench --quick made here, on the default device (about 20 s on lavapipe), or from a saved run:
+# python -m dmlgpu bench --quick --repeats 20 made here, on the default device (about 10 s on lavapipe), or from a saved run:
 # DMLGPU_DOCS_BENCH=dmlgpu-bench bash scripts/docs.sh (the folder a run's --out wrote).
 # Extra arguments go to sphinx-build.
 set -euo pipefail
