@@ -18,12 +18,12 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 py="$PWD/.venv/bin/python"
 
-# Python packages: dmlgpu's dependencies, build requirements and test extra (all from pyproject.toml), and
+# Python packages: dmlgpu's dependencies, build requirements, test and docs extras (all from pyproject.toml), and
 # what building kp needs: setuptools, wheel and pybind11 2.12 or later (older ones misread NumPy 2's dtypes).
 reqs=$($py -c 'import tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))
 print("\n".join(p["project"]["dependencies"] + p["build-system"]["requires"] + p["project"]["optional-dependencies"]["test"]
-                + ["pybind11==2.13.6", "setuptools>=64", "wheel"]))')
+                + p["project"]["optional-dependencies"]["docs"] + ["pybind11==2.13.6", "setuptools>=64", "wheel"]))')
 if [ "$(cat .venv/.dmlgpu-requirements 2>/dev/null)" != "$reqs" ]; then
   mapfile -t req_list <<<"$reqs"
   $py -m pip install -q "${req_list[@]}"

@@ -3,7 +3,8 @@
 # package (mypy, configured in pyproject.toml) and runs the whole test suite, the docstrings' examples
 # included (doctests), on the default Vulkan device (lavapipe without a GPU), with the Khronos validation
 # layer (synchronization validation included) on: any message it reports fails the run
-# (DMLGPU_VALIDATION=0 turns it off). Extra arguments go to pytest.
+# (DMLGPU_VALIDATION=0 turns it off), then builds the documentation (scripts/docs.sh: warnings are errors).
+# Extra arguments go to pytest (and skip the slices and the documentation).
 # Without extra arguments it also reruns (in a second process beside the suite, their output after its) the Tensor,
 # transfer and recording tests with DMLGPU_DIRECT_MEMORY=0
 # (the default device then moves bytes through staging, as on discrete GPUs), the queue's tests with eager
@@ -57,7 +58,11 @@ sliced=0
 wait "$slices_pid" || sliced=$?
 echo "== mypy and the slices"
 cat "$log"
-if [ "$suite" -ne 0 ] || [ "$sliced" -ne 0 ]; then
-    echo "test.sh: FAILED (suite exit $suite, mypy or a slice failed: $sliced)"
+# The documentation site, after the suite (its benchmarks page runs python -m dmlgpu bench --quick): warnings are errors.
+echo "== the documentation (scripts/docs.sh)"
+docs=0
+bash scripts/docs.sh || docs=$?
+if [ "$suite" -ne 0 ] || [ "$sliced" -ne 0 ] || [ "$docs" -ne 0 ]; then
+    echo "test.sh: FAILED (suite exit $suite, mypy or a slice failed: $sliced, documentation build exit $docs)"
     exit 1
 fi

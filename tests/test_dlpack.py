@@ -2,7 +2,7 @@
 
 The host path (kDLCPU views of host-mapped Tensors, from_dlpack of CPU producers) runs on lavapipe; under
 DMLGPU_DIRECT_MEMORY=0 the same tests check that no view is handed where the memory is not mapped. The CUDA path
-(kDLCUDA exports through exportable memory, from_dlpack of CUDA tensors, README's embedding example) runs where
+(kDLCUDA exports through exportable memory, from_dlpack of CUDA tensors, docs/guide/interop.md's embedding example) runs where
 PyTorch sees a CUDA device (``torch.cuda.is_available()``) and skips elsewhere."""
 import ctypes
 import gc
@@ -630,21 +630,24 @@ def test_cupy_and_jax_share_memory():
         pytest.skip("neither CuPy nor JAX with a GPU is importable")
 
 
-def _readme_example() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Sharing memory with PyTorch, JAX, CuPy and NumPy (DLPack)"):]
+PAGE = "docs/guide/interop.md"      # its worked example (tests/test_docs.py leaves it to this file)
+
+
+def _page_example() -> str:
+    page = (ROOT / PAGE).read_text()
+    section = page[page.index("### A worked example"):]
     return re.findall(r"```python\n(.*?)```", section, re.S)[0]
 
 
-def test_readme_embedding_example_gives_the_same_bits_twice():
-    """README's worked example: an embedding whose backward accumulates its gradient with dmlgpu's fixed-point
+def test_page_embedding_example_gives_the_same_bits_twice():
+    """docs/guide/interop.md's worked example: an embedding whose backward accumulates its gradient with dmlgpu's fixed-point
     add, in place, into a gradient buffer PyTorch uses as the weight's .grad; three steps, run twice."""
     torch, _, _ = _torch_cuda()
-    code = _readme_example()
+    code = _page_example()
     runs = []
     for _ in range(2):
         ns: dict = {}
-        exec(compile(code, "README.md", "exec"), ns)
+        exec(compile(code, PAGE, "exec"), ns)
         runs.append((ns["weight"].detach().cpu().numpy().tobytes(), ns["grad_torch"].cpu().numpy().tobytes(),
                      ns["losses"]))
         ref = torch.zeros_like(ns["weight"], dtype=torch.float64)          # the last step's gradient, in float64

@@ -1,6 +1,6 @@
 """Device profiles (dmlgpu/runtime/profiles.py): every operator under each profile either matches NumPy or is
-refused with a DeviceError naming the limit or feature, before any GPU work, as README's device feature
-matrix says. Devices are opened with explicit profiles, so this file runs under any DMLGPU_DEVICE_PROFILE;
+refused with a DeviceError naming the limit or feature, before any GPU work, as the device feature
+matrix of docs/guide/devices.md says. Devices are opened with explicit profiles, so this file runs under any DMLGPU_DEVICE_PROFILE;
 scripts/test.sh also runs the gather tests under the minimum profile and the property tests under others."""
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 """A new operator is its plan (a row of ops.PLANS), its function (a shape rule over driver.call) and its export,
-plus a shader and a kernels/table.py row only when no kernel does what it needs (README, "Adding an operator").
+plus a shader and a kernels/table.py row only when no kernel does what it needs (docs/adding-an-operator.md).
 
 The toy operator, ``take_strided(data, indices, step)`` == ``numpy.take(data[::step], indices, axis=0)``, is
 added here through exactly that path, inside the test: a gather through a strided view of data, reusing the
@@ -83,19 +83,19 @@ def test_toy_operator_modes_and_errors(toy):
     assert toy.take_strided(data, np.zeros((0,), np.int32), 2).shape == (0, 2)
 
 
-def _readme_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    return re.search(r"^## Adding an operator\n(.*?)(?=^## )", text, re.M | re.S).group(1)
+def _page() -> str:
+    text = (ROOT / "docs" / "adding-an-operator.md").read_text()
+    return re.search(r"^# Adding an operator\n(.*?)(?=^#|\Z)", text, re.M | re.S).group(1)
 
 
-def test_readme_names_files_that_exist():
-    paths = re.findall(r"`((?:dmlgpu|shaders|tests)/[\w/.]+)`", _readme_section())
+def test_page_names_files_that_exist():
+    paths = re.findall(r"`((?:dmlgpu|shaders|tests)/[\w/.]+)`", _page())
     assert len(paths) >= 5
     assert [p for p in paths if not (ROOT / p).exists()] == []
 
 
-def test_readme_names_at_most_four_files_besides_tests():
-    """The files a new operator touches (the README's numbered list): a shader, its row, its function, its
+def test_page_names_at_most_four_files_besides_tests():
+    """The files a new operator touches (the page's numbered list): a shader, its row, its function, its
     export."""
-    steps = re.findall(r"^\d\. ", _readme_section(), re.M)
+    steps = re.findall(r"^\d\. ", _page(), re.M)
     assert len(steps) == 4

@@ -44,7 +44,7 @@ def numpy_in_numpy_out(a: np.ndarray) -> np.ndarray:              # (mypy --stri
 
 def either(a: np.ndarray | dmlgpu.Tensor) -> None:
     # mypy matches a union whole before it splits it, and a Tensor is an ArrayLike: the NumPy overload is
-    # taken (a Tensor comes back at run time); isinstance() narrows it (README)
+    # taken (a Tensor comes back at run time); isinstance() narrows it (docs/guide/semantics.md)
     reveal_type(dmlgpu.take(a, ids))                              # R: numpy.ndarray
     if isinstance(a, dmlgpu.Tensor):
         reveal_type(dmlgpu.take(a, ids))                          # R: dmlgpu.api.tensor.Tensor
