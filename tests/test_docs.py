@@ -142,6 +142,9 @@ def _check_reductions(ns):
     assert np.array_equal(ns["bags"][1], table[7])     # the mean of [7, 7], id 0 skipped
     assert np.array_equal(ns["agg"], reference.gather_scatter(table, [0, 1, 2], [1, 1, 0], dim_size=2,
                                                               weights=np.float32([0.5, 0.5, 1])))
+    assert np.array_equal(ns["agg_fixed"], reference.gather_scatter(table, [0, 1, 2], [1, 1, 0], dim_size=2,
+                                                                    order="fixed-point"))
+    assert np.array_equal(ns["bag_sums"], reference.embedding_bag(table, [3, 0, 7, 7], [0, 1], order="fixed-point"))
 
 
 def _check_index_modes(ns):
