@@ -279,7 +279,7 @@ def test_put_along_axis_into_an_array_checks_tensor_indices_on_the_device(reads)
 def test_more_checks_than_report_slots_and_two_failures():
     """Past CHECK_SLOTS pending checks the device makes the reports first; synchronize() lists both failed
     calls, and both results stay marked."""
-    from dmlgpu.runtime.device import CHECK_SLOTS
+    from dmlgpu.runtime.checks import CHECK_SLOTS
     dev = dmlgpu.default_device()
     data = dmlgpu.tensor(np.arange(10, dtype=np.float32))
     good = dmlgpu.tensor(np.array([1, 2], np.int64))

@@ -206,7 +206,7 @@ def test_environment_names_the_default_profile(monkeypatch):
     with dmlgpu.Device() as d:
         assert d.profile.name == "no-int64" and "shaderInt64" not in d.features
     with dmlgpu.Device(profile=profiles.PROFILES["full"]) as d:
-        assert d.features == d.physical_info.features and d._admitted is None
+        assert d.features == d.physical_info.features and d.admission.admitted is None
     monkeypatch.setenv("DMLGPU_DEVICE_PROFILE", "no-such")
     with pytest.raises(ValueError, match="no-such"):
         dmlgpu.Device()
