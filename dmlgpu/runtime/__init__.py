@@ -8,7 +8,8 @@ transfers (submit), the batches of queued runs (batch), buffer access (access), 
 other libraries (export: DLPack's views; cuda: the CUDA driver calls it needs) and the Vulkan validation layer
 (validation). May import: errors, kernels."""
 from .buffer import Buffer, as_bytes
-from .device import Device, Marked
+from .checks import Marked
+from .device import Device
 from .encode import COPY, Dispatch
 from .discovery import DeviceInfo, default_device_index, devices
 from .launch import Prepared

@@ -1,6 +1,5 @@
 """The batch of queued eager runs of one device (Submitter.batch: runtime/submit.py): runs that produce device
-Tensors are collected into the open batch, a list of kp ops, and submitted together (runtime/device.py's docstring
-says when). The open batch is recorded into one of two kp Sequences when it is submitted, in one call; a batch
+Tensors are collected into the open batch, a list of kp ops, and submitted together. The open batch is recorded into one of two kp Sequences when it is submitted, in one call; a batch
 whose ops are those that Sequence already holds (a loop of a call and a synchronize) is submitted again
 without recording. At most one batch is in flight: the next one is collected while the GPU runs it, and
 submitting it waits for the one in flight first.
@@ -8,17 +7,35 @@ submitting it waits for the one in flight first.
 Every block records the number of the batch that last used it (``Block.batch``), so what reaches a block
 outside the batches (host reads and writes, staging transfers, fills, destroying it) first waits for the
 batch that uses it (``sync_block``). All methods run under the device's lock.
+
+Queued eager calls: runs that produce device Tensors (``Launch.run(..., queue=True)``) join the device's
+open batch, submitted together when the host needs a result: a host read or write of a buffer the batch
+uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a recording's submission,
+``Device.synchronize()``, or ``max_queued`` runs in the batch; with ``eager_submit`` (an opt-in), also the
+first run queued while no batch is in flight. There is one open batch per device, shared by
+its threads under the device's lock, so the order of the calls is the order in which the threads got the
+lock. A batch submitted because it is full is not waited for: the next one is collected while the GPU runs
+it. The caching allocator may hand a block that a queued run still uses to a later queued run: the batches
+run in submission order on one queue, and the barrier before each dispatch makes earlier reads and writes
+finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host reads
+and writes of mapped memory, staging transfers, fills, destroying it) first waits for the batch that uses
+it.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Sequence
 
+from ..errors import DeviceError
+
 from . import transfers
-from .discovery import HOST_COHERENT, HOST_VISIBLE
+from .discovery import DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE
 from .encode import Dispatch, Encoder, staging_upload
+from .export import direct_memory_default
 from .memory import Block
 from .scratch import Scratch
 
+MAX_QUEUED = 64           # eager runs a batch holds before it is submitted (Device's max_queued default)
 QUEUE_UPLOADS = 1 << 20   # bytes of host data (per batch) that queued runs upload through the batch's own staging
 UPLOAD_OPS = 1024         # the upload copies whose kp ops a batch keeps (Batch.upload)
 
@@ -31,6 +48,20 @@ class Settings:
 
     def __init__(self, max_queued: int, eager_submit: bool, direct_memory: bool) -> None:
         self.max_queued, self.eager_submit, self.direct_memory = max_queued, eager_submit, direct_memory
+
+    @classmethod
+    def resolve(cls, info: Any, max_queued: int | None, direct_memory: bool | None) -> "Settings":
+        """The settings of a device of DeviceInfo ``info`` opened with these arguments (None: the defaults,
+        runtime/device.py's Device says them); ``eager_submit`` from DMLGPU_EAGER_SUBMIT."""
+        if max_queued is None:
+            max_queued = int(os.environ.get("DMLGPU_MAX_QUEUED", MAX_QUEUED))
+        if max_queued < 0:
+            raise ValueError(f"max_queued ({max_queued}) must be 0 (no queueing) or more")
+        if direct_memory is None:
+            direct_memory = direct_memory_default(info)
+        elif direct_memory and not info.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT):
+            raise DeviceError(f"{info.name} has no host-visible device memory: direct_memory=True is not possible")
+        return cls(int(max_queued), os.environ.get("DMLGPU_EAGER_SUBMIT", "0") != "0", bool(direct_memory))
 
 
 class Batch:

@@ -10,18 +10,7 @@
   kernels the device's limits admit;
 - ``checks`` (runtime/checks.py): the device's own checks of queued work and the poison they spread.
 
-Queued eager calls: runs that produce device Tensors (``Launch.run(..., queue=True)``) join the device's
-open batch, submitted together when the host needs a result: a host read or write of a buffer the batch
-uses, a synchronous run (NumPy results, layer-1 execute(), Buffer.read()), a recording's submission,
-``Device.synchronize()``, or ``max_queued`` runs in the batch; with ``eager_submit`` (an opt-in), also the
-first run queued while no batch is in flight. There is one open batch per device, shared by
-its threads under the device's lock, so the order of the calls is the order in which the threads got the
-lock. A batch submitted because it is full is not waited for: the next one is collected while the GPU runs
-it. The caching allocator may hand a block that a queued run still uses to a later queued run: the batches
-run in submission order on one queue, and the barrier before each dispatch makes earlier reads and writes
-finish first (PyTorch's same-stream reuse). What would reach such a block outside the batches (host reads
-and writes of mapped memory, staging transfers, fills, destroying it) first waits for the batch that uses
-it (runtime/batch.py)."""
+When queued eager calls are submitted: runtime/batch.py's docstring."""
 from __future__ import annotations
 
 import atexit
@@ -38,7 +27,7 @@ from . import export, host, profiles
 from .access import Access
 from .batch import Settings
 from .buffer import Buffer, MappedBuffer
-from .checks import Checks, Marked, Watch
+from .checks import Checks, Watch
 from .clocks import ClockHold
 from .discovery import (DEVICE_LOCAL, HOST_COHERENT, HOST_VISIBLE, DeviceInfo, default_device_index, devices,
                         open_manager)
@@ -49,10 +38,6 @@ from .pipelines import Pipelines
 from .recording import Recording
 from .scratch import Admission, Scratch
 from .submit import Submitter
-
-__all__ = ["Device", "Marked", "Watch"]
-
-MAX_QUEUED = 64          # eager runs a batch holds before it is submitted (Device's max_queued default)
 
 _open_devices: "weakref.WeakSet[Device]" = weakref.WeakSet()
 _D = TypeVar("_D", bound="Device")
@@ -123,8 +108,7 @@ class Device:
                               f"feature {export.FEATURE!r}, or a profile withholds it): exportable=True is not possible")
         self.exportable = export.exportable_default(info) if exportable is None else bool(exportable)
         self.geometry = kernels.geometry(min(info.max_workgroup_invocations, info.max_workgroup_size[0]))
-        self.queueing = Settings(_max_queued(max_queued), os.environ.get("DMLGPU_EAGER_SUBMIT", "0") != "0",
-                                 _direct_memory(info, direct_memory))
+        self.queueing = Settings.resolve(info, max_queued, direct_memory)
         self.lock = threading.RLock()
         self._mgr = open_manager(index, self.profile.withheld & self.physical_info.features)
         self.clock_hold = ClockHold(self.physical_info.vendor_id, self.physical_info.device_uuid, hold_clocks)
@@ -174,11 +158,8 @@ class Device:
     zeroed_serial = _held("scratch", "zeroed_serial", "Scratch.zeroed_serial")
     zeroed_clean = _held("scratch", "zeroed_clean", "False after a run that used zeroed scratch failed")
 
-    @property
-    def memory_capacity(self) -> int:
-        """The most bytes of buffers this Device can hold at once: its memory_limit, else the device's largest
-        device-local memory heap."""
-        return self.memory.capacity
+    memory_capacity = property(lambda self: self.memory.capacity, doc="""The most bytes of buffers this Device
+        can hold at once: its memory_limit, else the device's largest device-local memory heap (Memory.capacity)""")
 
     # ---- public ----
     def buffer(self, data: Any = None, nbytes: int | None = None) -> Buffer:
@@ -517,20 +498,3 @@ class Device:
         operation's tensors ``beside`` (bytes)."""
         return self.scratch.zeroed(key, nbytes, beside)
 
-
-def _max_queued(max_queued: int | None) -> int:
-    """Device's ``max_queued``: given, else DMLGPU_MAX_QUEUED, else MAX_QUEUED."""
-    if max_queued is None:
-        max_queued = int(os.environ.get("DMLGPU_MAX_QUEUED", MAX_QUEUED))
-    if max_queued < 0:
-        raise ValueError(f"max_queued ({max_queued}) must be 0 (no queueing) or more")
-    return int(max_queued)
-
-
-def _direct_memory(info: DeviceInfo, direct_memory: bool | None) -> bool:
-    """Device's ``direct_memory``: given (where possible), else the device's default (export.py)."""
-    if direct_memory is None:
-        return bool(export.direct_memory_default(info))
-    if direct_memory and not info.has_memory(DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT):
-        raise DeviceError(f"{info.name} has no host-visible device memory: direct_memory=True is not possible")
-    return bool(direct_memory)
