@@ -4,13 +4,13 @@ checks and from them (Buffer.error), which raise it when read (Device.taint)."""
 from __future__ import annotations
 
 import copy
-import threading
 import weakref
 from typing import Any, Callable, NamedTuple, NoReturn, Sequence
 
 import numpy as np
 
 from .buffer import Buffer
+from .submit import Submitter
 
 CHECK_SLOTS = 256     # checks (Device.watch) that may await their reports at once: the check buffer's slots
 UNREPORTED = 64       # failures that synchronize() lists (past them it counts)
@@ -72,18 +72,14 @@ class Watch(NamedTuple):
 
 
 class Checks:
-    """The checks of one device and their poison. ``lock``: the device's; ``read(buf, offset, nbytes)``: a
-    host read of a buffer's bytes after the work that uses it; ``flush()``: submits the queued work;
-    ``make_buffers(slots)``: the check buffers (watch()); ``slots``: how many checks may await their reports;
-    ``recording()``: the recording of this thread or None. ``tainted``: True while a check awaits its report, a
+    """The checks of one device and their poison: its queue (``queue``: the host reads of the reports, the
+    flush before them, the recording of this thread); ``make_buffers(slots)``: the check buffers (watch());
+    ``slots``: how many checks may await their reports. ``tainted``: True while a check awaits its report, a
     failed buffer lives or a recording is open, so that calls must pass their operands through taint()."""
 
-    def __init__(self, lock: threading.RLock, read: Callable[[Buffer, int, int], np.ndarray],
-                 flush: Callable[[], None], make_buffers: Callable[[int], tuple[Buffer, Buffer]], slots: int,
-                 recording: Callable[[], Any]) -> None:
-        self.lock, self._read, self._flush, self._make_buffers = lock, read, flush, make_buffers
+    def __init__(self, queue: Submitter, make_buffers: Callable[[int], tuple[Buffer, Buffer]], slots: int) -> None:
+        self.queue, self.lock, self._make_buffers = queue, queue.lock, make_buffers
         self.slots = min(CHECK_SLOTS, slots)
-        self.recording = recording
         self.watched: list[Watch] = []   # watch()'s checks whose reports are not made yet, by slot
         self.tainted = False
         self.failed: weakref.WeakSet[Buffer] = weakref.WeakSet()   # the failed buffers alive
@@ -111,7 +107,7 @@ class Checks:
         host read of them raises it, and synchronize() raises it once if no read has."""
         with self.lock:
             if len(self.watched) == self.slots:     # every slot awaits its report: make them first
-                self._flush()
+                self.queue.flush()
                 self.report()
             if self.buffers is None:
                 self.buffers = self._make_buffers(self.slots)
@@ -128,7 +124,7 @@ class Checks:
         if not self.watched:
             return
         watched, self.watched = self.watched, []
-        words = self._read(watched[0].reports, 0, 16 * len(watched)).view(np.uint32)
+        words = self.queue.read_bytes(watched[0].reports, 0, 16 * len(watched)).view(np.uint32)
         failed: list[tuple[Marked, BaseException]] = []
         for watch in watched:
             mark = watch.results
@@ -200,7 +196,7 @@ class Checks:
                     bits |= buf.lineage
         if self.recordings:
             with self.lock:
-                rec = self.recording()
+                rec = self.queue.recording()
                 if rec is not None and any(buf is not None for buf in reads):   # (a host write runs now)
                     rec._flow(tuple(reads), out, whole)
                     return None
@@ -272,7 +268,7 @@ class Checks:
                 self.report()
             if buf.error is not None:
                 self.raise_failure(buf)
-            return self._read(buf, offset, nbytes)
+            return self.queue.read_bytes(buf, offset, nbytes)
 
     def opened(self, rec: Any) -> None:
         """A recording opened (calls note their reads for its runs: taint())."""

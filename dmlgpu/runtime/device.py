@@ -141,8 +141,7 @@ class Device:
         self.admission = Admission(info, self.features, self.profile, self.geometry.suffix)
         self.submitter = Submitter(self.memory, self.encoder, self.scratch, self.admission, self.queueing,
                                    self.read_range, lambda: bool(self.checks.watched))
-        self.checks = Checks(self.lock, self.submitter.read_bytes, self.submitter.flush, self._check_buffers,
-                             self.chunk_bytes // 16, self.submitter.recording)
+        self.checks = Checks(self.submitter, self._check_buffers, self.chunk_bytes // 16)
         self.access = self.memory.io = Access(self.submitter, self.checks, self.forget)
         self.dummy = Buffer(self.memory, 4)
         self._pipelines.placeholder = self.dummy._block.tensor    # push-descriptor bases bind it
