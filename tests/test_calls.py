@@ -176,7 +176,7 @@ def test_a_batch_like_the_last_is_submitted_again_and_sees_new_data(dev):
         del out                         # the result's block goes back and serves the next call
         out = dmlgpu.gather(t, ids)
         dev.synchronize()
-        held.append(dev._batches.spare_held)    # the ops the Sequence just submitted holds
+        held.append(dev.submitter.batch.spare_held)    # the ops the Sequence just submitted holds
         np.testing.assert_array_equal(out.numpy(), table[new])
     assert any(a is b for a, b in zip(held[2:], held[4:])), "no batch was submitted again as recorded"
 

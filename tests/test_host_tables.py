@@ -116,7 +116,7 @@ def test_large_result_written_in_place(dev, imports, monkeypatch):
     r = dmlgpu.take(small, many, axis=0, device=dev)
     assert r.tobytes() == np.take(small, many, axis=0).tobytes() and _leased(r) and not imports
     dev.empty_cache()                                 # releases the free result buffers
-    assert not dev.__dict__["_host_results"].free
+    assert not vars(dev.memory)["host_results"].free
 
 
 @pytest.mark.parametrize("case", ["row-slice", "unaligned", "strided", "fortran", "odd-bytes"])
@@ -268,7 +268,7 @@ def test_import_cache_follows_the_array(dev):
     assert host.import_array(dev, table[1:], cache=True) is not a              # other bytes: an import of its own
     del table
     gc.collect()
-    assert not dev.__dict__.get("_host_imports") and "block_list" not in a.__dict__
+    assert not vars(dev.memory).get("host_imports") and "block_list" not in a.__dict__
 
 
 def test_imports_split_at_max_allocation(imports):
@@ -277,9 +277,9 @@ def test_imports_split_at_max_allocation(imports):
     import dataclasses
     with dmlgpu.Device(chunk_bytes=MIB) as d:
         _needs_import(d)
-        d.info = dataclasses.replace(d.info, max_memory_allocation_size=2 * MIB + 2 * 4096)
+        d.info = d.memory.info = dataclasses.replace(d.info, max_memory_allocation_size=2 * MIB + 2 * 4096)
         calls = []
-        real = d._mgr
+        real = d.memory.mgr
 
         class Counting:             # counts the allocations (kp's import calls)
             def __getattr__(self, name):
@@ -288,14 +288,14 @@ def test_imports_split_at_max_allocation(imports):
             def import_host_buffers(self, *a):
                 calls.append(a)
                 return real.import_host_buffers(*a)
-        d._mgr = Counting()
+        d.memory.mgr = Counting()
         try:
             table = _table((5 * 4096 + 100, 64), np.float32, 20)      # 5 MiB and a bit: 6 blocks, 3 imports
             ids = np.random.default_rng(21).integers(0, table.shape[0], 3000)
             assert dmlgpu.take(table, ids, axis=0, device=d).tobytes() == np.take(table, ids, axis=0).tobytes()
             assert [n for _, n, _ in calls[:3]] == [2 * MIB, 2 * MIB, table.nbytes - 4 * MIB]
         finally:
-            d._mgr = real
+            d.memory.mgr = real
 
 
 def test_lavapipe_imports_host_memory(device):
@@ -316,7 +316,7 @@ def test_refused_import_falls_back_or_says_why():
     for limit in (None, 2 * MIB):
         with dmlgpu.Device(memory_limit=limit) as d:
             _needs_import(d)
-            real = d._mgr
+            real = d.memory.mgr
 
             class Refusing:
                 def __getattr__(self, name):
@@ -324,7 +324,7 @@ def test_refused_import_falls_back_or_says_why():
 
                 def import_host_buffers(self, *a):
                     raise RuntimeError("vkAllocateMemory refused (a test)")
-            d._mgr = Refusing()
+            d.memory.mgr = Refusing()
             try:
                 if limit is None:
                     got = dmlgpu.take(table, ids, axis=0, device=d)
@@ -334,7 +334,7 @@ def test_refused_import_falls_back_or_says_why():
                                                                  r"\(vkAllocateMemory refused \(a test\)\)"):
                         dmlgpu.take(table, ids, axis=0, device=d)
             finally:
-                d._mgr = real
+                d.memory.mgr = real
 
 
 def test_threads_share_tables(dev):

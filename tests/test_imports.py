@@ -3,8 +3,8 @@ at module level, inside functions and under ``if TYPE_CHECKING:`` (an annotation
 
 - Each folder imports only what its ``__init__`` docstring says it may (``FOLDERS`` below is that rule as data; a
   test checks that the two agree): kernels <- runtime <- plans <- layer1 <- api <- onnx, with errors under all.
-- No circle, but those closed by a module annotating with the class it serves inside its folder (``SERVED_CLASSES``:
-  the runtime Device, the Tensor; issue 38's remaining work). Without the type-checking imports, no circle at all.
+- No circle at all, counting the type-checking imports too (the runtime's Device is composed of parts that know
+  nothing of it: issue 52).
 - Each module imports alone; no module outside dmlgpu/runtime/ uses a private runtime name."""
 import ast
 import pathlib
@@ -28,11 +28,6 @@ FOLDERS = {
 }
 # the top-level modules: what they may import (None: anything; bench/ is the harness over everything)
 TOP = {"__init__": None, "__main__": None, "demo": None, "errors": set(), "reference": {"plans"}}
-
-# the one kind of type-checking import allowed to close a circle, inside one folder: a module of the folder
-# annotating with the class it serves, the runtime Device (the classes it builds: batches, launches, recordings)
-SERVED_CLASSES = {"dmlgpu.runtime.device": "dmlgpu.runtime"}
-
 
 def _modules() -> dict:
     mods = {}
@@ -160,17 +155,11 @@ def test_no_import_circle():
 
 
 def test_no_circle_counting_type_checking_imports():
-    """Counting annotations' imports too, there is no circle but those that SERVED_CLASSES' imports close (a layer
-    annotating with a type of a layer above it, such as the runtime with the Tensor, would make one across
-    folders); each of those imports is still needed (when none is, drop its row)."""
-    graph, run_time = _graph(), _graph(type_checking=False)
-    served = {m: {d for d in deps if d in SERVED_CLASSES and m.startswith(SERVED_CLASSES[d] + ".")
-                  and d not in run_time[m]} for m, deps in graph.items()}
-    rest = {m: deps - served[m] for m, deps in graph.items()}
-    circles = _circles(rest)
+    """Counting annotations' imports too, there is no circle at all (a module annotating with a type of a module
+    that imports it, such as a runtime part with the Device that composes it, or the runtime with the Tensor,
+    would make one): a part receives what it needs (the narrow part, or a Protocol of it), not its owner."""
+    circles = _circles(_graph())
     assert not circles, [sorted(c) for c in circles]
-    for cls in SERVED_CLASSES:
-        assert any(cls in c for c in _circles(graph)), f"nothing closes a circle through {cls}: drop its row"
 
 
 def test_each_module_imports_alone():
@@ -213,7 +202,7 @@ def test_only_the_runtime_uses_its_private_names():
     runtime = [f for f in files if "runtime" in f.relative_to(ROOT).parts]
     others = [f for f in files if f not in runtime]
     private = _private_names(runtime) - _private_names(others)
-    assert {"_run", "_allocator", "_batches", "_local", "_mgr"} <= private   # the check sees the runtime's names
+    assert {"_run", "_pipelines", "_max_groups", "_mgr", "_checked_read"} <= private   # the check sees them
     uses = []
     for f in others:
         for node in ast.walk(ast.parse(f.read_text())):

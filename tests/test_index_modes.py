@@ -10,7 +10,7 @@ import pytest
 
 import dmlgpu
 from dmlgpu.plans import plan
-from dmlgpu.runtime import Device as RuntimeDevice
+from dmlgpu.runtime.submit import Submitter
 
 INDEX_DTYPES = (np.int32, np.int64, np.uint32, np.uint64)
 
@@ -82,13 +82,13 @@ def test_take_modes_from_an_empty_axis():
 def reads(monkeypatch):
     """The buffers the runtime reads to the host, in order."""
     seen = []
-    read = RuntimeDevice._read
+    read = Submitter.read_bytes         # (every host read of a buffer's bytes but a synchronous run's downloads)
 
     def spy(self, buf, offset, nbytes):
         seen.append(buf)
         return read(self, buf, offset, nbytes)
 
-    monkeypatch.setattr(RuntimeDevice, "_read", spy)
+    monkeypatch.setattr(Submitter, "read_bytes", spy)
     return seen
 
 
@@ -279,7 +279,7 @@ def test_put_along_axis_into_an_array_checks_tensor_indices_on_the_device(reads)
 def test_more_checks_than_report_slots_and_two_failures():
     """Past CHECK_SLOTS pending checks the device makes the reports first; synchronize() lists both failed
     calls, and both results stay marked."""
-    from dmlgpu.runtime.device import CHECK_SLOTS
+    from dmlgpu.runtime.checks import CHECK_SLOTS
     dev = dmlgpu.default_device()
     data = dmlgpu.tensor(np.arange(10, dtype=np.float32))
     good = dmlgpu.tensor(np.array([1, 2], np.int64))

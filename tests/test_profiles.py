@@ -182,7 +182,7 @@ def test_shared_memory_limit_below_the_lines_kernel():
         check(d, None, lambda: dmlgpu.scatter_elements(x, e, u, axis=0, device=d),
               reference.scatter_elements(x, e, u, 0))
         with pytest.raises(DeviceError, match="8192"):
-            d._admit([dmlgpu.runtime.Dispatch(kernels.lines_variant(4, 8), (), 1)], ())
+            d.admission.admit([dmlgpu.runtime.Dispatch(kernels.lines_variant(4, 8), (), 1)], lambda: None)
 
 
 @pytest.mark.parametrize("profile, kernel, named", [
@@ -193,10 +193,11 @@ def test_shared_memory_limit_below_the_lines_kernel():
      f"{spirv.requirements('radix_scatter').shared_bytes} bytes of shared memory"),
 ])
 def test_admission_names_the_limit_or_feature(profile, kernel, named):
-    """The runtime's check of a run's kernels (Device._admit) names what the device lacks, before recording."""
+    """The runtime's check of a run's kernels (runtime/scratch.py's Admission.admit) names what the device lacks,
+    before recording."""
     with dmlgpu.Device(profile=profile + ",few-buffers") as d:     # few-buffers: checks on
         with pytest.raises(DeviceError, match=named):
-            d._admit([dmlgpu.runtime.Dispatch(kernel, (), 1)], ())
+            d.admission.admit([dmlgpu.runtime.Dispatch(kernel, (), 1)], lambda: None)
 
 
 def test_environment_names_the_default_profile(monkeypatch):
@@ -206,7 +207,7 @@ def test_environment_names_the_default_profile(monkeypatch):
     with dmlgpu.Device() as d:
         assert d.profile.name == "no-int64" and "shaderInt64" not in d.features
     with dmlgpu.Device(profile=profiles.PROFILES["full"]) as d:
-        assert d.features == d.physical_info.features and d._admitted is None
+        assert d.features == d.physical_info.features and d.admission.admitted is None
     monkeypatch.setenv("DMLGPU_DEVICE_PROFILE", "no-such")
     with pytest.raises(ValueError, match="no-such"):
         dmlgpu.Device()

@@ -224,16 +224,16 @@ def test_repeatable(device):
 # ---- No host round trip ----
 
 class Downloads:
-    """Records every buffer that device._run downloads."""
+    """Records every buffer that the device's synchronous runs download (runtime/submit.py's Submitter.run)."""
 
     def __init__(self, device, monkeypatch):
         self.seen = []
-        run = device._run
+        run = device.submitter.run
 
         def counting(dispatches, uploads=(), downloads=(), queue=False, host_read=False):
             self.seen += list(downloads)
             return run(dispatches, uploads=uploads, downloads=downloads, queue=queue, host_read=host_read)
-        monkeypatch.setattr(device, "_run", counting)
+        monkeypatch.setattr(device.submitter, "run", counting)
 
 
 def _never_read(buf, monkeypatch):

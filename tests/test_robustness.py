@@ -51,7 +51,7 @@ def test_validation_layer_reports_nothing_for_scatters_and_gathers():
 def test_validation_layer_catches_the_scatter_hazard_without_dmlgpus_barrier():
     """The claim and write passes of a scatter depend on each other: with the compute-to-compute barrier
     replaced by Kompute's transfer-to-compute one, synchronization validation reports the hazard."""
-    patch = "runtime.device.BEFORE_DISPATCH = (0x1000, 0x20, 0x1000, 0x800)"
+    patch = "runtime.encode.BEFORE_DISPATCH = (0x1000, 0x20, 0x1000, 0x800)"
     r = _python(_SCATTERS.format(patch=patch), DMLGPU_VALIDATION="1")
     assert r.returncode == 0, r.stderr
     assert "MESSAGES 0" not in r.stdout and "SYNC-HAZARD" in r.stdout, r.stdout
@@ -61,7 +61,7 @@ def test_validation_layer_catches_the_scatter_hazard_without_dmlgpus_barrier():
 def test_validation_messages_outlive_the_next_device():
     """Every Device opens a Vulkan instance of its own, and the layer truncates the log file an instance opens:
     each instance logs to a file of its own, so the first device's messages are still reported."""
-    patch = "runtime.device.BEFORE_DISPATCH = (0x1000, 0x20, 0x1000, 0x800)"
+    patch = "runtime.encode.BEFORE_DISPATCH = (0x1000, 0x20, 0x1000, 0x800)"
     code = _SCATTERS.format(patch=patch).replace('print("MESSAGES"', 'dmlgpu.Device(); dmlgpu.Device()\n    print("MESSAGES"')
     r = _python(code, DMLGPU_VALIDATION="1")
     assert r.returncode == 0, r.stderr

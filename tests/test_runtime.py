@@ -311,7 +311,7 @@ def test_repeated_dispatches_replay_their_recorded_submission():
         ids.write(np.array(new, np.int32))
         results.append((dmlgpu.gather(t, ids).numpy(), table[new]))
         results.append((dmlgpu.gather(t, ids, axis=0).numpy(), table[new]))
-    assert len(staged._replays) >= 1
+    assert len(staged.submitter.replays) >= 1
     for got, want in results:
         assert np.array_equal(got, want)
     staged.empty_cache()                    # destroying blocks forgets the recorded runs that bind them
@@ -322,10 +322,11 @@ def test_repeated_dispatches_replay_their_recorded_submission():
 def test_threads_allocating_tensors_on_one_device(device, monkeypatch):
     # (no parameter buffer leaves the device's cache during the test: one that did could stay alive in a bound
     # algorithm, outside what held() subtracts, after earlier tests have filled the cache)
-    monkeypatch.setattr(dmlgpu.runtime.device, "_PARAMS_CACHE", 1 << 20)
+    monkeypatch.setattr(dmlgpu.runtime.scratch, "PARAMS_CACHE", 1 << 20)
 
     def held():      # bytes of live blocks other than kernel parameter buffers (cached, or kept by call templates)
-        params = {id(b): b for b in [*device._param_buffers.values(), *calls.held(device)] if b is not device.dummy}
+        params = {id(b): b for b in [*device.scratch.param_buffers.values(), *calls.held(device)]
+                  if b is not device.dummy}
         return device.memory_stats()["allocated_bytes"] - sum(b._block.size for b in params.values())
 
     before = held()

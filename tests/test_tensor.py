@@ -324,10 +324,10 @@ def test_copies_are_queued_in_order(dev):
     t = dmlgpu.tensor(table, device=dev)
     ids = dmlgpu.tensor(np.array([3, 9, 14, 0], np.int64), device=dev)
     out = dmlgpu.gather(t, ids)                      # queued
-    before = dev._submissions
+    before = dev.submitter.submissions
     c = out[1:3].copy()                              # queued after it
     d = c[1:].copy()
-    assert dev._submissions == before or not dev.max_queued
+    assert dev.submitter.submissions == before or not dev.max_queued
     same(d, table[[14]])
     same(c, table[[9, 14]])
     same(out[::2], table[[3, 14]])

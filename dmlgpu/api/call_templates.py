@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..plans.index_check import IndexCheck
 from ..plans.plan import CLAIMS as CLAIMS_KEY, block_params
-from ..runtime import COPY, Prepared
+from ..runtime import COPY, Dispatch, Prepared
 from .tensor import Tensor, covers_base
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class Template:
     def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
                  recipes: tuple, check: IndexCheck | None = None, at: int | None = None):
         self.device = device
-        self.steps = steps            # (kernel, workgroups, barrier, slots): Dispatch fields, slots for buffers
+        self.steps = steps            # template Dispatches: slots for buffers, workgroups fixed (runtime/encode.py)
         self.out_shape = out_shape
         self.out_nbytes = out_nbytes
         self.scratch = scratch        # sizes of the scratch buffers, in the order the plan took them
@@ -178,8 +178,8 @@ def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_
                 return
             bound = (len(per_call) + len(recipes),) + bound[1:]
             recipes.append((recipe[0], tuple(None if s is None else slots[s] for s in recipe[1]), recipe[2]))
-        steps.append((d.kernel, d.count if d.kernel == COPY else dev.workgroups(d.count), d.barrier, bound))
-    uses_owner = any(s == CLAIMS for step in steps for s in step[3] if s.__class__ is int)
+        steps.append(Dispatch(d.kernel, bound, d.count, d.barrier, d.wide, groups=dev.workgroups(d.count)))
+    uses_owner = any(s == CLAIMS for step in steps for s in step.buffers if s.__class__ is int)
     out = buffers[2]
     template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),
                         dev.zeroed_serial if uses_owner else None, tuple(recipes), check, at)
@@ -217,7 +217,7 @@ def held(dev: Device) -> list:
     kept = {}
     for t in dev.templates.values():
         for step in (t.template if isinstance(t, _Candidate) else t).steps:
-            for s in step[3]:
+            for s in step.buffers:
                 if s.__class__ is not int:
                     kept[id(s)] = s
     return list(kept.values())

@@ -211,14 +211,14 @@ class IndexCheck:
         ``key`` and queued again on later calls."""
         made = self._steps.get(key)
         if made is not None and made[0] is dev and dev.max_queued:
-            launch.steps(made[1], bound, False, kernels_only=True)  # (the parameters were uploaded when made)
+            launch.steps(made[1], bound, False)  # (the parameters were uploaded when made)
             return
         kernel = kernels.check_variant(key[1].itemsize)
         params = [dev.params(words) for words, _ in passes]
         dispatches = [Dispatch(kernel, (p, *bound), n) for (p, _), (_, n) in zip(params, passes)]
         launch.run(dispatches, uploads=[p for p, fresh in params if fresh], queue=True, host_read=True)
-        self._steps[key] = (dev, tuple((d.kernel, dev.workgroups(d.count), True, (d.buffers[0], 0, 1, 2))
-                                       for d in dispatches))
+        self._steps[key] = (dev, tuple(Dispatch(d.kernel, (d.buffers[0], 0, 1, 2), d.count,
+                                                groups=dev.workgroups(d.count)) for d in dispatches))
 
     def _report(self, shape: tuple, dtype: np.dtype, caller: str | None) -> Callable[[np.ndarray], BaseException | None]:
         """The report of the device check's slot (index_check.comp: the accumulated word, the first bad

@@ -23,7 +23,7 @@ of each row's piece; each column still combined one by one, in position order).
 
 Plan: one dispatch (CPU devices: one per piece of PIECE positions, the running values carried in the output)
 of segments x columns invocations, lanes along the row, no atomics on values and no sort; every operand of 32-bit
-offsets in one block (DeviceError otherwise: Device._algorithm). The offsets, ids and weights are one buffer of
+offsets in one block (DeviceError otherwise: runtime Encoder.encode). The offsets, ids and weights are one buffer of
 32-bit words (``aux``), each part from a word given here: a kernel of four bindings, which every Vulkan device
 binds (dmlgpu/api/fused.py packs them); for the types of kernels.SEGMENT_SPLIT, devices binding six buffers take
 the SPLIT variant, the ids and the weights bound where they are (``splits``).

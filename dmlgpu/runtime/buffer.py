@@ -1,19 +1,14 @@
-"""Device buffers (Buffer: raw bytes in one or several blocks of a device's caching allocator) and kernel
-launches (Dispatch), as the runtime's Device records and runs them."""
+"""Device buffers (Buffer: raw bytes in one or several blocks of a device's caching allocator)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import DeviceError
 from . import transfers
-from .discovery import kp
-from .memory import Block, size_class
-
-if TYPE_CHECKING:
-    from .device import Device
+from .discovery import HOST_COHERENT, HOST_VISIBLE
+from .memory import Block, Memory, Owner, size_class
 
 CANARY = 0x5EEDCAFE      # pattern of the guard words (test mode)
 
@@ -48,7 +43,8 @@ class Buffer:
 
     Parameters
     ----------
-    device : Device
+    memory : Memory
+        The device's part that buffers get (runtime/memory.py); ``device`` is its owner, the Device.
     nbytes : int
         A positive multiple of 4.
     whole : bool
@@ -75,37 +71,38 @@ class Buffer:
     lineage_gen = 0                      # ... this report generation: its reads wait for their reports (None:
                                          # nothing reaches it and it has not failed)
 
-    def __init__(self, device: "Device", nbytes: int, whole: bool = False):
+    def __init__(self, memory: Memory, nbytes: int, whole: bool = False):
         if nbytes <= 0 or nbytes % 4:
             raise ValueError(f"a buffer's size ({nbytes} bytes) must be a positive multiple of 4")
-        if nbytes > device._check_above:
-            device.check_sizes(nbytes)
-        self.device = device
+        if nbytes > memory.check_above:
+            memory.check_sizes(nbytes)
+        self.memory = memory
+        self.device: Owner = memory.owner
         self.nbytes = nbytes
-        self.canary_words = canary = device.canary_words
-        with device.lock:                 # the allocator's lists are shared by the device's threads
-            self.block_list: list[Block] = device._allocator.allocate_span(
-                nbytes + 4 * canary, device.chunk_bytes, None if whole else device.whole_max)
+        self.canary_words = canary = memory.canary_words
+        with memory.lock:                 # the allocator's lists are shared by the device's threads
+            self.block_list: list[Block] = memory.allocator.allocate_span(
+                nbytes + 4 * canary, memory.chunk_bytes, None if whole else memory.whole_max)
         self._block = self.block_list[0]
         self._tensor = self._block.tensor
         self.chunked = len(self.block_list) > 1      # held in several blocks
         if canary:
-            device.fill_buffer(self, CANARY, nbytes, 4 * canary)
+            memory.io.fill_buffer(self, CANARY, nbytes, 4 * canary)
 
     @classmethod
-    def _in_block(cls, device: "Device", nbytes: int) -> "Buffer":
+    def _in_block(cls, memory: Memory, nbytes: int) -> "Buffer":
         """A Buffer of ``nbytes`` in one block, contents undefined, for a caller that holds the device's lock
         and knows that ``nbytes`` is a positive multiple of 4 that one block holds and that the device adds no
         guard words (a call template's results and scratch: their sizes were checked when it was traced)."""
-        return cls._of_class(device, nbytes, size_class(nbytes, device._allocator.max_block))
+        return cls._of_class(memory, nbytes, size_class(nbytes, memory.allocator.max_block))
 
     @classmethod
-    def _of_class(cls, device: "Device", nbytes: int, size: int) -> "Buffer":
-        """``_in_block(device, nbytes)`` for a caller that knows the block size serving ``nbytes``
+    def _of_class(cls, memory: Memory, nbytes: int, size: int) -> "Buffer":
+        """``_in_block(memory, nbytes)`` for a caller that knows the block size serving ``nbytes``
         (memory.size_class)."""
         buf = cls.__new__(cls)
-        buf.device, buf.nbytes, buf.canary_words, buf.chunked = device, nbytes, 0, False
-        block = device._allocator.allocate_class(size, nbytes)
+        buf.memory, buf.device, buf.nbytes, buf.canary_words, buf.chunked = memory, memory.owner, nbytes, 0, False
+        block = memory.allocator.allocate_class(size, nbytes)
         buf.block_list, buf._block, buf._tensor = [block], block, block.tensor
         return buf
 
@@ -117,22 +114,13 @@ class Buffer:
             raise ValueError(f"{src.size} bytes at offset {offset} do not fit a buffer of {self.nbytes} bytes "
                              f"(the offset must be a multiple of 4)")
         if src.size:
-            self.device.queue_write(self, offset, src)
+            self.memory.io.queue_write(self, offset, src)
 
     def read(self) -> np.ndarray:
         """Downloads the buffer, once the queued work that writes it has run: a new uint8 array of nbytes
         bytes. RuntimeError inside a recording; the failure of a device check that reached it (Device.taint),
         as Device.read_range raises it."""
-        if self.device.active_recording() is not None:
-            raise RuntimeError("read() cannot run inside a recording: record download() and read "
-                               "Recording.host(buffer) after the block")
-        dev = self.device
-        if self.lineage is not None:        # a check may reach it, or it failed (Device.read_range)
-            with dev.lock:
-                dev._report()
-                if self.error is not None:
-                    dev._raise(self)
-        return dev._run([], downloads=[self])[0]
+        return self.memory.io.read_buffer(self)
 
     @property
     def block_count(self) -> int:
@@ -154,7 +142,7 @@ class Buffer:
         range [offset, offset + nbytes) touches, in order."""
         if not self.chunked:
             return [(self._block, offset, 0, nbytes)] if nbytes else []
-        chunk, out, pos, end = self.device.chunk_bytes, [], offset, offset + nbytes
+        chunk, out, pos, end = self.memory.chunk_bytes, [], offset, offset + nbytes
         while pos < end:
             i, at = divmod(pos, chunk)
             n = min(end - pos, chunk - at)
@@ -168,7 +156,7 @@ class Buffer:
         chunked; elsewhere its mirror (_mirror_array())."""
         if self._mirrored:
             return self._mirror_array()
-        self.device._sync_buffer(self)            # queued work may still use it
+        self.memory.io.sync_buffer(self)          # queued work may still use it
         if self._host is None:
             view = self._block.view
             assert view is not None
@@ -182,11 +170,12 @@ class Buffer:
         host copy that large cannot be allocated at once."""
         if self._mirror_host is None:
             size = sum(b.size for b in self.block_list)
-            if size > self.device.info.max_memory_allocation_size:
-                raise DeviceError(f"a host copy of {size} bytes exceeds {self.device.info.name}'s "
-                                  f"maxMemoryAllocationSize ({self.device.info.max_memory_allocation_size} "
+            info = self.memory.info
+            if size > info.max_memory_allocation_size:
+                raise DeviceError(f"a host copy of {size} bytes exceeds {info.name}'s "
+                                  f"maxMemoryAllocationSize ({info.max_memory_allocation_size} "
                                   f"bytes): use Tensor.numpy() and write() for this tensor")
-            mirror = self.device._mgr.buffer(size, transfers.download_memory_flags(self.device.info))
+            mirror = self.memory.mgr.buffer(size, transfers.download_memory_flags(info))
             self._mirror = mirror
             view = mirror.host_view()
             assert view is not None
@@ -197,7 +186,7 @@ class Buffer:
         """Test mode: downloads the buffer and checks its guard words (True when there are none)."""
         if not self.canary_words:
             return True
-        words = self.device.read_range(self, self.nbytes, 4 * self.canary_words).view(np.uint32)
+        words = self.memory.io.read_range(self, self.nbytes, 4 * self.canary_words).view(np.uint32)
         return bool((words == CANARY).all())
 
     def stage(self, src: np.ndarray) -> None:
@@ -210,30 +199,17 @@ class Buffer:
         blocks = self.__dict__.pop("block_list", None)
         if blocks is not None:
             for block in blocks:
-                self.device._allocator.free(block)
+                self.memory.allocator.free(block)
 
     __del__ = _release          # a collected Buffer's block goes back (allocator.free is safe from any thread)
 
     def __repr__(self) -> str:
         held = f" in {len(self.block_list)} blocks" if self.chunked else ""
-        return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.device.info.name}>"
+        return f"<dmlgpu.Buffer {self.nbytes} bytes{held} on {self.memory.info.name}>"
 
 
 def _block_ids(bufs) -> tuple:
     return tuple(id(block) for b in bufs for block in b.block_list)
-
-
-def _copy_ops(src: Buffer, src_offset: int, dst: Buffer, dst_offset: int, nbytes: int) -> list:
-    """The region copies that move ``nbytes`` from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset``,
-    split where either buffer's blocks end."""
-    ops = []
-    for s_block, s_at, pos, n in src._pieces(src_offset, nbytes):
-        for d_block, d_at, d_pos, m in dst._pieces(dst_offset + pos, n):
-            ops.append(kp.OpCopyRegion(s_block.tensor, d_block.tensor, s_at + d_pos, d_at, m))
-    return ops
-
-
-COPY = "copy"      # Dispatch.kernel of a buffer copy: ``count`` bytes of buffers[0] into buffers[1], both from byte 0
 
 
 class OwnBuffer(Buffer):
@@ -245,11 +221,11 @@ class OwnBuffer(Buffer):
         blocks = self.__dict__.pop("block_list", None)
         if blocks is None:
             return
-        dev = self.device
-        with dev.lock:
+        memory = self.memory
+        with memory.lock:
             for block in blocks:
-                if not dev.closed:
-                    dev._forget(block)
+                if not memory.closed:
+                    memory.io.forget(block)
                 block.tensor.destroy()
 
     __del__ = _release
@@ -259,27 +235,8 @@ class MappedBuffer(OwnBuffer):
     """A Buffer in host-visible memory of its own, read by the host without a transfer on every device: what
     kernels write for the host to read (the device's check reports: Device.watch)."""
 
-    def __init__(self, device: "Device", nbytes: int):
-        from .discovery import HOST_COHERENT, HOST_VISIBLE
-        self.device, self.nbytes, self.canary_words, self.chunked = device, nbytes, 0, False
-        tensor = device._mgr.buffer(nbytes, HOST_VISIBLE | HOST_COHERENT)
+    def __init__(self, memory: Memory, nbytes: int):
+        self.memory, self.device, self.nbytes, self.canary_words, self.chunked = memory, memory.owner, nbytes, 0, False
+        tensor = memory.mgr.buffer(nbytes, HOST_VISIBLE | HOST_COHERENT)
         self.block_list = [Block(tensor, nbytes, True)]
         self._block, self._tensor = self.block_list[0], tensor
-
-
-@dataclass(slots=True)
-class Dispatch:
-    """One kernel launch: SPIR-V variant name, its buffers in binding order, and the iteration count; or,
-    with ``kernel`` COPY, a copy of ``count`` bytes of ``buffers[0]`` into ``buffers[1]`` by transfer commands
-    (vkCmdCopyBuffer, always after a barrier of its own: ``barrier`` is ignored)."""
-
-    kernel: str
-    buffers: tuple
-    count: int
-    barrier: bool = True  # False: may overlap the dispatch before it (independent of it); the barrier
-                          # recorded before that one then covers this one's buffers too
-    wide: bool = False    # a WIDE or ADDR variant (shaders/addressing.glsl): reaches its operands through the
-                          # device addresses listed in its parameters (chunked ones too), so its barrier covers
-                          # every block; the others bind each buffer's one block and refuse chunked buffers ...
-    blocks: tuple | None = None   # ... unless this names the block to bind of each buffer (its index; None
-                                  # for the first), for a kernel that reaches one block of a chunked buffer

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from . import clocks, cuda
 from .buffer import OwnBuffer
 from .host import HostBuffer
+from .memory import Owner
 
 if TYPE_CHECKING:
     from .buffer import Buffer
-    from .device import Device
     from .discovery import DeviceInfo
     from .memory import Block
 
@@ -35,12 +35,7 @@ FEATURE = "externalMemoryFd"       # kp patch 0026's name of VK_KHR_external_mem
 def settle(buf: "Buffer") -> None:
     """Submits the queued work that uses ``buf`` and waits for it, after making the device's pending check
     reports (raising their exception, or the one that marked ``buf``, as a host read does)."""
-    dev = buf.device
-    with dev.lock:
-        dev.check_open()._report()
-        if buf.error is not None:
-            raise buf.error.with_traceback(None)
-        dev._sync_buffer(buf)
+    buf.memory.io.settle(buf)
 
 
 def host_address(buf: "Buffer") -> tuple[int, Any] | None:
@@ -61,7 +56,7 @@ def host_address(buf: "Buffer") -> tuple[int, Any] | None:
     return (at, owner) if at else None
 
 
-def cuda_state(device: "Device") -> tuple[int | None, str]:
+def cuda_state(device: Owner) -> tuple[int | None, str]:
     """(the CUDA device ordinal that shares memory with ``device``, or None; the reason where None), found once
     per Device."""
     state = device.__dict__.get("_cuda_state")
@@ -100,7 +95,7 @@ def cuda_pointer(buf: "Buffer") -> tuple[int, int]:
     ordinal = cuda_state(buf.device)[0]
     assert ordinal is not None
     block = buf._block
-    with buf.device.lock:
+    with buf.memory.lock:
         if block.cuda is None:
             fd = block.tensor.memory_fd()
             ext, ptr = cuda.import_memory(ordinal, fd, block.tensor.allocation_size(), block.size)

@@ -26,15 +26,19 @@ from __future__ import annotations
 
 import collections
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .buffer import OwnBuffer
-from .memory import Block, size_class
+from .memory import Block, Memory, size_class
 
-if TYPE_CHECKING:
-    from .device import Device
+
+class Owner(Protocol):
+    """What these functions take: a device (runtime/device.py's Device), through the part its buffers get."""
+
+    @property
+    def memory(self) -> Memory: ...
 
 FEATURE = "externalMemoryHost"       # kp patch 0023's name of VK_EXT_external_memory_host in Device.features
 ALIGNMENT = 16                       # the widest unit kernels load (uvec4): an array must start at such a byte
@@ -42,12 +46,13 @@ CACHE = 8                            # imports kept per device (cache=True), by 
 POOL_BYTES = 256 << 20               # free result buffers kept per device (result_array), bytes at most
 
 
-def available(device: "Device") -> bool:
+def available(device: Owner) -> bool:
     """True when ``device`` can import host memory (the feature is enabled on it)."""
-    return FEATURE in device.features and device.info.min_imported_host_pointer_alignment > 0
+    info = device.memory.info
+    return FEATURE in info.features and info.min_imported_host_pointer_alignment > 0
 
 
-def importable(device: "Device", array: Any) -> bool:
+def importable(device: Owner, array: Any) -> bool:
     """True when ``array``'s bytes can be imported in place: a C-contiguous NumPy array, 16-byte aligned, of a
     positive multiple of 4 bytes, on a device that can import host memory (the driver may still refuse it:
     import_array() then returns None)."""
@@ -71,31 +76,31 @@ class HostBuffer(OwnBuffer):
     __del__ = _release
 
 
-def _make(device: "Device", flat: np.ndarray) -> HostBuffer | None:
+def _make(memory: Memory, flat: np.ndarray) -> HostBuffer | None:
     """The HostBuffer over ``flat`` (a C-contiguous uint8 array; importable()), imported in as few allocations
     as maxMemoryAllocationSize allows (each a whole number of blocks; where the driver refuses that, one per
     block); None where the driver refuses it."""
     nbytes = flat.size
-    chunk = device.chunk_bytes if nbytes > device.whole_max else nbytes
-    align = device.info.min_imported_host_pointer_alignment
-    per_import = max(1, (device.info.max_memory_allocation_size - 2 * align) // chunk) * chunk \
-        if device.info.max_memory_allocation_size else nbytes
+    chunk = memory.chunk_bytes if nbytes > memory.whole_max else nbytes
+    align = memory.info.min_imported_host_pointer_alignment
+    per_import = max(1, (memory.info.max_memory_allocation_size - 2 * align) // chunk) * chunk \
+        if memory.info.max_memory_allocation_size else nbytes
     address = flat.ctypes.data
     tensors: list = []
     for per in dict.fromkeys((per_import, chunk)):
         try:
             for at in range(0, nbytes, per):
-                tensors += device._mgr.import_host_buffers(address + at, min(per, nbytes - at), chunk)
+                tensors += memory.mgr.import_host_buffers(address + at, min(per, nbytes - at), chunk)
             break
         except RuntimeError as e:
             for t in tensors:
                 t.destroy()
             tensors = []
-            device.__dict__["_host_refused"] = str(e)
+            vars(memory)["host_refused"] = str(e)
     if not tensors:
         return None
     buf = HostBuffer.__new__(HostBuffer)
-    buf.device, buf.nbytes, buf.canary_words = device, nbytes, 0
+    buf.memory, buf.device, buf.nbytes, buf.canary_words = memory, memory.owner, nbytes, 0
     buf.block_list = [Block(t, 4 * t.size(), False) for t in tensors]     # (kp sizes are 32-bit words)
     buf._block, buf._tensor = buf.block_list[0], tensors[0]
     buf.chunked = len(tensors) > 1
@@ -110,25 +115,26 @@ def _owner(array: np.ndarray) -> Any:
     return array
 
 
-def import_array(device: "Device", array: np.ndarray, cache: bool = False) -> HostBuffer | None:
+def import_array(device: Owner, array: np.ndarray, cache: bool = False) -> HostBuffer | None:
     """A HostBuffer over ``array``'s bytes (importable(device, array) must hold), or None where the driver
     refuses them. ``cache``: keep the import while the array's owner lives and its data stays where it is,
     and reuse it for the same bytes (the module's docstring); the caller must then not release() it."""
     flat = array.reshape(-1).view(np.uint8)
+    memory = device.memory
     if not cache:
-        with device.lock:                         # (kp's manager is shared by the device's threads)
-            return _make(device, flat)
+        with memory.lock:                         # (kp's manager is shared by the device's threads)
+            return _make(memory, flat)
     owner = _owner(array)
     key = (id(owner), flat.ctypes.data, flat.size)
-    imports: dict = device.__dict__.setdefault("_host_imports", {})
-    with device.lock:
+    imports: dict = vars(memory).setdefault("host_imports", {})
+    with memory.lock:
         entry = imports.pop(key, None)
         if entry is not None and entry[1]() is owner and owner.ctypes.data == entry[2]:
             imports[key] = entry                  # most recently used last
             return entry[0]
         if entry is not None:
             _drop(entry)
-        buf = _make(device, flat)
+        buf = _make(memory, flat)
         if buf is None:
             return None
         try:
@@ -136,7 +142,7 @@ def import_array(device: "Device", array: np.ndarray, cache: bool = False) -> Ho
         except TypeError:                         # an owner without weak references: not cached
             return buf
         buf.cached, buf.array = True, None
-        entry = (buf, ref, owner.ctypes.data, weakref.finalize(owner, _forget_import, weakref.ref(device), key))
+        entry = (buf, ref, owner.ctypes.data, weakref.finalize(owner, _forget_import, weakref.ref(memory), key))
         while len(imports) >= CACHE:
             _drop(imports.pop(next(iter(imports))))
         imports[key] = entry
@@ -148,17 +154,17 @@ def _drop(entry: tuple) -> None:
     entry[0]._release()
 
 
-def _forget_import(device_ref: Any, key: tuple) -> None:
+def _forget_import(memory_ref: Any, key: tuple) -> None:
     """The owner of a cached import is being collected (before its memory is freed): the import goes now."""
-    device = device_ref()
-    entry = None if device is None else device.__dict__.get("_host_imports", {}).pop(key, None)
+    memory = memory_ref()
+    entry = None if memory is None else vars(memory).get("host_imports", {}).pop(key, None)
     if entry is not None:
         entry[0]._release()
 
 
-def refusal(device: "Device") -> str | None:
+def refusal(device: Owner) -> str | None:
     """The driver's reason for the last import it refused on ``device`` (None: none refused)."""
-    return device.__dict__.get("_host_refused")
+    return vars(device.memory).get("host_refused")
 
 
 def release(buf: HostBuffer) -> None:
@@ -167,9 +173,9 @@ def release(buf: HostBuffer) -> None:
         buf._release()
 
 
-def release_all(device: "Device") -> None:
+def release_all(device: Owner) -> None:
     """Releases every cached import of ``device`` and its free result buffers (before it closes)."""
-    imports = device.__dict__.get("_host_imports", {})
+    imports = vars(device.memory).get("host_imports", {})
     while imports:
         _drop(imports.pop(next(iter(imports))))
     release_results(device)
@@ -209,7 +215,7 @@ class _Pool:
             self.bytes += buf.nbytes
 
 
-def result_array(device: "Device", shape: tuple, dtype: np.dtype) -> tuple[np.ndarray, HostBuffer] | None:
+def result_array(device: Owner, shape: tuple, dtype: np.dtype) -> tuple[np.ndarray, HostBuffer] | None:
     """(a new array of ``shape`` and ``dtype``, contents undefined, and the HostBuffer over its memory) for a
     result that the kernels write in place, or None where the driver refuses the import. The memory is host
     memory of dmlgpu's own, imported once and pooled, like the caching allocator's blocks: when the array (and
@@ -218,8 +224,9 @@ def result_array(device: "Device", shape: tuple, dtype: np.dtype) -> tuple[np.nd
     HostBuffer spans the size class; the array views its first bytes."""
     nbytes = max(4, int(np.prod(shape)) * np.dtype(dtype).itemsize)
     size = -(-size_class(nbytes, 1 << 62) // 16) * 16
-    with device.lock:
-        pool: _Pool = device.__dict__.setdefault("_host_results", _Pool())
+    memory = device.memory
+    with memory.lock:
+        pool: _Pool = vars(memory).setdefault("host_results", _Pool())
         pool.drain()
         free = pool.free.get(size)
         if free:
@@ -228,7 +235,7 @@ def result_array(device: "Device", shape: tuple, dtype: np.dtype) -> tuple[np.nd
         else:
             raw = np.empty(size + 64, np.uint8)
             at = -raw.ctypes.data % 64
-            made = _make(device, raw[at:at + size])      # (64-byte aligned: any device's buffer offsets)
+            made = _make(memory, raw[at:at + size])      # (64-byte aligned: any device's buffer offsets)
             if made is None:
                 return None
             buf = made
@@ -237,12 +244,12 @@ def result_array(device: "Device", shape: tuple, dtype: np.dtype) -> tuple[np.nd
     return array, buf
 
 
-def release_results(device: "Device") -> None:
+def release_results(device: Owner) -> None:
     """Releases ``device``'s free result buffers (those in use go when their arrays do)."""
-    pool = device.__dict__.get("_host_results")
+    pool = vars(device.memory).get("host_results")
     if pool is None:
         return
-    with device.lock:
+    with device.memory.lock:
         pool.drain()
         for bufs in pool.free.values():
             for buf in bufs:

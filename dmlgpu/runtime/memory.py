@@ -16,6 +16,8 @@ a queue that the allocator drains under the device's lock.
 from __future__ import annotations
 
 import collections
+import threading
+from typing import Any, Protocol
 
 from ..errors import DeviceError
 
@@ -176,3 +178,65 @@ class Allocator:
         block.view = None
         block.tensor.destroy()
         self.stats["cache_releases"] += 1
+
+
+class Owner(Protocol):
+    """The Device as its buffers name it (Buffer.device; runtime/device.py)."""
+
+    @property
+    def info(self) -> Any: ...
+    @property
+    def physical_info(self) -> Any: ...
+    @property
+    def exportable(self) -> bool: ...
+
+
+class BufferIO(Protocol):
+    """What a device does for its buffers beyond allocating them (the Device: runtime/device.py)."""
+
+    def fill_buffer(self, buf: Any, word: int, offset: int, nbytes: int) -> None: ...
+    def queue_write(self, buf: Any, offset: int, src: Any) -> None: ...
+    def read_buffer(self, buf: Any) -> Any: ...
+    def read_range(self, buf: Any, offset: int, nbytes: int) -> Any: ...
+    def sync_buffer(self, buf: Any) -> None: ...
+    def settle(self, buf: Any) -> None: ...
+    def forget(self, block: Block) -> None: ...
+
+
+class Memory:
+    """The part of a device that its buffers get (runtime/buffer.py, runtime/host.py): its kp manager ``mgr``,
+    DeviceInfo ``info``, ``lock``, caching ``allocator``, the block geometry (``chunk_bytes``, ``whole_max``:
+    Device's), the guard words of test mode (``canary_words``), ``owner`` (the Device, as Buffer.device names
+    it) and ``io`` (what the device does for its buffers: BufferIO). ``check_above``: buffers up to this size
+    fit (their size is not checked)."""
+
+    def __init__(self, owner: Owner, mgr: Any, info: Any, lock: threading.RLock, allocator: Allocator,
+                 chunk_bytes: int, whole_max: int, memory_limit: int | None, canary_words: int) -> None:
+        self.owner, self.mgr, self.info, self.lock = owner, mgr, info, lock
+        self.io: BufferIO      # (set by the device once its parts are made: runtime/access.py's Access)
+        self.allocator = allocator
+        self.chunk_bytes, self.whole_max, self.memory_limit = chunk_bytes, whole_max, memory_limit
+        self.canary_words = canary_words
+        self.check_above = min(whole_max, self.capacity)
+        self.closed = False
+
+    def check_open(self) -> None:
+        """DeviceError if the device is closed."""
+        if self.closed:
+            raise DeviceError(f"device {self.info.index} ({self.info.name}) is closed")
+
+    @property
+    def capacity(self) -> int:
+        """Device.memory_capacity."""
+        heap = self.info.device_memory
+        return heap if self.memory_limit is None else min(heap, self.memory_limit)
+
+    def check_sizes(self, *nbytes: int) -> None:
+        """Device.check_sizes."""
+        total, capacity = sum(nbytes), self.capacity
+        if total > capacity:
+            what = f"a tensor of {total} bytes exceeds" if len(nbytes) == 1 else \
+                f"tensors of {' + '.join(map(str, nbytes))} = {total} bytes exceed"
+            raise DeviceError(f"{what} this device's memory ({capacity} bytes, {self.info.name}"
+                              f"{', its memory_limit' if capacity == self.memory_limit else ''}); "
+                              f"split the operation into smaller ones")

@@ -22,12 +22,12 @@ from __future__ import annotations
 import os
 import pathlib
 import tempfile
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
 from ..kernels import table as kernels, spirv
-from .discovery import kp
+from .encode import dispatch_op
 
 
 def cache_dir() -> pathlib.Path:
@@ -114,7 +114,7 @@ class Pipelines:
             else:
                 algo = _algorithm(self._mgr, tensors, kernel + self._suffix, groups)
                 self._base(kernel, algo, blocks)
-            bound = Bound(algo, kp.OpAlgoDispatch(algo))
+            bound = Bound(algo, dispatch_op(algo))
             if len(self._algorithms) >= self._capacity:
                 self._drop(next(iter(self._algorithms)))
             for b in blocks:
@@ -128,6 +128,26 @@ class Pipelines:
         dropped at once."""
         count = spirv.requirements(name).bindings
         _algorithm(self._mgr, [tensor] * count, name, 1)
+
+    def warmup(self, stems: Iterable[str] | None, supports: Callable[[str], bool], tensor: Any,
+               step: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
+        """Device.warmup: builds the variants ``stems`` (default: every one of the default geometry) in this
+        device's geometry that ``supports(stem)``, ``tensor`` filling their bindings (build()), and saves the
+        cache; returns the names built and those skipped."""
+        built: list[str] = []
+        skipped: list[str] = []
+        for stem in [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)] if stems is None \
+                else list(stems):
+            name = stem + self._suffix
+            if step is not None:
+                step(name)
+            if not supports(stem):
+                skipped.append(name)
+                continue
+            self.build(name, tensor)
+            built.append(name)
+        self.save()
+        return built, skipped
 
     def forget(self, block) -> None:
         """Drops the algorithms that bind ``block`` (before it is destroyed), and the bases that bind it."""

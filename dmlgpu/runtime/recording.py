@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import Any, Protocol, Union
 
 import numpy as np
 
-from .buffer import Buffer, Dispatch
-from .discovery import kp
-from .transfers import BEFORE_COPY, BEFORE_HOST_READ
-
-if TYPE_CHECKING:
-    from .device import Device
+from . import encode
+from .buffer import Buffer
+from .checks import Checks
+from .encode import Dispatch
+from .submit import Submitter
 
 
 class BufferRange(Protocol):
@@ -40,7 +39,8 @@ class Recording:
 
     Parameters
     ----------
-    device : dmlgpu.Device
+    queue : Submitter
+        The device's queue (runtime/submit.py); ``checks``: its checks (runtime/checks.py).
     timestamps : bool
         See Device.record(), which makes them.
 
@@ -49,8 +49,8 @@ class Recording:
     See Device.record().
     """
 
-    def __init__(self, device: Device, timestamps: bool = False):
-        self.device = device
+    def __init__(self, queue: Submitter, checks: Checks, timestamps: bool = False):
+        self._queue, self._checks = queue, checks
         self._timestamps = timestamps
         self._steps: list[tuple[str, Any]] = []
         self._seq: Any = None
@@ -62,33 +62,32 @@ class Recording:
         self._flows: list[tuple[tuple[Buffer | None, ...], Buffer | None, bool]] = []
 
     def __enter__(self) -> "Recording":
-        if self.device.active_recording() is not None:
+        queue = self._queue
+        if queue.recording() is not None:
             raise RuntimeError("this thread is already recording on this device")
         if self._seq is not None:
             raise RuntimeError("this recording is finished: run() submits it again")
-        dev = self.device
-        with dev.lock:
-            dev._local.recording = self
-            dev._recordings += 1          # calls note their reads for the runs (Device.taint)
-            dev.tainted = True
+        with queue.lock:
+            queue.local.recording = self
+            self._checks.opened(self)     # calls note their reads for the runs (Device.taint)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        dev = self.device
-        with dev.lock:
-            dev._local.recording = None
-            dev._recordings -= 1
+        queue = self._queue
+        with queue.lock:
+            queue.local.recording = None
+            self._checks.closed_recording()
         if exc_type is not None:
             return
         for buf in self._buffers():        # these buffers stay out of the allocator while it lives
             buf.pinned = True
-        with dev.lock:
+        with queue.lock:
             ops = self._ops()
             # Kompute writes a timestamp before the first and after every recorded Vulkan command
-            self._seq = dev._mgr.sequence(0, len(ops) + 1 if self._timestamps else 0)
+            self._seq = queue.mgr.sequence(0, len(ops) + 1 if self._timestamps else 0)
             self._seq.record_ops(ops)           # (a recording of nothing submits an empty command buffer)
-            self._zeroed = dev._uses_zeroed(self.dispatches())
+            self._zeroed = queue.scratch.uses_zeroed(self.dispatches())
         self.run()
 
     def upload(self, *tensors: Union[BufferRange, Buffer]) -> None:
@@ -151,13 +150,14 @@ class Recording:
         work, on every run until the Tensor is overwritten whole (its queued calls' reports are made first)."""
         if self._seq is None:
             raise RuntimeError("the recording has not ended yet")
-        dev = self.device
-        with dev.lock:
-            dev.check_open()._flush()     # queued calls first: the recording may read what they write
+        queue = self._queue
+        with queue.lock:
+            queue.memory.check_open()
+            queue.flush()                 # queued calls first: the recording may read what they write
             if self._flows:
-                dev._report()
+                self._checks.report()
                 self._admit()
-            dev._submit(self._seq, self._zeroed)
+            queue.submit(self._seq, self._zeroed)
 
     def _flow(self, reads: tuple[Buffer | None, ...], out: Buffer | None, whole: bool) -> None:
         """A recorded call reads ``reads`` and writes ``out`` (all of it: ``whole``) on each run (Device.taint)."""
@@ -166,16 +166,16 @@ class Recording:
     def _admit(self) -> None:
         """Before a run: raises the failure of a buffer that a recorded call reads before the run overwrites it
         whole; else the buffers that it overwrites whole are no longer failed."""
-        dev = self.device
+        checks = self._checks
         cleared: dict[int, Buffer] = {}
         for reads, out, whole in self._flows:
             for buf in reads:
                 if buf is not None and buf.error is not None and id(buf) not in cleared:
-                    dev._raise(buf)
+                    checks.raise_failure(buf)
             if out is not None and whole:
                 cleared[id(out)] = out
         for buf in cleared.values():
-            dev._write(buf, dev._gen, 0, True)
+            checks.write(buf, checks.gen, 0, True)
 
     def timestamps(self) -> list[float]:
         """GPU times in ns of the last run: one before the first recorded Vulkan command and one after each.
@@ -187,7 +187,7 @@ class Recording:
         barrier on unified memory."""
         if not self._timestamps or self._seq is None:
             raise RuntimeError("timestamps need a finished recording made with record(timestamps=True)")
-        period = self.device.info.timestamp_period_ns
+        period = self._queue.memory.info.timestamp_period_ns
         return [t * period for t in self._seq.get_timestamps()]
 
     # ---- internal ----
@@ -210,7 +210,7 @@ class Recording:
         return out
 
     def _append(self, dispatches: list[Dispatch], uploads: list[Buffer], downloads: list[Buffer]) -> None:
-        """Device._run inside the block: staged bytes go to the buffers' host copies now, to be uploaded at
+        """Submitter.run inside the block: staged bytes go to the buffers' host copies now, to be uploaded at
         this point of every run."""
         for buf in uploads:
             if buf._pending is not None:
@@ -227,7 +227,8 @@ class Recording:
         self._steps.append(("copy", (list(buffers), list(ops))))
 
     def _ops(self) -> list[Any]:
-        dev = self.device
+        queue = self._queue
+        encoder = queue.encoder
         ops: list[Any] = []
         run: list[Dispatch] = []
         for kind, what in self._steps + [("end", ())]:
@@ -235,27 +236,17 @@ class Recording:
                 run.append(what)
                 continue
             if run:
-                ops += dev._dispatch_ops(run)
+                encoder.encode(run, ops)
                 run = []
             if kind == "copy":
                 bufs, copies = what
-                ops.append(kp.OpMemoryBarrier([t for b in bufs for t in b._tensors], *BEFORE_COPY))
-                ops += copies
-                continue
-            # a recorded call's NumPy operands ("stage") on unified memory: their mapped memory holds them
-            moved = [r for r in what if kind != "stage" or r[0]._mirrored]
-            if kind in ("upload", "stage") and moved:
-                ops.append(kp.OpMemoryBarrier([t for b, _, _ in moved for t in b._tensors], *BEFORE_COPY))
-                ops += [kp.OpCopyRegion(_mirror(b), block.tensor, start + pos, at, n)
-                        for b, start, size in moved for block, at, pos, n in b._pieces(start, size)]
-            elif kind == "download" and moved:
-                ops.append(kp.OpMemoryBarrier([t for b, _, _ in moved for t in b._tensors], *BEFORE_COPY))
-                ops += [kp.OpCopyRegion(block.tensor, _mirror(b), at, start + pos, n)
-                        for b, start, size in moved for block, at, pos, n in b._pieces(start, size)]
-                ops.append(kp.OpMemoryBarrier(list({id(m): m for m in (_mirror(b) for b, _, _ in moved)}.values()),
-                                              *BEFORE_HOST_READ))
-        if dev.direct_memory:
-            ops += dev._host_read_ops([what for kind, what in self._steps if kind == "dispatch"])
+                ops += encode.transfer(bufs, copies)
+            elif kind in ("upload", "stage", "download"):
+                # a recorded call's NumPy operands ("stage") on unified memory: their mapped memory holds them
+                moved = [r for r in what if kind != "stage" or r[0]._mirrored]
+                ops += encode.host_copies(moved, _mirror, kind != "download")
+        if queue.settings.direct_memory and self.dispatches():
+            ops.append(encoder.host_barrier)
         return ops
 
 

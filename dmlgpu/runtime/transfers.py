@@ -6,7 +6,7 @@
   host-cached memory where the device has it): ``CHUNK`` bytes at a time, two chunks in flight, so the
   host's copy of one chunk overlaps the device's copy of the other; one host copy between the caller's
   array and staging, no other. Large host copies are split over a few threads (NumPy releases the GIL).
-  Small transfers instead join the submission of the operation itself (``Device._run``).
+  Small transfers instead join the submission of the operation itself (``Submitter.run``: runtime/submit.py).
 
 Ordering: every device-side copy is preceded by a barrier on the device buffer (earlier shader and transfer
 writes, and reads, finish first) and a download's copy is followed by a barrier that makes the staging
@@ -21,24 +21,12 @@ from typing import Callable
 
 import numpy as np
 
-from .discovery import HOST_CACHED, HOST_COHERENT, HOST_VISIBLE, kp
+from .discovery import HOST_CACHED, HOST_COHERENT, HOST_VISIBLE
+from .encode import BEFORE_COPY, BEFORE_DISPATCH, BEFORE_HOST_READ, barrier, copy_region  # noqa: F401 (barriers)
 
 CHUNK = 32 << 20            # bytes of one staging buffer
 _PARALLEL_MIN = 8 << 20     # host copies at least this large are split over threads
 _THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
-
-# Vulkan access and stage bits, and the barriers the runtime records (src access, dst access, src stage,
-# dst stage)
-SHADER_READ, SHADER_WRITE, TRANSFER_READ, TRANSFER_WRITE, HOST_READ = 0x20, 0x40, 0x800, 0x1000, 0x2000
-STAGE_COMPUTE, STAGE_TRANSFER, STAGE_HOST = 0x800, 0x1000, 0x4000
-# before a dispatch: earlier transfer and shader writes visible to its reads and writes
-BEFORE_DISPATCH = (SHADER_WRITE | TRANSFER_WRITE, SHADER_READ | SHADER_WRITE, STAGE_COMPUTE | STAGE_TRANSFER,
-                   STAGE_COMPUTE)
-# before a copy into or out of a device buffer: earlier writes (and reads, an execution dependency) done
-BEFORE_COPY = (SHADER_WRITE | TRANSFER_WRITE, TRANSFER_READ | TRANSFER_WRITE, STAGE_COMPUTE | STAGE_TRANSFER,
-               STAGE_TRANSFER)
-# before the host reads memory the device wrote (staging, or mapped device buffers)
-BEFORE_HOST_READ = (SHADER_WRITE | TRANSFER_WRITE, HOST_READ, STAGE_COMPUTE | STAGE_TRANSFER, STAGE_HOST)
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _serials = itertools.count()
@@ -109,14 +97,14 @@ class Staging:
         """Uploads ``src`` (flat uint8) into the device buffer ``tensor`` at byte ``offset``; waits."""
         def chunk(slot: Slot, pos: int, n: int) -> None:
             host_copy(slot.view[:n], src[pos:pos + n])
-            slot.seq.record(kp.OpCopyRegion(slot.tensor, tensor, 0, offset + pos, n))
+            slot.seq.record(copy_region(slot.tensor, tensor, 0, offset + pos, n))
         self._stream("up", tensor, src.size, chunk)
 
     def read(self, tensor, offset: int, out: np.ndarray) -> None:
         """Downloads ``out.size`` bytes of the device buffer ``tensor`` from byte ``offset`` into ``out``."""
         def chunk(slot: Slot, pos: int, n: int) -> None:
-            slot.seq.record(kp.OpCopyRegion(tensor, slot.tensor, offset + pos, 0, n))
-            slot.seq.record(kp.OpMemoryBarrier([slot.tensor], *BEFORE_HOST_READ))
+            slot.seq.record(copy_region(tensor, slot.tensor, offset + pos, 0, n))
+            slot.seq.record(barrier([slot.tensor], BEFORE_HOST_READ))
             slot.pending = (out[pos:pos + n], n)
         self._stream("down", tensor, out.size, chunk)
 
@@ -130,7 +118,7 @@ class Staging:
             slot = self.slot(direction, i % 2, min(CHUNK, nbytes))
             used.append(slot)
             slot.seq.clear()
-            slot.seq.record(kp.OpMemoryBarrier([tensor], *BEFORE_COPY))
+            slot.seq.record(barrier([tensor], BEFORE_COPY))
             chunk(slot, pos, min(CHUNK, nbytes - pos))
             slot.seq.eval_async()
             slot.busy = True
