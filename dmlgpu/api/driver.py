@@ -161,7 +161,7 @@ def _strided(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: t
         return call(op, rule, pd, pi, pu, args, out=out, **kw)
     in_place = out is data or isinstance(data, Tensor) and (data.buffer, data.offset, data.shape, data._strides) == \
         (out.buffer, out.offset, out.shape, out._strides)
-    into = pd if in_place else Tensor._wrap(out.device.take_buffer(out.nbytes), out.shape, out.dtype)
+    into = pd if in_place else Tensor._wrap(out._rt.take_buffer(out.nbytes), out.shape, out.dtype)
     call(op, rule, pd, pi, pu, args, out=into, **kw)
     out._write_packed(into)
     return out

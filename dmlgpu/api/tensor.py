@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import tensor_index as _index
 from . import tensor_protocols as _protocols
-from .device import Device, as_device
+from .device import Device, Runtime, as_runtime
 from ..runtime import Buffer, as_bytes
 
 _AxisError = getattr(np, "exceptions", np).AxisError     # NumPy's (an IndexError and a ValueError)
@@ -82,6 +82,9 @@ class Tensor:
     _strides: "tuple[int, ...] | None" = None   # a strided view's element strides (None: packed, row-major)
 
     def __init__(self, buffer: Buffer, shape: Iterable[SupportsIndex], dtype: DTypeLike, offset: SupportsIndex = 0):
+        if not isinstance(getattr(buffer, "device", None), Runtime):
+            raise TypeError(f"Tensor: buffer must be a dmlgpu.Buffer of a dmlgpu.Device (Device.buffer()), not "
+                            f"{type(buffer).__name__}" + (" of a runtime Device" if isinstance(buffer, Buffer) else ""))
         self.buffer = buffer
         self.shape = tuple(operator.index(s) for s in shape)
         self.dtype = np.dtype(dtype)
@@ -119,7 +122,12 @@ class Tensor:
     @property
     def device(self) -> Device:
         """The dmlgpu.Device that holds the tensor's buffer."""
-        return self.buffer.device  # type: ignore[return-value]   # (buffers of a dmlgpu.Device's making)
+        return self.buffer.device.user  # type: ignore[attr-defined, no-any-return]   # (a Runtime: __init__)
+
+    @property
+    def _rt(self) -> Runtime:
+        """The Runtime under ``device`` (what layer 2 runs the Tensor's work on)."""
+        return self.buffer.device  # type: ignore[return-value]   # (a Runtime: __init__)
 
     @property
     def ndim(self) -> int:
@@ -193,7 +201,7 @@ class Tensor:
         self._no_recording("numpy")
         if self._strides is not None:           # a strided view: its elements gathered on the device first
             return self.copy().numpy()
-        return self.device.read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
+        return self._rt.read_range(self.buffer, self.offset, self.nbytes).view(self.dtype).reshape(self.shape)
 
     # Typed, so a Tensor is an ArrayLike to NumPy's stubs (np.take(t, ids) type-checks); the overloads of
     # dmlgpu's functions list Tensor operands first, so that a Tensor still gives a Tensor there.
@@ -277,7 +285,7 @@ class Tensor:
         size = self.dtype.itemsize
         if self._strides is not None:
             flat = sum(int(c) * s for c, s in zip(np.unravel_index(flat, self.shape), self._strides))
-        raw = self.device.read_range(self.buffer, self.offset + flat * size, size)
+        raw = self._rt.read_range(self.buffer, self.offset + flat * size, size)
         return raw.view(self.dtype)[0].item()
 
     def write(self, array: ArrayLike) -> None:
@@ -306,10 +314,10 @@ class Tensor:
         array([[0, 0],
                [7, 8]], dtype=int32)
         """
-        dev = self.device
+        dev = self._rt
         if isinstance(array, Tensor):
             src = array
-            if src.device is dev and src.shape == self.shape and src.dtype == self.dtype:
+            if src._rt is dev and src.shape == self.shape and src.dtype == self.dtype:
                 if self._strides is None and src._strides is None and (
                         src.buffer is not self.buffer or src.offset + src.nbytes <= self.offset
                         or self.offset + self.nbytes <= src.offset):   # (regions of one buffer must not overlap)
@@ -331,11 +339,11 @@ class Tensor:
     def _write_packed(self, src: "Tensor") -> None:
         """Writes a packed Tensor of this one's shape and dtype, at offset 0 of a buffer of its own, into this
         tensor's elements on the device (queued)."""
-        dev = self.device
+        dev = self._rt
         if dev.tainted:
             dev.taint((src.buffer,), self.buffer, covers_base(self))
         if self._strides is None:
-            self.device.copy_buffer(src.buffer, self.buffer, self.nbytes, 0, self.offset)
+            self._rt.copy_buffer(src.buffer, self.buffer, self.nbytes, 0, self.offset)
         else:
             _index.write_packed(self, src)
 
@@ -356,7 +364,7 @@ class Tensor:
         >>> c = t[1:3].copy(); t.write(np.zeros(4, np.uint8)); c.numpy()
         array([1, 2], dtype=uint8)
         """
-        dev = self.device
+        dev = self._rt
         lineage = dev.taint((self.buffer,)) if dev.tainted else None    # (poison: plans/index_check.py)
         if self._strides is not None:
             out: Tensor = _index.pack(self)
@@ -393,7 +401,7 @@ class Tensor:
         new = _device_dtype(dtype, "Tensor.astype")
         if new == self.dtype:
             return self.copy() if copy else self
-        return _upload(self.numpy().astype(new), self.device)
+        return _upload(self.numpy().astype(new), self._rt)
 
     def to(self, device: Device | int) -> "Tensor":
         """The tensor on another device (a copy through the host), or the tensor itself on its own.
@@ -421,8 +429,8 @@ class Tensor:
         >>> t.to(0).numpy()
         array([0, 1, 2], dtype=int32)
         """
-        dev = as_device(device, "Tensor.to")
-        if dev is self.device:
+        dev = as_runtime(device, "Tensor.to")
+        if dev is self._rt:
             return self
         return _upload(self.numpy(), dev)
 
@@ -768,7 +776,7 @@ class Tensor:
         <dmlgpu.Tensor (2000,) int32 on device 0 (...)>
         [   0    1    2 ... 1997 1998 1999]
         """
-        if self.device.active_recording() is not None:
+        if self._rt.active_recording() is not None:
             return repr(self)
         options = np.get_printoptions()
         if self.size <= options["threshold"] or self.ndim == 0:
@@ -785,7 +793,7 @@ class Tensor:
         return f"{self!r}\n{np.array2string(shown.numpy(), threshold=0)}"
 
     def _no_recording(self, what: str) -> None:
-        if self.device.active_recording() is not None:
+        if self._rt.active_recording() is not None:
             raise RuntimeError(f"{what}() cannot run inside a recording: record download(t) and read "
                                f"Recording.host(t) after the block")
 
@@ -798,7 +806,7 @@ def covers_base(t: Tensor) -> bool:
     return t.offset == 0 if base is None else t.nbytes == base.nbytes
 
 
-def _upload(array: np.ndarray, device: Device) -> "Tensor":
+def _upload(array: np.ndarray, device: Runtime) -> "Tensor":
     """A new Tensor holding a copy of a host array (uploaded, C order) on ``device``."""
     if not array.flags.c_contiguous:
         array = array.copy(order="C")     # (np.ascontiguousarray would make a 0-d array 1-d)
@@ -807,4 +815,4 @@ def _upload(array: np.ndarray, device: Device) -> "Tensor":
 
 def _unpickle(array: np.ndarray) -> "Tensor":
     """A pickled Tensor's data, uploaded to the default device."""
-    return _upload(array, as_device(None, "pickle"))
+    return _upload(array, as_runtime(None, "pickle"))

@@ -31,6 +31,8 @@ def host_hint(what: str) -> str:
 # dmlgpu/api/indexing.py (advanced indexing, ufunc.at, Tensor.at), set when it is imported: the Tensor's methods
 # reach it here (it imports the Tensor and the layer-2 functions, which import the Tensor)
 INDEXING: Any = None
+# dmlgpu/api/indexing_at.py (Tensor.at: JAX's functional form), set when it is imported (it imports indexing.py)
+AT: Any = None
 # dmlgpu/api/dlpack.py (Tensor.__dlpack__, __dlpack_device__), set when it is imported (it imports the Tensor)
 DLPACK: Any = None
 
@@ -112,11 +114,11 @@ class AtRef(Generic[_T]):
     def get(self, *, mode: str | None = None, fill_value: Any = None, indices_are_sorted: bool = False,
             unique_indices: bool = False) -> _T:
         """``t[key]`` with JAX's out-of-range ``mode``."""
-        out: _T = INDEXING.at_get(self.t, self.key, mode, fill_value)
+        out: _T = AT.at_get(self.t, self.key, mode, fill_value)
         return out
 
     def _update(self, values: Any, reduction: str, name: str, mode: str | None) -> _T:
-        out: _T = INDEXING.at_update(self.t, self.key, values, reduction, name, mode)
+        out: _T = AT.at_update(self.t, self.key, values, reduction, name, mode)
         return out
 
     def set(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,

@@ -839,7 +839,7 @@ def run_app(dev, side, name: str, s: Settings, rng, inplace: bool) -> dict:
         return {**row, "skipped": f"the host cannot hold the inputs ({exc})"}
     row.update(workload=app.name, family=app.family, sizes=app.sizes, steps=app.steps, note=app.note)
     need = int(app.device_bytes() * 1.25)
-    capacity, free = dev.memory_capacity, side.free_bytes()
+    capacity, free = dev.runtime.memory_capacity, side.free_bytes()
     if need > MEMORY_HEADROOM * capacity:
         return {**row, "skipped": f"needs about {fmt_bytes(need)} of device memory; the Vulkan device has "
                                   f"{fmt_bytes(capacity)}"}
@@ -896,7 +896,7 @@ def run(dev, side, names: list[str], s: Settings, progress=None) -> dict:
     ok = [r["ratio"] for r in rows if r.get("verified")]
     return {"meta": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                      "device": {"index": dev.info.index, "name": dev.info.name, "type": dev.info.type,
-                                "memory": dev.memory_capacity},
+                                "memory": dev.runtime.memory_capacity},
                      "peer": side.info(), "dmlgpu": dmlgpu.__version__, "inplace_scatter": inplace,
                      "scale": s.scale, "repeats": s.repeats, "budget_s": s.budget_s, "numpy": np.__version__,
                      "python": platform.python_version(), "command": ""},

@@ -116,8 +116,8 @@ def torch_gather_rows(table_bytes: int, rows: int, repeats: int) -> float | None
 def forced_wide(dev, plan, table, ids, out, wide: bool = False):
     """The dispatches of a GatherPlan on these Tensors through its ADDR variant (``wide``: its 64-bit WIDE one),
     run once: the large-tensor path on a one-block table, which measures what addressing costs."""
-    d, uploads = plan.addressed(dev, ids.buffer, table.buffer, out.buffer, wide=wide)
-    dev.run(d, uploads=uploads)
+    d, uploads = plan.addressed(dev.runtime, ids.buffer, table.buffer, out.buffer, wide=wide)
+    dev.runtime.run(d, uploads=uploads)
     return d
 
 
@@ -264,9 +264,9 @@ def first_and_steady(dev, dispatches, uploads, repeats: int) -> tuple[float, flo
     """(GPU seconds of the dispatches' first run, the median of ``repeats`` replays after it). Their parameter
     buffers are uploaded first, in a submission of their own, so that the first run is the dispatches alone."""
     if uploads:
-        dev.run([], uploads=uploads)
+        dev.runtime.run([], uploads=uploads)
     with dev.record(timestamps=True) as rec:         # ending the block runs it: the first run
-        dev.run(dispatches)
+        dev.runtime.run(dispatches)
     ts = rec.timestamps()
     first = (ts[sum(2 if d.barrier else 1 for d in dispatches)] - ts[0]) * 1e-9
     del rec
@@ -283,9 +283,9 @@ def warm_up(dev, seconds: float = 1.0) -> None:
         return
     units = 256 * MiB // 16
     src, dst = dev.buffer(nbytes=256 * MiB), dev.buffer(nbytes=256 * MiB)
-    dispatch, uploads = CopyPlan(copy_map(Layout.packed((units,)), Layout.packed((units,)), 16)).dispatch(dev, src, dst)
+    dispatch, uploads = CopyPlan(copy_map(Layout.packed((units,)), Layout.packed((units,)), 16)).dispatch(dev.runtime, src, dst)
     if uploads:
-        dev.run([], uploads=uploads)
+        dev.runtime.run([], uploads=uploads)
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         gpu_time(dev, [dispatch], 100)
@@ -350,9 +350,9 @@ def sweep_section(dev, args, report: Report) -> None:
         tag = f"blocks of {d.chunk_bytes / MiB:g} MiB"
         for gib in sizes:
             nbytes = int(gib * GiB) // max(rows_bytes) * max(rows_bytes)
-            if nbytes + out_bytes + (1 << 28) > d.memory_capacity:
+            if nbytes + out_bytes + (1 << 28) > d.runtime.memory_capacity:
                 print(f"skipped: a {gib:g} GiB table and {args.sweep_out_gib:g} GiB of output do not fit "
-                      f"{d.memory_capacity / GiB:.1f} GiB", flush=True)
+                      f"{d.runtime.memory_capacity / GiB:.1f} GiB", flush=True)
                 continue
             for row in rows_bytes:
                 dtype = sweep_dtype(row)
@@ -372,11 +372,11 @@ def sweep_section(dev, args, report: Report) -> None:
                     out = dmlgpu.empty((count, view.shape[1]), dtype, device=d)
                     plan = GatherPlan(dispatches_map(table, ids), ids_host.dtype)
                     want = view[ids_host].tobytes()
-                    runs = [("as chosen", plan.dispatches(d, input=table.buffer, indices=ids.buffer,
+                    runs = [("as chosen", plan.dispatches(d.runtime, input=table.buffer, indices=ids.buffer,
                                                           output=out.buffer))]
                     if name == "random":
                         runs += [(f"{'WIDE' if w else 'ADDR'} forced",
-                                  plan.addressed(d, ids.buffer, table.buffer, out.buffer, wide=w))
+                                  plan.addressed(d.runtime, ids.buffer, table.buffer, out.buffer, wide=w))
                                  for w in (False, True) if w or not table.buffer.chunked]
                     for how, (dispatches, uploads) in runs:
                         first, steady = first_and_steady(d, dispatches, uploads, args.repeats)
@@ -393,13 +393,13 @@ def sweep_section(dev, args, report: Report) -> None:
                     del ids, out, plan
                     d.empty_cache()
                 if row == rows_bytes[0]:
-                    if 2 * nbytes + (1 << 28) <= d.memory_capacity:
+                    if 2 * nbytes + (1 << 28) <= d.runtime.memory_capacity:
                         dst = d.buffer(nbytes=nbytes)
                         units = nbytes // 16
                         cp = CopyPlan(copy_map(Layout.packed((units,)), Layout.packed((units,)), 16))
-                        dispatch, uploads = cp.dispatch(d, table.buffer, dst)
+                        dispatch, uploads = cp.dispatch(d.runtime, table.buffer, dst)
                         first, steady = first_and_steady(d, [dispatch], uploads, args.repeats)
-                        ok = all(d.read_range(dst, at, n).tobytes() == view.reshape(-1).view(np.uint8)[at:at + n].tobytes()
+                        ok = all(d.runtime.read_range(dst, at, n).tobytes() == view.reshape(-1).view(np.uint8)[at:at + n].tobytes()
                                  for at, n in ((0, 64 * MiB), (nbytes // 2 - 32 * MiB, 64 * MiB),
                                                (nbytes - 64 * MiB, 64 * MiB)) if at >= 0 and at + n <= nbytes)
                         report.add(case=f"sweep {tag}: copy the whole {gib:g} GiB table ({dispatch.kernel})",
@@ -463,8 +463,8 @@ def alloc_section(dev, args, report: Report) -> None:
     from dmlgpu.plans.index_map import Layout, copy_map
     from dmlgpu.plans.plan import GatherPlan
     plan = GatherPlan(copy_map(Layout.packed((GiB // 16,)), Layout.packed((GiB // 16,)), 16), np.uint32)
-    d, up = plan.dispatches(dev, input=src, indices=dev.dummy, output=dst)
-    dev.run(d, uploads=up)
+    d, up = plan.dispatches(dev.runtime, input=src, indices=dev.runtime.dummy, output=dst)
+    dev.runtime.run(d, uploads=up)
     t = gpu_time(dev, d, args.repeats)
     report.add(case="alloc: copy 1 GiB (buffers made first), nothing else", checked=True, gpu_ms=t * 1e3,
                gbps=2 * GiB / t / 1e9)
