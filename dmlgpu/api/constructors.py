@@ -17,7 +17,7 @@ from .dlpack import from_dlpack
 from .interop import host_array
 from .tensor import DeviceLike, Tensor, _upload
 from .tensor_protocols import PYTHON_VALUES, assigned, cast_warnings
-from .tensor import device_dtype as _device_dtype
+from .tensor_index import device_dtype as _device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -56,7 +56,8 @@ from ..runtime.cuda import CudaError
 from . import tensor_protocols
 from .device import as_runtime
 from .interop import host_array
-from .tensor import DeviceLike, Tensor, _upload, device_dtype
+from .tensor import DeviceLike, Tensor, _upload
+from .tensor_index import device_dtype
 from .tensor_index import packed
 from .dlpack_abi import (CPU, CUDA, CUDA_HOST, CUDA_MANAGED, DEVICE_NAMES, IS_COPIED, NAME, NAME_VERSIONED, USED,
                          USED_VERSIONED, VERSION, VULKAN, _DLManagedTensor, _DLManagedTensorVersioned, _PY_DELETER,

@@ -10,11 +10,21 @@ import operator
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..plans.index_map import Layout, take_map
 from ..plans import ops
 from ..plans.plan import GatherPlan
 from ..runtime import Buffer, as_bytes
+
+
+def device_dtype(dtype: DTypeLike, who: str) -> np.dtype[Any]:
+    dt = np.dtype(dtype)
+    if dt.hasobject or dt.itemsize == 0:
+        raise TypeError(f"{who}: dtype {dt} cannot live on a device (Python objects or empty items): use a "
+                        f"numeric dtype")
+    return dt
+
 
 
 def getitem(t: Any, key: Any) -> Any:
