@@ -43,7 +43,7 @@ from . import call_templates as calls, items
 from ..plans import ops
 from .arguments import MODES, _index_check, _operands, _updates
 from .call_templates import out_key
-from .execution import _Call, _execute, _planned, check_out
+from .execution import _Call, _execute, _planned, check_out, native
 from .tensor import Tensor
 
 
@@ -97,7 +97,7 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         (arguments._fill); part of the call's signature.
     byte_order : bool
         True for scatter reductions: their arithmetic needs native byte order, so NumPy operands of another
-        byte order are converted there and back (execution._run_native); the other operators move bytes.
+        byte order are converted there and back (execution.native); the other operators move bytes.
 
     Returns
     -------
@@ -170,8 +170,10 @@ def _run(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple
     if out is not None:
         check_out(op, out, data, arrays[1:], dev)
         key += out_key(out, data)
-    return _execute(dev, _planned(dev, op, arrays, key, build, name), data, idx, values, upd, byte_order=byte_order,
-                    out=out, op=op)
+    planned = _planned(dev, op, arrays, key, build, name)
+    if byte_order and not data.dtype.isnative:      # (scatter reductions: their arithmetic in native byte order)
+        return native(dev, planned, data, idx, values, upd, out, op)
+    return _execute(dev, planned, data, idx, values, upd, out=out, op=op)
 
 
 def _packed(data: Any, indices: Any, updates: Any, out: Any) -> tuple[Any, Any, Any, Any, Any]:

@@ -152,19 +152,19 @@ def check_out_kind(op: str, out, dev: Runtime, as_tensor: bool) -> None:
         raise TypeError(f"{op}: out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
 
 
-def _execute(dev: Runtime, call: _Call, data, idx, values, updates=None, byte_order: bool = False, out=None,
-             op: str = ""):
+def _execute(dev: Runtime, call: _Call, data, idx, values, updates=None, out=None, op: str = ""):
     """Runs a planned call: the checks of ``out`` (its shape and dtype: exactly the result's), its index
     check, then the plan (or the result of a call that moves nothing). The result goes to a new array or
     Tensor, or into ``out`` (returned): a NumPy ``out`` receives the downloaded result; a Tensor ``out`` is
     written on the device, by the kernels themselves where it is a packed buffer of its own (or, for a
     scatter, data's own bytes: in place, no copy of data), else through a new Tensor copied into it.
-    ``byte_order``: the plan's arithmetic needs native byte order (scatter reductions: _run_native)."""
+    Operands of another byte order than native are the caller's to convert where the plan's arithmetic needs it
+    (scatter reductions: native())."""
     if out is not None and (out.shape != call.out_shape or out.dtype != data.dtype):
         raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
                          f"{call.out_shape} and dtype {data.dtype}")
     if isinstance(out, np.ndarray):         # the call's own result (its index check included), copied in
-        np.copyto(out, _execute(dev, call, data, idx, values, updates, byte_order))
+        np.copyto(out, _execute(dev, call, data, idx, values, updates))
         return out
     lineage = None          # the checks awaiting their reports that the operands reach (plans/index_check.py)
     if dev.tainted:         # (a failed operand raises its failure here, before any GPU work)
@@ -183,7 +183,7 @@ def _execute(dev: Runtime, call: _Call, data, idx, values, updates=None, byte_or
         elif call.guarded is not None and out is not None and out_key(out, data) == IN_PLACE and out.offset == 0 \
                 and type(bound_idx) is Tensor and not (isinstance(updates, Tensor) and updates.buffer is out.buffer) \
                 and bound_idx.buffer is not out.buffer and call.check.guardable(dev, bound_idx):
-            return _guarded(dev, call, out, bound_idx, updates, byte_order, op)
+            return _guarded(dev, call, out, bound_idx, updates, op)
         elif call.plan is None or out is not None and out_key(out, data) == IN_PLACE or \
                 (results := call.check.on_device(dev, bound_idx)) is None:
             call.check(idx.numpy())         # read back: what the device cannot check (index_check)
@@ -193,7 +193,7 @@ def _execute(dev: Runtime, call: _Call, data, idx, values, updates=None, byte_or
         if call.copy and out_key(out, data) != IN_PLACE:
             out.write(data)                 # (a Tensor's on the device)
         return out
-    run = functools.partial(_run_native if byte_order else _run, op=op)
+    run = functools.partial(_run, op=op)
     if fused is not None:
         nbytes = math.prod(call.out_shape) * data.dtype.itemsize
         return _reached(dev, lineage, _run_tensors(dev, call, _bindable(data), bound_idx, None, nbytes, fused=fused))
@@ -228,7 +228,7 @@ def _marked(results, out: Tensor) -> Tensor:
     return out
 
 
-def _guarded(dev: Runtime, call: _Call, out: Tensor, idx: Tensor, updates, byte_order: bool, op: str) -> Tensor:
+def _guarded(dev: Runtime, call: _Call, out: Tensor, idx: Tensor, updates, op: str) -> Tensor:
     """A scatter in place on Tensor indices behind the device's check (IndexCheck.guard): the check, the copy of
     the indices that is all out of range where any is bad, the scatter of that copy with mode="drop" (nothing
     written then), and the report. ``out`` is the call's target as any checked call's result is: failed where an
@@ -236,8 +236,7 @@ def _guarded(dev: Runtime, call: _Call, out: Tensor, idx: Tensor, updates, byte_
     assert call.check is not None
     copy = Tensor._wrap(dev.take_buffer(max(4, idx.nbytes)), idx.shape, idx.dtype)
     watch = call.check.guard(dev, idx, copy.buffer)
-    run = _run_native if byte_order else _run
-    result = run(dev, call._replace(plan=call.guarded, sig=None), out, copy, _bindable(updates), out=out, op=op)
+    result = _run(dev, call._replace(plan=call.guarded, sig=None), out, copy, _bindable(updates), out=out, op=op)
     watch.results.append(out.buffer)
     call.check.report(dev, idx, watch)
     return result
@@ -404,14 +403,20 @@ def _self_copy(data) -> IndexMap:
     return ops.input_copy(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype)
 
 
-def _run_native(dev: Runtime, call: _Call, data, idx, upd, out: Tensor | None = None, trace: bool = True,
-                op: str = ""):
-    """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
-    byte order are converted there and back."""
-    if data.dtype.isnative:
-        return _run(dev, call, data, idx, upd, out, trace, op)
-    if out is not None or any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev.active_recording() is not None:
+def native(dev: Runtime, call: _Call, data: Any, idx: Any, values: Any, updates: Any, out: Any, op: str) -> Any:
+    """_execute for a scatter reduction on operands of another byte order than native (its arithmetic needs native
+    byte order): NumPy operands are converted to native byte order, run, and the result converted back (into a NumPy
+    ``out`` where given); TypeError for Tensors, a Tensor ``out`` or a recording (no conversion on the device)."""
+    if out is not None and (out.shape != call.out_shape or out.dtype != data.dtype):
+        raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
+                         f"{call.out_shape} and dtype {data.dtype}")
+    if isinstance(out, Tensor) or any(isinstance(x, Tensor) for x in (data, idx, updates)) or \
+            dev.active_recording() is not None:
         raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
-    native = data.dtype.newbyteorder("=")
-    return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)
-
+    native_dtype = data.dtype.newbyteorder("=")
+    result = _execute(dev, call, data.astype(native_dtype), idx, values, updates.astype(native_dtype),
+                      op=op).astype(data.dtype)
+    if out is None:
+        return result
+    np.copyto(out, result)
+    return out
