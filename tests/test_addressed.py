@@ -248,7 +248,7 @@ def test_fuzz_addressed_gather(blocks, data):
 
 def test_repeated_calls_remake_the_block_lists():
     """A repeated gather on Tensors held in several blocks runs from a call template (dmlgpu/api/call_templates.py),
-    which makes the ADDR variant's parameters again for each call's buffers (plan.wide_params' recipe of
+    which makes the ADDR variant's parameters again for each call's buffers (addressing.wide_params' recipe of
     plan.addr_words)."""
     with dmlgpu.Device(chunk_bytes=4096) as dev:
         rng = np.random.default_rng(9)
@@ -261,7 +261,7 @@ def test_repeated_calls_remake_the_block_lists():
 
 
 def test_repeated_run_gathers_remake_their_uniform_block_lists():
-    """The run variants' padded uniform parameters (plan.listed_params) are remade per call by a call template
+    """The run variants' padded uniform parameters (addressing.listed_params) are remade per call by a call template
     too: a GPU's repeated gather of rows of 1 KiB from tables held in 4 KiB blocks (lavapipe shown to the plans as
     an integrated GPU), two tables in turn, each result checked."""
     import dataclasses

@@ -26,7 +26,7 @@ def sorted_plan(monkeypatch):
     """The sorted plan on every device (CPU devices fold without a sort by default: reduction_cpu.py)."""
     monkeypatch.setattr(reduction_cpu, "CPU_FOLD", False)
     monkeypatch.setattr(reduction_minmax, "ENABLED", False)     # min/max sorted too (not by 64-bit atomics)
-    dmlgpu.default_device().templates.clear()
+    dmlgpu.default_device().runtime.templates.clear()
 
 
 def sequential(data, targets, updates, reduction, include_self=True):

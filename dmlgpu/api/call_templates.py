@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 
 from ..plans.index_check import IndexCheck
-from ..plans.plan import CLAIMS as CLAIMS_KEY, block_params
+from ..plans.addressing import block_params
+from ..plans.plan import CLAIMS as CLAIMS_KEY
 from ..runtime import COPY, Prepared
 from .tensor import Tensor, covers_base
 
