@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .arguments import _device, named
-from .constructors import empty, tensor
+from .constructors import empty
 from .device import Runtime
 from ..errors import DeviceError
 from .fused_args import (EdgeGroups, _U32, _aux, _check_ids, _check_offsets, _checked_out, _identity, _index,
