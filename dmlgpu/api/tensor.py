@@ -49,6 +49,8 @@ class Tensor(TensorViews, TensorProtocols):
 
     Raises
     ------
+    TypeError
+        ``buffer`` is not a dmlgpu.Device's (``Device.buffer()``).
     ValueError
         The buffer is smaller than the offset, shape and dtype need, or a negative offset or dimension.
 
