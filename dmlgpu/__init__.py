@@ -14,8 +14,10 @@ from .layer1.dtypes import DataType, FeatureLevel
 from .errors import DescError, DeviceError
 from .api.functions import gather, gather_elements, gather_nd, scatter_elements, scatter_nd
 from .api.numpy_api import put_along_axis, take, take_along_axis
-from .api.fused import EdgeGroups, embedding_bag, gather_scatter, segment_reduce
-from .api import indexing as _indexing  # noqa: F401  (Tensor[] with index arrays, ufunc.at, Tensor.at)
+from .api.fused import EdgeGroups, embedding_bag, segment_reduce
+from .api.fused_gather_scatter import gather_scatter
+from .api import indexing as _indexing  # noqa: F401  (Tensor[] with index arrays, ufunc.at)
+from .api import indexing_at as _indexing_at  # noqa: F401  (Tensor.at)
 from .layer1.descriptors import (CompiledOperator, GatherDesc, GatherElementsDesc, GatherND1Desc, GatherNDDesc,
                                  ScatterElementsDesc, ScatterNDDesc)
 from .api.device import Device, default_device

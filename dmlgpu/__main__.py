@@ -114,7 +114,7 @@ def warmup(index: int | None = None) -> int:
         return 2                # a --device naming no device: a command-line error
     path = cache_file(dev.info, "" if dev.profile.name == "full" else dev.profile.name)
     stems = [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)]
-    first = next((i for i, n in enumerate(stems) if dev.supports(n)), 0)
+    first = next((i for i, n in enumerate(stems) if dev.runtime.supports(n)), 0)
     progress = Progress()
     progress.start(len(stems))
 

@@ -19,7 +19,7 @@ PATHS = ("auto", "rows", "vec", "unit", "run")
 @pytest.fixture(scope="module", params=[256, 4096], ids=["256B-blocks", "4KiB-blocks"])
 def blocks(request):
     with dmlgpu.Device(chunk_bytes=request.param, max_queued=0) as dev:
-        dev.canary_words = 4
+        dev.runtime.canary_words = 4
         yield dev
 
 
@@ -149,7 +149,7 @@ def test_cpu_rows_from_a_table_in_few_blocks(rows, row_bytes, dtype, n, itype):
     plan.WINDOW_BLOCKS blocks (indices and output in one) take one dispatch of the WINDOW variant per block, bound
     to it; more blocks or shorter rows take ADDR."""
     with dmlgpu.Device(chunk_bytes=1 << 20, max_queued=0) as dev:
-        dev.canary_words = 4
+        dev.runtime.canary_words = 4
         rng = np.random.default_rng(rows)
         table = random_table(rng, (rows, row_bytes // np.dtype(dtype).itemsize), dtype)
         ids = rng.integers(-rows, rows, size=n).astype(itype)
@@ -197,9 +197,9 @@ def test_addressed_copies(blocks, dtype, wide, monkeypatch):
         if wide:
             c.narrow = False
         dst = blocks.buffer(nbytes=-(-x.nbytes // 4) * 4)
-        d, up = c.dispatch(blocks, src, dst)
+        d, up = c.dispatch(blocks.runtime, src, dst)
         assert d.kernel.endswith("_wide" if wide else "_addr") and src.chunked and dst.chunked
-        blocks._run([d], uploads=up)
+        blocks.runtime._run([d], uploads=up)
         assert dst.read()[:x.nbytes].tobytes() == np.ascontiguousarray(want).tobytes()
         assert dst.canary_intact()
 
@@ -217,9 +217,9 @@ def test_packed_copies_by_transfer_commands(blocks, dtype, monkeypatch):
     src = blocks.buffer(np.zeros(x.nbytes + 8, np.uint8))
     src.write(x.view(np.uint8).reshape(-1))
     dst = blocks.buffer(nbytes=-(-x.nbytes // 4) * 4 + 4)
-    d, up = c.dispatch(blocks, src, dst)
+    d, up = c.dispatch(blocks.runtime, src, dst)
     assert d.kernel == COPY and d.count == x.nbytes and up == [] and src.chunked and dst.chunked
-    blocks.run([d])
+    blocks.runtime.run([d])
     assert dst.read()[:x.nbytes].tobytes() == x.tobytes() and dst.canary_intact()
 
 
@@ -248,7 +248,7 @@ def test_fuzz_addressed_gather(blocks, data):
 
 def test_repeated_calls_remake_the_block_lists():
     """A repeated gather on Tensors held in several blocks runs from a call template (dmlgpu/api/call_templates.py),
-    which makes the ADDR variant's parameters again for each call's buffers (plan.wide_params' recipe of
+    which makes the ADDR variant's parameters again for each call's buffers (addressing.wide_params' recipe of
     plan.addr_words)."""
     with dmlgpu.Device(chunk_bytes=4096) as dev:
         rng = np.random.default_rng(9)
@@ -257,16 +257,16 @@ def test_repeated_calls_remake_the_block_lists():
             ids = rng.integers(-500, 500, size=300)
             out = dmlgpu.gather(tables[k % 2], dmlgpu.tensor(ids, device=dev))
             assert out.numpy().tobytes() == tables[k % 2].numpy()[ids].tobytes(), k
-        assert out.buffer.chunked and any(type(t).__name__ == "Template" for t in dev.templates.values())
+        assert out.buffer.chunked and any(type(t).__name__ == "Template" for t in dev.runtime.templates.values())
 
 
 def test_repeated_run_gathers_remake_their_uniform_block_lists():
-    """The run variants' padded uniform parameters (plan.listed_params) are remade per call by a call template
+    """The run variants' padded uniform parameters (addressing.listed_params) are remade per call by a call template
     too: a GPU's repeated gather of rows of 1 KiB from tables held in 4 KiB blocks (lavapipe shown to the plans as
     an integrated GPU), two tables in turn, each result checked."""
     import dataclasses
     with dmlgpu.Device(chunk_bytes=4096) as dev:
-        dev.info = dataclasses.replace(dev.info, type="integrated GPU")
+        dev.runtime.info = dataclasses.replace(dev.info, type="integrated GPU")
         rng = np.random.default_rng(10)
         tables = [dmlgpu.tensor(random_table(rng, (300, 256), np.float32), device=dev) for _ in range(2)]
         for k in range(6):
@@ -277,6 +277,6 @@ def test_repeated_run_gathers_remake_their_uniform_block_lists():
             assert out.numpy().tobytes() == tables[k % 2].numpy()[ids].tobytes(), k
             out = dmlgpu.gather(tables[k % 2], dmlgpu.tensor(ids, device=dev))       # eager: templates
             assert out.numpy().tobytes() == tables[k % 2].numpy()[ids].tobytes(), k
-        padded = [t for t in dev.templates.values() if type(t).__name__ == "Template"
+        padded = [t for t in dev.runtime.templates.values() if type(t).__name__ == "Template"
                   and any(size for _, _, size in t.recipes)]
         assert padded and out.buffer.chunked

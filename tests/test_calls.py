@@ -59,7 +59,7 @@ def test_templated_calls_agree_with_planned_calls(dev, case):
         results.append(fn(*tensors, **kwargs))
         expected.append(ref(*operands))
     sig_ops = [t for t in tensors]
-    template = dev.templates[(fn.__name__, *[(t.shape, t.dtype) for t in sig_ops],
+    template = dev.runtime.templates[(fn.__name__, *[(t.shape, t.dtype) for t in sig_ops],
                               *_args(fn.__name__, kwargs))]
     assert isinstance(template, calls.Template)
     for got, want in zip(results, expected):            # read after all were queued
@@ -134,10 +134,10 @@ def test_a_call_whose_operands_share_a_buffer_makes_no_template(dev):
     np.testing.assert_array_equal(dmlgpu.scatter_nd(ta, pos, tb[:1], mode="raise").numpy(),
                                   reference.scatter_nd(a, np.array([[2]]), b[:1]))
     # in place, data's buffer is also the output, as the signature says: templated
-    dev.templates.clear()
+    dev.runtime.templates.clear()
     for _ in range(3):
         dmlgpu.scatter_nd(ta, pos, tb[:1], out=ta)
-    assert any(isinstance(t, calls.Template) and key[-1] == "in place" for key, t in dev.templates.items())
+    assert any(isinstance(t, calls.Template) and key[-1] == "in place" for key, t in dev.runtime.templates.items())
     np.testing.assert_array_equal(ta.numpy(), reference.scatter_nd(a, np.array([[2]]), b[:1]))
 
 
@@ -147,7 +147,7 @@ def test_no_queueing_takes_the_planned_path():
     i = dmlgpu.tensor(np.array([11, 0, 5], np.int64), device=d)
     for _ in range(4):
         np.testing.assert_array_equal(dmlgpu.gather(t, i).numpy(), [11, 0, 5])
-    assert not d.templates            # nothing traced without queueing
+    assert not d.runtime.templates            # nothing traced without queueing
     d.close()
 
 
@@ -159,7 +159,7 @@ def test_templates_are_bounded(dev, monkeypatch):
         for _ in range(2):
             out = dmlgpu.gather(t, i)
         np.testing.assert_array_equal(out.numpy(), np.arange(n))
-        assert len(dev.templates) <= 4
+        assert len(dev.runtime.templates) <= 4
 
 
 def test_a_batch_like_the_last_is_submitted_again_and_sees_new_data(dev):
@@ -176,7 +176,7 @@ def test_a_batch_like_the_last_is_submitted_again_and_sees_new_data(dev):
         del out                         # the result's block goes back and serves the next call
         out = dmlgpu.gather(t, ids)
         dev.synchronize()
-        held.append(dev.submitter.batch.spare_held)    # the ops the Sequence just submitted holds
+        held.append(dev.runtime.submitter.batch.spare_held)    # the ops the Sequence just submitted holds
         np.testing.assert_array_equal(out.numpy(), table[new])
     assert any(a is b for a, b in zip(held[2:], held[4:])), "no batch was submitted again as recorded"
 
@@ -199,7 +199,7 @@ def test_templates_of_tensors_held_in_several_blocks(case):
             keep.append(dmlgpu.tensor(np.zeros(64 * (step + 1), np.uint8), device=d))   # other blocks in use
             results.append(fn(*tensors, **kwargs))
             expected.append(ref(*fresh))
-        template = d.templates[(fn.__name__, *[(t.shape, t.dtype) for t in tensors], *_args(fn.__name__, kwargs))]
+        template = d.runtime.templates[(fn.__name__, *[(t.shape, t.dtype) for t in tensors], *_args(fn.__name__, kwargs))]
         assert isinstance(template, calls.Template) and template.recipes
         for got, want in zip(results, expected):
             np.testing.assert_array_equal(got.numpy(), want)
@@ -220,7 +220,7 @@ def test_a_hit_queues_the_prepared_launches_and_gives_their_scratch_back(dev, mo
     want = reference.scatter_nd(data, idx, upd, reduction="add")
     for _ in range(3):
         dmlgpu.scatter_nd(t, i, u, reduction="add").numpy()
-    template = dev.templates[("scatter_nd", *[(x.shape, x.dtype) for x in (t, i, u)],
+    template = dev.runtime.templates[("scatter_nd", *[(x.shape, x.dtype) for x in (t, i, u)],
                               *_args("scatter_nd", dict(reduction="add")))]
     assert isinstance(template, calls.Template) and template.prepared is not None
     queued = []
@@ -234,10 +234,10 @@ def test_a_hit_queues_the_prepared_launches_and_gives_their_scratch_back(dev, mo
         del r
     assert queued == [template.prepared] * 5
     assert dev.memory_stats()["allocated_bytes"] == before    # no scratch kept, results given back
-    dev.canary_words = 8
+    dev.runtime.canary_words = 8
     try:
         r = dmlgpu.scatter_nd(t, i, u, reduction="add")
         assert r.buffer.canary_words == 8 and r.buffer.canary_intact()
         np.testing.assert_array_equal(r.numpy(), want)
     finally:
-        dev.canary_words = 0
+        dev.runtime.canary_words = 0

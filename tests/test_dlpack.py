@@ -16,7 +16,7 @@ import pytest
 
 import dmlgpu
 from dmlgpu import DeviceError
-from dmlgpu.api import dlpack
+from dmlgpu.api import dlpack_abi as dlpack      # (DLPack's codes, structures and capsules)
 from dmlgpu.runtime import cuda, export
 
 try:
@@ -314,7 +314,7 @@ def test_from_dlpack_of_tensors_and_bad_producers(device):
             return (self.kind, 1)
     with pytest.raises(BufferError, match="kDLROCM 1"):
         dmlgpu.from_dlpack(Elsewhere(dlpack.ROCM), device=device)
-    if export.cuda_state(device)[0] is None:
+    if export.cuda_state(device.runtime)[0] is None:
         with pytest.raises(BufferError, match="kDLCUDA 1"):
             dmlgpu.from_dlpack(Elsewhere(dlpack.CUDA), device=device)
     with pytest.raises(ValueError, match="copy"):
@@ -404,7 +404,7 @@ def test_exportable_memory_gives_file_descriptors(device):
         finally:
             os.close(fd)
         reason = export.cuda_exportable(t.buffer)
-        assert (reason is None) == (export.cuda_state(dev)[0] is not None)
+        assert (reason is None) == (export.cuda_state(dev.runtime)[0] is not None)
     with pytest.raises(DeviceError, match="exportable=True"):
         dmlgpu.Device(device.info.index, exportable=True, profile="no-export")
     with dmlgpu.Device(device.info.index, profile="no-export") as dev:
@@ -460,7 +460,7 @@ int cuGetErrorName(int e, const char** s) { *s = "FAKE_ERROR"; return 0; }
 def _lavapipe_memfd(dev) -> bool:
     """Whether ``dev`` exports memory as lavapipe does (a memfd with Mesa's header), which the stand-in maps."""
     import mmap
-    buf = dev._mgr.buffer(256, 0x1, True)
+    buf = dev.runtime._mgr.buffer(256, 0x1, True)
     fd = buf.memory_fd()
     try:
         size = os.fstat(fd).st_size
@@ -493,7 +493,7 @@ def test_the_cuda_path_on_a_stand_in_driver(device, tmp_path, monkeypatch):
         lib.fake_set_uuid(dev.physical_info.device_uuid)
         monkeypatch.setattr(clocks, "_cuda", lib)
         monkeypatch.setattr(cuda, "_contexts", {})          # (the stand-in's context is forgotten afterwards)
-        assert export.cuda_state(dev) == (0, "")
+        assert export.cuda_state(dev.runtime) == (0, "")
         t = dmlgpu.tensor(np.arange(24, dtype=np.float32).reshape(4, 6), device=dev)
         assert t.__dlpack_device__() == (dlpack.CUDA, 0)
         f = fields(t.__dlpack__(max_version=(1, 0)))
@@ -537,7 +537,7 @@ def _torch_cuda():
     dev = dmlgpu.default_device()
     if dev.info.vendor_id != 0x10DE:
         pytest.skip(f"the default dmlgpu device ({dev.info.name}) is no NVIDIA GPU")
-    ordinal, why = export.cuda_state(dev)
+    ordinal, why = export.cuda_state(dev.runtime)
     assert ordinal is not None, why            # an NVIDIA GPU with CUDA: the kDLCUDA path must be there
     return torch, dev, ordinal
 

@@ -86,9 +86,9 @@ def test_call_template_agrees_with_the_general_path(device, other, monkeypatch, 
 
 def _run(dev, plan, **buffers):
     """A plan's dispatches on these buffers, run and waited for (as CompiledOperator.execute runs them)."""
-    with dev.lock:
-        dispatches, uploads = plan.dispatches(dev, take=dev.take_buffer, **buffers)
-        dev._run(dispatches, uploads=uploads)
+    with dev.runtime.lock:
+        dispatches, uploads = plan.dispatches(dev.runtime, take=dev.runtime.take_buffer, **buffers)
+        dev.runtime._run(dispatches, uploads=uploads)
     return [d.kernel for d in dispatches]
 
 
@@ -131,4 +131,4 @@ def test_kept_buffers_agree_with_the_general_path(device, case):
         general = fn(*[dmlgpu.tensor(x, device=device) for x in operands], device=device, **kwargs)
         assert _bits(kept) == _bits(general), (name, step)
         np.testing.assert_array_equal(kept, ref(*operands))
-        assert any(sig[0] == fn.__name__ for sig in device._kept), "the call kept no buffers"
+        assert any(sig[0] == fn.__name__ for sig in device.runtime._kept), "the call kept no buffers"

@@ -182,7 +182,7 @@ def gpu_like():
     under any DMLGPU_DEVICE_PROFILE; so are the devices of tensors in several blocks here)."""
     d = dmlgpu.Device(profile="full")
     if d.info.type == "CPU":
-        d.info = dataclasses.replace(d.info, type="integrated GPU")
+        d.runtime.info = dataclasses.replace(d.info, type="integrated GPU")
     return d
 
 
@@ -381,7 +381,7 @@ def test_drop_through_each_scatter_path(device, monkeypatch, path):
     would take (drop: the claims instead)."""
     monkeypatch.setattr(plan, "COPY_CLEARS", path == "copy_clears")
     monkeypatch.setattr(lines_plan, "COPY_LINES", True)
-    device.templates.clear()
+    device.runtime.templates.clear()
     rng = np.random.default_rng(len(path))
     kernels = {"small": "scatter_small_rows", "rows": "scatter_clear_rows", "copy": "scatter_copy_rows",
                "copy_clears": "scatter_copy_rows", "unique": "scatter_unique", "units": "scatter_write",

@@ -419,14 +419,14 @@ def test_split_and_packed_bindings_agree(device, monkeypatch):
     table = _values(rng, (20, 4), np.float32)
     ids, offs, w = rng.integers(0, 20, 30), np.array([0, 4, 4, 17]), _values(rng, (30,), np.float32)
     src, dst = rng.integers(0, 20, 30), rng.integers(0, 6, 30)
-    assert segment.splits(np.float32, "add", device) == (device.info.max_per_stage_storage_buffers >= 6)
+    assert segment.splits(np.float32, "add", device.runtime) == (device.info.max_per_stage_storage_buffers >= 6)
     got = [(dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids), dmlgpu.tensor(offs),
                                  per_sample_weights=dmlgpu.tensor(w)).numpy(),
             dmlgpu.embedding_bag(table, ids, offs, mode="max"),
             dmlgpu.gather_scatter(table, src, dst, dim_size=6, weights=w),
             dmlgpu.gather_scatter(table, dmlgpu.EdgeGroups(src, dst, 6), weights=dmlgpu.tensor(w)).numpy())]
     monkeypatch.setattr(kernels, "SEGMENT_SPLIT", ())
-    assert not segment.splits(np.float32, "add", device)
+    assert not segment.splits(np.float32, "add", device.runtime)
     got.append((dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids), dmlgpu.tensor(offs),
                                      per_sample_weights=dmlgpu.tensor(w)).numpy(),
                 dmlgpu.embedding_bag(table, ids, offs, mode="max"),

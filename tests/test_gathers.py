@@ -488,8 +488,8 @@ def test_vec_gathers_edges(device, op, shape, dtype, idx_shape, axis):
     after every buffer, nothing past the output is written."""
     rng = np.random.default_rng(len(shape) * 100 + sum(idx_shape))
     x = random_data(rng, shape, dtype)
-    before = device.canary_words
-    device.canary_words = 16
+    before = device.runtime.canary_words
+    device.runtime.canary_words = 16
     try:
         if op == "take":
             idx = rng.integers(-shape[axis], shape[axis], idx_shape)
@@ -506,7 +506,7 @@ def test_vec_gathers_edges(device, op, shape, dtype, idx_shape, axis):
         same_bytes(got.numpy(), want)
         assert got.buffer.canary_intact()
     finally:
-        device.canary_words = before
+        device.runtime.canary_words = before
 
 
 # ---------------------------------------------------------------- gathers of scattered single units (GPU paths)
@@ -526,7 +526,7 @@ def gpu_like():
     import dataclasses
     d = dmlgpu.Device()
     if d.info.type == "CPU":
-        d.info = dataclasses.replace(d.info, type="integrated GPU")
+        d.runtime.info = dataclasses.replace(d.info, type="integrated GPU")
     return d
 
 
@@ -571,7 +571,7 @@ def test_spread_units_take_one_unit_per_invocation_on_gpus(call, dtype, shape, k
         if not as_gpu and d.info.type != "CPU":
             continue                                  # (on a GPU: its own paths, checked above)
         if as_gpu:
-            d.info = dataclasses.replace(d.info, type="integrated GPU")
+            d.runtime.info = dataclasses.replace(d.info, type="integrated GPU")
         with d.record() as rec:
             got = run(d)
         used = [w.kernel for k, w in rec._steps if k == "dispatch"]

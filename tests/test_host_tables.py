@@ -15,7 +15,7 @@ MIB = 1 << 20
 
 
 def _needs_import(dev):
-    if not host.available(dev):
+    if not host.available(dev.runtime):
         pytest.skip(f"{dev.info.name} (profile {dev.profile.name}) cannot import host memory (or kp lacks patch 0023)")
 
 
@@ -116,7 +116,7 @@ def test_large_result_written_in_place(dev, imports, monkeypatch):
     r = dmlgpu.take(small, many, axis=0, device=dev)
     assert r.tobytes() == np.take(small, many, axis=0).tobytes() and _leased(r) and not imports
     dev.empty_cache()                                 # releases the free result buffers
-    assert not vars(dev.memory)["host_results"].free
+    assert not vars(dev.runtime.memory)["host_results"].free
 
 
 @pytest.mark.parametrize("case", ["row-slice", "unaligned", "strided", "fortran", "odd-bytes"])
@@ -158,13 +158,13 @@ def test_small_or_sparse_tables_are_uploaded(dev, imports):
     assert dmlgpu.take(big, many, axis=0, device=dev).tobytes() == np.take(big, many, axis=0).tobytes()
     assert [c for n, c, ok in imports if c] == ([True] if dev.info.unified_memory else [])
     table = execution.HOST_TABLE_BYTES            # the rule is one function of sizes
-    assert execution.reads_in_place(dev, _GatherLike, table, table)
-    assert not execution.reads_in_place(dev, _GatherLike, table - 4, 16)
+    assert execution.reads_in_place(dev.runtime, _GatherLike, table, table)
+    assert not execution.reads_in_place(dev.runtime, _GatherLike, table - 4, 16)
     beyond = int(execution.HOST_READ_SHARE * table) + execution.HOST_READ_BYTES + 4
-    assert execution.reads_in_place(dev, _GatherLike, table, beyond) == dev.info.unified_memory
-    assert execution.reads_in_place(dev, _GatherLike, table, beyond - 8)
-    assert execution.reads_in_place(dev, _GatherLike, dev.memory_capacity + 4, 3 * dev.memory_capacity)
-    assert not execution.reads_in_place(dev, _ScatterLike, 1 << 30, 16)
+    assert execution.reads_in_place(dev.runtime, _GatherLike, table, beyond) == dev.info.unified_memory
+    assert execution.reads_in_place(dev.runtime, _GatherLike, table, beyond - 8)
+    assert execution.reads_in_place(dev.runtime, _GatherLike, dev.runtime.memory_capacity + 4, 3 * dev.runtime.memory_capacity)
+    assert not execution.reads_in_place(dev.runtime, _ScatterLike, 1 << 30, 16)
 
 
 class _GatherLike:
@@ -217,7 +217,7 @@ def test_recordings_upload(dev, imports):
 def test_fallback_under_profiles(imports, profile):
     """Profiles that withhold externalMemoryHost upload the table, as devices without the extension do."""
     with dmlgpu.Device(profile=profile) as d:
-        assert "externalMemoryHost" not in d.features and not host.available(d)
+        assert "externalMemoryHost" not in d.features and not host.available(d.runtime)
         table = _table((4096, 64), np.float32, 14)
         ids = np.random.default_rng(15).integers(0, 4096, 2000)
         assert dmlgpu.take(table, ids, axis=0, device=d).tobytes() == np.take(table, ids, axis=0).tobytes()
@@ -237,7 +237,7 @@ def test_table_in_several_blocks(imports, rows):
             ids = np.random.default_rng(16).integers(-rows, rows, 5000)
             got = dmlgpu.take(table, ids, axis=0, device=d)
             assert got.tobytes() == np.take(table, ids, axis=0).tobytes()
-            buf = host.import_array(d, table, cache=True)
+            buf = host.import_array(d.runtime, table, cache=True)
             assert buf is not None and buf.block_count == -(-table.nbytes // MIB)
     assert any(cached and ok for n, cached, ok in imports)
 
@@ -262,10 +262,10 @@ def test_import_cache_follows_the_array(dev):
     when the array is collected."""
     _needs_import(dev)
     table = _table((4096, 64), np.float32, 19)
-    a = host.import_array(dev, table, cache=True)
-    assert host.import_array(dev, table, cache=True) is a
-    assert host.import_array(dev, table.reshape(-1, 128), cache=True) is a     # the same bytes
-    assert host.import_array(dev, table[1:], cache=True) is not a              # other bytes: an import of its own
+    a = host.import_array(dev.runtime, table, cache=True)
+    assert host.import_array(dev.runtime, table, cache=True) is a
+    assert host.import_array(dev.runtime, table.reshape(-1, 128), cache=True) is a     # the same bytes
+    assert host.import_array(dev.runtime, table[1:], cache=True) is not a              # other bytes: an import of its own
     del table
     gc.collect()
     assert not vars(dev.memory).get("host_imports") and "block_list" not in a.__dict__
@@ -277,9 +277,9 @@ def test_imports_split_at_max_allocation(imports):
     import dataclasses
     with dmlgpu.Device(chunk_bytes=MIB) as d:
         _needs_import(d)
-        d.info = d.memory.info = dataclasses.replace(d.info, max_memory_allocation_size=2 * MIB + 2 * 4096)
+        d.runtime.info = d.runtime.memory.info = dataclasses.replace(d.info, max_memory_allocation_size=2 * MIB + 2 * 4096)
         calls = []
-        real = d.memory.mgr
+        real = d.runtime.memory.mgr
 
         class Counting:             # counts the allocations (kp's import calls)
             def __getattr__(self, name):
@@ -288,14 +288,14 @@ def test_imports_split_at_max_allocation(imports):
             def import_host_buffers(self, *a):
                 calls.append(a)
                 return real.import_host_buffers(*a)
-        d.memory.mgr = Counting()
+        d.runtime.memory.mgr = Counting()
         try:
             table = _table((5 * 4096 + 100, 64), np.float32, 20)      # 5 MiB and a bit: 6 blocks, 3 imports
             ids = np.random.default_rng(21).integers(0, table.shape[0], 3000)
             assert dmlgpu.take(table, ids, axis=0, device=d).tobytes() == np.take(table, ids, axis=0).tobytes()
             assert [n for _, n, _ in calls[:3]] == [2 * MIB, 2 * MIB, table.nbytes - 4 * MIB]
         finally:
-            d.memory.mgr = real
+            d.runtime.memory.mgr = real
 
 
 def test_lavapipe_imports_host_memory(device):
@@ -305,7 +305,7 @@ def test_lavapipe_imports_host_memory(device):
     if "0023-host-memory-import" not in getattr(kp, "__dmlgpu_patches__", ()):
         pytest.skip("kp without patch 0023 (rebuild it: python tools/build_kp.py)")
     if device.info.type == "CPU" and device.profile.name == "full":
-        assert host.available(device) and device.info.min_imported_host_pointer_alignment == 4096
+        assert host.available(device.runtime) and device.info.min_imported_host_pointer_alignment == 4096
 
 
 def test_refused_import_falls_back_or_says_why():
@@ -316,7 +316,7 @@ def test_refused_import_falls_back_or_says_why():
     for limit in (None, 2 * MIB):
         with dmlgpu.Device(memory_limit=limit) as d:
             _needs_import(d)
-            real = d.memory.mgr
+            real = d.runtime.memory.mgr
 
             class Refusing:
                 def __getattr__(self, name):
@@ -324,7 +324,7 @@ def test_refused_import_falls_back_or_says_why():
 
                 def import_host_buffers(self, *a):
                     raise RuntimeError("vkAllocateMemory refused (a test)")
-            d.memory.mgr = Refusing()
+            d.runtime.memory.mgr = Refusing()
             try:
                 if limit is None:
                     got = dmlgpu.take(table, ids, axis=0, device=d)
@@ -334,7 +334,7 @@ def test_refused_import_falls_back_or_says_why():
                                                                  r"\(vkAllocateMemory refused \(a test\)\)"):
                         dmlgpu.take(table, ids, axis=0, device=d)
             finally:
-                d.memory.mgr = real
+                d.runtime.memory.mgr = real
 
 
 def test_threads_share_tables(dev):

@@ -317,7 +317,7 @@ def test_raise_on_tensor_indices_through_a_call_template(reads):
     for _ in range(3):
         good = dmlgpu.take(data, dmlgpu.tensor(np.array([3, -20], np.int64)), axis=0)
     assert any(isinstance(t, Template) and t.check is not None and t.at is not None and t.prepared is not None
-               for t in dev.templates.values())         # (prepared: the launches and the report made once)
+               for t in dev.runtime.templates.values())         # (prepared: the launches and the report made once)
     np.testing.assert_array_equal(good.numpy(), [[6, 7], [0, 1]])
     bad_ids = dmlgpu.tensor(np.array([3, 20], np.int64))
     reads.clear()
@@ -451,7 +451,7 @@ def test_raise_through_a_template_of_a_table_in_several_blocks():
             np.testing.assert_array_equal(dmlgpu.take(t_table, dmlgpu.tensor(ids, device=dev), axis=0).numpy(),
                                           table[ids])
         assert any(isinstance(x, Template) and x.recipes and x.check is not None and x.prepared is None
-                   for x in dev.templates.values())
+                   for x in dev.runtime.templates.values())
         bad = dmlgpu.take(t_table, dmlgpu.tensor(np.array([1, 300, 2], np.int64), device=dev), axis=0)
         with pytest.raises(IndexError, match=r"take: index 300 at indices position \(1,\)"):
             dev.synchronize()

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 import dmlgpu
-from dmlgpu.plans import index_map, scatter_lines as lines_plan, plan, radix_sort, reduction, reduction_buckets
+from dmlgpu.plans import addressing, index_map, scatter_lines as lines_plan, plan, radix_sort, reduction
+from dmlgpu.plans import reduction_buckets
 from dmlgpu.kernels import table as kernels, spirv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -72,10 +73,10 @@ def test_reduction_op_codes_match_the_glsl():
 
 
 def test_block_list_slots_match_the_glsl():
-    """plan.WIDE_SLOTS, the order of the tensors in a WIDE/ADDR variant's block lists, is addressing.glsl's."""
+    """addressing.WIDE_SLOTS, the order of the tensors in a WIDE/ADDR variant's block lists, is addressing.glsl's."""
     text = (SHADERS / "addressing.glsl").read_text()
     slots = {n: int(v) for n, v in re.findall(r"SLOT_(\w+) = (\d+)u", text)}
-    assert slots == {name: i for i, name in enumerate(plan.WIDE_SLOTS)}
+    assert slots == {name: i for i, name in enumerate(addressing.WIDE_SLOTS)}
 
 
 def test_access_units_are_written_once():

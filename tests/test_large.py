@@ -46,9 +46,9 @@ def test_chunked_buffers_hold_their_bytes(tiny_blocks):
     want[252:1252] = data[:1000][::-1]
     assert np.array_equal(buf.read()[:data.size], want)
     other = dev.buffer(nbytes=10_000)
-    dev.copy_buffer(buf, other, 10_000)
+    dev.runtime.copy_buffer(buf, other, 10_000)
     assert np.array_equal(other.read(), buf.read())
-    dev.fill_buffer(other, 0x01020304, 508, 1000)
+    dev.runtime.fill_buffer(other, 0x01020304, 508, 1000)
     assert np.array_equal(other.read()[508:1508].view(np.uint32), np.full(250, 0x01020304, np.uint32))
     t = dmlgpu.tensor(data.reshape(100, 100), device=dev)
     assert np.array_equal(t.numpy(), data.reshape(100, 100))

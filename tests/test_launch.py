@@ -9,7 +9,7 @@ from dmlgpu.runtime import clocks
 
 
 def test_a_launch_gives_its_scratch_back_and_keeps_outputs(device):
-    with device.launch() as launch:
+    with device.runtime.launch() as launch:
         scratch = launch.scratch(1 << 16)
         out = launch.output(1 << 16)
         assert launch.taken == [scratch]
@@ -21,11 +21,11 @@ def test_a_launch_gives_its_scratch_back_and_keeps_outputs(device):
 def test_a_launch_that_raises_gives_its_scratch_back(device):
     before = device.memory_stats()["allocated_bytes"]
     with pytest.raises(ZeroDivisionError):
-        with device.launch() as launch:
+        with device.runtime.launch() as launch:
             launch.scratch(1 << 20)
             1 / 0
     assert device.memory_stats()["allocated_bytes"] == before
-    with device.launch() as launch:      # the lock was released
+    with device.runtime.launch() as launch:      # the lock was released
         assert launch.run([]) == []
 
 
@@ -33,9 +33,9 @@ def test_a_launch_on_a_closed_device_raises_and_releases_the_lock():
     dev = dmlgpu.Device()
     dev.close()
     with pytest.raises(dmlgpu.DeviceError, match="closed"):
-        dev.launch().__enter__()
-    assert dev.lock.acquire(blocking=False)
-    dev.lock.release()
+        dev.runtime.launch().__enter__()
+    assert dev.runtime.lock.acquire(blocking=False)
+    dev.runtime.lock.release()
 
 
 class _FakeCuda:

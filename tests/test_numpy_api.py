@@ -206,7 +206,7 @@ def _no_reads(monkeypatch, device):
     """Fails any read of device memory back to the host until monkeypatch.undo() (no silent round trip)."""
     def refuse(*args, **kwargs):
         raise AssertionError("a read back to the host")
-    monkeypatch.setattr(type(device), "read_range", refuse)
+    monkeypatch.setattr(type(device.runtime), "read_range", refuse)
 
 
 VIEWS = {"T": lambda x: x.T, "cols": lambda x: x[:, ::2], "rev": lambda x: x[::-1, 1:3]}

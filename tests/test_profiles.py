@@ -38,7 +38,7 @@ def check(dev, refused_by, call, expected):
 
 def kp_features(dev) -> frozenset:
     """Every optional feature name that kp reports (enabled or not)."""
-    return frozenset(dev._mgr.enabled_features())
+    return frozenset(dev.runtime._mgr.enabled_features())
 
 
 def test_profile_masks_features_and_limits(dev):
@@ -47,14 +47,14 @@ def test_profile_masks_features_and_limits(dev):
     assert phys.max_per_stage_storage_buffers >= 4 and phys.max_compute_shared_memory_size >= 16384
     assert kp_features(dev) == profiles.FEATURES
     assert dev.features == dev.physical_info.features - p.withheld
-    assert dev.features == frozenset(n for n, on in dev._mgr.enabled_features().items() if on)
+    assert dev.features == frozenset(n for n, on in dev.runtime._mgr.enabled_features().items() if on)
     for name, value in p.limits:
         have = getattr(info, profiles.LIMITS[name])
         if isinstance(have, tuple):
             assert all(a <= b for a, b in zip(have, profiles._triple(value))), name
         else:
             assert have <= value, name
-    assert dev.geometry is (kernels.SMALL_GEOMETRY if info.max_workgroup_invocations < 256
+    assert dev.runtime.geometry is (kernels.SMALL_GEOMETRY if info.max_workgroup_invocations < 256
                            else kernels.FULL_GEOMETRY)
     if p.name == "minimum":
         assert not dev.features and info.max_storage_buffer_range == 1 << 27 and dev.max_block <= 1 << 27
@@ -182,7 +182,7 @@ def test_shared_memory_limit_below_the_lines_kernel():
         check(d, None, lambda: dmlgpu.scatter_elements(x, e, u, axis=0, device=d),
               reference.scatter_elements(x, e, u, 0))
         with pytest.raises(DeviceError, match="8192"):
-            d.admission.admit([dmlgpu.runtime.Dispatch(kernels.lines_variant(4, 8), (), 1)], lambda: None)
+            d.runtime.admission.admit([dmlgpu.runtime.Dispatch(kernels.lines_variant(4, 8), (), 1)], lambda: None)
 
 
 @pytest.mark.parametrize("profile, kernel, named", [
@@ -197,7 +197,7 @@ def test_admission_names_the_limit_or_feature(profile, kernel, named):
     before recording."""
     with dmlgpu.Device(profile=profile + ",few-buffers") as d:     # few-buffers: checks on
         with pytest.raises(DeviceError, match=named):
-            d.admission.admit([dmlgpu.runtime.Dispatch(kernel, (), 1)], lambda: None)
+            d.runtime.admission.admit([dmlgpu.runtime.Dispatch(kernel, (), 1)], lambda: None)
 
 
 def test_environment_names_the_default_profile(monkeypatch):
@@ -207,7 +207,7 @@ def test_environment_names_the_default_profile(monkeypatch):
     with dmlgpu.Device() as d:
         assert d.profile.name == "no-int64" and "shaderInt64" not in d.features
     with dmlgpu.Device(profile=profiles.PROFILES["full"]) as d:
-        assert d.features == d.physical_info.features and d.admission.admitted is None
+        assert d.features == d.physical_info.features and d.runtime.admission.admitted is None
     monkeypatch.setenv("DMLGPU_DEVICE_PROFILE", "no-such")
     with pytest.raises(ValueError, match="no-such"):
         dmlgpu.Device()

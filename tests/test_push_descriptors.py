@@ -27,7 +27,7 @@ def pushes(d) -> bool:
 
 def bound_modes(d) -> set:
     """pushes_descriptors() of every algorithm the device keeps for the buffer sets of past dispatches."""
-    return {bound.algorithm.pushes_descriptors() for bound in d._pipelines._algorithms.values()}
+    return {bound.algorithm.pushes_descriptors() for bound in d.runtime._pipelines._algorithms.values()}
 
 
 def test_the_mode_is_what_the_device_offers(dev):

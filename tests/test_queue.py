@@ -40,46 +40,46 @@ def _chain_start(dev, seed: int):
 # ---- queueing ----
 
 def test_dependent_calls_share_submissions(dev, monkeypatch):
-    monkeypatch.setattr(dev, "eager_submit", False)       # batches collect max_queued calls (the default)
+    monkeypatch.setattr(dev.runtime, "eager_submit", False)       # batches collect max_queued calls (the default)
     perm, start, p, x = _chain_start(dev, 1)
-    before = dev.submitter.submissions
+    before = dev.runtime.submitter.submissions
     for _ in range(200):
         x = dmlgpu.gather(p, x)         # each output is freed by the next call: blocks are reused in the batch
-    assert dev.submitter.submissions - before == 200 // dev.max_queued
+    assert dev.runtime.submitter.submissions - before == 200 // dev.max_queued
     assert np.array_equal(x.numpy(), _chain_reference(perm, start, 200))
-    assert dev.submitter.submissions - before == 200 // dev.max_queued + 1   # numpy() submitted the rest
+    assert dev.runtime.submitter.submissions - before == 200 // dev.max_queued + 1   # numpy() submitted the rest
 
 
 def test_eager_submission_starts_the_first_call_and_batches_the_next(dev, monkeypatch):
     """With eager_submit (an opt-in) a call queued while no batch is in flight is submitted at once; the
     calls after it collect as before, and every result is right."""
-    monkeypatch.setattr(dev, "eager_submit", True)
+    monkeypatch.setattr(dev.runtime, "eager_submit", True)
     perm, start, p, x = _chain_start(dev, 2)
-    before = dev.submitter.submissions
+    before = dev.runtime.submitter.submissions
     x = dmlgpu.gather(p, x)
-    assert dev.submitter.submissions - before == 1 and dev.submitter.batch.inflight and not dev.submitter.batch.queued
+    assert dev.runtime.submitter.submissions - before == 1 and dev.runtime.submitter.batch.inflight and not dev.runtime.submitter.batch.queued
     for _ in range(199):
         x = dmlgpu.gather(p, x)
-    assert dev.submitter.submissions - before == 1 + 199 // dev.max_queued
+    assert dev.runtime.submitter.submissions - before == 1 + 199 // dev.max_queued
     assert np.array_equal(x.numpy(), _chain_reference(perm, start, 200))
-    assert dev.submitter.submissions - before == 2 + 199 // dev.max_queued
+    assert dev.runtime.submitter.submissions - before == 2 + 199 // dev.max_queued
     y = dmlgpu.gather(p, x)                              # nothing in flight again: submitted at once
-    assert dev.submitter.submissions - before == 3 + 199 // dev.max_queued
+    assert dev.runtime.submitter.submissions - before == 3 + 199 // dev.max_queued
     assert np.array_equal(y.numpy(), perm[x.numpy()])
 
 
 def test_max_queued_bounds_a_batch():
     d = dmlgpu.Device(max_queued=3)
-    d.eager_submit = False
+    d.runtime.eager_submit = False
     t = dmlgpu.tensor(np.arange(10, dtype=np.int32), device=d)
     d.synchronize()
-    before = d.submitter.submissions
+    before = d.runtime.submitter.submissions
     outs = [dmlgpu.gather(t, t) for _ in range(7)]
-    assert d.submitter.submissions - before == 2
+    assert d.runtime.submitter.submissions - before == 2
     d.synchronize()
-    assert d.submitter.submissions - before == 3
+    assert d.runtime.submitter.submissions - before == 3
     d.synchronize()                              # nothing queued: nothing submitted
-    assert d.submitter.submissions - before == 3
+    assert d.runtime.submitter.submissions - before == 3
     assert all(o.numpy().tolist() == list(range(10)) for o in outs)
     d.close()
 
@@ -88,7 +88,7 @@ def test_a_full_batch_runs_while_the_next_is_recorded(dev):
     """A batch submitted because it is full is left in flight; reading a result of it (or of the open batch)
     waits for the right one; results held across many batches are all right."""
     d = dmlgpu.Device(max_queued=4, direct_memory=dev.direct_memory)
-    d.eager_submit = False
+    d.runtime.eager_submit = False
     rng = np.random.default_rng(5)
     perm = rng.permutation(300).astype(np.int32)
     p = dmlgpu.tensor(perm, device=d)
@@ -98,9 +98,9 @@ def test_a_full_batch_runs_while_the_next_is_recorded(dev):
         x = dmlgpu.gather(p, x)
         held.append(x)
         if i == 4:
-            assert d.submitter.batch.inflight and d.submitter.batch.queued == 1      # the first four are in flight, the fifth is open
+            assert d.runtime.submitter.batch.inflight and d.runtime.submitter.batch.queued == 1      # the first four are in flight, the fifth is open
             assert np.array_equal(held[1].numpy(), perm[perm])   # waits for the batch in flight only
-            assert d.submitter.batch.queued == 1 and not d.submitter.batch.inflight
+            assert d.runtime.submitter.batch.queued == 1 and not d.runtime.submitter.batch.inflight
     want = np.arange(300)
     for got in held:
         want = perm[want]
@@ -111,9 +111,9 @@ def test_a_full_batch_runs_while_the_next_is_recorded(dev):
 def test_no_queueing_runs_each_call_at_once():
     d = dmlgpu.Device(max_queued=0)
     t = dmlgpu.tensor(np.arange(10, dtype=np.int32), device=d)
-    before = d.submitter.submissions
+    before = d.runtime.submitter.submissions
     dmlgpu.gather(t, t)
-    assert d.submitter.submissions - before == 1 and d.submitter.batch.queued == 0
+    assert d.runtime.submitter.submissions - before == 1 and d.runtime.submitter.batch.queued == 0
     d.close()
     with pytest.raises(ValueError, match="max_queued"):
         dmlgpu.Device(max_queued=-1)
@@ -325,7 +325,7 @@ def test_the_cache_is_bounded(dev, monkeypatch):
     a = np.arange(100, dtype=np.int8)
     for n in range(1, 30):
         assert dmlgpu.gather(a, np.arange(n), device=dev).tolist() == list(range(n))
-    assert len(dev._calls) <= 8
+    assert len(dev.runtime._calls) <= 8
 
 
 def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
@@ -334,24 +334,24 @@ def test_small_numpy_calls_keep_their_buffers(dev, monkeypatch):
     a = np.arange(200, dtype=np.float32).reshape(50, 4)
     dmlgpu.gather(a, [1, 2], device=dev)
     allocations = dev.memory_stats()["device_allocations"]
-    replays = dict(dev.submitter.replays)
+    replays = dict(dev.runtime.submitter.replays)
     for i in range(20):
         ids = np.array([i, 49 - i])
         assert np.array_equal(dmlgpu.gather(a * i, ids, device=dev), (a * i)[ids])
     assert dev.memory_stats()["device_allocations"] == allocations
-    assert any(dev.submitter.replays.get(k) is v for k, v in replays.items())
+    assert any(dev.runtime.submitter.replays.get(k) is v for k, v in replays.items())
     dev.empty_cache()
     f, i, sel = np.ones((6, 4), np.float32), np.ones((6, 4), np.int32), np.array([1])
     dmlgpu.gather(f, sel, device=dev), dmlgpu.gather(i, sel, device=dev)
-    assert execution._planned(dev, "gather", (f, sel), (0, "clamp"), None).plan is \
-        execution._planned(dev, "gather", (i, sel), (0, "clamp"), None).plan     # equal plans ...
-    assert len(dev._kept) == 2                                                    # ... two signatures
+    assert execution._planned(dev.runtime, "gather", (f, sel), (0, "clamp"), None).plan is \
+        execution._planned(dev.runtime, "gather", (i, sel), (0, "clamp"), None).plan     # equal plans ...
+    assert len(dev.runtime._kept) == 2                                                    # ... two signatures
     monkeypatch.setattr(execution, "KEEP_CALLS", 2)
     for n in range(3, 8):
         assert np.array_equal(dmlgpu.gather(a, np.arange(n), device=dev), a[:n])
-    assert len(dev._kept) <= 2
+    assert len(dev.runtime._kept) <= 2
     dev.empty_cache()
-    assert not dev._kept
+    assert not dev.runtime._kept
 
 
 def test_small_tensors_are_uploaded_in_order_without_waiting(dev):
@@ -362,7 +362,7 @@ def test_small_tensors_are_uploaded_in_order_without_waiting(dev):
     table = rng.integers(-1000, 1000, (64, 8)).astype(np.int32)
     t = dmlgpu.tensor(table, device=dev)
     dev.synchronize()
-    submissions = dev.submitter.submissions
+    submissions = dev.runtime.submitter.submissions
     results, wanted = [], []
     for step in range(40):
         ids = rng.integers(0, 64, 5).astype(np.int64)
@@ -372,7 +372,7 @@ def test_small_tensors_are_uploaded_in_order_without_waiting(dev):
         results.append(dmlgpu.gather(t, idx))
         wanted.append(table[ids])
         del idx                                        # its block serves the next step's indices
-    assert dev.submitter.submissions - submissions <= 40 // dev.max_queued + 1
+    assert dev.runtime.submitter.submissions - submissions <= 40 // dev.max_queued + 1
     for got, want in zip(results, wanted):
         np.testing.assert_array_equal(got.numpy(), want)
     odd = dmlgpu.tensor(np.array([1, 2, 3], np.uint8), device=dev)
@@ -393,7 +393,7 @@ def test_small_writes_are_queued_after_the_calls_before_them(dev):
     table = dmlgpu.tensor(np.arange(64 * 4, dtype=np.float32).reshape(64, 4), device=dev)
     idx = dmlgpu.tensor(np.zeros(6, np.int64), device=dev)
     dev.synchronize()
-    submissions = dev.submitter.submissions
+    submissions = dev.runtime.submitter.submissions
     results, wanted = [], []
     for step in range(20):
         ids = rng.integers(0, 64, 6).astype(np.int64)
@@ -402,7 +402,7 @@ def test_small_writes_are_queued_after_the_calls_before_them(dev):
         wanted.append(np.arange(64 * 4, dtype=np.float32).reshape(64, 4)[ids])
     idx[2:4] = np.array([63, 0], np.int64)          # a view's write: at its byte offset
     last = dmlgpu.gather(table, idx)
-    assert dev.submitter.submissions - submissions <= 21 // dev.max_queued + 1
+    assert dev.runtime.submitter.submissions - submissions <= 21 // dev.max_queued + 1
     for got, want in zip(results, wanted):
         np.testing.assert_array_equal(got.numpy(), want)
     ids[2:4] = [63, 0]
@@ -414,7 +414,7 @@ def test_fills_queue_in_order(dev):
     """zeros(), full() and Device.buffer(nbytes=) fill on the device in order with the queued work, without a
     submission of their own (eager submission off); inside a recording they run at once, as before."""
     dev.synchronize()
-    submissions, eager = dev.submitter.submissions, dev.eager_submit
+    submissions, eager = dev.runtime.submitter.submissions, dev.eager_submit
     dev.eager_submit = False
     try:
         z = dmlgpu.zeros((5, 3), np.int32, device=dev)
@@ -423,9 +423,9 @@ def test_fills_queue_in_order(dev):
         g = dmlgpu.gather(f, dmlgpu.tensor(np.array([3, 0], np.int64), device=dev))
         out = dmlgpu.scatter_nd(z, dmlgpu.tensor(np.array([[1]], np.int64), device=dev),
                                 dmlgpu.tensor(np.full((1, 3), 9, np.int32), device=dev))
-        assert dev.submitter.submissions == submissions
+        assert dev.runtime.submitter.submissions == submissions
     finally:
-        dev.eager_submit = eager
+        dev.runtime.eager_submit = eager
     np.testing.assert_array_equal(out.numpy(), np.array([[0] * 3, [9] * 3, [0] * 3, [0] * 3, [0] * 3]))
     np.testing.assert_array_equal(g.numpy(), [7, 7])
     np.testing.assert_array_equal(b.read(), np.zeros(12, np.uint8))

@@ -34,7 +34,7 @@ def buckets(monkeypatch):
     """The bucket plan wherever the device runs its kernels (not the CPU devices' fold without a sort)."""
     monkeypatch.setattr(reduction_buckets, "ENABLED", True)
     monkeypatch.setattr(reduction_cpu, "CPU_FOLD", False)
-    dmlgpu.default_device().templates.clear()
+    dmlgpu.default_device().runtime.templates.clear()
 
 
 @pytest.fixture(params=["owners", "subgroups", "default"])
@@ -53,7 +53,7 @@ def heavy(request, monkeypatch):
 def bucket_device(device):
     plan = ReducePlan.elements("add", np.float32, np.int64, Layout.packed((1000,)), Layout.packed((10,)),
                                Layout.packed((10,)), 0)
-    if not plan.buckets.usable(device):
+    if not plan.buckets.usable(device.runtime):
         pytest.skip(f"{device.info.name} does not run the bucket kernels")
     return device
 
@@ -104,7 +104,7 @@ def test_which_devices_take_them_by_default(monkeypatch):
 def test_key_counts(bucket_device, heavy, m):
     """Key counts from a few owners per bucket to 16 keys per owner (and, in the small geometry, the same
     counts in its own layout)."""
-    if plan_for(10, m).buckets.layout(bucket_device.geometry) is None:
+    if plan_for(10, m).buckets.layout(bucket_device.runtime.geometry) is None:
         pytest.skip("keys past this geometry's layout")
     rng = np.random.default_rng(m)
     n = 3 * TILE + 77
@@ -172,13 +172,13 @@ def test_tiles_ranked_in_the_fold(bucket_device, dtype, hot):
     several tiles; the other buckets have a few rows each."""
     assert reduction_buckets.RANKED
     dtype = np.dtype(dtype)
-    m = 1 << (2 * bucket_device.geometry.radix_bits)
-    words = plan_for(10, m, dtype).buckets._plan(bucket_device.geometry)[2]
+    m = 1 << (2 * bucket_device.runtime.geometry.radix_bits)
+    words = plan_for(10, m, dtype).buckets._plan(bucket_device.runtime.geometry)[2]
     assert words[reduction_buckets.B_RANKED] == 1
     rng = np.random.default_rng(9)
     n = 20 * TILE + 5
     idx = rng.integers(0, m, size=n)
-    idx[rng.random(n) < hot] = 3 << bucket_device.geometry.radix_bits
+    idx[rng.random(n) < hot] = 3 << bucket_device.runtime.geometry.radix_bits
     data = values(rng, (m,), dtype, "add")
     upd = values(rng, (n,), dtype, "add")
     for reduction, include_self in (("add", True), ("add", False), ("mean", True)):
@@ -201,10 +201,10 @@ def test_targets_with_gaps(bucket_device, heavy):
 
 def test_keys_of_sixteen_per_owner(bucket_device, heavy):
     """The most keys per owner (BUCKET_MAX_E): keys of two digits' bits and BUCKET_MAX_E."""
-    bits = 2 * bucket_device.geometry.radix_bits + kernels.BUCKET_MAX_E
+    bits = 2 * bucket_device.runtime.geometry.radix_bits + kernels.BUCKET_MAX_E
     m = 1 << bits
-    owner_bits, extra_bits = plan_for(10, m).buckets.layout(bucket_device.geometry)
-    assert (owner_bits, extra_bits) == (bucket_device.geometry.radix_bits, kernels.BUCKET_MAX_E)
+    owner_bits, extra_bits = plan_for(10, m).buckets.layout(bucket_device.runtime.geometry)
+    assert (owner_bits, extra_bits) == (bucket_device.runtime.geometry.radix_bits, kernels.BUCKET_MAX_E)
     rng = np.random.default_rng(3)
     n = 4 * TILE + 5
     idx = rng.integers(0, m, size=n)

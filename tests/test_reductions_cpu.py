@@ -151,9 +151,9 @@ def test_same_bits_as_the_sorted_plan_and_counts_left_zero(cpu, monkeypatch):
     upd = values(rng, (n,), np.dtype(np.float32), "add")
     cases = [("add", True), ("mul", False), ("mean", True), ("mean", False), ("max", False)]
     fold = [dmlgpu.scatter_elements(data, idx, upd, device=cpu, reduction=r, include_self=s) for r, s in cases]
-    assert not cpu.zeroed(reduction_cpu.COUNTS, 4).read().any()
+    assert not cpu.runtime.zeroed(reduction_cpu.COUNTS, 4).read().any()
     monkeypatch.setattr(reduction_cpu, "CPU_FOLD", False)
-    cpu.templates.clear()
+    cpu.runtime.templates.clear()
     for (reduction, include_self), out in zip(cases, fold):
         names, sorted_out = kernels_of(cpu, dmlgpu.scatter_elements, data, idx, upd, reduction=reduction,
                                        include_self=include_self)

@@ -60,7 +60,7 @@ def finite(rng, shape, dtype):
 
 def runs_int64(device):
     """Whether ``device`` runs the 64-bit atomics' variants (64-bit atomics, subgroup arithmetic, 6 buffers)."""
-    return all(map(device.supports, dmlgpu.kernels.table.fixed_variants("scatter_reduce_f32_add", 4)[1:]))
+    return all(map(device.runtime.supports, dmlgpu.kernels.table.fixed_variants("scatter_reduce_f32_add", 4)[1:]))
 
 
 @pytest.fixture(params=["int64", "words"])
@@ -324,13 +324,13 @@ def test_repeated_calls_and_recordings(device, family):
                           reduction="add", order="fixed-point", out=t)
     expected = reference.scatter_nd(table, idx, upd, reduction="add", order="fixed-point")
     assert_bits(t.numpy(), expected)                     # (the recording ran once)
-    serial = device.zeroed_serial
+    serial = device.runtime.zeroed_serial
     for _ in range(3):
         rec.run()
         dmlgpu.scatter_nd(table, idx, upd, reduction="add", order="fixed-point", device=device)
         expected = reference.scatter_nd(expected, idx, upd, reduction="add", order="fixed-point")
         assert_bits(t.numpy(), expected)
-    assert device.zeroed_serial == serial                # the slots were left zero: never filled again
+    assert device.runtime.zeroed_serial == serial                # the slots were left zero: never filled again
 
 
 def test_operands_held_in_several_blocks_refused():

@@ -26,7 +26,7 @@ def sorted_plan(monkeypatch):
     """The sorted plan on every device (CPU devices fold without a sort by default: reduction_cpu.py)."""
     monkeypatch.setattr(reduction_cpu, "CPU_FOLD", False)
     monkeypatch.setattr(reduction_minmax, "ENABLED", False)     # min/max sorted too (not by 64-bit atomics)
-    dmlgpu.default_device().templates.clear()
+    dmlgpu.default_device().runtime.templates.clear()
 
 
 def sequential(data, targets, updates, reduction, include_self=True):
@@ -117,9 +117,9 @@ def test_each_radix_scatter(profile, variant, monkeypatch):
     monkeypatch.setattr(radix_sort, "CPU_DIRECT", False)      # (CPU devices take the last one by default)
     with dmlgpu.Device(profile=profile) as dev:
         if variant == "radix_scatter_match" and not (kernels.MIN_SUBGROUP <= dev.info.subgroup_size and
-                                                     dev.supports("radix_scatter_match")):
+                                                     dev.runtime.supports("radix_scatter_match")):
             pytest.skip(f"{dev.info.name} has no subgroup ballots and arithmetic in compute shaders")
-        assert radix_sort.scatter_kernel(dev, False) == variant
+        assert radix_sort.scatter_kernel(dev.runtime, False) == variant
         rng = np.random.default_rng(len(profile))
         for m, n in [(2, 5), (300, TILE - 1), (65537, 3 * TILE + 17), (70_000, 2 * TILE)]:
             data = rng.standard_normal(m).astype(np.float32)
@@ -127,7 +127,7 @@ def test_each_radix_scatter(profile, variant, monkeypatch):
             upd = rng.standard_normal(n).astype(np.float32)
             out = dmlgpu.scatter_elements(data, idx, upd, device=dev, reduction="add")
             assert same(out, sequential(data, idx, upd, "add"), loose_nan=False), (m, n)
-            assert not dev.zeroed(radix_sort.COUNTS, 4).read()[:4 * dev.geometry.radix].any()   # the totals
+            assert not dev.runtime.zeroed(radix_sort.COUNTS, 4).read()[:4 * dev.runtime.geometry.radix].any()   # the totals
 
 
 def test_more_than_2_24_targets(device):
@@ -228,12 +228,12 @@ class Downloads:
 
     def __init__(self, device, monkeypatch):
         self.seen = []
-        run = device.submitter.run
+        run = device.runtime.submitter.run
 
         def counting(dispatches, uploads=(), downloads=(), queue=False, host_read=False):
             self.seen += list(downloads)
             return run(dispatches, uploads=uploads, downloads=downloads, queue=queue, host_read=host_read)
-        monkeypatch.setattr(device.submitter, "run", counting)
+        monkeypatch.setattr(device.runtime.submitter, "run", counting)
 
 
 def _never_read(buf, monkeypatch):
@@ -353,7 +353,7 @@ def test_scratch_guard_words(n, m):
     past its scratch buffers or the output, and reads past them would show in the result."""
     dev = dmlgpu.Device()
     try:
-        dev.canary_words = 64
+        dev.runtime.canary_words = 64
         rng = np.random.default_rng(n + m)
         data = rng.standard_normal(m).astype(np.float32)
         idx = rng.integers(0, m, size=n)
@@ -362,9 +362,9 @@ def test_scratch_guard_words(n, m):
         bufs = {"input": dev.buffer(data), "indices": dev.buffer(idx), "updates": dev.buffer(upd)}
         bufs["output"] = bufs["input"]              # in place: the plan has no copy
         taken = []
-        dispatches, uploads = plan.dispatches(dev, take=lambda nbytes: taken.append(dev.take_buffer(nbytes)) or taken[-1],
+        dispatches, uploads = plan.dispatches(dev.runtime, take=lambda nbytes: taken.append(dev.runtime.take_buffer(nbytes)) or taken[-1],
                                               **bufs)
-        dev._run(dispatches, uploads=uploads)
+        dev.runtime._run(dispatches, uploads=uploads)
         assert all(b.canary_intact() for b in list(bufs.values()) + taken)
         out = bufs["output"].read()[: data.nbytes].view(np.float32)
         assert same(out, sequential(data, idx, upd, "add"), loose_nan=False)

@@ -81,7 +81,7 @@ EXTREMES = {
 @pytest.fixture
 def guarded_device():
     dev = dmlgpu.Device()
-    dev.canary_words = 64
+    dev.runtime.canary_words = 64
     yield dev
     dev.close()
 
@@ -162,17 +162,17 @@ def test_guard_words_untouched_through_layer2_tensors_with_8_byte_data(guarded_d
 # ---- limits ----
 
 def test_tensor_larger_than_the_device_memory_is_refused_before_any_gpu_work(device, monkeypatch):
-    limit = device.memory_capacity
+    limit = device.runtime.memory_capacity
     rows = limit // 4096 + 1                       # rows of 4 KiB: one more than the device holds
     calls = []
-    monkeypatch.setattr(device, "_run", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(device.runtime, "_run", lambda *a, **k: calls.append(a))
     with pytest.raises(dmlgpu.DeviceError, match=rf"\+ {rows * 4096} = \d+ bytes exceed this device's memory \({limit} bytes"):
         dmlgpu.gather(np.zeros((2, 1024), np.float32), np.zeros(rows, np.int32), device=device)
     assert calls == []
 
 
 def test_buffer_larger_than_the_device_memory_is_refused(device):
-    n = device.memory_capacity + 4
+    n = device.runtime.memory_capacity + 4
     with pytest.raises(dmlgpu.DeviceError, match=rf"a tensor of {n} bytes exceeds this device's memory"):
         device.buffer(nbytes=n)
 
@@ -286,7 +286,7 @@ def test_scatter_whose_claim_scratch_exceeds_the_device_memory_is_refused_before
         n = (1 << 20) + 64                                      # uint8 elements scattered one by one
         data = np.zeros(n, np.uint8)
         calls = []
-        monkeypatch.setattr(dev, "_run", lambda *a, **k: calls.append(a))
+        monkeypatch.setattr(dev.runtime, "_run", lambda *a, **k: calls.append(a))
         with pytest.raises(dmlgpu.DeviceError, match=rf"\+ {4 * n} = \d+ bytes exceed this device's memory"):
             dmlgpu.scatter_elements(data, np.array([1, 3]), np.array([7, 9], np.uint8), device=dev)
         assert calls == []

@@ -377,7 +377,7 @@ def test_scatter_elements_lines(device, monkeypatch, copy_lines, shape, dtype, i
     from dmlgpu.plans import scatter_lines as lines_plan
     from dmlgpu.bench.gpu_timing import capture
     monkeypatch.setattr(lines_plan, "COPY_LINES", copy_lines)
-    device.templates.clear()
+    device.runtime.templates.clear()
     rng = np.random.default_rng(sum(shape) + sum(idx_shape))
     x = random_data(rng, shape, dtype)
     n = shape[axis]
@@ -393,7 +393,7 @@ def test_scatter_elements_lines(device, monkeypatch, copy_lines, shape, dtype, i
         and idx_shape[:-1] == shape[:-1]
     assert (getattr(chosen, "copy_words", None) is not None) == copies
     if copies and copy_lines and device.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES and \
-            device.supports(kernels.lines_variant(4, 8, True)):      # (it binds 5 buffers)
+            device.runtime.supports(kernels.lines_variant(4, 8, True)):      # (it binds 5 buffers)
         t = [dmlgpu.tensor(a, device=device) for a in (x, np.clip(idx, -n, n - 1), upd)]
         got, dispatches = capture(device, lambda *a: dmlgpu.scatter_elements(*a, axis=axis), *t)
         assert [d.kernel for d in dispatches] == [kernels.lines_variant(4, 8, True)]
@@ -412,7 +412,7 @@ def test_scatter_elements_unique_by_lines(device, monkeypatch, copy_lines):
     from dmlgpu.plans import scatter_lines as lines_plan
     from dmlgpu.bench.gpu_timing import capture
     monkeypatch.setattr(lines_plan, "COPY_LINES", copy_lines)
-    device.templates.clear()
+    device.runtime.templates.clear()
     rng = np.random.default_rng(11)
     x = rng.standard_normal((70, 256)).astype(np.float32)
     cols = np.argsort(rng.random((70, 256)), axis=1)[:, :64]
@@ -420,7 +420,7 @@ def test_scatter_elements_unique_by_lines(device, monkeypatch, copy_lines):
     want = reference.scatter_elements(x, cols, upd, 1)
     t = [dmlgpu.tensor(a, device=device) for a in (x, cols, upd)]
     got, dispatches = capture(device, lambda *a: dmlgpu.scatter_elements(*a, axis=1, unique_indices=True), *t)
-    copies = (bool(copy_lines) or device.info.type != "CPU") and device.supports(kernels.lines_variant(4, 8, True)) \
+    copies = (bool(copy_lines) or device.info.type != "CPU") and device.runtime.supports(kernels.lines_variant(4, 8, True)) \
         and device.info.max_compute_shared_memory_size >= kernels.MOST_SHARED_BYTES     # (else the claims-free pass)
     assert [d.kernel for d in dispatches][-1] == (kernels.lines_variant(4, 8, True) if copies else
                                                   kernels.unique_variant(4, 8)), dispatches
@@ -478,7 +478,7 @@ def test_scatter_nd_row_claims(device, monkeypatch, copy_clears, shape, dtype, i
     CLEARS): the last update row of a target wins, and the claims are clean for the next scatter."""
     from dmlgpu.plans import plan
     monkeypatch.setattr(plan, "COPY_CLEARS", copy_clears)
-    device.templates.clear()
+    device.runtime.templates.clear()
     rng = np.random.default_rng(sum(shape) + sum(idx_shape))
     x = random_data(rng, shape, dtype)
     k = idx_shape[-1]
@@ -496,10 +496,10 @@ def test_scatter_nd_row_claims(device, monkeypatch, copy_clears, shape, dtype, i
         got = dmlgpu.scatter_nd(dmlgpu.tensor(x, device=device), idx, upd)
     ran = [what.kernel for kind, what in rec._steps if kind == "dispatch"]
     fused = device.info.max_per_stage_storage_buffers >= dmlgpu.kernels.table.SCATTER_BUFFERS and \
-        not (p.small and p.small <= device.geometry.workgroup_size) and \
+        not (p.small and p.small <= device.runtime.geometry.workgroup_size) and \
         not any(k.endswith("_wide") for k in ran)     # (the device's claim scratch may be held in several blocks)
     assert any(k.startswith("scatter_copy_rows") for k in ran) == fused, ran
-    clears = fused and device.geometry.workgroup_size % int(p.copy_words[plan.P_ROW_UNITS]) == 0 and (
+    clears = fused and device.runtime.geometry.workgroup_size % int(p.copy_words[plan.P_ROW_UNITS]) == 0 and (
         copy_clears or device.info.type != "CPU")
     assert any(k.endswith("_clears") for k in ran) == clears, ran       # no clearing pass after it
     assert any(k.startswith("scatter_clear_rows") for k in ran) == (fused and not clears), ran

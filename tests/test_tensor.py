@@ -73,10 +73,10 @@ def test_full_and_constructors_follow_numpy_defaults(dev):
 
 def test_empty_writes_nothing(dev, monkeypatch):
     calls = []
-    monkeypatch.setattr(dev, "fill_buffer", lambda *a: calls.append(a))
-    monkeypatch.setattr(dev, "write_bytes", lambda *a: calls.append(a))
+    monkeypatch.setattr(dev.runtime, "fill_buffer", lambda *a: calls.append(a))
+    monkeypatch.setattr(dev.runtime, "write_bytes", lambda *a: calls.append(a))
     dmlgpu.empty((64, 64), np.float32, device=dev)
-    assert calls == [] or dev.canary_words      # (test mode fills guard words only)
+    assert calls == [] or dev.runtime.canary_words      # (test mode fills guard words only)
 
 
 def test_like_constructors(dev):
@@ -272,7 +272,7 @@ def test_other_basic_indexing_gives_strided_views(dev, dtype, monkeypatch):
             (0, slice(1, 4)), (slice(2, 4), slice(1, 3)), (Ellipsis, None), (-1, -1, slice(None, None, -2)),
             (slice(None), slice(None), None, slice(1, 2)), (slice(5, 0, -2), Ellipsis, 1)]
     read = []
-    monkeypatch.setattr(dev, "read_range", lambda *args: read.append(args) or pytest.fail("downloaded"))
+    monkeypatch.setattr(dev.runtime, "read_range", lambda *args: read.append(args) or pytest.fail("downloaded"))
     got = [t[key] for key in keys]
     monkeypatch.undo()
     assert not read
@@ -324,10 +324,10 @@ def test_copies_are_queued_in_order(dev):
     t = dmlgpu.tensor(table, device=dev)
     ids = dmlgpu.tensor(np.array([3, 9, 14, 0], np.int64), device=dev)
     out = dmlgpu.gather(t, ids)                      # queued
-    before = dev.submitter.submissions
+    before = dev.runtime.submitter.submissions
     c = out[1:3].copy()                              # queued after it
     d = c[1:].copy()
-    assert dev.submitter.submissions == before or not dev.max_queued
+    assert dev.runtime.submitter.submissions == before or not dev.max_queued
     same(d, table[[14]])
     same(c, table[[9, 14]])
     same(out[::2], table[[3, 14]])
@@ -341,12 +341,12 @@ def test_device_copy_byte_ranges():
         dst = dev.buffer(nbytes=3000)
         assert src.chunked
         for n, s, d in [(1000, 3, 250), (1, 2999, 0), (700, 255, 1001), (256, 0, 256)]:
-            dev.copy_buffer(src, dst, n, src_offset=s, dst_offset=d)
+            dev.runtime.copy_buffer(src, dst, n, src_offset=s, dst_offset=d)
             want = dst_host = dst.read()
             want = dst_host.copy()
             assert np.array_equal(want[d:d + n], data[s:s + n])
         with pytest.raises(ValueError, match="does not fit a buffer of 3000 bytes"):
-            dev.copy_buffer(src, dst, 10, src_offset=2995)
+            dev.runtime.copy_buffer(src, dst, 10, src_offset=2995)
         t = dmlgpu.tensor(data.reshape(100, 30), device=dev)
         same(t[7:93], data.reshape(100, 30)[7:93])
         same(t[50:].copy(), data.reshape(100, 30)[50:])

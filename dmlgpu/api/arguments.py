@@ -9,7 +9,7 @@ from ..kernels import table as kernels
 from ..errors import DeviceError
 from ..plans.index_check import IndexCheck
 from ..plans.index_map import INDEX_DTYPES, as_index_array
-from .device import Device, as_device
+from .device import Runtime, as_runtime
 from .interop import host_array
 from .tensor import Tensor
 from .tensor_protocols import PYTHON_VALUES, assigned
@@ -25,29 +25,29 @@ _INDEX_DTYPES = frozenset(INDEX_DTYPES)
 OPERANDS = ("data", "indices", "updates")     # how errors name _device's operands, in their order
 
 
-def _device(op: str, device, *operands) -> Device:
+def _device(op: str, device, *operands) -> Runtime:
     """``device`` (a Device or a device index: device.as_device), else the device of the first Tensor operand,
     else the default device; DeviceError for a Tensor operand of another Device, naming it (``operands``:
     data, indices, updates, as OPERANDS names them)."""
     tensors = [(what, o) for what, o in zip(OPERANDS, operands) if isinstance(o, Tensor)]
     if device is None and tensors:
-        device = tensors[0][1].device.check_open()
+        device = tensors[0][1]._rt.check_open()
     else:
-        device = as_device(device, op)
+        device = as_runtime(device, op)
     for what, t in tensors:
-        if t.device is not device:
+        if t._rt is not device:
             raise DeviceError(f"{what} is a Tensor of device {t.device.info.index} ({t.device.info.name}), passed to "
-                              f"an operation on {other_device(t.device, device)}; move it with "
+                              f"an operation on {other_device(t._rt, device)}; move it with "
                               f"dmlgpu.tensor({what}, device=...)")
     return device
 
 
-def other_device(of: Device, device: Device) -> str:
+def other_device(of: Runtime, device: Runtime) -> str:
     """How errors name ``device``, where a Tensor of ``of`` met an operation on it: its index and name, and
     where both are Device objects of one GPU, that and their addresses (they share no memory)."""
     if of.info.index == device.info.index:
         return (f"another dmlgpu.Device object of the same device {device.info.index} ({device.info.name}; "
-                f"Tensor's Device at {id(of):#x}, the operation's at {id(device):#x}): Device objects do not share "
+                f"Tensor's Device at {id(of.user):#x}, the operation's at {id(device.user):#x}): Device objects do not share "
                 f"memory")
     return f"device {device.info.index} ({device.info.name})"
 
@@ -95,7 +95,7 @@ def _indices(indices, mode: str, modes: tuple = MODES):
                                                        f" convert it with t.astype(t.dtype.newbyteorder('=')))")
             raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or "
                             f"uint64{order}")
-        if mode == "raise" and indices.device.active_recording() is not None:
+        if mode == "raise" and indices._rt.active_recording() is not None:
             can = ('mode="wrap" or mode="clip" (numpy.take\'s other modes), or gather(..., mode="clamp")'
                    if "wrap" in modes else 'mode="clamp" (an index out of range reads or writes the nearest element)')
             raise RuntimeError(f"mode='raise' cannot be recorded with Tensor indices: its check reports at the "

@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 
 from ..plans.index_check import IndexCheck
-from ..plans.plan import CLAIMS as CLAIMS_KEY, block_params
+from ..plans.addressing import block_params
+from ..plans.plan import CLAIMS as CLAIMS_KEY
 from ..runtime import COPY, Dispatch, Prepared
 from .tensor import Tensor, covers_base
 
 if TYPE_CHECKING:
-    from .device import Device
+    from .device import Runtime
 
 CLAIMS, SCRATCH = 4, 5        # the slot of the scatter claim buffer; slots from SCRATCH on: a run's scratch
 
@@ -51,7 +52,7 @@ class Template:
     __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check", "at",
                  "prepared")
 
-    def __init__(self, device: Device, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
+    def __init__(self, device: Runtime, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
                  recipes: tuple, check: IndexCheck | None = None, at: int | None = None):
         self.device = device
         self.steps = steps            # template Dispatches: slots for buffers, workgroups fixed (runtime/encode.py)
@@ -155,7 +156,7 @@ class Template:
                 results.append(result)
 
 
-def trace(dev: Device, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple,
+def trace(dev: Runtime, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple,
           check: IndexCheck | None = None, at: int | None = None) -> None:
     """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
     or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
@@ -211,7 +212,7 @@ TEMPLATES = 512               # templates (and candidates) kept per device
 _wrap = Tensor._wrap
 
 
-def held(dev: Device) -> list:
+def held(dev: Runtime) -> list:
     """The buffers that ``dev``'s templates (and candidates) keep alive: their parameter buffers and the dummy
     binding (each once)."""
     kept = {}
@@ -243,7 +244,7 @@ def templated(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple,
         if out.__class__ is not Tensor or out._strides is not None:
             return None
         key += out_key(out, data)
-    template = data.device.templates.get(key)
+    template = data._rt.templates.get(key)
     return None if template is None else template.run(operands, out)
 
 

@@ -12,12 +12,12 @@ from numpy.typing import DTypeLike
 from ..errors import DeviceError
 from .arguments import named
 from . import dlpack
-from .device import Device, as_device
+from .device import Runtime, as_runtime
 from .dlpack import from_dlpack
 from .interop import host_array
 from .tensor import DeviceLike, Tensor, _upload
 from .tensor_protocols import PYTHON_VALUES, assigned, cast_warnings
-from .tensor import device_dtype as _device_dtype
+from .tensor_index import device_dtype as _device_dtype
 
 ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -120,11 +120,11 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
     array([1., 2.], dtype=float16)
     """
     if isinstance(array, Tensor):
-        dev = array.device.check_open() if device is None else as_device(device, "tensor")
+        dev = array._rt.check_open() if device is None else as_runtime(device, "tensor")
         if dtype is not None and _device_dtype(dtype, "tensor") != array.dtype:
-            return tensor(array.numpy().astype(dtype), device=dev)
-        if dev is not array.device:
-            return tensor(array.numpy(), device=dev)
+            return tensor(array.numpy().astype(dtype), device=dev.user)
+        if dev is not array._rt:
+            return tensor(array.numpy(), device=dev.user)
         try:
             return array.copy()
         except DeviceError as e:
@@ -140,7 +140,7 @@ def tensor(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = None
             arr = arr.astype(_device_dtype(dtype, "tensor"), copy=False)
     else:
         _device_dtype(arr.dtype, "tensor")
-    return _uploaded(arr, as_device(device, "tensor"), "tensor")
+    return _uploaded(arr, as_runtime(device, "tensor"), "tensor")
 
 
 def _on_cuda(x: Any) -> bool:
@@ -156,10 +156,10 @@ def _cast(t: Tensor, dtype: DTypeLike | None, who: str) -> Tensor:
     if dtype is None or _device_dtype(dtype, who) == t.dtype:
         return t
     with cast_warnings():
-        return _upload(t.numpy().astype(_device_dtype(dtype, who)), t.device)
+        return _upload(t.numpy().astype(_device_dtype(dtype, who)), t._rt)
 
 
-def _uploaded(arr: np.ndarray, dev: Device, who: str) -> Tensor:
+def _uploaded(arr: np.ndarray, dev: Runtime, who: str) -> Tensor:
     """A new Tensor holding a copy of ``arr`` on ``dev``; a DeviceError (not enough memory) names ``who``."""
     try:
         return _upload(arr, dev)
@@ -167,7 +167,7 @@ def _uploaded(arr: np.ndarray, dev: Device, who: str) -> Tensor:
         raise named(e, who) from None
 
 
-def _new(dev: Device, dims: tuple[int, ...], dt: np.dtype[Any], who: str) -> Tensor:
+def _new(dev: Runtime, dims: tuple[int, ...], dt: np.dtype[Any], who: str) -> Tensor:
     """A new Tensor of ``dims`` and ``dt`` on ``dev`` whose contents are undefined; a DeviceError (not enough
     memory) names ``who``, the constructor the user called."""
     try:
@@ -196,7 +196,7 @@ def asarray(array: Any, dtype: DTypeLike | None = None, device: DeviceLike = Non
     (True, dtype('float64'))
     """
     if isinstance(array, Tensor) and (dtype is None or np.dtype(dtype) == array.dtype) and \
-            (device is None or as_device(device, "asarray") is array.device):
+            (device is None or as_runtime(device, "asarray") is array._rt):
         return array
     if _on_cuda(array):
         return _cast(from_dlpack(array, device=device), dtype, "asarray")
@@ -227,7 +227,7 @@ def _empty(shape: ShapeLike, dtype: DTypeLike, device: DeviceLike, who: str) -> 
     """empty(), its errors naming ``who`` (the constructor the user called)."""
     dims = _shape(shape, who)
     dt = _device_dtype(dtype, who)
-    return _new(as_device(device, who), dims, dt, who)
+    return _new(as_runtime(device, who), dims, dt, who)
 
 
 @_documented(_as("TypeError, ValueError, dmlgpu.DeviceError", "empty"), params=_SHAPE_PARAMS)
@@ -247,7 +247,7 @@ def zeros(shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = 
 def _zeros(shape: ShapeLike, dtype: DTypeLike, device: DeviceLike, who: str) -> Tensor:
     """zeros(), its errors naming ``who`` (the constructor the user called)."""
     out = _empty(shape, dtype, device, who)
-    out.device.fill_buffer(out.buffer, 0, 0, out.buffer.nbytes)
+    out._rt.fill_buffer(out.buffer, 0, 0, out.buffer.nbytes)
     return out
 
 
@@ -303,7 +303,7 @@ def _full(shape: ShapeLike, fill_value: Any, dtype: DTypeLike | None, device: De
         fill_value = fill_value.numpy()
     value = assigned(fill_value, np.asarray(fill_value).dtype if dtype is None else dtype, None, who)  # NumPy's cast
     dt = _device_dtype(value.dtype, who)
-    dev = as_device(device, who)
+    dev = as_runtime(device, who)
     if value.ndim:
         try:
             host = np.broadcast_to(value, dims)

@@ -4,12 +4,14 @@ shape rule, written once, so that a new operator's function is a shape rule and 
 ``call(op, rule, data, indices, updates, args, device=, mode=)``:
 
 1. the call template (dmlgpu/api/call_templates.py): a repeated call on Tensors alone, without ``device=``, records the
-   launches traced for its signature;
-2. the operands' checks (dtypes dmlgpu can move, index dtypes, the device, ``mode``), errors named ``op``;
-3. once per signature (the device's cache of planned calls): ``rule(data, indices, updates, *args)``, the
+   launches traced for its signature (the fast path, before anything else);
+2. the operands normalised once: items of any size as units (items.on_units), strided views packed (``_packed``),
+   the result seen as the caller's again after the run (a normalised call tries its own template first);
+3. the operands' checks (dtypes dmlgpu can move, index dtypes, the device, ``mode``), errors named ``op``;
+4. once per signature (the device's cache of planned calls): ``rule(data, indices, updates, *args)``, the
    operator's own checks, which returns a ``Signature``; the check of the index values (mode="raise") or
    of dimensions of size 0; the plan, ``ops.PLANS[op](*plan_args)``;
-4. the run: NumPy operands give a NumPy result, a Tensor operand (or a recording) a Tensor.
+5. the run (``_run``, the one planned path): NumPy operands give a NumPy result, a Tensor operand (or a recording) a Tensor.
 
 Adding an operator (README, "Adding an operator"): its plan, a row of ``ops.PLANS``; its function, a rule and a
 call(); its export in dmlgpu/__init__.py; and, only if no kernel does what it needs, a shader and its row in
@@ -41,7 +43,7 @@ from . import call_templates as calls, items
 from ..plans import ops
 from .arguments import MODES, _index_check, _operands, _updates
 from .call_templates import out_key
-from .execution import _Call, _execute, _planned, check_out
+from .execution import _Call, _execute, _planned, check_out, native
 from .tensor import Tensor
 
 
@@ -95,7 +97,7 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         (arguments._fill); part of the call's signature.
     byte_order : bool
         True for scatter reductions: their arithmetic needs native byte order, so NumPy operands of another
-        byte order are converted there and back (execution._run_native); the other operators move bytes.
+        byte order are converted there and back (execution.native); the other operators move bytes.
 
     Returns
     -------
@@ -116,13 +118,36 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         res = calls.templated(op, data, indices, updates, key, out)     # a repeated call: its template
         if res is not None:
             return res
+    # the operands normalised once: items of any size as units (items.py), strided views packed (_packed); the
+    # result seen as the caller's again by ``finish``
+    finish: Callable[[Any], Any] | None = None
+    normalised = False
     if op in items.OPERATORS and isinstance(getattr(data, "dtype", None), np.dtype) and items.odd(data.dtype):
-        return items.call(call, op, rule, data, indices, updates, args, device=device, mode=mode, out=out,
-                          key=key, byte_order=byte_order, name=name, modes=modes,
-                          fill=fill)     # (records, "S3", ...: as rows of units)
+        data, indices, updates, args, out, fill, finish = items.on_units(op, data, indices, updates, args, out, fill)
+        normalised = True
     if any(isinstance(x, Tensor) and x._strides is not None for x in (data, indices, updates, out)):
-        return _strided(op, rule, data, indices, updates, args, device=device, mode=mode, out=out, key=key,
-                        byte_order=byte_order, name=name, modes=modes, fill=fill)
+        data, indices, updates, out, unpack = _packed(data, indices, updates, out)
+        normalised = True
+        if finish is None:
+            finish = unpack
+        elif unpack is not None:
+            finish = _then(unpack, finish)
+    if normalised and device is None and data.__class__ is Tensor and indices.__class__ is Tensor:
+        res = calls.templated(op, data, indices, updates, key, out)       # (normalised: a template of its own)
+        if res is not None:
+            return res if finish is None else finish(res)
+    res = _run(op, rule, data, indices, updates, args, device, mode, out, key, byte_order, name, modes, fill)
+    return res if finish is None else finish(res)
+
+
+def _then(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda result: second(first(result))
+
+
+def _run(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple, device: Any, mode: str, out: Any,
+         key: tuple, byte_order: bool, name: str | None, modes: tuple, fill: bytes) -> Any:
+    """The planned path of call(), on normalised operands (packed, of items the kernels move): the operands'
+    checks, the planned call of the signature (made once: ``rule``, the index check, the plan), its run."""
     data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates, modes)
     upd = None if updates is None else _updates(updates, data, op)
     arrays = (data, idx) if upd is None else (data, idx, upd)
@@ -145,23 +170,28 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     if out is not None:
         check_out(op, out, data, arrays[1:], dev)
         key += out_key(out, data)
-    return _execute(dev, _planned(dev, op, arrays, key, build, name), data, idx, values, upd, byte_order=byte_order,
-                    out=out, op=op)
+    planned = _planned(dev, op, arrays, key, build, name)
+    if byte_order and not data.dtype.isnative:      # (scatter reductions: their arithmetic in native byte order)
+        return native(dev, planned, data, idx, values, upd, out, op)
+    return _execute(dev, planned, data, idx, values, upd, out=out, op=op)
 
 
-def _strided(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple, *, out: Any, **kw: Any) -> Any:
-    """call() with strided Tensor views (Tensor.transpose(), t[:, 1], ...): the kernels take packed operands,
-    so strided ones are packed copies (on the device); a strided ``out`` receives the packed result, written
-    into its elements on the device (in place on ``data``: data's packed copy is updated, then written back)."""
+def _packed(data: Any, indices: Any, updates: Any, out: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """Strided Tensor views (Tensor.transpose(), t[:, 1], ...) as the kernels take them: packed copies (on the
+    device), and where ``out`` is strided, the packed Tensor the call writes and ``finish(result)``, which writes it
+    into ``out``'s elements on the device (in place on ``data``: data's packed copy is updated, then written back);
+    ``finish`` None where ``out`` is not strided."""
     def packed(x: Any) -> Any:
         return x._packed() if isinstance(x, Tensor) and x._strides is not None else x
 
     pd, pi, pu = packed(data), packed(indices), packed(updates)
     if not isinstance(out, Tensor) or out._strides is None:
-        return call(op, rule, pd, pi, pu, args, out=out, **kw)
+        return pd, pi, pu, out, None
     in_place = out is data or isinstance(data, Tensor) and (data.buffer, data.offset, data.shape, data._strides) == \
         (out.buffer, out.offset, out.shape, out._strides)
-    into = pd if in_place else Tensor._wrap(out.device.take_buffer(out.nbytes), out.shape, out.dtype)
-    call(op, rule, pd, pi, pu, args, out=into, **kw)
-    out._write_packed(into)
-    return out
+    into = pd if in_place else Tensor._wrap(out._rt.take_buffer(out.nbytes), out.shape, out.dtype)
+
+    def finish(result: Any) -> Any:
+        out._write_packed(into)
+        return out
+    return pd, pi, pu, into, finish

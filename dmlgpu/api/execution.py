@@ -20,7 +20,7 @@ from . import call_templates as _calls
 from ..plans import ops
 from .call_templates import IN_PLACE, out_key
 from .arguments import named, other_device
-from .device import Device
+from .device import Runtime
 from ..errors import DeviceError
 from ..plans.index_check import IndexCheck
 from ..plans.index_map import IndexMap, Layout
@@ -65,7 +65,7 @@ class _Call(NamedTuple):
     guarded: Any = None     # a scatter's plan with mode="drop", for a check that guards it in place (index_check)
 
 
-def _planned(dev: Device, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call], name: str | None = None) \
+def _planned(dev: Runtime, op: str, arrays: tuple, args: tuple, build: Callable[[], _Call], name: str | None = None) \
         -> _Call:
     """The planned call of ``op`` on ``arrays`` (NumPy arrays or Tensors, already checked by _operands) with
     ``args`` (axis or batch_dims, mode, reduction): from ``dev``'s cache by signature, else ``build()`` (all
@@ -94,7 +94,7 @@ def _built(op: str, build: Callable[[], _Call]) -> _Call:
         raise named(e, op) from None
 
 
-def reads_in_place(dev: Device, plan: Any, data_nbytes: int, out_nbytes: int) -> bool:
+def reads_in_place(dev: Runtime, plan: Any, data_nbytes: int, out_nbytes: int) -> bool:
     """The rule, by sizes alone, that a call's NumPy ``data`` is read where it is rather than uploaded (the
     constants above; the array must also be importable: runtime/host.py, else it is uploaded): a gather (a
     plan whose output is no copy of its input) on a device that imports host memory, from a table of at least
@@ -107,14 +107,14 @@ def reads_in_place(dev: Device, plan: Any, data_nbytes: int, out_nbytes: int) ->
         or data_nbytes > dev.memory_capacity)
 
 
-def writes_in_place(dev: Device, plan: Any, out_nbytes: int) -> bool:
+def writes_in_place(dev: Runtime, plan: Any, out_nbytes: int) -> bool:
     """The rule that a NumPy-in/out gather's kernels write its result into the array returned (imported: it must
     also be importable, else the result is downloaded): a gather on a device that imports host memory, with a
     result of at least HOST_OUT_BYTES."""
     return not plan.output_from_input and out_nbytes >= HOST_OUT_BYTES and host.available(dev)
 
 
-def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
+def _sized(dev: Runtime, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
     """``call``, once every buffer it needs fits ``dev`` (DeviceError before any GPU work otherwise), with
     ``keep`` set (to its signature ``sig``) for small calls. A NumPy table read in place (reads_in_place) takes
     no device memory."""
@@ -127,19 +127,19 @@ def _sized(dev: Device, arrays: tuple, call: _Call, sig: tuple | None) -> _Call:
     return call._replace(keep=sig if sig is not None and sum(sizes) <= KEEP_BYTES else None, sig=sig)
 
 
-def check_out(op: str, out, data, operands: tuple, dev: Device) -> None:
+def check_out(op: str, out, data, operands: tuple, dev: Runtime) -> None:
     """The checks of ``out`` that need no plan: a Tensor of ``dev`` or a NumPy array (writable; only where
     the call returns a NumPy array), else TypeError / DeviceError naming ``op``."""
     check_out_kind(op, out, dev, dev.active_recording() is not None or
                    any(isinstance(o, Tensor) for o in (data,) + operands))
 
 
-def check_out_kind(op: str, out, dev: Device, as_tensor: bool) -> None:
+def check_out_kind(op: str, out, dev: Runtime, as_tensor: bool) -> None:
     """check_out's checks for a call that returns a Tensor (``as_tensor``) or a NumPy array."""
     if isinstance(out, Tensor):
-        if out.device is not dev:                   # (two Device objects of one GPU: arguments.other_device)
+        if out._rt is not dev:                   # (two Device objects of one GPU: arguments.other_device)
             raise DeviceError(f"{op}: out is a Tensor of " + (
-                other_device(out.device, dev) if out.device.info.index == dev.info.index else
+                other_device(out._rt, dev) if out.device.info.index == dev.info.index else
                 f"device {out.device.info.index} ({out.device.info.name}); the call runs on device {dev.info.index} "
                 f"({dev.info.name})"))
     elif isinstance(out, np.ndarray):
@@ -152,19 +152,19 @@ def check_out_kind(op: str, out, dev: Device, as_tensor: bool) -> None:
         raise TypeError(f"{op}: out must be a dmlgpu.Tensor or a NumPy array, not {type(out).__name__}")
 
 
-def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_order: bool = False, out=None,
-             op: str = ""):
+def _execute(dev: Runtime, call: _Call, data, idx, values, updates=None, out=None, op: str = ""):
     """Runs a planned call: the checks of ``out`` (its shape and dtype: exactly the result's), its index
     check, then the plan (or the result of a call that moves nothing). The result goes to a new array or
     Tensor, or into ``out`` (returned): a NumPy ``out`` receives the downloaded result; a Tensor ``out`` is
     written on the device, by the kernels themselves where it is a packed buffer of its own (or, for a
     scatter, data's own bytes: in place, no copy of data), else through a new Tensor copied into it.
-    ``byte_order``: the plan's arithmetic needs native byte order (scatter reductions: _run_native)."""
+    Operands of another byte order than native are the caller's to convert where the plan's arithmetic needs it
+    (scatter reductions: native())."""
     if out is not None and (out.shape != call.out_shape or out.dtype != data.dtype):
         raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
                          f"{call.out_shape} and dtype {data.dtype}")
     if isinstance(out, np.ndarray):         # the call's own result (its index check included), copied in
-        np.copyto(out, _execute(dev, call, data, idx, values, updates, byte_order))
+        np.copyto(out, _execute(dev, call, data, idx, values, updates))
         return out
     lineage = None          # the checks awaiting their reports that the operands reach (plans/index_check.py)
     if dev.tainted:         # (a failed operand raises its failure here, before any GPU work)
@@ -183,7 +183,7 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
         elif call.guarded is not None and out is not None and out_key(out, data) == IN_PLACE and out.offset == 0 \
                 and type(bound_idx) is Tensor and not (isinstance(updates, Tensor) and updates.buffer is out.buffer) \
                 and bound_idx.buffer is not out.buffer and call.check.guardable(dev, bound_idx):
-            return _guarded(dev, call, out, bound_idx, updates, byte_order, op)
+            return _guarded(dev, call, out, bound_idx, updates, op)
         elif call.plan is None or out is not None and out_key(out, data) == IN_PLACE or \
                 (results := call.check.on_device(dev, bound_idx)) is None:
             call.check(idx.numpy())         # read back: what the device cannot check (index_check)
@@ -193,7 +193,7 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
         if call.copy and out_key(out, data) != IN_PLACE:
             out.write(data)                 # (a Tensor's on the device)
         return out
-    run = functools.partial(_run_native if byte_order else _run, op=op)
+    run = functools.partial(_run, op=op)
     if fused is not None:
         nbytes = math.prod(call.out_shape) * data.dtype.itemsize
         return _reached(dev, lineage, _run_tensors(dev, call, _bindable(data), bound_idx, None, nbytes, fused=fused))
@@ -213,7 +213,7 @@ def _execute(dev: Device, call: _Call, data, idx, values, updates=None, byte_ord
     return _marked(results, out)
 
 
-def _reached(dev: Device, lineage: tuple[int, int] | None, result):
+def _reached(dev: Runtime, lineage: tuple[int, int] | None, result):
     """A call's new result Tensor, holding the checks that its operands reach (Device.reach)."""
     if lineage is not None:
         dev.reach(lineage, result.buffer)
@@ -228,7 +228,7 @@ def _marked(results, out: Tensor) -> Tensor:
     return out
 
 
-def _guarded(dev: Device, call: _Call, out: Tensor, idx: Tensor, updates, byte_order: bool, op: str) -> Tensor:
+def _guarded(dev: Runtime, call: _Call, out: Tensor, idx: Tensor, updates, op: str) -> Tensor:
     """A scatter in place on Tensor indices behind the device's check (IndexCheck.guard): the check, the copy of
     the indices that is all out of range where any is bad, the scatter of that copy with mode="drop" (nothing
     written then), and the report. ``out`` is the call's target as any checked call's result is: failed where an
@@ -236,8 +236,7 @@ def _guarded(dev: Device, call: _Call, out: Tensor, idx: Tensor, updates, byte_o
     assert call.check is not None
     copy = Tensor._wrap(dev.take_buffer(max(4, idx.nbytes)), idx.shape, idx.dtype)
     watch = call.check.guard(dev, idx, copy.buffer)
-    run = _run_native if byte_order else _run
-    result = run(dev, call._replace(plan=call.guarded, sig=None), out, copy, _bindable(updates), out=out, op=op)
+    result = _run(dev, call._replace(plan=call.guarded, sig=None), out, copy, _bindable(updates), out=out, op=op)
     watch.results.append(out.buffer)
     call.check.report(dev, idx, watch)
     return result
@@ -262,7 +261,7 @@ def _copy_result(data, device):
     return np.array(data, copy=True)
 
 
-def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | None = None, trace: bool = True,
+def _run(dev: Runtime, call: _Call, data, indices, updates=None, out: Tensor | None = None, trace: bool = True,
          op: str = ""):
     """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
     or a Tensor (queued: Launch.run) when an operand is a Tensor or the call is being recorded, or ``out``
@@ -341,7 +340,7 @@ def _run(dev: Device, call: _Call, data, indices, updates=None, out: Tensor | No
         return got[:nbytes].view(data.dtype).reshape(out_shape)
 
 
-def _uploaded(dev: Device, data: np.ndarray, nbytes: int, op: str) -> None:
+def _uploaded(dev: Runtime, data: np.ndarray, nbytes: int, op: str) -> None:
     """A NumPy table that the rule would read in place but that cannot be imported is uploaded: DeviceError,
     before any GPU work, where the device cannot hold it."""
     try:
@@ -355,7 +354,7 @@ def _uploaded(dev: Device, data: np.ndarray, nbytes: int, op: str) -> None:
                           f"np.ascontiguousarray(data) or a copy made by np.empty") from None
 
 
-def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
+def _run_tensors(dev: Runtime, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
                  nbytes: int, out: Tensor | None = None, trace: bool = True, fused: IndexCheck | None = None) -> Tensor:
     """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
     Tensor or ``out``; a reduction's scratch goes back once queued (later queued work may reuse it:
@@ -392,7 +391,7 @@ def _run_tensors(dev: Device, call: _Call, data: Tensor, indices: Tensor, update
         return out if out is not None else Tensor._wrap(out_buf, call.out_shape, data.dtype)
 
 
-def _keep(dev: Device, sig: tuple, buffers: list) -> None:
+def _keep(dev: Runtime, sig: tuple, buffers: list) -> None:
     """Keeps a NumPy-in/out call's buffers for the next call of its signature (the last KEEP_CALLS)."""
     while len(dev._kept) >= KEEP_CALLS:
         dev.give_buffers(*dev._kept.pop(next(iter(dev._kept))))
@@ -404,14 +403,20 @@ def _self_copy(data) -> IndexMap:
     return ops.input_copy(Layout.packed(data.shape), Layout.packed(data.shape), data.dtype)
 
 
-def _run_native(dev: Device, call: _Call, data, idx, upd, out: Tensor | None = None, trace: bool = True,
-                op: str = ""):
-    """_run for a scatter reduction, whose arithmetic needs native byte order: NumPy operands of another
-    byte order are converted there and back."""
-    if data.dtype.isnative:
-        return _run(dev, call, data, idx, upd, out, trace, op)
-    if out is not None or any(isinstance(x, Tensor) for x in (data, idx, upd)) or dev.active_recording() is not None:
+def native(dev: Runtime, call: _Call, data: Any, idx: Any, values: Any, updates: Any, out: Any, op: str) -> Any:
+    """_execute for a scatter reduction on operands of another byte order than native (its arithmetic needs native
+    byte order): NumPy operands are converted to native byte order, run, and the result converted back (into a NumPy
+    ``out`` where given); TypeError for Tensors, a Tensor ``out`` or a recording (no conversion on the device)."""
+    if out is not None and (out.shape != call.out_shape or out.dtype != data.dtype):
+        raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
+                         f"{call.out_shape} and dtype {data.dtype}")
+    if isinstance(out, Tensor) or any(isinstance(x, Tensor) for x in (data, idx, updates)) or \
+            dev.active_recording() is not None:
         raise TypeError(f"a scatter reduction needs a native byte order, not dtype {data.dtype}")
-    native = data.dtype.newbyteorder("=")
-    return _run(dev, call, data.astype(native), idx, upd.astype(native)).astype(data.dtype)
-
+    native_dtype = data.dtype.newbyteorder("=")
+    result = _execute(dev, call, data.astype(native_dtype), idx, values, updates.astype(native_dtype),
+                      op=op).astype(data.dtype)
+    if out is None:
+        return result
+    np.copyto(out, result)
+    return out

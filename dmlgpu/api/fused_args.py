@@ -9,7 +9,7 @@ import numpy as np
 
 from .arguments import _device, _host_array, named
 from .constructors import empty, tensor
-from .device import Device
+from .device import Device, Runtime
 from .execution import check_out_kind
 from ..errors import DeviceError
 from .tensor import DeviceLike, Tensor
@@ -112,7 +112,7 @@ def _identity(reduction: str, dtype: np.dtype) -> Any:
     return v
 
 
-def _checked_out(name: str, out: Any, shape: tuple, dtype: np.dtype, dev: Device, as_tensor: bool) -> None:
+def _checked_out(name: str, out: Any, shape: tuple, dtype: np.dtype, dev: Runtime, as_tensor: bool) -> None:
     if out is None:
         return
     check_out_kind(name, out, dev, as_tensor)
@@ -122,7 +122,7 @@ def _checked_out(name: str, out: Any, shape: tuple, dtype: np.dtype, dev: Device
 
 
 # ---- the run ----
-def _aux(dev: Device, parts: list) -> tuple[Any, list[int]]:
+def _aux(dev: Runtime, parts: list) -> tuple[Any, list[int]]:
     """The offsets, ids and weights as one operand of 32-bit words (shaders/segment.comp's AUX), and the word where
     each part starts: host parts are concatenated on the host; with a Tensor part, one Tensor part is used as it
     is, several are copied into one Tensor on the device."""
@@ -138,10 +138,10 @@ def _aux(dev: Device, parts: list) -> tuple[Any, list[int]]:
         return buf, at
     if len(parts) == 1:
         return parts[0], at
-    aux = empty((4 * max(1, words),), np.uint8, device=dev)
+    aux = empty((4 * max(1, words),), np.uint8, device=dev.user)
     for a, p in zip(at, parts):
         if p.nbytes:
-            aux[4 * a:4 * a + p.nbytes] = (p if isinstance(p, Tensor) else tensor(p, device=dev)).reshape(-1) \
+            aux[4 * a:4 * a + p.nbytes] = (p if isinstance(p, Tensor) else tensor(p, device=dev.user)).reshape(-1) \
                 .view(np.uint8)
     return aux, at
 
@@ -193,16 +193,16 @@ class EdgeGroups:
         name = "EdgeGroups"
         try:
             s, d = _index(src, "src"), _index(dst, "dst")
-            self.device = _device(name, device, s, d)
+            self._dev = _device(name, device, s, d)
             self._setup(s, d, dim_size, None)
         except (TypeError, ValueError, IndexError, DeviceError) as e:
             raise named(e, name) from None
 
     @classmethod
-    def _of(cls, s: Any, d: Any, dim_size: Any, out_rows: int | None, dev: Device) -> "EdgeGroups":
+    def _of(cls, s: Any, d: Any, dim_size: Any, out_rows: int | None, dev: Runtime) -> "EdgeGroups":
         """gather_scatter's own grouping of one call (errors raised as they are, for the caller to name)."""
         groups = cls.__new__(cls)
-        groups.device = dev
+        groups._dev = dev
         groups._setup(s, d, dim_size, out_rows)
         return groups
 
@@ -246,9 +246,14 @@ class EdgeGroups:
         width in words), made once per ``n``."""
         if n not in self._aux:
             sources = self._sources(n)
-            aux, at = _aux(self.device, [self.bounds, sources])
+            aux, at = _aux(self._dev, [self.bounds, sources])
             self._aux[n] = (tensor(aux, device=self.device), at[1], sources.dtype.itemsize // 4)
         return self._aux[n]
+
+    @property
+    def device(self) -> Device:
+        """The dmlgpu.Device where the grouped edges live."""
+        return self._dev.user
 
     def _device_perm(self) -> Tensor:
         if self._perm is None:

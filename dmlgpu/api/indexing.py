@@ -1,8 +1,7 @@
 """Advanced indexing of a dmlgpu.Tensor, with NumPy's rules (numpy.org, "Indexing on ndarrays"): ``t[key]``
 (a gather), ``t[key] = value`` (a scatter in place, the last duplicate in row-major order winning), NumPy's
 ``ufunc.at`` for add, multiply, maximum and minimum (a scatter reduction in place, in row-major order: NumPy's
-bits), and JAX's functional form ``t.at[key]`` (``Tensor.at``: tensor_protocols.AtRef, whose methods run
-``at_get`` and ``at_update`` here).
+bits); JAX's functional form ``t.at[key]`` (``Tensor.at``) is dmlgpu/api/indexing_at.py, over this module's parse.
 
 A key is parsed once (``parse``) into the *view* its basic part selects (ints, slices, None and ``...`` as
 Tensor.__getitem__ views them, every array-indexed axis kept whole), the index arrays and the view axis each
@@ -30,13 +29,13 @@ import functools
 import math
 import operator
 import sys
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import driver
 from .arguments import GATHER_MODES, _device
-from .functions import _gather_rule, _scatter_nd_rule, gather, scatter_nd
+from .functions import _gather_rule, _scatter_nd_rule
 from .tensor import Tensor, _upload
 from . import tensor_protocols
 from .tensor_protocols import assigned
@@ -124,9 +123,9 @@ def _entry(k: Any, who: str) -> tuple[str, Any]:
 def _same_device(t: Tensor, entries: list, who: str) -> None:
     """DeviceError (as every operation's: arguments._device) for an index Tensor of another Device than ``t``'s."""
     for kind, v in entries:
-        if isinstance(v, Tensor) and v.device is not t.device:
+        if isinstance(v, Tensor) and v._rt is not t._rt:
             try:
-                _device(who, t.device, None, v)
+                _device(who, t._rt, None, v)
             except DeviceError as e:
                 raise DeviceError(f"{who}: {e}") from None
 
@@ -245,7 +244,7 @@ def parse(t: Tensor, key: Any, who: str = WHO) -> Key:
 
 def getitem(t: Tensor, key: Any) -> Tensor:
     """``t[key]`` for an advanced ``key`` (module docstring): a new Tensor, queued."""
-    if (key.__class__ is np.ndarray or key.__class__ is Tensor and key.device is t.device) and \
+    if (key.__class__ is np.ndarray or key.__class__ is Tensor and key._rt is t._rt) and \
             key.dtype.kind in "iu" and key.ndim and t.ndim and t.size and key.dtype != np.uint64:   # take's call
         return driver.call("gather", _gather_rule, t, key, None, (0,), mode="raise", name=WHO, modes=GATHER_MODES)
     return getitem_key(parse(t, key))
@@ -272,7 +271,7 @@ def getitem_key(k: Key) -> Tensor:
 
 
 def _empty(t: Tensor, shape: tuple) -> Tensor:
-    return Tensor._wrap(t.device.take_buffer(0), shape, t.dtype)
+    return Tensor._wrap(t._rt.take_buffer(0), shape, t.dtype)
 
 
 class _Units(NamedTuple):
@@ -363,7 +362,7 @@ def _gather_positions(k: Key) -> Tensor:
     u = _units(view)
     index_map = _map(k, u)
     idx = _index_array(_positions(k, u), index_map.tuple_dims[0][0])
-    dev = view.device
+    dev = view._rt
     out_bytes = math.prod(k.shape) * view.dtype.itemsize
     dev.check_sizes(view.buffer.nbytes, idx.nbytes, out_bytes)
     plan = _plan("gather", index_map, idx.dtype, u.unit)
@@ -382,7 +381,7 @@ def _values(t: Tensor, value: Any, shape: tuple, who: str) -> Tensor:
     """``value`` broadcast to ``shape`` and cast to ``t``'s dtype (NumPy's assignment), as a Tensor on ``t``'s
     device that shares no memory with ``t``: a Tensor of the dtype on the device (a broadcast by strides), any
     other value through the host."""
-    if isinstance(value, Tensor) and value.device is t.device and value.dtype == t.dtype:
+    if isinstance(value, Tensor) and value._rt is t._rt and value.dtype == t.dtype:
         vshape = value.shape
         if vshape != shape:
             try:
@@ -403,13 +402,13 @@ def _values(t: Tensor, value: Any, shape: tuple, who: str) -> Tensor:
         arr = assigned(value, t.dtype, shape, who)
     except ValueError as e:
         raise ValueError(str(e).replace("the tensor's shape", "the indexing result's shape")) from None
-    return _upload(arr, t.device)
+    return _upload(arr, t._rt)
 
 
 def setitem(t: Tensor, key: Any, value: Any, reduction: str = "none", who: str = WHO) -> None:
     """``t[key] = value`` (``reduction`` "none": the last duplicate in row-major order wins) or NumPy's
     ``ufunc.at(t, key, value)`` (a reduction, in row-major order), in place: one scatter into ``t``'s buffer."""
-    if (key.__class__ is np.ndarray or key.__class__ is Tensor and key.device is t.device) and \
+    if (key.__class__ is np.ndarray or key.__class__ is Tensor and key._rt is t._rt) and \
             key.dtype.kind in "iu" and key.ndim and t.ndim and t.size and t._strides is None and key.size and \
             key.dtype != np.uint64:   # t[ids] = v: scatter_nd(t, ids[..., None], v)'s call and checks
         shape = key.shape + t.shape[1:]
@@ -443,7 +442,7 @@ def _scatter_key(t: Tensor, k: Key, vals: Tensor, reduction: str, who: str = WHO
 def _scatter_positions(k: Key, vals: Tensor, reduction: str) -> None:
     """One scatter of ``vals`` (packed, the key's shape) into the key's elements of the view's buffer, in place."""
     view = k.view
-    dev = view.device
+    dev = view._rt
     if reduction == "none" and all(s >= 0 for s in view._element_strides()):
         u = _units(view)
         index_map = _map(k, u)
@@ -487,138 +486,12 @@ def ufunc_at(ufunc: Any, t: Tensor, key: Any, value: Any = None) -> None:
     setitem(t, key, value, reduction, who)
 
 
-# ---- JAX's functional form: t.at[key].get() / .set() / .add() / .multiply() / .min() / .max() ----
-
-GET_MODES = (None, "promise_in_bounds", "clip", "fill")
-UPDATE_MODES = (None, "promise_in_bounds", "clip", "drop")
-
-
-def _jax_key(t: Tensor, key: Any, mode: str, who: str) -> tuple[Key, np.ndarray | None]:
-    """The key parsed with JAX's out-of-range rule instead of NumPy's IndexError: negative indices count from the
-    end (NumPy's), then "clip" (and "promise_in_bounds") clamp into range; "fill" and "drop" keep the in-range
-    selections, and the mask of those that are (over the broadcast shape; None where all are) comes back. Tensor
-    indices are read back (one synchronisation)."""
-    parts = key if isinstance(key, tuple) else (key,)
-    entries = [_entry(k, who) for k in parts]
-    _same_device(t, entries, who)
-    spans = []                          # (entry position, the axis of t it indexes) of each integer array / int
-    axis = 0
-    consumed = _consumed(entries)
-    for pos, (kind, v) in enumerate(entries):
-        if kind == "ellipsis":
-            axis += t.ndim - consumed
-        elif kind in ("int", "array"):
-            spans.append((pos, axis))
-            axis += 1
-        elif kind == "slice":
-            axis += 1
-        elif kind == "bool":
-            axis += v.ndim
-    if axis > t.ndim:
-        raise IndexError(f"{who}: too many indices for tensor: tensor is {t.ndim}-dimensional, but {axis} were "
-                         f"indexed")
-    arrays = {pos: _int64(np.asarray(entries[pos][1].numpy() if isinstance(entries[pos][1], Tensor)
-                                     else entries[pos][1])) for pos, _ in spans}
-    dims = {pos: t.shape[ax] for pos, ax in spans}
-    try:
-        bshape = np.broadcast_shapes(*(a.shape for a in arrays.values())) if arrays else ()
-    except ValueError:
-        raise IndexError(f"{who}: shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         f"{' '.join(str(a.shape) for a in arrays.values())}") from None
-    keep = None
-    fixed = list(parts)
-    for pos, a in arrays.items():
-        n = dims[pos]
-        a = np.where(a < 0, a + n, a)
-        if mode in ("fill", "drop"):
-            ok = np.broadcast_to((a >= 0) & (a < n), bshape)
-            keep = ok if keep is None else keep & ok
-        a = np.clip(a, 0, max(n - 1, 0))
-        fixed[pos] = a if a.ndim else int(a)
-    if keep is not None and keep.all():
-        keep = None
-    return parse(t, tuple(fixed), who), keep
-
-
-def at_get(t: Tensor, key: Any, mode: str | None, fill_value: Any) -> Tensor:
-    """``t.at[key].get(mode=, fill_value=)`` (tensor_protocols.AtRef's contract)."""
-    who = "Tensor.at[].get"
-    if mode not in GET_MODES:
-        raise ValueError(f"{who}: mode must be one of {GET_MODES}, not {mode!r}")
-    if _device_key(t, key):           # one index Tensor: the kernels resolve JAX's modes, nothing read back
-        if mode == "fill":
-            return gather(t, key, mode="fill", fill_value=_fill_default(t.dtype) if fill_value is None else fill_value)
-        return gather(t, key, mode="clamp")        # (DirectML's clamp: JAX's negative indices, then clipping)
-    if is_basic(key):
-        return t[key].copy()
-    k, keep = _jax_key(t, key, mode or "clip", who)
-    out = getitem_key(k)
-    if keep is not None:
-        if fill_value is None:
-            fill_value = _fill_default(t.dtype)
-        sel: list = [slice(None)] * out.ndim
-        for j, arr in enumerate(np.nonzero(~keep)):
-            sel[k.at + j] = arr
-        setitem(out, tuple(sel), fill_value, who=who)
-    return out
-
-
-def at_update(t: Tensor, key: Any, value: Any, reduction: str, name: str, mode: str | None) -> Tensor:
-    """``t.at[key].set / add / multiply / min / max(value, mode=)`` (tensor_protocols.AtRef's contract)."""
-    who = f"Tensor.at[].{name}"
-    if mode not in UPDATE_MODES:
-        raise ValueError(f"{who}: mode must be one of {UPDATE_MODES}, not {mode!r}")
-    out = t.copy()
-    if _device_key(t, key):           # one index Tensor: scatter_nd with JAX's modes, nothing read back
-        vals = _values(out, value, key.shape + t.shape[1:], who)
-        scatter_mode: Any = "clamp" if mode in ("clip", "promise_in_bounds") else "drop"
-        scatter_nd(out, _column(key), vals, reduction=cast(Any, reduction), mode=scatter_mode, out=out)
-        return out
-    if is_basic(key):
-        k = parse(out, key, who)
-    else:
-        k, keep = _jax_key(out, key, mode or "drop", who)
-        if keep is not None:           # the kept selections only, their values picked alike
-            vals = _values(out, value, k.shape, who)
-            nb = len(k.bshape)
-            order = list(range(k.at, k.at + nb)) + [d for d in range(len(k.shape)) if not k.at <= d < k.at + nb]
-            kept = np.nonzero(keep.reshape(-1))[0]
-            if not kept.size:
-                return out
-            moved = vals if order == sorted(order) else vals.transpose(order).copy()
-            rows = moved.reshape((math.prod(k.bshape),) + tuple(vals.shape[d] for d in order[nb:]))
-            arrays = [np.broadcast_to(a, k.bshape).reshape(-1)[kept] for a in k.arrays]
-            _scatter_key(out, k._replace(arrays=arrays, bshape=(kept.size,), at=0), rows[kept], reduction, who)
-            return out
-    _scatter_key(out, k, _values(out, value, k.shape, who), reduction, who)
-    return out
-
-
 def _column(idx: Any) -> Any:
     """Indices as scatter_nd's index tuples of one component (shape + (1,)): a packed Tensor's view made directly
     (Tensor.reshape's checks cost several microseconds per call), an array's reshape."""
     if idx.__class__ is Tensor and idx._strides is None:
         return idx._view(idx.shape + (1,), idx.dtype, idx.offset, None)
     return idx.reshape(idx.shape + (1,))
-
-
-def _device_key(t: Tensor, key: Any) -> bool:
-    """Whether a JAX-form ``key`` is one integer index Tensor of ``t``'s device, into a packed ``t`` (the kernels'
-    "fill", "drop" and "clamp" modes then resolve JAX's out-of-range rules on the device)."""
-    return key.__class__ is Tensor and key.device is t.device and key.dtype.kind in "iu" and key.ndim > 0 and \
-        key.dtype != np.uint64 and t.ndim > 0 and t.size > 0 and t._strides is None
-
-
-def _fill_default(dtype: np.dtype) -> Any:
-    """JAX's default fill value of a "fill" get: NaN for floats, the smallest signed or largest unsigned integer,
-    True for bool."""
-    if dtype == np.bool_:
-        return True
-    if dtype.kind == "i":
-        return np.iinfo(dtype).min
-    if dtype.kind == "u":
-        return np.iinfo(dtype).max
-    return np.nan
 
 
 tensor_protocols.INDEXING = sys.modules[__name__]

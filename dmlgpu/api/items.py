@@ -1,7 +1,7 @@
 """Items of any fixed size (records, "S3" strings, void of any size): an array or Tensor of such items as one
 of units (the widest of 1, 2, 4, 8 or 16 bytes that divides the item), one more dimension of
 ``itemsize // unit`` units, moved bit-exact by the kernels and seen as the items again after. NumPy's names
-(take, take_along_axis) and layer 2's operators (``call``: driver.call's path for such data) move them so."""
+(take, take_along_axis) and layer 2's operators (``on_units``: driver.call's operands for such data) move them so."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -55,14 +55,16 @@ def spread(idx: Any, k: int) -> Any:
     return np.broadcast_to(np.asarray(idx)[..., None], np.shape(idx) + (k,))
 
 
-def call(run: Callable[..., Any], op: str, rule: Any, data: Any, indices: Any, updates: Any, args: tuple,
-         *, out: Any, **kw: Any) -> Any:
-    """driver.call (``run``) of operator ``op`` on ``data`` of items of any size (odd): on units, with the
-    indices spread along their dimension where they have data's rank; the result seen as the items again,
-    written into ``out`` (in place on a packed Tensor's own bytes). Operators of other names raise as
-    before (``run`` refuses the item size); reductions raise TypeError (no arithmetic on such items)."""
+def on_units(op: str, data: Any, indices: Any, updates: Any, args: tuple, out: Any, fill: bytes) \
+        -> tuple[Any, Any, Any, tuple, Any, bytes, Callable[[Any], Any]]:
+    """Operator ``op``'s operands of items of any size (odd) as units, for driver.call to run once: (data,
+    indices, updates, args, out, fill) on units, with the indices spread along their dimension where they have
+    data's rank, and ``finish(result)``, which sees the result as the items again, written into ``out`` (in place on
+    a packed Tensor's own bytes: the units' run writes them). Operators of other names raise as before (the run
+    refuses the item size); reductions raise TypeError (no arithmetic on such items). Errors are named ``op``."""
     dtype = data.dtype
     try:
+        upd = None
         if updates is not None:
             upd = updates if isinstance(updates, Tensor) else _host_array(updates)
             if upd.dtype != dtype:
@@ -72,31 +74,31 @@ def call(run: Callable[..., Any], op: str, rule: Any, data: Any, indices: Any, u
             _reduction.check(args[at], dtype, args[at + 1], args[at + 2])
         if op in AXIS_OPERATORS:
             args = (_axis(args[0], data.ndim),) + args[1:]
-        fill = kw.get("fill", b"")
         unit = unit_of(dtype).itemsize
         if fill != fill[:unit] * (len(fill) // unit):
             raise ValueError(f"mode='fill' moves items of {dtype.itemsize} bytes as units of {unit}, which take one "
                              f"fill value: a fill_value whose bytes repeat every {unit} bytes (such as 0), not one "
                              f"of bytes {fill.hex()}")
-        if fill:
-            kw["fill"] = fill[:unit]
+        fill = fill[:unit]
     except (TypeError, ValueError, IndexError) as e:
         raise named(e, op) from None
     units = as_units(data)
     k = units.shape[-1]
     idx = spread(indices, k) if op in SPREAD_OPERATORS else indices
-    upd_units = None if updates is None else as_units(upd)
+    upd_units = None if upd is None else as_units(upd)
     if out is data and isinstance(data, Tensor) and data._strides is None:      # in place: data's own bytes
-        run(op, rule, units, idx, upd_units, args, out=units, **kw)
+        return units, idx, upd_units, args, units, fill, lambda result: out
+
+    def finish(result: Any) -> Any:
+        items = from_units(result, dtype)
+        if out is None:
+            return items
+        if out.shape != items.shape or out.dtype != dtype:
+            raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
+                             f"{items.shape} and dtype {dtype}")
+        if isinstance(out, Tensor):
+            out.write(items)
+        else:
+            np.copyto(out, items.numpy() if isinstance(items, Tensor) else items)
         return out
-    result = from_units(run(op, rule, units, idx, upd_units, args, **kw), dtype)
-    if out is None:
-        return result
-    if out.shape != result.shape or out.dtype != dtype:
-        raise ValueError(f"{op}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
-                         f"{result.shape} and dtype {dtype}")
-    if isinstance(out, Tensor):
-        out.write(result)
-    else:
-        np.copyto(out, result.numpy() if isinstance(result, Tensor) else result)
-    return out
+    return units, idx, upd_units, args, None, fill, finish

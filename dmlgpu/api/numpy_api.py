@@ -44,7 +44,6 @@ from .arguments import GATHER_MODES, _axis, _data, _host_array, named
 from .functions import DeviceLike, IndexLike, _gather_elements_rule, _gather_rule, gather, scatter_elements
 from ..plans.index_map import Layout, as_index_array, check_in_range
 from .constructors import tensor
-from .device import Device
 from .tensor import Tensor
 from .tensor_protocols import ARRAY_FUNCTIONS, assigned
 

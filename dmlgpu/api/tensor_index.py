@@ -10,11 +10,21 @@ import operator
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..plans.index_map import Layout, take_map
 from ..plans import ops
 from ..plans.plan import GatherPlan
 from ..runtime import Buffer, as_bytes
+
+
+def device_dtype(dtype: DTypeLike, who: str) -> np.dtype[Any]:
+    dt = np.dtype(dtype)
+    if dt.hasobject or dt.itemsize == 0:
+        raise TypeError(f"{who}: dtype {dt} cannot live on a device (Python objects or empty items): use a "
+                        f"numeric dtype")
+    return dt
+
 
 
 def getitem(t: Any, key: Any) -> Any:
@@ -107,7 +117,7 @@ def _unit_positions(t: Any) -> tuple[np.dtype, np.ndarray]:
 def pack(t: Any) -> Any:
     """A new packed Tensor of a strided view's elements, gathered from its buffer on the device (queued)."""
     if t.size == 0:
-        return type(t)._wrap(t.device.take_buffer(0), t.shape, t.dtype)
+        return type(t)._wrap(t._rt.take_buffer(0), t.shape, t.dtype)
     unit, pos = _unit_positions(t)
     flat = type(t)._wrap(t.buffer, (t.buffer.nbytes // unit.itemsize,), unit)
     rows = _gather_rows(flat, flat.shape, pos)
@@ -125,7 +135,7 @@ def write_packed(t: Any, src: Any) -> None:
                           pos.dtype, "none", ops.input_copy(Layout.packed((n_units,)), Layout.packed((n_units,)), unit),
                           unique=True)
     idx = pos.reshape(-1, 1)
-    dev = t.device
+    dev = t._rt
     dev.check_sizes(t.buffer.nbytes, idx.nbytes, src.nbytes)
     with dev.launch() as launch:
         idx_buf = launch.scratch(idx.nbytes)
@@ -139,7 +149,7 @@ def _gather_rows(t: Any, shape: tuple[int, ...], idx: np.ndarray) -> Any:
     """A new Tensor of the rows of the packed tensor ``t``, seen as ``shape``, at the row numbers ``idx`` (in
     range; int32 or int64): dmlgpu.gather(t.reshape(shape), idx) through its plan, queued (recorded in a
     recording; this module sits below functions.py, which imports it)."""
-    dev = t.device
+    dev = t._rt
     out_shape = idx.shape + shape[1:]
     index_map = take_map(Layout.packed(shape), Layout.packed(idx.shape), Layout.packed(out_shape), 0,
                          t.dtype.itemsize)

@@ -1,5 +1,5 @@
-"""What the Tensor's protocols (its methods in dmlgpu/api/tensor.py: no question is answered wrongly) share with
-the rest of layer 2: ``ARRAY_FUNCTIONS``, NumPy's functions that run dmlgpu's on Tensors (filled by
+"""The Tensor's protocols (``TensorProtocols``, which dmlgpu.Tensor inherits: no question is answered wrongly) and
+what they share with the rest of layer 2: ``ARRAY_FUNCTIONS``, NumPy's functions that run dmlgpu's on Tensors (filled by
 dmlgpu/api/numpy_api.py; the others raise TypeError, as CuPy's arrays do), ``host_hint``, the message naming what
 to do where dmlgpu computes nothing (elementwise arithmetic, comparisons), and the one casting rule wherever values
 enter a Tensor: ``assigned``, NumPy's ``a[...] = value`` (its casts' warnings point at the user's line:
@@ -10,11 +10,16 @@ import contextlib
 import os
 import sys
 import warnings
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, NoReturn, TypeVar
 
 import numpy as np
 
 from .interop import host_array
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from .device import Device, Runtime
 
 # NumPy function -> dmlgpu's function of the same signature, for Tensor arguments (__array_function__)
 ARRAY_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
@@ -31,6 +36,8 @@ def host_hint(what: str) -> str:
 # dmlgpu/api/indexing.py (advanced indexing, ufunc.at, Tensor.at), set when it is imported: the Tensor's methods
 # reach it here (it imports the Tensor and the layer-2 functions, which import the Tensor)
 INDEXING: Any = None
+# dmlgpu/api/indexing_at.py (Tensor.at: JAX's functional form), set when it is imported (it imports indexing.py)
+AT: Any = None
 # dmlgpu/api/dlpack.py (Tensor.__dlpack__, __dlpack_device__), set when it is imported (it imports the Tensor)
 DLPACK: Any = None
 
@@ -112,11 +119,11 @@ class AtRef(Generic[_T]):
     def get(self, *, mode: str | None = None, fill_value: Any = None, indices_are_sorted: bool = False,
             unique_indices: bool = False) -> _T:
         """``t[key]`` with JAX's out-of-range ``mode``."""
-        out: _T = INDEXING.at_get(self.t, self.key, mode, fill_value)
+        out: _T = AT.at_get(self.t, self.key, mode, fill_value)
         return out
 
     def _update(self, values: Any, reduction: str, name: str, mode: str | None) -> _T:
-        out: _T = INDEXING.at_update(self.t, self.key, values, reduction, name, mode)
+        out: _T = AT.at_update(self.t, self.key, values, reduction, name, mode)
         return out
 
     def set(self, values: Any, *, mode: str | None = None, indices_are_sorted: bool = False,
@@ -153,3 +160,161 @@ class At(Generic[_T]):
 
     def __getitem__(self, key: Any) -> AtRef[_T]:
         return AtRef(self.t, key)
+
+
+class TensorProtocols:
+    """dmlgpu.Tensor's protocols, as its own methods (``Tensor`` inherits them): rich comparisons (TypeError, never
+    an answer by identity; hashed by identity), ``in``, NumPy's ufuncs (``ufunc.at``) and functions
+    (``ARRAY_FUNCTIONS``), Python scalars, copies, and its representation; the Tensor's own attributes that they use
+    are declared here."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    offset: int
+    _strides: tuple[int, ...] | None
+
+    if TYPE_CHECKING:
+        @property
+        def ndim(self) -> int: ...
+
+        @property
+        def size(self) -> int: ...
+
+        @property
+        def strides(self) -> tuple[int, ...]: ...
+
+        @property
+        def device(self) -> Device: ...
+
+        @property
+        def _rt(self) -> Runtime: ...
+
+        def item(self, *args: Any) -> Any: ...
+
+        def copy(self) -> Self: ...
+
+        def numpy(self) -> np.ndarray: ...
+
+    def _compare(self, other: Any, op: str) -> NoReturn:
+        """A rich comparison: TypeError, never an answer by identity."""
+        raise TypeError(f"Tensor {op} {type(other).__name__}: {host_hint('a comparison')} "
+                        f"(t.numpy() {op} ...), or `t is u` to ask whether two Tensors are one object")
+
+    def __eq__(self, other: Any) -> Any:
+        self._compare(other, "==")
+
+    def __ne__(self, other: Any) -> Any:
+        self._compare(other, "!=")
+
+    def __lt__(self, other: Any) -> Any:
+        self._compare(other, "<")
+
+    def __le__(self, other: Any) -> Any:
+        self._compare(other, "<=")
+
+    def __gt__(self, other: Any) -> Any:
+        self._compare(other, ">")
+
+    def __ge__(self, other: Any) -> Any:
+        self._compare(other, ">=")
+
+    __hash__ = object.__hash__             # (by identity, as before: Tensors stay dictionary keys)
+
+    def __contains__(self, value: Any) -> bool:
+        raise TypeError(f"`x in t` for a Tensor: {host_hint('membership')} (x in t.numpy())")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy's ``ufunc.at(t, key, values)`` for np.add, np.multiply, np.maximum and np.minimum: in place on
+        the device, each update applied in row-major order (NumPy's order, so NumPy's bits; key and values as
+        ``t[key] = values`` takes them). Every other ufunc call raises TypeError (dmlgpu computes no elementwise
+        arithmetic).
+
+        Examples
+        --------
+        >>> import numpy as np, dmlgpu
+        >>> grad = dmlgpu.zeros(3, np.float32)
+        >>> np.add.at(grad, [0, 2, 0], np.float32(1.5)); grad.numpy()
+        array([3. , 0. , 1.5], dtype=float32)
+        """
+        if method == "at" and inputs and inputs[0] is self and not kwargs:
+            INDEXING.ufunc_at(ufunc, *inputs)
+            return None
+        if method == "at":
+            raise TypeError(f"numpy.{ufunc.__name__}.at: the target must be the Tensor itself (a Tensor's values go "
+                            f"into a NumPy target through t.numpy())")
+        raise TypeError(f"numpy.{ufunc.__name__}: {host_hint('a NumPy ufunc')} (ufunc.at runs for "
+                        f"np.add, np.multiply, np.maximum and np.minimum)")
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy's functions on Tensors: dmlgpu's where ARRAY_FUNCTIONS has them (results are Tensors), else
+        TypeError naming t.numpy() (no silent download)."""
+        impl = ARRAY_FUNCTIONS.get(func)
+        if impl is None:
+            name = getattr(func, "__name__", str(func))
+            raise TypeError(f"numpy.{name} does not run on a dmlgpu.Tensor: dmlgpu has take, take_along_axis and "
+                            f"put_along_axis (np.{name} of t.numpy() runs on a host copy)")
+        return impl(*args, **kwargs)
+
+    def _one(self, who: str) -> Any:
+        if self.size != 1:
+            raise TypeError(f"{who}() of a Tensor of {self.size} elements: only a one-element Tensor converts to a "
+                            f"Python scalar (use t.item(i) or t.numpy())")
+        return self.item()
+
+    def __float__(self) -> float:
+        return float(self._one("float"))
+
+    def __int__(self) -> int:
+        return int(self._one("int"))
+
+    def __complex__(self) -> complex:
+        return complex(self._one("complex"))
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"operator.index() of a Tensor of dtype {self.dtype}: only integer Tensors of one element "
+                            f"are indices")
+        return int(self._one("operator.index"))
+
+    def __copy__(self) -> Self:
+        """copy.copy(t): t.copy() (a packed copy on the device), as copy.copy of an ndarray copies its data."""
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self.copy()
+
+    # ---- representation ----
+    def __repr__(self) -> str:
+        where = f" at byte offset {self.offset}" if self.offset else ""
+        if self._strides is not None:
+            where += f" with strides {self.strides}"
+        return (f"<dmlgpu.Tensor {self.shape} {self.dtype} on device {self.device.info.index} "
+                f"({self.device.info.name}){where}>")
+
+    def __str__(self) -> str:
+        """repr() and, outside a recording, the values as ``str(ndarray)`` shows them under NumPy's print options
+        (np.get_printoptions(), np.printoptions): a Tensor of up to ``threshold`` elements (default 1000) is
+        downloaded whole; a larger one is summarised with "...", as NumPy summarises it, and only the items shown
+        (``edgeitems``, default 3, at each end of each axis, and one more per long axis) are gathered on the
+        device and downloaded.
+
+        >>> import numpy as np, dmlgpu
+        >>> print(dmlgpu.tensor(np.arange(2000, dtype=np.int32)))     # doctest: +ELLIPSIS
+        <dmlgpu.Tensor (2000,) int32 on device 0 (...)>
+        [   0    1    2 ... 1997 1998 1999]
+        """
+        if self._rt.active_recording() is not None:
+            return repr(self)
+        options = np.get_printoptions()
+        if self.size <= options["threshold"] or self.ndim == 0:
+            return f"{self!r}\n{self.numpy()}"
+        edge = options["edgeitems"]
+        # per long axis: its first and last ``edge`` items and one between (2 * edge + 1, so that NumPy summarises
+        # that axis as it would the whole, showing the same items, formatted alike), taken on the device (np.take:
+        # dmlgpu's, through __array_function__), the longest axis first
+        shown: Any = self
+        for axis in sorted(range(self.ndim), key=lambda k: -self.shape[k]):
+            n = self.shape[axis]
+            if n > 2 * edge + 1:
+                shown = np.take(shown, np.r_[0:edge, edge, n - edge:n], axis=axis)
+        return f"{self!r}\n{np.array2string(shown.numpy(), threshold=0)}"

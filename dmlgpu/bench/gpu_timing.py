@@ -73,9 +73,9 @@ def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> Gp
         raise ValueError("nothing to time: the operation recorded no dispatch")
     with device.record() as plain:                 # ending a block runs it: the warm-up
         for _ in range(repeats):
-            device.run(dispatches)
+            device.runtime.run(dispatches)
     with device.record() as single:
-        device.run(dispatches)
+        device.runtime.run(dispatches)
     many, one = [], []
     for _ in range(2):
         for rec_, walls in ((plain, many), (single, one)):
@@ -86,9 +86,9 @@ def time_dispatches(device: dmlgpu.Device, dispatches: list, repeats: int) -> Gp
     stream_ns = (min(many) - min(one)) / (repeats - 1) * 1e9 if repeats > 1 else min(one) * 1e9
     with device.record(timestamps=True) as rec:   # ending the block runs it (kernels and buffers are warm)
         for _ in range(repeats):
-            device.run(dispatches)
+            device.runtime.run(dispatches)
     ts = rec.timestamps()
-    per_op = device.command_count(dispatches)   # timed steps: a barrier (if any), the dispatch (or copies)
+    per_op = device.runtime.command_count(dispatches)   # timed steps: a barrier (if any), the dispatch (or copies)
     expected = 1 + per_op * repeats
     if len(ts) < expected:   # (on unified memory one more: the barrier before host reads, at the end)
         raise RuntimeError(f"expected at least {expected} timestamps, got {len(ts)}")
@@ -122,8 +122,8 @@ class CopyReference:
             expected = np.resize(np.arange(251, dtype=np.uint8), n)
             src, dst = dev.buffer(expected), dev.buffer(nbytes=n)
             plan = GatherPlan(copy_map(Layout.packed((n,)), Layout.packed((n,)), 1), np.uint32)
-            dispatches, uploads = plan.dispatches(dev, input=src, indices=dev.dummy, output=dst)
-            dev.run(dispatches, uploads=uploads)
+            dispatches, uploads = plan.dispatches(dev.runtime, input=src, indices=dev.runtime.dummy, output=dst)
+            dev.runtime.run(dispatches, uploads=uploads)
             if not np.array_equal(dst.read()[:n], expected):
                 raise RuntimeError(f"the copy shader's result is wrong ({n} bytes)")
             self._cache[n] = time_dispatches(dev, dispatches, self.repeats)
@@ -133,4 +133,4 @@ class CopyReference:
 
 def release(device: dmlgpu.Device) -> None:
     """Drops the Kompute algorithms cached for the timed dispatches (they keep their buffers alive)."""
-    device.clear_algorithms()
+    device.runtime.clear_algorithms()

@@ -31,7 +31,7 @@ P_RANK, P_TOTAL, P_K, P_FLAGS, P_TSTRIDE, P_UNITS, P_STATUS = range(7)
 P_SHAPE, P_DENSE, P_DATA, P_INDEX, P_TDIM, P_TDATA, P_MAGIC, P_SHIFT = range(8, 8 + 8 * MAX_RANK, MAX_RANK)
 P_FILL = P_SHIFT + MAX_RANK   # [4] mode="fill": the unit an out-of-range tuple reads, as 32-bit words
 P_END = P_FILL + 4            # kernels with parameters of their own put them from here on
-P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists start (plan.wide_params)
+P_BLOCKS = P_END              # WIDE variants: where the tensors' block lists start (addressing.wide_params)
 P_ADDR = P_END + 8            # ADDR variants (scatter reductions): the same lists as 32-bit pairs, from here
 PARAM_WORDS = P_END           # size of the index map's parameter block
 FLAG_SIGNED, FLAG_ROWS, FLAG_WRAP, FLAG_CLIP, FLAG_RAISE = 1, 4, 8, 16, 32   # bits of P[P_FLAGS]

@@ -104,7 +104,8 @@ from ..kernels import table as kernels
 from . import radix_sort
 from ..errors import DeviceError
 from .index_map import P_ADDR, P_END, P_TOTAL, Dim, IndexMap, Layout, copy_map, elements_map, nd_map, packed_strides
-from .plan import CopyPlan, Plan, needs_wide, wide_params
+from .addressing import needs_wide, wide_params
+from .plan import CopyPlan, Plan
 from .radix_sort import RadixSort
 from .reduction_args import LAYER2_REDUCTIONS, kernel_for
 from .reduction_buckets import Buckets

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..kernels import table as kernels
 from .index_map import P_END, IndexMap, Layout, elements_lines, elements_map, magic
-from .plan import CopyPlan, Plan, ScatterPlan, _chunked
+from .addressing import _chunked
+from .plan import CopyPlan, Plan, ScatterPlan
 from ..runtime import Buffer, Device, Dispatch
 
 

@@ -411,7 +411,7 @@ class Device:
         Examples
         --------
         >>> import dmlgpu
-        >>> with dmlgpu.default_device().launch() as launch:
+        >>> with dmlgpu.default_device().runtime.launch() as launch:    # (dmlgpu.Device.runtime: this Device)
         ...     launch.scratch(16).nbytes, launch.run([])
         (16, [])
         """
