@@ -90,7 +90,7 @@ def test_out_of_memory_raises_device_error_and_the_device_keeps_working():
 
 def test_a_failing_driver_allocation_raises_instead_of_crashing(device):
     with pytest.raises(RuntimeError, match="[Mm]emory type"):
-        device._mgr.buffer(16, 0x40)          # VK_MEMORY_PROPERTY_PROTECTED_BIT: no such memory here
+        device.runtime._mgr.buffer(16, 0x40)          # VK_MEMORY_PROPERTY_PROTECTED_BIT: no such memory here
     assert dmlgpu.gather(np.arange(4), [2], device=device).tolist() == [2]
 
 
@@ -108,13 +108,13 @@ def test_kp_enables_the_device_features_and_reports_the_size_limits(device):
     assert info.max_buffer_size == 0 or info.max_buffer_size >= info.max_storage_buffer_range
     if info.type == "CPU":       # lavapipe (Mesa 22+) has them all
         assert {"shaderInt64", "bufferDeviceAddress", "storageBuffer8BitAccess"} <= device.features
-    a, b = (device._mgr.buffer(1 << 16, 0x1) for _ in range(2))
+    a, b = (device.runtime._mgr.buffer(1 << 16, 0x1) for _ in range(2))
     assert a.size() == 1 << 14                   # 32-bit words
     if "bufferDeviceAddress" in device.features:
         ends = sorted((t.device_address(), t.device_address() + (1 << 16)) for t in (a, b))
         assert ends[0][0] > 0 and ends[0][1] <= ends[1][0], "two live buffers' address ranges overlap"
     with pytest.raises((RuntimeError, ValueError), match="multiple of 4"):
-        device._mgr.buffer(6, 0x1)
+        device.runtime._mgr.buffer(6, 0x1)
 
 
 def test_mixed_sizes_leave_device_memory_flat(device):
@@ -209,7 +209,7 @@ def test_pipeline_cache_is_saved_and_loaded(tmp_path):
     code = textwrap.dedent("""
         import numpy as np, dmlgpu
         dev = dmlgpu.Device()
-        path = dev._pipelines.cache_path           # (its profile's file, under DMLGPU_DEVICE_PROFILE too)
+        path = dev.runtime._pipelines.cache_path           # (its profile's file, under DMLGPU_DEVICE_PROFILE too)
         print("EXISTED", path.exists())
         print("RESULT", dmlgpu.gather(np.arange(10, dtype=np.int16), [9, -2], device=dev).tolist())
         print("PIPELINES", dev.memory_stats()["pipelines"])
@@ -252,7 +252,7 @@ def test_warmup_builds_the_pipelines_that_the_operations_then_use(tmp_path, monk
             assert "holds no pipelines" not in out
     built, skipped = dev.warmup()                       # (after the command: builds nothing new)
     stems = [n for n in kernels.VARIANTS if not n.endswith(kernels.SMALL_SUFFIX)]
-    assert sorted(built + skipped) == sorted(n + dev.geometry.suffix for n in stems)
+    assert sorted(built + skipped) == sorted(n + dev.runtime.geometry.suffix for n in stems)
     assert bool(skipped) == (profile == "no-int64")
     for name in skipped:
         need = spirv.requirements(name)
@@ -311,7 +311,7 @@ def test_repeated_dispatches_replay_their_recorded_submission():
         ids.write(np.array(new, np.int32))
         results.append((dmlgpu.gather(t, ids).numpy(), table[new]))
         results.append((dmlgpu.gather(t, ids, axis=0).numpy(), table[new]))
-    assert len(staged.submitter.replays) >= 1
+    assert len(staged.runtime.submitter.replays) >= 1
     for got, want in results:
         assert np.array_equal(got, want)
     staged.empty_cache()                    # destroying blocks forgets the recorded runs that bind them
@@ -325,8 +325,8 @@ def test_threads_allocating_tensors_on_one_device(device, monkeypatch):
     monkeypatch.setattr(dmlgpu.runtime.scratch, "PARAMS_CACHE", 1 << 20)
 
     def held():      # bytes of live blocks other than kernel parameter buffers (cached, or kept by call templates)
-        params = {id(b): b for b in [*device.scratch.param_buffers.values(), *calls.held(device)]
-                  if b is not device.dummy}
+        params = {id(b): b for b in [*device.runtime.scratch.param_buffers.values(), *calls.held(device.runtime)]
+                  if b is not device.runtime.dummy}
         return device.memory_stats()["allocated_bytes"] - sum(b._block.size for b in params.values())
 
     before = held()
