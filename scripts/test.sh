@@ -23,7 +23,7 @@ fi
 # Test files run beside the suite (in the slices' process) instead of in it, and the slow reduction tests whose long
 # inputs the profile slices skip (every plan they reach is reached by the shorter tests there: the same kernels).
 moved=(tests/test_bench.py tests/test_imports.py tests/test_typing.py)
-long_reductions="(one_target_past_the_cpu_loop_limit or partials_default_chunks_long_run or many_tiles_scan_carry or tree_order_bit_exact or narrow_floats_sequential_runs)"
+long_reductions="(partials_default_chunks_long_run or many_tiles_scan_carry or tree_order_bit_exact or narrow_floats_sequential_runs)"
 
 # The slices (and mypy) run in a second process beside the suite (two cores: each keeps one busy; lavapipe's
 # compiles and most tests' host work use one thread); their output follows the suite's.
