@@ -10,7 +10,9 @@
 # submission (DMLGPU_EAGER_SUBMIT=1), and runs the device-profile slice (dmlgpu/runtime/profiles.py, README's device
 # feature matrix): every operator, a reduction, a chunked tensor, recordings and queued calls under the
 # "minimum" profile (Vulkan 1.1's required limits, no optional feature), and the property and reduction
-# tests under profiles between minimum and full.
+# tests under profiles between minimum and full (without the long-input reduction tests: `long_reductions` below).
+# The bench harness's, layering and typing tests (`moved` below) run in that second process too, not in the suite's:
+# the two processes then take about as long as each other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --no-demo
