@@ -11,8 +11,8 @@
 # feature matrix): every operator, a reduction, a chunked tensor, recordings and queued calls under the
 # "minimum" profile (Vulkan 1.1's required limits, no optional feature), and the property and reduction
 # tests under profiles between minimum and full (without the long-input reduction tests: `long_reductions` below).
-# The bench harness's, layering and typing tests (`moved` below) run in that second process too, not in the suite's:
-# the two processes then take about as long as each other.
+# The bench harness's, layering, typing, SPIR-V and large-tensor tests (`moved` below) run in that second process
+# too, not in the suite's: the two processes then take about as long as each other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --no-demo
@@ -24,7 +24,7 @@ fi
 
 # Test files run beside the suite (in the slices' process) instead of in it, and the slow reduction tests whose long
 # inputs the profile slices skip (every plan they reach is reached by the shorter tests there: the same kernels).
-moved=(tests/test_bench.py tests/test_imports.py tests/test_typing.py)
+moved=(tests/test_bench.py tests/test_imports.py tests/test_typing.py tests/test_kernels.py tests/test_large.py)
 long_reductions="(partials_default_chunks_long_run or many_tiles_scan_carry or tree_order_bit_exact or narrow_floats_sequential_runs)"
 
 # The slices (and mypy) run in a second process beside the suite (two cores: each keeps one busy; lavapipe's
@@ -33,7 +33,7 @@ slices() {
     set +e
     status=0
     .venv/bin/python -m mypy || status=1
-    echo "== the bench harness, the layering and typing checks (here rather than in the suite: the two processes' times even out)"
+    echo "== the bench harness, layering, typing, SPIR-V and large-tensor tests (here rather than in the suite: the two processes take about as long)"
     .venv/bin/python -m pytest -q -p no:cacheprovider "${moved[@]}" || status=1
     echo "== staging memory (DMLGPU_DIRECT_MEMORY=0: as every discrete GPU moves bytes)"
     DMLGPU_DIRECT_MEMORY=0 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_tensor.py tests/test_runtime.py \
