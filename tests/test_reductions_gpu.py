@@ -3,6 +3,7 @@ target counts 1, 2, 2^k +- 1, more than 2^24), partial chunks, tiles and scan ch
 distributions, every dtype (sort and atomics paths), row slices, and no host round trip in layers 1
 and 2 (the indices are never downloaded). Results are compared bit for bit with a sequential reference. CPU devices
 run the sorted plan here too (reduction_cpu.CPU_FOLD off): their sort-free fold has tests/test_reductions_cpu.py."""
+import sys
 import zlib
 
 import ml_dtypes
@@ -29,9 +30,13 @@ def sorted_plan(monkeypatch):
     dmlgpu.default_device().runtime.templates.clear()
 
 
+_LONG_RUN = 64     # updates of one target that sequential() folds with an accumulate (its loop: shorter runs)
+
+
 def sequential(data, targets, updates, reduction, include_self=True):
     """The sequential reference on a flat data array, vectorised over the k-th update of every target
-    (k = 0, 1, ...), which keeps each target's row-major order: fast for long inputs of short runs.
+    (k = 0, 1, ...), which keeps each target's row-major order (its long runs: by an accumulate): fast for long inputs
+    of short runs and for long runs.
     ``include_self`` and "mean" as reference.scatter_elements takes them."""
     mean = reduction == "mean"
     reduction = "add" if mean else reduction
@@ -39,8 +44,21 @@ def sequential(data, targets, updates, reduction, include_self=True):
     order = np.argsort(targets, kind="stable")
     t_sorted = targets[order]
     starts = np.r_[0, np.flatnonzero(t_sorted[1:] != t_sorted[:-1]) + 1]
-    run = np.repeat(starts, np.diff(np.r_[starts, t_sorted.size]))
+    lengths = np.diff(np.r_[starts, t_sorted.size])
+    run = np.repeat(starts, lengths)
     rank = np.arange(t_sorted.size) - run
+    if reduction in ("add", "mul") and out.dtype in ARITH_DTYPES and out.dtype.kind != "b":   # (ml_dtypes' too)
+        # A long run (one target's many updates) folded by the ufunc's accumulate, one NumPy operation and one
+        # rounding per step in row-major order as the loop below (accumulate is sequential, unlike reduce): the
+        # loop's steps are a NumPy call each, 15 s for a run of 126,000 (test_sequential_reference_takes_long_runs).
+        ufunc = np.add if reduction == "add" else np.multiply
+        for start, length in zip(starts[lengths >= _LONG_RUN], lengths[lengths >= _LONG_RUN]):
+            pick = order[start:start + length]
+            t = targets[pick[0]]
+            steps = updates[pick] if not include_self else np.r_[out[t:t + 1], updates[pick]]
+            with np.errstate(all="ignore"):
+                out[t] = ufunc.accumulate(steps, dtype=out.dtype)[-1]
+            rank[start:start + length] = -1     # (done: the loop below leaves it)
     for k in range(int(rank.max(initial=-1)) + 1):
         pick = order[rank == k]
         t = targets[pick]
@@ -50,6 +68,26 @@ def sequential(data, targets, updates, reduction, include_self=True):
         for t in np.flatnonzero(counts):
             out[t] = reference.mean_of(out[t], int(counts[t]) + include_self)
     return out
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint64, ml_dtypes.bfloat16,
+                                   ml_dtypes.float8_e5m2], ids=str)
+def test_sequential_reference_takes_long_runs(monkeypatch, dtype):
+    """sequential()'s accumulate of long runs gives its loop's result, bit for bit (runs of 1 to 400 updates,
+    with and without the data's element, the mean's count)."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(5)
+    n, m = 1200, 7
+    targets = np.minimum(rng.geometric(0.4, size=n) - 1, m - 1)
+    data = values(rng, (m,), dtype, "add")
+    for reduction in ("add", "mul") if dtype.kind in "iu" else ("add", "mul", "mean"):
+        upd = values(rng, (n,), dtype, reduction)
+        for include_self in (True, False):
+            fast = sequential(data, targets, upd, reduction, include_self)
+            monkeypatch.setattr(sys.modules[__name__], "_LONG_RUN", n + 1)
+            loop = sequential(data, targets, upd, reduction, include_self)
+            monkeypatch.undo()
+            assert same(fast, loop, loose_nan=False), (reduction, include_self)
 
 
 def plan_for(n, m, dtype=np.float32, reduction="add", include_self=True):
