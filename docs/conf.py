@@ -43,20 +43,6 @@ html_theme_options = {"description": "DirectML's gather/scatter operators on any
 
 # Docstring text that docutils misreads, fixed here until the docstring itself is (each entry: the object's
 # public name, the text, its replacement); an entry whose text is no longer there does nothing.
-DOCSTRING_FIXES = [
-    ("dmlgpu.onnx.DmlgpuBackend.run_model", "prepare(model, device, **kwargs).run(inputs).",
-     "``prepare(model, device, **kwargs).run(inputs)``."),
-    ("dmlgpu.onnx.run_model", "prepare(model, device, **kwargs).run(inputs).",
-     "``prepare(model, device, **kwargs).run(inputs)``."),
-]
-
-
-def _fix_docstring(app, what, name, obj, options, lines):
-    for target, old, new in DOCSTRING_FIXES:
-        if name == target:
-            lines[:] = [line.replace(old, new) for line in lines]
-
-
 GENERATED = Path(__file__).resolve().parent / "_generated" / "bench"
 
 
@@ -80,5 +66,4 @@ def _bench(app):
 
 
 def setup(app):
-    app.connect("autodoc-process-docstring", _fix_docstring)
     app.connect("builder-inited", _bench)

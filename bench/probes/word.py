@@ -11,12 +11,13 @@ ids = dmlgpu.tensor(rng.integers(0, 1024, 32).astype(np.int64), device=dev)
 with dev.record() as rec:
     out = dmlgpu.gather(tab, ids)
 disp = rec.dispatches()
-mgr = dev._mgr
+mgr = dev.runtime.memory.mgr
 word = mgr.buffer(256, HOST_VISIBLE | HOST_COHERENT); view = word.host_view().view(np.uint32)
 fill_barrier = kp.OpMemoryBarrier([], *BEFORE_COPY)
 def seq_for(dispatches, n, with_word):
     s = mgr.sequence()
-    ops = dev._dispatch_ops(dispatches)
+    ops = []
+    dev.runtime.encoder.encode(dispatches, ops)
     if with_word:
         ops = ops + [fill_barrier, kp.OpFill(word, 0, 4, n)]
     s.record_ops(ops)

@@ -13,7 +13,7 @@ shape rule, written once, so that a new operator's function is a shape rule and 
    of dimensions of size 0; the plan, ``ops.PLANS[op](*plan_args)``;
 5. the run (``_run``, the one planned path): NumPy operands give a NumPy result, a Tensor operand (or a recording) a Tensor.
 
-Adding an operator (README, "Adding an operator"): its plan, a row of ``ops.PLANS``; its function, a rule and a
+Adding an operator (docs/adding-an-operator.md): its plan, a row of ``ops.PLANS``; its function, a rule and a
 call(); its export in dmlgpu/__init__.py; and, only if no kernel does what it needs, a shader and its row in
 kernels/table.py.
 

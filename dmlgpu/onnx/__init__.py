@@ -348,7 +348,7 @@ class DmlgpuBackend(Backend):
 
     @classmethod
     def run_model(cls, model: ModelSource, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple[Any, ...]:
-        """prepare(model, device, **kwargs).run(inputs).
+        """``prepare(model, device, **kwargs).run(inputs)``.
 
         Parameters
         ----------

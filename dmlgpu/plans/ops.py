@@ -11,7 +11,7 @@ repeated call skips folding, vectorizing and packing parameter words (scatter re
 which caches its own sort per geometry).
 
 ``PLANS`` is the table of operators by name: a new operator is one function here (or beside its layer-2
-function) and one row (README, "Adding an operator").
+function) and one row (docs/adding-an-operator.md).
 
 Examples
 --------
@@ -112,7 +112,7 @@ _P = TypeVar("_P", bound=Callable[..., Plan])
 
 def register(name: str) -> Callable[[_P], _P]:
     """A decorator that makes a plan function the row ``name`` of PLANS (a new operator's plan, written beside
-    its layer-2 function: README, "Adding an operator"); ValueError if the name has a row already.
+    its layer-2 function: docs/adding-an-operator.md); ValueError if the name has a row already.
 
     Examples
     --------

@@ -150,4 +150,4 @@ def check_limits(device, kernel: str, need) -> None:
     problem = limit_problem(info, device.features, need)
     if problem:
         raise DeviceError(f"this operation needs kernel {kernel}, which needs {problem} on {info.name} "
-                          f"(profile {device.profile.name}); see README's device feature matrix")
+                          f"(profile {device.profile.name}); see the device feature matrix in docs/guide/devices.md")
