@@ -268,7 +268,7 @@ def test_import_cache_follows_the_array(dev):
     assert host.import_array(dev.runtime, table[1:], cache=True) is not a              # other bytes: an import of its own
     del table
     gc.collect()
-    assert not vars(dev.memory).get("host_imports") and "block_list" not in a.__dict__
+    assert not vars(dev.runtime.memory).get("host_imports") and "block_list" not in a.__dict__
 
 
 def test_imports_split_at_max_allocation(imports):

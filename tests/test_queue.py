@@ -414,8 +414,8 @@ def test_fills_queue_in_order(dev):
     """zeros(), full() and Device.buffer(nbytes=) fill on the device in order with the queued work, without a
     submission of their own (eager submission off); inside a recording they run at once, as before."""
     dev.synchronize()
-    submissions, eager = dev.runtime.submitter.submissions, dev.eager_submit
-    dev.eager_submit = False
+    submissions, eager = dev.runtime.submitter.submissions, dev.runtime.eager_submit
+    dev.runtime.eager_submit = False
     try:
         z = dmlgpu.zeros((5, 3), np.int32, device=dev)
         f = dmlgpu.full((4,), 7, np.int16, device=dev)

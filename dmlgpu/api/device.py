@@ -111,7 +111,8 @@ class Device:
     @property
     def info(self) -> DeviceInfo:
         """The device's name, type, limits and features (dmlgpu.DeviceInfo), as its profile shows them."""
-        return self.runtime.info
+        info: DeviceInfo = self.runtime.info
+        return info
 
     @property
     def physical_info(self) -> DeviceInfo:
@@ -152,12 +153,12 @@ class Device:
     @property
     def direct_memory(self) -> bool:
         """Whether buffers are read and written through mapped memory instead of staging copies."""
-        return self.runtime.direct_memory
+        return bool(self.runtime.direct_memory)
 
     @property
     def max_queued(self) -> int:
         """The most eager calls queued before a submission (0: each call runs at once)."""
-        return self.runtime.max_queued
+        return int(self.runtime.max_queued)
 
     @property
     def chunk_bytes(self) -> int:
@@ -172,7 +173,7 @@ class Device:
     @property
     def closed(self) -> bool:
         """Whether close() was called (using it afterwards raises DeviceError)."""
-        return self.runtime.closed
+        return bool(self.runtime.closed)
 
     # ---- what it does ----
     def buffer(self, data: Any = None, nbytes: int | None = None) -> Buffer:

@@ -372,7 +372,7 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
             offs = _narrow(offs)
         idx_flat = _narrow(idx.reshape(-1)) if isinstance(idx, np.ndarray) else idx.reshape(-1)
         w_flat = None if weights is None else weights.reshape(-1)
-        split = splits(table.dtype, reduction, dev)
+        split = splits(table.dtype, reduction, dev, ordered)
         packed = [p for p in (offs, None if split else idx_flat, None if split else w_flat) if p is not None]
         aux, at = _aux(dev, packed) if packed else (idx_flat, [])
         words = iter(at)

@@ -154,7 +154,7 @@ def gather_scatter(x: Any, src: Any, dst: Any = None, reduction: str = "add", *,
             parts, ids_at, ids_w = [groups.bounds, sources], -1, sources.dtype.itemsize // 4
         w_sorted = None if w is None else w[groups.perm] if isinstance(w, np.ndarray) else \
             _taken(w, groups._device_perm() if src is groups else groups.perm, dev)
-        split = w is not None and splits(x.dtype, reduction, dev)     # the weights bound where they are
+        split = w is not None and splits(x.dtype, reduction, dev, ordered)     # the weights bound where they are
         if w_sorted is not None and not split:
             parts.append(w_sorted)
         aux, at = _aux(dev, parts)

@@ -112,7 +112,8 @@ def variant(kernel: str, unit: int, index_bytes: int, vec: int = 0, tuple_k: int
 # for the element types of embedding tables and node features
 SEGMENT_SPLIT = ("segment_f32", "segment_f16", "segment_bf16")
 SEGMENT_SPLIT_BUFFERS = 6
-SEGMENT_ORDERS = "_orders"     # the suffix of float types' variants with orders "tree" and "fixed-point" (ORDERS)
+SEGMENT_ORDERS = "_orders"     # the suffix of float types' variants with orders "tree" and "fixed-point" (ORDERS;
+                               # no SPLIT twin: the ids and weights packed)
 
 
 def segment_variant(reduce_kernel: str) -> tuple[str, str]:
@@ -448,9 +449,6 @@ def _geometry_table() -> dict[str, tuple[str, dict]]:
             add(segment + "_split", "segment.comp", ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8, SPLIT=1)
         if elem_kind >= 2:                    # float types: orders "tree" and "fixed-point" (SEGMENT_ORDERS)
             add(segment + SEGMENT_ORDERS, "segment.comp", ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8, ORDERS=1)
-            if segment in SEGMENT_SPLIT:
-                add(segment + SEGMENT_ORDERS + "_split", "segment.comp", ELEM_KIND=elem_kind, ELEM_BYTES=bits // 8,
-                    SPLIT=1, ORDERS=1)
     # a reduction's grouping: each update row's sort key, then the passes of the radix sort
     for index_bytes in (4, 8):
         for values in (0, 1, 2, 4):

@@ -58,10 +58,12 @@ PIECE = 57344         # CPU devices: positions per dispatch (llvmpipe ends an in
 ALL = 0xFFFFFFFF
 
 
-def splits(dtype, reduction: str, device: Device) -> bool:
+def splits(dtype, reduction: str, device: Device, order: str | None = None) -> bool:
     """Whether a plan of this dtype and reduction on ``device`` binds the ids and the weights as buffers of their
     own (segment.comp's SPLIT variants: kernels.SEGMENT_SPLIT's types, on devices binding 6 buffers), rather than
-    packed after the offsets."""
+    packed after the offsets (``order``: ordered_mode's; the ORDERS variants have no SPLIT twin)."""
+    if order is not None:
+        return False
     stem = kernels.segment_variant(kernel_for(np.dtype(dtype), reduction))[0]
     return stem in kernels.SEGMENT_SPLIT and device.supports(stem + "_split")
 
