@@ -56,6 +56,46 @@ def _save_pipeline_caches() -> None:
             dev._pipelines.save()
 
 
+def _selected(index: int | None, profile: Any) -> tuple[int, profiles.Profile, DeviceInfo, DeviceInfo]:
+    """Device's ``index`` (default: default_device_index()), its profile, DeviceInfo and the info as the profile
+    shows it."""
+    listed = devices()
+    if index is None:
+        index = default_device_index()
+    if not 0 <= index < len(listed):
+        raise DeviceError(f"device index {index} must be in [0, {len(listed) - 1}]")
+    resolved = profiles.resolve(profile)
+    return index, resolved, listed[index], profiles.apply(listed[index], resolved)
+
+
+def _exportable(info: DeviceInfo, exportable: bool | None) -> bool:
+    """Device's ``exportable``: the default (export.exportable_default), or True where the device can export."""
+    if exportable and export.FEATURE not in info.features:
+        raise DeviceError(f"{info.name} cannot export its memory (it lacks VK_KHR_external_memory_fd, the "
+                          f"feature {export.FEATURE!r}, or a profile withholds it): exportable=True is not possible")
+    return export.exportable_default(info) if exportable is None else bool(exportable)
+
+
+def _enabled(info: DeviceInfo, mgr: Any) -> frozenset[str]:
+    """The optional features kp enabled (kp patch 0015: those the device has; 0018: but those the profile
+    withholds); kernels use only these."""
+    features = frozenset(name for name, on in mgr.enabled_features().items() if on)
+    if features != info.features:
+        raise DeviceError(f"{info.name}: kp enabled the features {sorted(features)}, not those the device has "
+                          f"({sorted(info.features)}); rebuild kp with 'python tools/build_kp.py --force'")
+    return features
+
+
+def _block_sizes(info: DeviceInfo, chunk_bytes: int | None) -> tuple[int, int, int]:
+    """(bytes of one block, Device's ``chunk_bytes``, the largest buffer held in one block: larger are chunked)."""
+    max_block = min(info.max_storage_buffer_range, info.max_memory_allocation_size or 2**64,
+                    info.max_buffer_size or 2**64) // 4 * 4
+    if chunk_bytes is not None and (chunk_bytes & (chunk_bytes - 1) or not 256 <= chunk_bytes <= max_block):
+        raise ValueError(f"chunk_bytes ({chunk_bytes}) must be a power of two from 256 to {max_block}")
+    chunk = 1 << (max_block.bit_length() - 1) if chunk_bytes is None else int(chunk_bytes)
+    return max_block, chunk, chunk if chunk_bytes is not None else max_block
+
+
 class Device:
     """A Vulkan device opened through Kompute.
 
@@ -76,55 +116,26 @@ class Device:
     maxMemoryAllocationSize and maxBufferSize).
     One Device may be used from several threads: its submissions are serialised by a lock, and all threads
     share its one batch of queued calls.
-    ``profile``: open it as if it had fewer features and lower limits (runtime/profiles.py: "full",
-    "minimum" (Vulkan 1.1's required limits, no optional feature), ...); default: DMLGPU_DEVICE_PROFILE,
-    else "full". ``info`` is the DeviceInfo as the profile shows it (``physical_info``: as the device has it).
-    ``features``: the optional Vulkan features enabled on it (those of ``info``).
-    ``geometry``: the kernel variant set its plans use (kernels.Geometry: the small one where
-    maxComputeWorkGroupInvocations is below kernels.WORKGROUP_SIZE). A run whose kernel needs more than
+    ``profile``, ``hold_clocks``, ``exportable``: as dmlgpu.Device documents them (runtime/profiles.py,
+    runtime/clocks.py, runtime/export.py). ``info`` is the DeviceInfo as the profile shows it
+    (``physical_info``: as the device has it); ``features``: the optional Vulkan features enabled on it;
+    ``geometry``: the kernel variant set its plans use (kernels.Geometry). A run whose kernel needs more than
     the device's limits or features raises DeviceError naming them before any GPU work.
-    ``hold_clocks``: keep an NVIDIA GPU at its working clocks while the Device is open (runtime/clocks.py:
-    a retained CUDA primary context); default: DMLGPU_HOLD_CLOCKS (0 or 1) if set, else on. ``clock_hold``
-    says whether it is held (``clock_hold.state``).
-    ``exportable``: allocate the blocks' memory exportable (kp patch 0026: an opaque fd, VK_KHR_external_memory_fd),
-    so that CUDA on the same GPU can map any Tensor in place (DLPack: runtime/export.py); default:
-    DMLGPU_EXPORTABLE (0 or 1) if set, else on NVIDIA GPUs; only where the device has the feature
-    "externalMemoryFd" (True on a device without it: DeviceError; the variable is then ignored).
     """
 
     def __init__(self, index: int | None = None, *, memory_limit: int | None = None,
                  direct_memory: bool | None = None, max_queued: int | None = None, chunk_bytes: int | None = None,
                  profile=None, hold_clocks: bool | None = None, exportable: bool | None = None):
-        listed = devices()
-        if index is None:
-            index = default_device_index()
-        if not 0 <= index < len(listed):
-            raise DeviceError(f"device index {index} must be in [0, {len(listed) - 1}]")
-        self.profile = profiles.resolve(profile)
-        self.physical_info: DeviceInfo = listed[index]
-        info = self.info = profiles.apply(listed[index], self.profile)
-        if exportable and export.FEATURE not in info.features:
-            raise DeviceError(f"{info.name} cannot export its memory (it lacks VK_KHR_external_memory_fd, the "
-                              f"feature {export.FEATURE!r}, or a profile withholds it): exportable=True is not possible")
-        self.exportable = export.exportable_default(info) if exportable is None else bool(exportable)
+        index, self.profile, self.physical_info, info = _selected(index, profile)
+        self.info = info
+        self.exportable = _exportable(info, exportable)
         self.geometry = kernels.geometry(min(info.max_workgroup_invocations, info.max_workgroup_size[0]))
         self.queueing = Settings.resolve(info, max_queued, direct_memory)
         self.lock = threading.RLock()
         self._mgr = open_manager(index, self.profile.withheld & self.physical_info.features)
         self.clock_hold = ClockHold(self.physical_info.vendor_id, self.physical_info.device_uuid, hold_clocks)
-        # the optional features the device has are enabled (kp patch 0015), but those the profile withholds
-        # (kp patch 0018); kernels use only these
-        self.features = frozenset(name for name, on in self._mgr.enabled_features().items() if on)
-        if self.features != info.features:
-            raise DeviceError(f"{info.name}: kp enabled the features {sorted(self.features)}, not those the "
-                              f"device has ({sorted(info.features)}); rebuild kp with 'python tools/build_kp.py "
-                              f"--force'")
-        self.max_block = min(info.max_storage_buffer_range, info.max_memory_allocation_size or 2**64,
-                             info.max_buffer_size or 2**64) // 4 * 4     # bytes of one block
-        if chunk_bytes is not None and (chunk_bytes & (chunk_bytes - 1) or not 256 <= chunk_bytes <= self.max_block):
-            raise ValueError(f"chunk_bytes ({chunk_bytes}) must be a power of two from 256 to {self.max_block}")
-        self.chunk_bytes = 1 << (self.max_block.bit_length() - 1) if chunk_bytes is None else int(chunk_bytes)
-        self.whole_max = self.chunk_bytes if chunk_bytes is not None else self.max_block   # larger: chunked
+        self.features = _enabled(info, self._mgr)
+        self.max_block, self.chunk_bytes, self.whole_max = _block_sizes(info, chunk_bytes)
         self.memory_limit = memory_limit
         flags, mgr = DEVICE_LOCAL | (HOST_VISIBLE | HOST_COHERENT if self.direct_memory else 0), self._mgr
         allocator = Allocator((lambda size: mgr.buffer(size, flags, True)) if self.exportable else
@@ -162,33 +173,7 @@ class Device:
 
     # ---- public ----
     def buffer(self, data: Any = None, nbytes: int | None = None) -> Buffer:
-        """A new device buffer (layer 1's operands).
-
-        Parameters
-        ----------
-        data : array or bytes-like, optional
-            Its bytes are uploaded.
-        nbytes : int, optional
-            The size in bytes without ``data``; with it, the least size. Sizes round up to a multiple of 4;
-            the bytes past ``data`` are zero.
-
-        Returns
-        -------
-        Buffer
-
-        Raises
-        ------
-        ValueError
-            Neither ``data`` nor ``nbytes``.
-        dmlgpu.DeviceError
-            Not enough device memory, or a closed device.
-
-        Examples
-        --------
-        >>> import dmlgpu
-        >>> dmlgpu.default_device().buffer(nbytes=6).read()
-        array([0, 0, 0, 0, 0, 0, 0, 0], dtype=uint8)
-        """
+        """A Buffer of ``nbytes`` bytes, or holding ``data``'s bytes (dmlgpu.Device.buffer documents it for users)."""
         self.check_open()
         return self.access.new_buffer(data, nbytes)
 
@@ -211,19 +196,8 @@ class Device:
                                         else MappedBuffer(self.memory, 16 * slots))
 
     def synchronize(self) -> None:
-        """Submits the queued eager calls and waits until the device has finished them (host reads of their
-        results wait by themselves: this is for timing and for handing results to other APIs).
-
-        The device-wide point of the device's own checks (mode="raise" on Tensor indices:
-        dmlgpu/plans/index_check.py): it makes their reports and raises, once, every failure of a call on this
-        device that no read has raised yet, whichever thread queued it (one: its own exception; several: one
-        of the first's type listing them all).
-
-        Examples
-        --------
-        >>> import dmlgpu
-        >>> dmlgpu.default_device().synchronize()
-        """
+        """Submits the queued calls and waits for the device to finish them, raising what a check of the
+        queued work found (dmlgpu.Device.synchronize documents it for users)."""
         with self.lock:
             self.check_open()
             self.submitter.flush()
@@ -231,24 +205,7 @@ class Device:
             self.checks.raise_unreported()
 
     def memory_stats(self) -> dict[str, int]:
-        """The caching allocator's counters.
-
-        Returns
-        -------
-        dict of str to int
-            ``allocated_bytes`` (blocks of live buffers), ``cached_bytes`` (free blocks kept for reuse),
-            ``reserved_bytes`` (both), ``peak_allocated_bytes``, ``device_allocations`` (vkAllocateMemory
-            calls), ``cache_hits`` (requests served from the cache), ``cache_releases`` (blocks destroyed by
-            empty_cache or to make room), ``pipelines`` (VkPipelines built) and ``algorithms`` (descriptor
-            sets kept for buffer sets).
-
-        Examples
-        --------
-        >>> import dmlgpu
-        >>> stats = dmlgpu.default_device().memory_stats()
-        >>> stats["reserved_bytes"] == stats["allocated_bytes"] + stats["cached_bytes"]
-        True
-        """
+        """The allocator's counters and the pipelines built (dmlgpu.Device.memory_stats documents the keys)."""
         with self.lock:
             stats = self.memory.allocator.memory_stats()
             stats["pipelines"] = self._pipelines.pipeline_count
@@ -265,16 +222,7 @@ class Device:
             host.release_results(self)
 
     def close(self) -> None:
-        """Releases the device (after its queued work; saving its pipeline cache); using it afterwards raises
-        DeviceError. A Device is also a context manager that closes it.
-
-        Examples
-        --------
-        >>> import dmlgpu
-        >>> with dmlgpu.Device(0) as dev:
-        ...     dev.buffer(nbytes=4).nbytes
-        4
-        """
+        """Waits for queued work, frees the device's memory and pipelines; idempotent (dmlgpu.Device.close)."""
         with self.lock:
             if not self.closed:
                 self.submitter.flush()
@@ -297,65 +245,14 @@ class Device:
         return f"<dmlgpu.Device {self.info.index}: {self.info.name} ({self.info.type})>"
 
     def record(self, timestamps: bool = False) -> Recording:
-        """A recording: ``with dev.record() as rec:`` captures the operations run on this device by this
-        thread into one submission, submitted once when the block ends; ``rec.run()`` submits it again.
-
-        Parameters
-        ----------
-        timestamps : bool
-            The GPU writes a timestamp after each recorded step (Recording.timestamps()).
-
-        Returns
-        -------
-        Recording
-
-        Raises
-        ------
-        dmlgpu.DeviceError
-            A closed device.
-
-        Examples
-        --------
-        >>> import numpy as np, dmlgpu
-        >>> dev = dmlgpu.default_device()
-        >>> table = dmlgpu.tensor(np.arange(10, dtype=np.float32), device=dev)
-        >>> ids = dmlgpu.tensor(np.zeros(2, np.int32), device=dev)
-        >>> with dev.record() as rec:
-        ...     rec.upload(ids)
-        ...     out = dmlgpu.gather(table, ids)
-        ...     rec.download(out)
-        >>> rec.host(ids)[:] = [9, 4]; rec.run(); rec.host(out)
-        array([9., 4.], dtype=float32)
-        """
+        """A Recording of this thread's operations on the device (dmlgpu.Device.record documents it for users)."""
         self.check_open()
         return Recording(self.submitter, self.checks, timestamps)
 
     def warmup(self, kernels_: Iterable[str] | None = None,
                step: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
-        """Builds the pipelines of kernel variants on this device and writes its pipeline cache to disk
-        (pipelines.py), so that later processes' first calls compile nothing (``python -m dmlgpu warmup``).
-
-        Parameters
-        ----------
-        kernels_ : iterable of str, optional
-            Variant names of the default geometry (kernels.VARIANTS' without SMALL_SUFFIX); default: every
-            one. Each is built in the device's geometry (``geometry.suffix`` appended).
-        step : callable, optional
-            Called with each name before it is built (a progress line).
-
-        Returns
-        -------
-        (list of str, list of str)
-            The variants built, and those skipped because the device lacks a feature or a limit they need
-            (Device.supports: they never run on it).
-
-        Examples
-        --------
-        >>> import dmlgpu
-        >>> built, skipped = dmlgpu.default_device().warmup(["gather_u4_i32", "gather_u4_i64"])
-        >>> built, skipped
-        (['gather_u4_i32', 'gather_u4_i64'], [])
-        """
+        """Builds the pipelines of ``kernels_`` (default: every variant of the default geometry) in this
+        device's geometry and saves the pipeline cache: (built, skipped) (dmlgpu.Device.warmup documents it)."""
         self.check_open()
         with self.lock:
             return self._pipelines.warmup(kernels_, self.supports, self.dummy._block.tensor, step)
@@ -401,15 +298,8 @@ class Device:
     def launch(self) -> Launch:
         """A launch: the one way to run kernels on this device (runtime/launch.py): ``with dev.launch() as
         launch:`` holds the device's lock, ``launch.scratch(n)`` hands out scratch that goes back when the block
-        ends, ``launch.run(dispatches, ...)`` runs, queues or records them.
+        ends, ``launch.run(dispatches, ...)`` runs, queues or records them (DeviceError: a closed device).
 
-        Raises
-        ------
-        dmlgpu.DeviceError
-            A closed device.
-
-        Examples
-        --------
         >>> import dmlgpu
         >>> with dmlgpu.default_device().runtime.launch() as launch:    # (dmlgpu.Device.runtime: this Device)
         ...     launch.scratch(16).nbytes, launch.run([])
