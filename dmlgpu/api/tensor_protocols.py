@@ -162,11 +162,9 @@ class At(Generic[_T]):
         return AtRef(self.t, key)
 
 
-class TensorProtocols:
-    """dmlgpu.Tensor's protocols, as its own methods (``Tensor`` inherits them): rich comparisons (TypeError, never
-    an answer by identity; hashed by identity), ``in``, NumPy's ufuncs (``ufunc.at``) and functions
-    (``ARRAY_FUNCTIONS``), Python scalars, copies, and its representation; the Tensor's own attributes that they use
-    are declared here."""
+class TensorFields:
+    """The Tensor's own attributes that the classes it inherits (TensorProtocols, tensor_views.TensorViews) use,
+    declared once for the type checker."""
 
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
@@ -180,6 +178,14 @@ class TensorProtocols:
         @property
         def size(self) -> int: ...
 
+
+class TensorProtocols(TensorFields):
+    """dmlgpu.Tensor's protocols, as its own methods (``Tensor`` inherits them): rich comparisons (TypeError, never
+    an answer by identity; hashed by identity), ``in``, NumPy's ufuncs (``ufunc.at``) and functions
+    (``ARRAY_FUNCTIONS``), Python scalars, copies, and its representation; the other Tensor attributes that they
+    use are declared here."""
+
+    if TYPE_CHECKING:
         @property
         def strides(self) -> tuple[int, ...]: ...
 

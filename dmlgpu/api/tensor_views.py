@@ -19,21 +19,10 @@ if TYPE_CHECKING:
 _AxisError = getattr(np, "exceptions", np).AxisError     # NumPy's (an IndexError and a ValueError)
 
 
-class TensorViews:
-    """dmlgpu.Tensor's views (module docstring); the Tensor's own attributes that they use are declared here."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-    offset: int
-    _strides: tuple[int, ...] | None
+class TensorViews(_protocols.TensorFields):
+    """dmlgpu.Tensor's views (module docstring); the other Tensor attributes that they use are declared here."""
 
     if TYPE_CHECKING:
-        @property
-        def ndim(self) -> int: ...
-
-        @property
-        def size(self) -> int: ...
-
         def _view(self, shape: tuple[int, ...], dtype: np.dtype[Any], offset: int,
                   strides: tuple[int, ...] | None = None) -> Self: ...
 
