@@ -145,15 +145,23 @@ ELEM_T elem_of(uvec4 v, uint j) {
 #endif
 }
 
-// position r's term for column ``col`` into ``x``: its row's element (times its weight); false where its id is
-// the skipped one (MODE_PAD)
-bool term(uint r, uint mode, uint col, uint op, out ELEM_T x) {
-    uint row = r;
+// position r's row into ``row``: r itself, or (MODE_IDS) its id; false where that is the skipped one (MODE_PAD)
+bool row_at(uint r, uint mode, out uint row) {
+    row = r;
     if ((mode & MODE_IDS) != 0u) {
         row = read_id(P[P_IDS_AT] + r * P[P_IDS_W], P[P_IDS_W], (mode & MODE_SIGNED) != 0u, P[P_ROWS]);
         if ((mode & MODE_PAD) != 0u && row == P[P_PAD])
             return false;
     }
+    return true;
+}
+
+// position r's term for column ``col`` into ``x``: its row's element (times its weight); false where its id is
+// the skipped one (MODE_PAD)
+bool term(uint r, uint mode, uint col, uint op, out ELEM_T x) {
+    uint row;
+    if (!row_at(r, mode, row))
+        return false;
     x = LOAD_UNIT(DATA, row * P[P_COLS] + col);
     if ((mode & MODE_WEIGHTS) != 0u) {
         OP = OP_MUL;
@@ -282,12 +290,9 @@ void process_vec(uint i) {
     OP = op;
     bool weighted = (mode & MODE_WEIGHTS) != 0u;
     for (uint r = first; r < last; ++r) {
-        uint row = r;
-        if ((mode & MODE_IDS) != 0u) {
-            row = read_id(P[P_IDS_AT] + r * P[P_IDS_W], P[P_IDS_W], (mode & MODE_SIGNED) != 0u, P[P_ROWS]);
-            if ((mode & MODE_PAD) != 0u && row == P[P_PAD])
-                continue;
-        }
+        uint row;
+        if (!row_at(r, mode, row))
+            continue;
         uvec4 v = DATA4[(row * cols + col) / VEC_ELEMS];
         ELEM_T w = weighted ? weight(r) : ELEM_T(0u);
         for (uint j = 0u; j < VEC_ELEMS; ++j) {
