@@ -467,3 +467,71 @@ def test_out_views_are_written_in_place():
     assert dmlgpu.segment_reduce(x, [0, 2, 3], out=big[1:3, 1::2]) is not None
     want[1:3, 1::2] = ref.segment_reduce(x, [0, 2, 3])
     assert_bits(big, want)
+
+
+def _templates(device, name):
+    from dmlgpu.api import call_templates as calls
+    return [t for k, t in device.runtime.templates.items() if k[0] == name and isinstance(t, calls.Template)]
+
+
+def test_repeated_tensor_calls_run_their_template(device):
+    """A repeated embedding_bag or segment_reduce on Tensors of one signature queues its traced launches (a call
+    template): new Tensors each call give their own results, out= too; a bad id on a hit fails the result at the
+    next synchronize; strided and offset views, weights and other arguments are not served by another
+    signature's template."""
+    rng = np.random.default_rng(11)
+    device.runtime.templates.clear()
+    for _ in range(4):
+        table, ids = _values(rng, (30, 8), np.float32), rng.integers(-30, 30, 40)
+        offs = _offsets(rng, 40, 6)[:-1]
+        for mode in ("sum", "max"):
+            want = ref.embedding_bag(table, ids % 30, offs, mode)
+            assert_bits(dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids), dmlgpu.tensor(offs),
+                                             mode=mode), want)
+        out = dmlgpu.empty((6, 8))
+        assert dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids), dmlgpu.tensor(offs), out=out) is out
+        assert_bits(out, ref.embedding_bag(table, ids % 30, offs, "sum"))
+        data, bounds = _values(rng, (40, 3), np.float32), _offsets(rng, 40, 7)
+        assert_bits(dmlgpu.segment_reduce(dmlgpu.tensor(data), dmlgpu.tensor(bounds), "min"),
+                    ref.segment_reduce(data, bounds, "min"))
+    assert len(_templates(device, "embedding_bag")) == 3 and len(_templates(device, "segment_reduce")) == 1
+    table, offs = _values(rng, (30, 8), np.float32), _offsets(rng, 40, 6)[:-1]
+    bad = np.zeros(40, np.int64)
+    bad[7] = 30
+    got = dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(bad), dmlgpu.tensor(offs))     # a hit
+    with pytest.raises(IndexError, match="^embedding_bag: index 30"):
+        device.synchronize()
+    with pytest.raises(IndexError, match="^embedding_bag: index 30"):
+        got.numpy()
+    wide, ids = dmlgpu.tensor(_values(rng, (30, 16), np.float32)), rng.integers(0, 30, 41)
+    view = wide[:, ::2]                                     # the signature's shape, strided
+    assert_bits(dmlgpu.embedding_bag(view, dmlgpu.tensor(ids[1:]), dmlgpu.tensor(offs)),
+                ref.embedding_bag(wide.numpy()[:, ::2], ids[1:], offs, "sum"))
+    assert_bits(dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids)[1:], dmlgpu.tensor(offs)),
+                ref.embedding_bag(table, ids[1:], offs, "sum"))           # ids at an offset
+    w = _values(rng, (40,), np.float32)
+    assert_bits(dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids[1:]), dmlgpu.tensor(offs),
+                                     per_sample_weights=dmlgpu.tensor(w)),
+                ref.embedding_bag(table, ids[1:], offs, "sum", per_sample_weights=w))
+    assert_bits(dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids[1:]), dmlgpu.tensor(offs),
+                                     padding_idx=ids[1]),
+                ref.embedding_bag(table, ids[1:], offs, "sum", padding_idx=ids[1]))
+    data, bounds = dmlgpu.tensor(_values(rng, (41, 3), np.float32)), _offsets(rng, 40, 7)
+    assert_bits(dmlgpu.segment_reduce(data[1:], dmlgpu.tensor(bounds), "min"),
+                ref.segment_reduce(data.numpy()[1:], bounds, "min"))
+
+
+def test_cpu_pieces_without_padding_are_not_templated(device, monkeypatch):
+    """On CPU devices a padded call of more than PIECE positions runs on ids with the padding removed (other
+    shapes than the call's): never traced under the call's signature."""
+    if device.info.type != "CPU":
+        pytest.skip("CPU devices' pieces")
+    monkeypatch.setattr(segment, "PIECE", 5)
+    monkeypatch.setattr("dmlgpu.api.fused.PIECE", 5)
+    device.runtime.templates.clear()
+    rng = np.random.default_rng(12)
+    table, ids, offs = _values(rng, (10, 3), np.float32), rng.integers(0, 10, 33), np.array([0, 2, 20, 20, 31])
+    for _ in range(3):
+        assert_bits(dmlgpu.embedding_bag(dmlgpu.tensor(table), dmlgpu.tensor(ids), dmlgpu.tensor(offs),
+                                         padding_idx=4), ref.embedding_bag(table, ids, offs, "sum", padding_idx=4))
+    assert not _templates(device, "embedding_bag")

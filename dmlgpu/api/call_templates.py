@@ -14,6 +14,9 @@ of the indices (IndexCheck.on_device), their launches also made once.
 Templates whose launches are made per call (large tensors' block lists) queue through a launch
 (``Launch.steps``).
 
+embedding_bag and segment_reduce on Tensors (dmlgpu/api/fused.py) take the same fast path: their operands fill the
+data, indices and updates slots (table, ids, offsets; data, offsets), embedding_bag's template queuing the device's
+check of its ids; calls with weights, ``initial`` or operands that a launch would copy first are never traced.
 Templates are made by tracing: the first two planned runs of a signature (execution._run_tensors) are traced,
 and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
 not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer); a run whose operands share a
@@ -229,23 +232,32 @@ def templated(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple,
     the other arguments ``args`` (its signature's key: template only where each is an exact int or str) and
     ``out`` (a Tensor or None) through the device's template for that signature, or None (no template yet, an
     operand of another kind, or a hit's conditions do not hold: the caller takes the planned path)."""
+    key = signature(op, data, indices, updates, args, out)
+    if key is None:
+        return None
+    template = data._rt.templates.get(key)
+    return None if template is None else template.run((data, indices) if updates is None else
+                                                      (data, indices, updates), out)
+
+
+def signature(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple, out: Any = None) -> tuple | None:
+    """The template key of a call (templated()'s), or None where the call has none: an argument in ``args`` that
+    is not an exact int or str, ``updates`` other than None or a packed Tensor, ``out`` other than None or a
+    packed Tensor."""
     for a in args:
         if a.__class__ is not int and a.__class__ is not str:
             return None
     if updates is None:
-        key = (op, (data.shape, data.dtype), (indices.shape, indices.dtype), *args)
-        operands: tuple = (data, indices)
+        key: tuple = (op, (data.shape, data.dtype), (indices.shape, indices.dtype), *args)
     elif updates.__class__ is Tensor and updates._strides is None:
         key = (op, (data.shape, data.dtype), (indices.shape, indices.dtype), (updates.shape, updates.dtype), *args)
-        operands = (data, indices, updates)
     else:
         return None
     if out is not None:
         if out.__class__ is not Tensor or out._strides is not None:
             return None
         key += out_key(out, data)
-    template = data._rt.templates.get(key)
-    return None if template is None else template.run(operands, out)
+    return key
 
 
 def out_key(out, data) -> tuple:

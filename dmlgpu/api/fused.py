@@ -26,7 +26,7 @@ from ..plans import reduction_args as _reduction
 from ..plans.index_check import IndexCheck
 from ..plans.segment import PIECE, SegmentPlan, ordered_mode, ordered_runs, splits
 from ..runtime import as_bytes
-from . import signatures
+from . import call_templates as calls, signatures
 from .signatures import DeviceLike
 from .tensor import Tensor
 from .tensor_protocols import assigned
@@ -35,9 +35,13 @@ __all__ = ["EdgeGroups", "embedding_bag", "segment_reduce"]
 
 
 def _run(name: str, dev: Runtime, plan: SegmentPlan, aux: Any, data: Any, shape: tuple, dtype: np.dtype,
-         out: Any, as_tensor: bool, base: Any = None, extra: tuple = ()) -> Any:
+         out: Any, as_tensor: bool, base: Any = None, extra: tuple = (), sig: tuple | None = None,
+         slots: tuple = (), check: IndexCheck | None = None) -> Any:
     """Runs ``plan`` into a new result of ``shape`` or ``out`` (``base``: the values the output starts from where
-    the plan reads them: a NumPy array, or ``out`` itself; ``extra``: the ids and the weights of a SPLIT plan)."""
+    the plan reads them: a NumPy array, or ``out`` itself; ``extra``: the ids and the weights of a SPLIT plan).
+    ``sig``: the call's template signature (_templated), under which a queued run whose every operand is one of
+    the Tensors ``slots`` (data, indices, updates-or-None: a call template's slots) is traced
+    (dmlgpu/api/call_templates.py), with ``check``, the device check of the indices queued with it."""
     nbytes = int(np.prod(shape)) * dtype.itemsize
     dev.check_sizes(max(4, data.nbytes), max(4, aux.nbytes), nbytes, *{id(x): x.nbytes for x in extra}.values())
     if int(np.prod(data.shape)) >= _U32 or int(np.prod(shape)) >= _U32:
@@ -83,6 +87,12 @@ def _run(name: str, dev: Runtime, plan: SegmentPlan, aux: Any, data: Any, shape:
             got = launch.run(dispatches, uploads=params + uploads, downloads=[out_buf])[0]
             return got[:nbytes].view(dtype).reshape(shape)
         launch.run(dispatches, uploads=params + uploads, queue=True)
+        if sig is not None and not uploads and base is None and (out is None or direct) and dev.max_queued and \
+                launch.recording is None:
+            per_call = [None if x is None else x.buffer for x in slots]
+            if all(any(b is p for p in per_call) for b in [aux_buf, data_buf, *extra_bufs]):
+                calls.trace(dev, sig, dispatches, per_call[:2] + [out_buf] + per_call[2:], launch.taken, shape,
+                            check)
     if direct:
         return out
     result = base if isinstance(base, Tensor) else Tensor._wrap(out_buf, shape, dtype)
@@ -174,12 +184,18 @@ def segment_reduce(data: Any, offsets: Any, reduction: str = "add", *, initial: 
     >>> dmlgpu.segment_reduce(np.arange(5, dtype=np.int32), [0, 2, 2, 5], "min", initial=3)
     array([0, 3, 2], dtype=int32)
     """
+    templated = device is None and initial is None and data.__class__ is Tensor and offsets.__class__ is Tensor \
+        and data._strides is None and offsets._strides is None
+    if templated:                  # a repeated call on Tensors: its template (call_templates.py)
+        res = calls.templated("segment_reduce", data, offsets, None, (reduction,), out)
+        if res is not None:
+            return res
     name = "segment_reduce"
     try:
         if not isinstance(reduction, str) or reduction not in _SEGMENT_REDUCTIONS:
             raise ValueError(f"reduction must be one of {', '.join(map(repr, _SEGMENT_REDUCTIONS))}, "
                              f"not {reduction!r}")
-        reduction = _reduction.PYTORCH_NAMES.get(reduction, reduction)
+        reduction_arg, reduction = reduction, _reduction.PYTORCH_NAMES.get(reduction, reduction)
         data = _operand(data, "data")
         if data.ndim == 0:
             raise ValueError("data must have at least one dimension")
@@ -202,7 +218,8 @@ def segment_reduce(data: Any, offsets: Any, reduction: str = "add", *, initial: 
         plan = SegmentPlan(data.dtype, reduction, segments=shape[0], cols=cols, limit=data.shape[0],
                            offsets=(0, offs.dtype.itemsize // 4), initial=init, empty=empty_value)
         aux, _ = _aux(dev, [offs])
-        return _run(name, dev, plan, aux, data, shape, data.dtype, out, as_tensor)
+        sig = calls.signature(name, data, offs, None, (reduction_arg,), out) if templated else None
+        return _run(name, dev, plan, aux, data, shape, data.dtype, out, as_tensor, sig=sig, slots=(data, offs, None))
     except (TypeError, ValueError, IndexError, DeviceError, OverflowError) as e:
         raise named(e, name) from None
 
@@ -299,6 +316,13 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
     >>> dmlgpu.embedding_bag(table, [1, 2], [0], per_sample_weights=np.array([2, 0.5], np.float32))
     array([[6. , 8.5]], dtype=float32)
     """
+    args = _bag_args(mode, padding_idx, include_last_offset, order) if device is None and \
+        per_sample_weights is None and table.__class__ is Tensor and ids.__class__ is Tensor and \
+        table._strides is None and ids._strides is None else None
+    if args is not None:           # a repeated call on Tensors: its template (call_templates.py)
+        res = calls.templated("embedding_bag", table, ids, offsets, args, out)
+        if res is not None:
+            return res
     name = "embedding_bag"
     try:
         if not isinstance(mode, str) or mode not in _BAG_MODES:
@@ -365,9 +389,12 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
                                   f"here may hold {longest} (use order 'row-major', or a GPU)")
         # CPU devices run pieces of positions, which never skip ids: padding entries are dropped first
         open_end = offs is not None and not include_last_offset    # the last bag ends at len(ids)
+        # the call's template signature: the operands as given (packed views are copies: then never traced)
+        sig = None if args is None or weights is not None or not isinstance(offs, (Tensor, type(None))) else \
+            calls.signature("embedding_bag", table, idx, offs, args, out)
         if pad is not None and dev.info.type == "CPU" and positions > PIECE and ordered is None:
             idx, offs, weights, fixed = _unpadded(dev, idx, offs, weights, bags, include_last_offset, pad)
-            pad, open_end, positions = None, False, idx.shape[0]
+            pad, open_end, positions, sig = None, False, idx.shape[0], None
         if isinstance(offs, np.ndarray):
             offs = _narrow(offs)
         idx_flat = _narrow(idx.reshape(-1)) if isinstance(idx, np.ndarray) else idx.reshape(-1)
@@ -383,8 +410,12 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
                            fixed=fixed, ids=(ids_at, idx_flat.dtype.itemsize // 4), rows=rows, weights=w_at,
                            pad=pad, open_end=open_end, order=ordered)
         extra = (idx_flat, w_flat if w_flat is not None else idx_flat) if split else ()
-        results = _check_tensor_ids(name, dev, idx, rows) if isinstance(idx, Tensor) and positions else None
-        result = _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor, extra=extra)
+        check, results = _check_tensor_ids(name, dev, idx, rows) if isinstance(idx, Tensor) and positions else \
+            (None, None)
+        if check is None and positions and isinstance(idx, Tensor):
+            sig = None          # (ids checked on the host: a template would skip that)
+        result = _run(name, dev, plan, aux, table, shape, table.dtype, out, as_tensor, extra=extra, sig=sig,
+                      slots=(table, idx, offs), check=check)
         if results is not None and result is not out:
             results.append(result.buffer)         # never handed out as valid if the check fails
         return result
@@ -395,20 +426,31 @@ def embedding_bag(table: Any, ids: Any, offsets: Any = None, *, mode: str = "sum
 _ID_CHECKS: dict = {}     # (function, rows) -> its IndexCheck (which keeps its launches per index count)
 
 
-def _check_tensor_ids(name: str, dev: Runtime, ids: Tensor, rows: int) -> Any:
+def _check_tensor_ids(name: str, dev: Runtime, ids: Tensor, rows: int) -> tuple[IndexCheck | None, Any]:
     """Queues the device's check of a Tensor's ids against ``rows`` (index_check.py: an IndexError at the device's
-    next synchronize or read for an id outside [-rows, rows)); returns where to list the result's buffer. Inside a
-    recording (whose replays the report would not reach) the ids are only clamped; where the device cannot check
-    them they are read back and checked now."""
+    next synchronize or read for an id outside [-rows, rows)); returns (the check, or None where it was made
+    otherwise; where to list the result's buffer). Inside a recording (whose replays the report would not reach)
+    the ids are only clamped; where the device cannot check them they are read back and checked now."""
     if dev.active_recording() is not None:
-        return None
+        return None, None
     check = _ID_CHECKS.get((name, rows))
     if check is None:
         check = _ID_CHECKS[(name, rows)] = IndexCheck(name, np.int64(rows))
     results = check.on_device(dev, ids)
     if results is None:
         _check_ids(ids.numpy().astype(np.int64), rows, "ids", "the table", low=-rows)
-    return results
+        return None, None
+    return check, results
+
+
+def _bag_args(mode: Any, padding_idx: Any, include_last_offset: Any, order: Any) -> tuple | None:
+    """embedding_bag's arguments other than its operands as a call template's key (exact ints and strs), or None
+    where one is of another type (the call then takes the planned path, which checks it)."""
+    if include_last_offset.__class__ is not bool or padding_idx is not None and padding_idx.__class__ is not int \
+            or order is not None and order.__class__ is not str:
+        return None
+    return (mode, "no pad" if padding_idx is None else padding_idx, "last" if include_last_offset else "open",
+            "none" if order is None else order)
 
 
 def _unpadded(dev: Runtime, idx: Any, offs: Any, weights: Any, bags: int, include_last_offset: bool, pad: int):
