@@ -240,7 +240,7 @@ def templated(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple,
                                                       (data, indices, updates), out)
 
 
-def signature(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple, out: Any = None) -> tuple | None:
+def signature(op: str, data: Any, indices: Any, updates: Any, args: tuple, out: Any = None) -> tuple | None:
     """The template key of a call (templated()'s), or None where the call has none: an argument in ``args`` that
     is not an exact int or str, ``updates`` other than None or a packed Tensor, ``out`` other than None or a
     packed Tensor."""
