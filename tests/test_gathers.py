@@ -585,6 +585,21 @@ def test_spread_units_take_one_unit_per_invocation_on_gpus(call, dtype, shape, k
         same_bytes(got.numpy(), want)
 
 
+@pytest.mark.parametrize("shape, ids", [((1,), [0]), ((1024,), [[5]]), ((8, 4), [3])])
+def test_a_single_gathered_unit_is_spread(device, shape, ids):
+    """One unit gathered (its map has no dimension left, only its index tuple) reads its own place, as a spread
+    gather's units do: on a CPU device one unit per invocation (plan.CPU_VEC_UNITS: lavapipe's VEC gather cost 9-13
+    ms for this one element, 0.06 ms without), and the result is NumPy's."""
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    idx = np.array(ids, np.int64)
+    with device.record() as rec:
+        got = dmlgpu.take(dmlgpu.tensor(x, device=device), idx, axis=0)
+    same_bytes(got.numpy(), np.take(x, idx, axis=0))
+    used = [d.kernel for d in rec.dispatches()]
+    if device.info.type == "CPU":
+        assert used and not any("vec" in k for k in used), used
+
+
 @pytest.mark.parametrize("shape, n, idx_dtype", [((300, 160), 1001, np.int64), ((50, 3, 128), 77, np.int32),
                                                  ((40, 128), 3, np.int64)])
 def test_long_rows_take_the_run_gather_on_gpus(gpu_like, shape, n, idx_dtype):

@@ -175,8 +175,9 @@ class IndexMap:
     def indexed_spread(self) -> int:
         """Bytes of the data tensor that the units of one innermost row can reach through their own indices:
         0 when the innermost dimension is not indexed (its units share their index tuple), else the extent
-        of the largest tuple component's dimension (size x data stride x unit)."""
-        if not self.dims or not self.tuple_dims or self.dims[-1].index == 0:
+        of the largest tuple component's dimension (size x data stride x unit), as for a map of no dimension
+        left (one unit, through its own index tuple)."""
+        if not self.tuple_dims or (self.dims and self.dims[-1].index == 0):
             return 0
         return max(n * abs(t) for n, t in self.tuple_dims) * self.unit
 
