@@ -14,7 +14,6 @@ import sys
 from collections.abc import Sequence
 
 PIPELINE_CACHE_HEADER = 32     # bytes of a Vulkan pipeline cache's header (VkPipelineCacheHeaderVersionOne)
-BENCH_SECTIONS = ("roundtrip", "reductions", "large")    # python -m dmlgpu bench SECTION: dmlgpu.bench.SECTION.main
 PROG = "python -m dmlgpu"
 
 
@@ -46,13 +45,8 @@ def parser() -> argparse.ArgumentParser:
 
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["bench"]:
-        rest = argv[1:]
-        if rest[:1] and rest[0] in BENCH_SECTIONS:
-            import importlib
-            status: int = importlib.import_module(f"dmlgpu.bench.{rest[0]}").main(rest[1:])
-            return status
-        from .bench import cli
-        status = cli.main(rest)
+        from .bench import cli                     # (its sections too: python -m dmlgpu bench SECTION)
+        status: int = cli.main(argv[1:])
         return status
     args = parser().parse_args(argv)
     if args.command == "warmup":

@@ -423,3 +423,24 @@ def test_reductions_has_fixed_point_and_its_accuracy(capsys):
     for dtype, _, row_major, _, tree, _, fixed, fixed_mean in rows:
         assert float(fixed) < float(row_major) and float(fixed_mean) <= float(fixed)
         assert float(fixed) < (1e-5 if dtype == "float32" else 1e-1)
+
+
+def test_latency_section_measures_the_floor_and_the_small_call(tmp_path, capsys, monkeypatch):
+    """python -m dmlgpu bench latency: every figure in one process, the tiny dispatch's and the small gather's results
+    checked (a wrong one is exit status 1), the JSON beside the table."""
+    from dmlgpu.bench import floor
+    assert cli.main(["latency", "--iters", "3", "--budget", "0", "--json", str(tmp_path / "f.json")]) == 0
+    out = capsys.readouterr().out
+    saved = json.loads((tmp_path / "f.json").read_text())
+    for key, label in floor.ROWS:
+        assert label in out and saved[key] > 0, key
+    assert saved["best_us"] == min(saved["tiny_fence_us"], saved["tiny_word_us"])
+    assert saved["queued_over_np_take"] == saved["gather_queued_us"] / saved["np_take_us"]
+    monkeypatch.setattr(floor.np, "array_equal", lambda *a: False)   # the small gather's check fails
+    status = cli.main(["latency", "--iters", "3", "--budget", "0"])
+    monkeypatch.undo()
+    assert status == 1
+    assert "WRONG RESULT: the small gather" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["latency", "--iters", "0"])
+    assert e.value.code == 2

@@ -8,6 +8,7 @@ Examples::
     python -m dmlgpu bench --workloads embedding-f32 --sizes 1M,64M --device 1 --out /tmp/bench
     python -m dmlgpu bench --render dmlgpu-bench/bench.json --format wide  # re-render a saved run
     python -m dmlgpu bench apps --scale 0.01        # the jobs users run (issue 19), small for lavapipe
+    python -m dmlgpu bench latency                  # the completion floor and a small call against it
 
 Writes bench.json, bench.md (a section to paste into bench/RESULTS.md) and bench.png to ``--out``;
 prints the table to stdout (``--format``: table, within 100 columns; wide, every column; markdown; csv) and
@@ -62,14 +63,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-SECTIONS = ("apps",)     # python -m dmlgpu bench SECTION ...: dmlgpu.bench.SECTION.main (see also __main__)
+# python -m dmlgpu bench SECTION ...: the section's module (dmlgpu.bench.<module>.main runs it)
+SECTIONS = {"apps": "apps", "latency": "floor", "roundtrip": "roundtrip", "reductions": "reductions", "large": "large"}
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] and argv[0] in SECTIONS:
         import importlib
-        return importlib.import_module(f"{__package__}.{argv[0]}").main(argv[1:])
+        status: int = importlib.import_module(f"{__package__}.{SECTIONS[argv[0]]}").main(argv[1:])
+        return status
     args = parse_args(argv)
     if args.list:
         for w in WORKLOADS:
