@@ -9,11 +9,12 @@
 # transfer and recording tests with DMLGPU_DIRECT_MEMORY=0
 # (the default device then moves bytes through staging, as on discrete GPUs), the queue's tests with eager
 # submission (DMLGPU_EAGER_SUBMIT=1), and runs the device-profile slice (dmlgpu/runtime/profiles.py, README's device
-# feature matrix): every operator, a reduction, a chunked tensor, recordings and queued calls under the
-# "minimum" profile (Vulkan 1.1's required limits, no optional feature), and the property and reduction
-# tests under profiles between minimum and full (without the long-input reduction tests: `long_reductions` below).
-# The bench harness's, layering, typing, SPIR-V and large-tensor tests (`moved` below) run in that second process
-# too, not in the suite's: the two processes then take about as long as each other.
+# feature matrix): every operator, a reduction, recordings and queued calls under the "minimum" profile (Vulkan
+# 1.1's required limits, no optional feature), and the property and reduction tests under profiles between minimum
+# and full (without the long-input reduction tests: `long_reductions` below). tests/test_profiles.py opens a device
+# of each profile itself, so it runs once, whatever DMLGPU_DEVICE_PROFILE says.
+# The bench harness's, layering, typing, SPIR-V, large-tensor, profile and block-addressing tests (`moved` below) run
+# in that second process too, not in the suite's: the two processes then take about as long as each other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --no-demo
@@ -25,7 +26,8 @@ fi
 
 # Test files run beside the suite (in the slices' process) instead of in it, and the slow reduction tests whose long
 # inputs the profile slices skip (every plan they reach is reached by the shorter tests there: the same kernels).
-moved=(tests/test_bench.py tests/test_imports.py tests/test_typing.py tests/test_kernels.py tests/test_large.py)
+moved=(tests/test_bench.py tests/test_imports.py tests/test_typing.py tests/test_kernels.py tests/test_large.py
+       tests/test_profiles.py tests/test_addressed.py)
 long_reductions="(partials_default_chunks_long_run or many_tiles_scan_carry or tree_order_bit_exact"
 long_reductions+=" or narrow_floats_sequential_runs)"
 profile_skips="(mean_bit_exact or include_self_false_every_dtype)"    # (the profile slices': the minimum one runs them)
@@ -46,14 +48,14 @@ slices() {
     DMLGPU_EAGER_SUBMIT=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_queue.py tests/test_calls.py \
         tests/test_launch.py tests/test_inplace.py || status=1
     echo "== device profile minimum"
-    DMLGPU_DEVICE_PROFILE=minimum .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_profiles.py \
+    DMLGPU_DEVICE_PROFILE=minimum .venv/bin/python -m pytest -q -p no:cacheprovider \
         tests/test_gathers.py tests/test_scatters.py tests/test_layer1.py tests/test_queue.py tests/test_reductions.py \
         tests/test_reductions_gpu.py tests/test_calls.py tests/test_onnx.py tests/test_numpy_api.py tests/test_index_modes.py \
         -k "not held_in_several_blocks and not in_several_blocks and not $long_reductions and not fold_variants" \
         --deselect "tests/test_reductions.py::test_heavy_duplicates[" || status=1
         # (chunked tensors are refused there: no device addresses; the long reductions and the fold variants: their
-        # plans run here in test_profiles.py's reductions and the other reduction tests, the same kernels at lengths
-        # that only take longer)
+        # plans run here in the other reduction tests and in test_profiles.py's minimum device, the same kernels at
+        # lengths that only take longer)
     for profile in small-workgroups no-int64 no-device-address small-shared-memory few-buffers; do
         echo "== device profile $profile"
         DMLGPU_DEVICE_PROFILE=$profile .venv/bin/python -m pytest -q -p no:cacheprovider \
