@@ -24,6 +24,21 @@ def device():
     return dmlgpu.default_device()
 
 
+@pytest.fixture(scope="session")
+def memory_device():
+    """``memory_device(direct, **kwargs)``: ``dmlgpu.Device(direct_memory=direct, **kwargs)``. Mapped device memory
+    (``direct``) needs a memory type both device-local and host-visible: on a device without one (a discrete GPU
+    without a host-visible heap) the test that asked for it is skipped, saying why, instead of erroring."""
+    def open_device(direct: bool, **kwargs):
+        try:
+            return dmlgpu.Device(direct_memory=direct, **kwargs)
+        except dmlgpu.DeviceError as e:
+            if direct and "direct_memory=True is not possible" in str(e):
+                pytest.skip(str(e))
+            raise
+    return open_device
+
+
 def pytest_sessionfinish(session, exitstatus):
     """With DMLGPU_VALIDATION=1 the whole run fails on any message of the Vulkan validation layer."""
     from dmlgpu.runtime import validation

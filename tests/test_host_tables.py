@@ -34,8 +34,8 @@ def imports(monkeypatch):
 
 
 @pytest.fixture(scope="module", params=["direct", "staged"])
-def dev(request):
-    d = dmlgpu.Device(direct_memory=request.param == "direct")
+def dev(request, memory_device):
+    d = memory_device(request.param == "direct")
     yield d
     d.close()
 

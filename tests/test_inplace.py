@@ -13,10 +13,10 @@ DTYPES = [np.bool_, np.int8, np.uint16, np.float16, np.int32, np.float32, np.int
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["mapped", "staged"])
-def dev(request):
+def dev(request, memory_device):
     """A Device of each memory path: buffers read and written through mapped memory, or through staging
     copies (as on discrete GPUs; DMLGPU_DIRECT_MEMORY=0)."""
-    d = dmlgpu.Device(direct_memory=request.param)
+    d = memory_device(request.param)
     yield d
     d.close()
 

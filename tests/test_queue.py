@@ -12,9 +12,9 @@ from strategies import run_in_threads
 
 
 @pytest.fixture(scope="module", params=["direct", "staged"])
-def dev(request):
+def dev(request, memory_device):
     """A device that moves bytes directly (unified memory) or through staging (as discrete GPUs do)."""
-    d = dmlgpu.Device(direct_memory=request.param == "direct")
+    d = memory_device(request.param == "direct")
     yield d
     d.close()
 

@@ -13,8 +13,8 @@ from strategies import same_bytes
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["mapped", "staged"])
-def dev(request):
-    d = dmlgpu.Device(direct_memory=request.param)
+def dev(request, memory_device):
+    d = memory_device(request.param)
     yield d
     d.close()
 
