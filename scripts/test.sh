@@ -38,7 +38,7 @@ slices() {
     set +e
     status=0
     .venv/bin/python -m mypy || status=1
-    echo "== the bench harness, layering, typing, SPIR-V and large-tensor tests (here rather than in the suite)"
+    echo "== the bench harness, layering, typing, SPIR-V, large-tensor, profile and block-addressing tests (here, not in the suite)"
     .venv/bin/python -m pytest -q -p no:cacheprovider "${moved[@]}" || status=1
     echo "== staging memory (DMLGPU_DIRECT_MEMORY=0: as every discrete GPU moves bytes)"
     DMLGPU_DIRECT_MEMORY=0 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_tensor.py tests/test_runtime.py \

@@ -22,6 +22,20 @@ def median_us(samples_s: list[float]) -> float:
     return statistics.median(samples_s) * 1e6
 
 
+def timestamp_spans(device, fn, runs: int) -> list[list[float]]:
+    """``fn()`` (dmlgpu calls on ``device``) recorded once with ``record(timestamps=True)`` and run ``runs`` times:
+    for each run, the nanoseconds between its adjacent timestamps (one before the first command, one after each:
+    Recording.timestamps; their sum is the run's first-to-last GPU time)."""
+    with device.record(timestamps=True) as rec:
+        fn()
+    spans = []
+    for _ in range(runs):
+        rec.run()
+        ts = rec.timestamps()
+        spans.append([b - a for a, b in zip(ts, ts[1:])])
+    return spans
+
+
 def torch_time(fn, repeats: int) -> float | None:
     """Median seconds of ``fn()`` on CUDA (events), or None without CUDA PyTorch."""
     try:

@@ -42,7 +42,7 @@ import dmlgpu
 
 from ..runtime import encode
 from ..runtime.buffer import MappedBuffer
-from .clock import host_samples, median_us
+from .clock import host_samples, median_us, timestamp_spans
 from .latency import INDEX_COUNT, TABLE_SHAPE, inputs
 
 ROWS = (
@@ -60,16 +60,9 @@ ROWS = (
 
 
 def _gpu_spans(device: dmlgpu.Device, call, runs: int = 50) -> list[float]:
-    """Microseconds between the timestamps of ``call()`` recorded once with timestamps=True (one before the
-    first command, one after each: Recording.timestamps), each the median over ``runs`` runs."""
-    with device.record(timestamps=True) as rec:
-        call()
-    spans = []
-    for _ in range(runs):
-        rec.run()
-        ts = rec.timestamps()
-        spans.append([(b - a) / 1e3 for a, b in zip(ts, ts[1:])])
-    return [statistics.median(s) for s in zip(*spans)]
+    """Microseconds between the adjacent timestamps of ``call()`` recorded once (clock.timestamp_spans), each
+    the median over ``runs`` runs."""
+    return [statistics.median(column) / 1e3 for column in zip(*timestamp_spans(device, call, runs))]
 
 
 def _round_trips(device: dmlgpu.Device, dispatches: list, iters: int, word: bool) -> list[float]:

@@ -33,7 +33,7 @@ import numpy as np
 
 import dmlgpu
 from dmlgpu.plans import reduction_buckets, reduction_cpu
-from dmlgpu.bench.clock import torch_time
+from dmlgpu.bench.clock import timestamp_spans, torch_time
 from dmlgpu.bench.command import DEVICE_HELP, listed, open_device, parser as command_parser
 from dmlgpu.bench.gpu_timing import capture, time_dispatches
 from dmlgpu.bench.progress import Progress
@@ -91,14 +91,7 @@ def median_time(fn, repeat: int, sync=lambda: None) -> float:
 def gpu_time(dev, fn, repeat: int) -> float:
     """Median seconds of GPU work per call of fn(): one call recorded with timestamps, run ``repeat`` times
     (host work and scratch allocation excluded)."""
-    with dev.record(timestamps=True) as rec:
-        fn()
-    times = []
-    for _ in range(repeat):
-        rec.run()
-        ts = rec.timestamps()
-        times.append((ts[-1] - ts[0]) * 1e-9)
-    return statistics.median(times)
+    return statistics.median(sum(s) for s in timestamp_spans(dev, fn, repeat)) * 1e-9
 
 
 def targets(rng, dist: str, n: int, m: int) -> np.ndarray:
