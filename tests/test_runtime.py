@@ -432,3 +432,22 @@ def test_new_bindings_of_a_kernel_are_made_without_its_spirv(monkeypatch, profil
             np.testing.assert_array_equal(r.numpy(), table[ids])
     finally:
         d.close()
+
+
+def test_direct_memory_that_takes_no_storage_buffer_is_refused(monkeypatch):
+    """Where the device-local host-visible memory type takes no storage buffer (an H100's: Kompute finds no memory
+    type for the buffer), direct_memory=True is refused as such, not as running out of memory; staging works."""
+    from dmlgpu.runtime import memory as runtime_memory
+    real = runtime_memory.Allocator._new_block
+
+    def no_mapped_type(self, size, nbytes):
+        if self.mapped:
+            raise dmlgpu.DeviceError("out of device memory: a buffer of 4 bytes could not be allocated "
+                                     "(Memory type index for buffer creation not found)")
+        return real(self, size, nbytes)
+    monkeypatch.setattr(runtime_memory.Allocator, "_new_block", no_mapped_type)
+    with pytest.raises(dmlgpu.DeviceError, match="no host-visible device memory that takes storage buffers: "
+                                                 "direct_memory=True is not possible"):
+        dmlgpu.Device(direct_memory=True, hold_clocks=False)
+    with dmlgpu.Device(direct_memory=False, hold_clocks=False) as dev:
+        assert dmlgpu.gather(np.arange(4.0), np.array([2]), device=dev).tolist() == [2.0]

@@ -103,7 +103,8 @@ class Device:
     the first device. ``memory_limit``: the most bytes of device memory this Device's allocator holds at once
     (in use and cached), or None for what the driver gives. ``direct_memory``: read and write buffers through
     mapped memory instead of staging copies; default: DMLGPU_DIRECT_MEMORY (0 or 1) if set, else on
-    unified-memory devices (DeviceInfo.unified_memory). ``max_queued``: the most eager calls on device
+    unified-memory devices (DeviceInfo.unified_memory); DeviceError where no device-local host-visible memory type
+    takes storage buffers (an H100's does not). ``max_queued``: the most eager calls on device
     Tensors that wait in the device's batch before it is submitted; 0 runs each call at once; default:
     DMLGPU_MAX_QUEUED if set, else 64 (see the module's docstring for when a batch is submitted).
     ``eager_submit``: a queued call is submitted at once when no batch is in flight (the GPU starts while the
@@ -154,7 +155,14 @@ class Device:
                                    self.read_range, lambda: bool(self.checks.watched))
         self.checks = Checks(self.submitter, self._check_buffers, self.chunk_bytes // 16)
         self.access = self.memory.io = Access(self.submitter, self.checks, self.forget)
-        self.dummy = Buffer(self.memory, 4)
+        try:
+            self.dummy = Buffer(self.memory, 4)
+        except DeviceError:
+            if not self.direct_memory:
+                raise
+            self.clock_hold.release()        # (a 4-byte buffer refused: the memory type takes no storage buffer)
+            raise DeviceError(f"{info.name} has no host-visible device memory that takes storage buffers: "
+                              f"direct_memory=True is not possible") from None
         self._pipelines.placeholder = self.dummy._block.tensor    # push-descriptor bases bind it
         _open_devices.add(self)
 
