@@ -96,6 +96,20 @@ def _block_sizes(info: DeviceInfo, chunk_bytes: int | None) -> tuple[int, int, i
     return max_block, chunk, chunk if chunk_bytes is not None else max_block
 
 
+def _first_buffer(memory: Memory, direct: bool, name: str, clock_hold: ClockHold) -> Buffer:
+    """A device's first buffer (4 bytes; push-descriptor kernels bind it as their placeholder). Refused where
+    direct memory was asked for, it says that the device-local host-visible memory type takes no storage buffer
+    (an H100's), not that memory ran out."""
+    try:
+        return Buffer(memory, 4)
+    except DeviceError:
+        if not direct:
+            raise
+        clock_hold.release()
+        raise DeviceError(f"{name} has no host-visible device memory that takes storage buffers: "
+                          f"direct_memory=True is not possible") from None
+
+
 class Device:
     """A Vulkan device opened through Kompute.
 
@@ -155,14 +169,7 @@ class Device:
                                    self.read_range, lambda: bool(self.checks.watched))
         self.checks = Checks(self.submitter, self._check_buffers, self.chunk_bytes // 16)
         self.access = self.memory.io = Access(self.submitter, self.checks, self.forget)
-        try:
-            self.dummy = Buffer(self.memory, 4)
-        except DeviceError:
-            if not self.direct_memory:
-                raise
-            self.clock_hold.release()        # (a 4-byte buffer refused: the memory type takes no storage buffer)
-            raise DeviceError(f"{info.name} has no host-visible device memory that takes storage buffers: "
-                              f"direct_memory=True is not possible") from None
+        self.dummy = _first_buffer(self.memory, bool(self.direct_memory), info.name, self.clock_hold)
         self._pipelines.placeholder = self.dummy._block.tensor    # push-descriptor bases bind it
         _open_devices.add(self)
 
