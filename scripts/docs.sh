@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the documentation site (Sphinx, docs/conf.py) into build/docs/html, with warnings as errors: open
-# build/docs/html/index.html. scripts/test.sh runs it after the suite; run it alone after scripts/setup.sh
+# build/docs/html/index.html. scripts/test.sh runs it beside the suite; run it alone after scripts/setup.sh
 # (which installs the docs extra of pyproject.toml). The benchmarks page's plots come from a run of
 # python -m dmlgpu bench --quick --repeats 20 made here, on the default device (about 10 s on lavapipe), or from a saved run:
 # DMLGPU_DOCS_BENCH=dmlgpu-bench bash scripts/docs.sh (the folder a run's --out wrote).
