@@ -1,7 +1,7 @@
 """``python -m dmlgpu info`` lists the Vulkan devices; ``python -m dmlgpu demo`` runs the demo;
 ``python -m dmlgpu warmup [--device N]`` builds every kernel variant's pipeline for a device into the on-disk
 pipeline cache (run it once per machine and driver, e.g. when a service's image is built, so that its first
-calls do not compile); ``python -m dmlgpu bench [roundtrip | reductions | large | apps] [options]`` runs the
+calls do not compile); ``python -m dmlgpu bench [roundtrip | reductions | large | apps | latency] [options]`` runs the
 benchmark harness (dmlgpu.bench).
 
 Exit status: 0 done; 1 no usable device (no Vulkan driver, a DMLGPU_DEVICE naming no device) or, for bench, a
