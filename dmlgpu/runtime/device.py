@@ -102,12 +102,12 @@ def _first_buffer(memory: Memory, direct: bool, name: str, clock_hold: ClockHold
     (an H100's), not that memory ran out."""
     try:
         return Buffer(memory, 4)
-    except DeviceError:
+    except DeviceError as e:
         if not direct:
             raise
         clock_hold.release()
         raise DeviceError(f"{name} has no host-visible device memory that takes storage buffers: "
-                          f"direct_memory=True is not possible") from None
+                          f"direct_memory=True is not possible (its first buffer: {e})") from None
 
 
 class Device:
