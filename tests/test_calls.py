@@ -59,7 +59,7 @@ def test_templated_calls_agree_with_planned_calls(dev, case):
         results.append(fn(*tensors, **kwargs))
         expected.append(ref(*operands))
     sig_ops = [t for t in tensors]
-    template = dev.runtime.templates[(fn.__name__, *[(t.shape, t.dtype) for t in sig_ops],
+    template = dev.runtime.templates[(fn.__name__, *[x for t in sig_ops for x in (t.shape, t.dtype)],
                               *_args(fn.__name__, kwargs))]
     assert isinstance(template, calls.Template)
     for got, want in zip(results, expected):            # read after all were queued
@@ -199,7 +199,7 @@ def test_templates_of_tensors_held_in_several_blocks(case):
             keep.append(dmlgpu.tensor(np.zeros(64 * (step + 1), np.uint8), device=d))   # other blocks in use
             results.append(fn(*tensors, **kwargs))
             expected.append(ref(*fresh))
-        template = d.runtime.templates[(fn.__name__, *[(t.shape, t.dtype) for t in tensors], *_args(fn.__name__, kwargs))]
+        template = d.runtime.templates[(fn.__name__, *[x for t in tensors for x in (t.shape, t.dtype)], *_args(fn.__name__, kwargs))]
         assert isinstance(template, calls.Template) and template.recipes
         for got, want in zip(results, expected):
             np.testing.assert_array_equal(got.numpy(), want)
@@ -220,7 +220,7 @@ def test_a_hit_queues_the_prepared_launches_and_gives_their_scratch_back(dev, mo
     want = reference.scatter_nd(data, idx, upd, reduction="add")
     for _ in range(3):
         dmlgpu.scatter_nd(t, i, u, reduction="add").numpy()
-    template = dev.runtime.templates[("scatter_nd", *[(x.shape, x.dtype) for x in (t, i, u)],
+    template = dev.runtime.templates[("scatter_nd", *[a for x in (t, i, u) for a in (x.shape, x.dtype)],
                               *_args("scatter_nd", dict(reduction="add")))]
     assert isinstance(template, calls.Template) and template.prepared is not None
     queued = []
@@ -241,3 +241,39 @@ def test_a_hit_queues_the_prepared_launches_and_gives_their_scratch_back(dev, mo
         np.testing.assert_array_equal(r.numpy(), want)
     finally:
         dev.runtime.canary_words = 0
+
+
+def test_a_hit_appends_the_ops_made_for_its_blocks_until_a_block_is_destroyed(dev):
+    """Prepared keeps the kp ops of its launches per set of blocks: a loop whose result comes back to the same
+    block appends the same ops (no new ones made); a destroyed block (empty_cache) drops every kept set, and the
+    calls after it bind the new blocks (right results whatever block ids the allocator hands out again)."""
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((50, 8)).astype(np.float32)
+    rows = np.array([4, 0, 49, 7, 7], np.int64)
+    t, i = dmlgpu.tensor(data, device=dev), dmlgpu.tensor(rows, device=dev)
+    for _ in range(3):
+        dmlgpu.gather(t, i).numpy()
+    template = dev.runtime.templates[("gather", t.shape, t.dtype, i.shape, i.dtype, *_args("gather", {}))]
+    prepared = template.prepared
+    assert prepared is not None
+    dev.synchronize()
+    r = dmlgpu.gather(t, i)
+    np.testing.assert_array_equal(r.numpy(), data[rows])
+    kept = dict(prepared.sets)
+    assert kept
+    del r
+    for step in range(4):                      # the result's block comes back: the same ops, on fresh data
+        data = data + 1
+        t.write(data)
+        r = dmlgpu.gather(t, i)
+        np.testing.assert_array_equal(r.numpy(), data[rows])
+        assert all(prepared.sets[k] is v for k, v in kept.items()) and len(prepared.sets) == len(kept)
+        del r
+    dev.empty_cache()                          # the cached result block is destroyed: the kept ops go
+    for step in range(3):
+        data = data * 2
+        t.write(data)
+        r = dmlgpu.gather(t, i)
+        np.testing.assert_array_equal(r.numpy(), data[rows])
+        assert not any(prepared.sets.get(k) is v for k, v in kept.items())
+        del r

@@ -8,7 +8,7 @@ those launches with the per-call buffers as slots: ``[data, indices, output, upd
 costs the argument checks of the fast path (``templated``: driver.call tries it before any other argument
 handling), a dictionary lookup, and ``Prepared.queue`` (runtime/launch.py: the template's launches prepared
 once by ``Device.prepare()``), which takes the result (and scratch) from the caching allocator and appends the
-bound algorithms (kept per buffer set by runtime/pipelines.py) to the device's open batch; a template of
+launches' kp ops to the device's open batch (made once per set of blocks they bind, and kept); a template of
 mode="raise" then queues the report of the check that its gather made (IndexCheck.fetch), or the device's check
 of the indices (IndexCheck.on_device), their launches also made once.
 Templates whose launches are made per call (large tensors' block lists) queue through a launch
@@ -82,10 +82,12 @@ class Template:
         None when a hit's conditions do not hold (module docstring)."""
         dev = self.device
         recipes = self.recipes
-        bufs = [o.buffer for o in operands]
-        for o, b in zip(operands, bufs):
-            if b.device is not dev or b.chunked and not recipes or o.offset:
+        bufs = []
+        for o in operands:
+            b = o.buffer
+            if b.device is not dev or o.offset or b.chunked and not recipes:
                 return None
+            bufs.append(b)
         if out is not None:
             b = out.buffer
             if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
@@ -101,16 +103,25 @@ class Template:
             if len(bufs) < CLAIMS - 1:
                 bufs.append(None)
             bufs.append(None if self.owner is None else dev.zeroed_buffer(CLAIMS_KEY))
-            with dev.lock:          # (the launches, then the device's check of their indices, with nothing between)
-                if check is not None and not check.checkable(dev, operands[1]):
-                    return None
+            if check is None:
                 result = prepared.queue(bufs, None if out is None else out.buffer)
                 if result is None:
                     return None
-                self._check(operands[1], result, out)
-            if lineage is not None and out is None:
+            else:
+                with dev.lock:      # (the launches, then the device's check of their indices, with nothing between)
+                    if not check.checkable(dev, operands[1]):
+                        return None
+                    result = prepared.queue(bufs, None if out is None else out.buffer)
+                    if result is None:
+                        return None
+                    self._check(operands[1], result, out)
+            if out is not None:
+                return out
+            if lineage is not None:
                 dev.reach(lineage, result)
-            return _wrap(result, self.out_shape, operands[0].dtype) if out is None else out
+            t = _new(Tensor)
+            t.buffer, t.shape, t.dtype = result, self.out_shape, operands[0].dtype
+            return t
         if not dev.max_queued:
             return None
         with dev.launch() as launch:
@@ -213,6 +224,7 @@ class _Candidate:
 
 TEMPLATES = 512               # templates (and candidates) kept per device
 _wrap = Tensor._wrap
+_new = object.__new__
 
 
 def held(dev: Runtime) -> list:
@@ -232,10 +244,16 @@ def templated(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple,
     the other arguments ``args`` (its signature's key: template only where each is an exact int or str) and
     ``out`` (a Tensor or None) through the device's template for that signature, or None (no template yet, an
     operand of another kind, or a hit's conditions do not hold: the caller takes the planned path)."""
-    key = signature(op, data, indices, updates, args, out)
-    if key is None:
-        return None
-    template = data._rt.templates.get(key)
+    if updates is None and out is None:     # (signature(), inline: the most common call)
+        for a in args:
+            if a.__class__ is not int and a.__class__ is not str:
+                return None
+        key: tuple | None = (op, data.shape, data.dtype, indices.shape, indices.dtype, *args)
+    else:
+        key = signature(op, data, indices, updates, args, out)
+        if key is None:
+            return None
+    template = data.buffer.device.templates.get(key)   # type: ignore[attr-defined]   # (data._rt, without its call)
     return None if template is None else template.run((data, indices) if updates is None else
                                                       (data, indices, updates), out)
 
@@ -248,9 +266,9 @@ def signature(op: str, data: Any, indices: Any, updates: Any, args: tuple, out: 
         if a.__class__ is not int and a.__class__ is not str:
             return None
     if updates is None:
-        key: tuple = (op, (data.shape, data.dtype), (indices.shape, indices.dtype), *args)
+        key: tuple = (op, data.shape, data.dtype, indices.shape, indices.dtype, *args)
     elif updates.__class__ is Tensor and updates._strides is None:
-        key = (op, (data.shape, data.dtype), (indices.shape, indices.dtype), (updates.shape, updates.dtype), *args)
+        key = (op, data.shape, data.dtype, indices.shape, indices.dtype, updates.shape, updates.dtype, *args)
     else:
         return None
     if out is not None:

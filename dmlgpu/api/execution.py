@@ -75,7 +75,7 @@ def _planned(dev: Runtime, op: str, arrays: tuple, args: tuple, build: Callable[
     name ``name`` (the function the user called, as build()'s own errors do), else ``op``."""
     if not all(type(a) is int or type(a) is str for a in args):
         return _built(name or op, lambda: _sized(dev, arrays, build(), None))
-    sig = (op, *[(a.shape, a.dtype) for a in arrays], *args)
+    sig = (op, *[x for a in arrays for x in (a.shape, a.dtype)], *args)     # (call_templates.signature's)
     calls = dev._calls
     call = calls.pop(sig, None)
     if call is None:

@@ -65,6 +65,8 @@ class Buffer:
     _mirror_host: np.ndarray | None = None
     _host: np.ndarray | None = None      # its mapped memory as an array (_host_copy())
     pinned = False                       # a recording uses it: Device.give_buffers leaves it alone
+    canary_words = 0                     # guard words after its bytes (test mode: Device's canary)
+    chunked = False                      # held in several blocks
     recipe: Any = None                   # parameter words: how a call template makes them again (plan.wide_params)
     error: BaseException | None = None   # a failed check reached the work that wrote it: reads raise this
     lineage: int | None = None           # the checks that reach it, a bit per report slot (Device.taint), of ...
@@ -101,7 +103,7 @@ class Buffer:
         """``_in_block(memory, nbytes)`` for a caller that knows the block size serving ``nbytes``
         (memory.size_class)."""
         buf = cls.__new__(cls)
-        buf.memory, buf.device, buf.nbytes, buf.canary_words, buf.chunked = memory, memory.owner, nbytes, 0, False
+        buf.memory, buf.device, buf.nbytes = memory, memory.owner, nbytes     # (no guard words, one block: the defaults)
         block = memory.allocator.allocate_class(size, nbytes)
         buf.block_list, buf._block, buf._tensor = [block], block, block.tensor
         return buf

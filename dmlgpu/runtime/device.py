@@ -14,6 +14,7 @@ When queued eager calls are submitted: runtime/batch.py's docstring."""
 from __future__ import annotations
 
 import atexit
+import operator
 import os
 import threading
 import weakref
@@ -45,7 +46,7 @@ _D = TypeVar("_D", bound="Device")
 
 def _held(part: str, name: str, doc: str) -> Any:
     """A Device attribute that one of its parts holds (read and set through the Device)."""
-    return property(lambda self: getattr(getattr(self, part), name),
+    return property(operator.attrgetter(f"{part}.{name}"),
                     lambda self, value: setattr(getattr(self, part), name, value), doc=doc)
 
 
@@ -326,7 +327,7 @@ class Device:
         """Launches prepared once and queued per call on new buffers (runtime/launch.py's Prepared: a call
         template's; ``steps`` as Launch.steps takes them, the result in slot 2, ``scratch`` sizes after the
         caller's slots, ``owner`` the zeroed_serial of the zeroed scratch they use or None)."""
-        return Prepared(self.submitter, steps, out_nbytes, scratch, owner)
+        return Prepared(self.submitter, steps, out_nbytes, scratch, owner, self._pipelines)
 
     def run(self, dispatches: Sequence[Dispatch], uploads: Sequence[Buffer] = (),
             downloads: Sequence[Buffer] = ()) -> list:

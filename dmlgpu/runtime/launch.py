@@ -22,6 +22,7 @@ sizes fixed when prepared).
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 from .buffer import Buffer
@@ -133,17 +134,33 @@ class Prepared:
     completes, or a Buffer; ``out_nbytes``: the result's size (slot 2); ``scratch``: the sizes of the scratch
     buffers that fill the slots after the caller's (given back once the launches are queued); ``owner``: the
     ``Device.zeroed_serial`` of the zeroed scratch that the launches use, or None where they use none. Every
-    size is a positive multiple of 4 that one block holds (checked by the caller when it traced the launches)."""
+    size is a positive multiple of 4 that one block holds (checked by the caller when it traced the launches).
+    ``pipelines``: the device's (runtime/pipelines.py), whose ``generation`` says whether kept ops are valid.
 
-    __slots__ = ("submitter", "steps", "out_nbytes", "out_class", "scratch", "owner")
+    The kp ops of the launches on one set of blocks are made once (Encoder.encode) and kept, keyed by the
+    blocks of the slots they bind (at most OP_SETS sets): a loop whose results come back to the same blocks
+    from the caching allocator appends the same ops again, as a recorded batch is submitted again. They are
+    dropped when the device drops any algorithm (a block destroyed, the algorithm cache full or cleared)."""
 
-    def __init__(self, queue: Submitter, steps: tuple, out_nbytes: int, scratch: tuple, owner: int | None):
+    __slots__ = ("submitter", "steps", "out_nbytes", "out_class", "scratch", "owner", "pipelines", "slots",
+                 "pick", "fixed", "sets", "generation")
+
+    def __init__(self, queue: Submitter, steps: tuple, out_nbytes: int, scratch: tuple, owner: int | None,
+                 pipelines: Any):
         self.submitter = queue
         self.steps = steps
         self.out_nbytes = out_nbytes
         self.out_class = size_class(out_nbytes, queue.memory.allocator.max_block)
         self.scratch = scratch
         self.owner = owner
+        self.pipelines = pipelines
+        self.slots = tuple(sorted({s for d in steps for s in d.buffers if s.__class__ is int}))
+        self.pick = _picker(self.slots)
+        # the blocks of the launches' own buffers (parameters, the dummy binding), marked with the slots' ones
+        self.fixed = tuple({id(blk): blk for d in steps for b in d.buffers if b.__class__ is not int
+                            for blk in b.block_list}.values())
+        self.sets: dict = {}          # the slots' blocks (ids) -> (the ops, the blocks they use)
+        self.generation = pipelines.generation
 
     def queue(self, buffers: list, out: Buffer | None = None) -> Buffer | None:
         """Queues the launches into the device's open batch on ``buffers`` (the slots before the result's, then
@@ -155,21 +172,57 @@ class Prepared:
         memory, lock = queue.memory, queue.lock
         lock.acquire()
         try:
-            if memory.closed or not queue.settings.max_queued or getattr(queue.local, "recording", None) is not None:
+            if memory.closed or not queue.settings.max_queued or queue.local.recording is not None:
                 return None
             owner = self.owner
-            scratch = queue.scratch
-            if owner is not None and (owner != scratch.zeroed_serial or not scratch.zeroed_clean):
-                return None
+            if owner is not None:
+                scratch = queue.scratch
+                if owner != scratch.zeroed_serial or not scratch.zeroed_clean:
+                    return None
             if out is None:
-                out = fitted(memory, self.out_nbytes, self.out_class)
-            taken = [fitted(memory, n) for n in self.scratch]
+                out = Buffer._of_class(memory, self.out_nbytes, self.out_class) if not memory.canary_words else \
+                    take(memory, self.out_nbytes)
             buffers.insert(2, out)
-            if taken:
+            taken = None
+            if self.scratch:
+                taken = [fitted(memory, n) for n in self.scratch]
                 buffers += taken
-            queue.batch.enqueue(self.steps, (), buffers, owner is not None)
-            for b in taken:
-                b._release()
+            batch = queue.batch
+            sets = self.sets
+            if self.generation != self.pipelines.generation:
+                sets.clear()
+                self.generation = self.pipelines.generation
+            key = tuple(map(id, map(_BLOCK, self.pick(buffers))))
+            made = sets.get(key)
+            if made is None:
+                if len(sets) >= OP_SETS:
+                    sets.clear()
+                ops = batch.encoder.encode(self.steps, [], buffers)
+                blocks = {id(blk): blk for s in self.slots for blk in buffers[s].block_list}
+                blocks.update((id(blk), blk) for blk in self.fixed)
+                made = sets[key] = (ops, tuple(blocks.values()))
+            batch.ops += made[0]
+            number = batch.number
+            for blk in made[1]:
+                blk.batch = number
+            if owner is not None:
+                batch.zeroed = True
+            batch.added()
+            if taken is not None:
+                for b in taken:
+                    b._release()
             return out
         finally:
             lock.release()
+
+
+OP_SETS = 16      # the block sets whose ops a Prepared keeps (a loop's results alternate between a few blocks)
+
+
+_BLOCK = operator.attrgetter("_block")
+
+
+def _picker(slots: tuple) -> Any:
+    """A function of a list that returns its items at ``slots`` (in order) as a tuple."""
+    get = operator.itemgetter(*slots)
+    return get if len(slots) > 1 else (lambda items: (get(items),))

@@ -72,8 +72,9 @@ class Allocator:
         self.mapped = mapped
         self._free: dict[int, list[Block]] = {}
         self._returned: collections.deque = collections.deque()   # freed from any thread, drained later
-        self.stats = dict(allocated_bytes=0, cached_bytes=0, peak_allocated_bytes=0, device_allocations=0,
-                          cache_hits=0, cache_releases=0)
+        # the counters of memory_stats(), as attributes (a template hit's allocation updates three of them)
+        self.allocated_bytes = self.cached_bytes = self.peak_allocated_bytes = 0
+        self.device_allocations = self.cache_hits = self.cache_releases = 0
 
     def allocate(self, nbytes: int) -> Block:
         """A block of at least ``nbytes`` bytes (contents undefined)."""
@@ -82,19 +83,22 @@ class Allocator:
     def allocate_class(self, size: int, nbytes: int = 0) -> Block:
         """A block of the size class ``size`` (size_class()'s answer for a request of ``nbytes``, which errors
         name), contents undefined."""
-        if self._returned:
+        returned = self._returned
+        if returned:
+            if len(returned) == 1 and returned[0].size == size:      # (a loop's last result: taken again)
+                self.cache_hits += 1                                # (still counted as allocated)
+                return returned.popleft()
             self._drain()
         free = self._free.get(size)
-        s = self.stats
         if free:
             block = free.pop()
-            s["cached_bytes"] -= size
-            s["cache_hits"] += 1
+            self.cached_bytes -= size
+            self.cache_hits += 1
         else:
             block = self._new_block(size, nbytes or size)
-        allocated = s["allocated_bytes"] = s["allocated_bytes"] + size
-        if allocated > s["peak_allocated_bytes"]:
-            s["peak_allocated_bytes"] = allocated
+        allocated = self.allocated_bytes = self.allocated_bytes + size
+        if allocated > self.peak_allocated_bytes:
+            self.peak_allocated_bytes = allocated
         return block
 
     def allocate_span(self, nbytes: int, chunk: int, whole: int | None = None) -> list[Block]:
@@ -126,7 +130,7 @@ class Allocator:
         for size, blocks in self._free.items():
             for block in blocks:
                 self._destroy(block)
-            self.stats["cached_bytes"] -= size * len(blocks)
+            self.cached_bytes -= size * len(blocks)
             blocks.clear()
 
     def unmap_cached(self, unmap) -> None:
@@ -140,36 +144,36 @@ class Allocator:
 
     def memory_stats(self) -> dict:
         self._drain()
-        s = dict(self.stats)
-        s["reserved_bytes"] = s["allocated_bytes"] + s["cached_bytes"]
-        return s
+        return dict(allocated_bytes=self.allocated_bytes, cached_bytes=self.cached_bytes,
+                    peak_allocated_bytes=self.peak_allocated_bytes, device_allocations=self.device_allocations,
+                    cache_hits=self.cache_hits, cache_releases=self.cache_releases,
+                    reserved_bytes=self.allocated_bytes + self.cached_bytes)
 
     # ---- internal ----
     def _drain(self) -> None:
         while self._returned:
             block = self._returned.popleft()
             self._free.setdefault(block.size, []).append(block)
-            self.stats["allocated_bytes"] -= block.size
-            self.stats["cached_bytes"] += block.size
+            self.allocated_bytes -= block.size
+            self.cached_bytes += block.size
 
     def _new_block(self, size: int, nbytes: int) -> Block:
         for attempt in (0, 1):
-            reserved = self.stats["allocated_bytes"] + self.stats["cached_bytes"]
+            reserved = self.allocated_bytes + self.cached_bytes
             try:
                 if self.limit is not None and reserved + size > self.limit:
                     raise RuntimeError(f"the device's memory_limit ({self.limit} bytes) would be exceeded")
                 block = Block(self._create(size), size, self.mapped)
-                self.stats["device_allocations"] += 1
+                self.device_allocations += 1
                 return block
             except RuntimeError as exc:
-                if attempt == 0 and self.stats["cached_bytes"]:
+                if attempt == 0 and self.cached_bytes:
                     self.empty_cache()       # free the cached blocks, then try once more
                     continue
-                s = self.stats
                 raise DeviceError(
                     f"out of device memory: a buffer of {nbytes} bytes (a block of {size}) could not be allocated "
-                    f"({exc}); in use: {s['allocated_bytes']} bytes in live buffers, {s['cached_bytes']} cached, "
-                    f"peak {s['peak_allocated_bytes']}. Free Tensors you no longer need (del, or let them go out "
+                    f"({exc}); in use: {self.allocated_bytes} bytes in live buffers, {self.cached_bytes} cached, "
+                    f"peak {self.peak_allocated_bytes}. Free Tensors you no longer need (del, or let them go out "
                     f"of scope) or split the operation") from None
         raise AssertionError("unreachable")
 
@@ -177,7 +181,7 @@ class Allocator:
         self._release(block)
         block.view = None
         block.tensor.destroy()
-        self.stats["cache_releases"] += 1
+        self.cache_releases += 1
 
 
 class Owner(Protocol):

@@ -93,6 +93,8 @@ class Pipelines:
         self._bases: dict = {}
         self._base_of: dict = {}           # id(block) -> kernels whose base binds it
         self._saved = 0
+        self.generation = 0                # counts the drops of algorithms and blocks: ops made before
+                                           # (launch.Prepared's) are valid while it is unchanged
         self._load()
 
     def __len__(self) -> int:
@@ -150,7 +152,9 @@ class Pipelines:
         return built, skipped
 
     def forget(self, block) -> None:
-        """Drops the algorithms that bind ``block`` (before it is destroyed), and the bases that bind it."""
+        """Drops the algorithms that bind ``block`` (before it is destroyed), and the bases that bind it; ops
+        made before (which may bind it: a copy's too) are no longer valid (``generation``)."""
+        self.generation += 1
         for key in list(self._by_block.pop(id(block), ())):
             self._drop(key)
         for kernel in self._base_of.pop(id(block), ()):
@@ -159,6 +163,7 @@ class Pipelines:
                 del self._bases[kernel]
 
     def clear(self) -> None:
+        self.generation += 1
         self._algorithms.clear()
         self._by_block.clear()
         self._bases.clear()
@@ -200,6 +205,7 @@ class Pipelines:
             self._base_of.setdefault(id(b), set()).add(kernel)
 
     def _drop(self, key) -> None:
+        self.generation += 1
         self._algorithms.pop(key, None)
         for block_id in key[2:]:
             keys = self._by_block.get(block_id)

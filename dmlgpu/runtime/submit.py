@@ -40,6 +40,13 @@ def block_ids(bufs: Sequence[Buffer]) -> tuple:
     return tuple(id(block) for b in bufs for block in b.block_list)
 
 
+class _ThreadState(threading.local):
+    """A queue's state per thread: ``recording``, the open recording of the thread (runtime/recording.py) or
+    None (a class default: reading it costs no exception on a thread that never recorded)."""
+
+    recording: Any = None
+
+
 class Submitter:
     """The queue of one device (``memory``: its buffers' part; ``encoder``, ``scratch``, ``admission``,
     ``settings``: its other parts). ``checked_read(buf, offset, nbytes)``: a host read of a buffer once the
@@ -59,12 +66,12 @@ class Submitter:
         self.batch = Batch(memory.mgr, encoder, scratch, settings, self.write_bytes, self.count_submission,
                            reports_pending)
         self.replays: dict = {}    # synchronous runs (_submit_run's key) -> the kp Sequence recorded for them
-        self.local = threading.local()
+        self.local = _ThreadState()
         self.submissions = 0
 
     def recording(self) -> Any:
         """The open recording of this thread, or None."""
-        return getattr(self.local, "recording", None)
+        return self.local.recording
 
     # ---- launches ----
     def queue(self, dispatches: Sequence[Dispatch], uploads: Sequence[Buffer] = ()) -> None:
