@@ -129,8 +129,9 @@ class IndexCheck:
         with dev.launch() as launch:
             watch = self._watch(dev, indices)
             count, dtype = indices.size, indices.dtype
-            self._queue(dev, launch, (count, dtype, 0, watch.slot), (self.words(count, dtype), -(-count // UNROLL)),
-                        (self.words(count, dtype, 1, watch.slot), 1),
+            self._queue(dev, launch, (count, dtype, 0, watch.slot),
+                        lambda: ((self.words(count, dtype), -(-count // UNROLL)),
+                                 (self.words(count, dtype, 1, watch.slot), 1)),
                         bound=[indices.buffer, watch.buffer, watch.reports])
         return watch.results
 
@@ -162,7 +163,8 @@ class IndexCheck:
         synchronize() or host read when an index was bad, the scatter having written nothing."""
         with dev.launch() as launch:
             count, dtype = indices.size, indices.dtype
-            self._queue(dev, launch, (count, dtype, 1, watch.slot), (self.words(count, dtype, 1, watch.slot), 1),
+            self._queue(dev, launch, (count, dtype, 1, watch.slot),
+                        lambda: ((self.words(count, dtype, 1, watch.slot), 1),),
                         bound=[indices.buffer, watch.buffer, watch.reports])
 
     @staticmethod
@@ -191,7 +193,8 @@ class IndexCheck:
             watch = self._watch(dev, indices)
             count, dtype = indices.size, indices.dtype
             self._queue(dev, launch, (count, dtype, 1, watch.slot, at),
-                        (self.words(count, dtype, 1, watch.slot, at), 1), bound=[indices.buffer, output, watch.reports])
+                        lambda: ((self.words(count, dtype, 1, watch.slot, at), 1),),
+                        bound=[indices.buffer, output, watch.reports])
         return watch.results
 
     def _watch(self, dev: Device, indices):
@@ -205,20 +208,21 @@ class IndexCheck:
                                                                                          caller)
         return dev.watch(report)
 
-    def _queue(self, dev: Device, launch, key: tuple, *passes: tuple, bound: list) -> None:
-        """Queues index_check.comp's ``passes`` ((parameter words, invocations) each) in ``launch`` on ``bound``
-        (the indices' buffer, the accumulating buffer, the reports' buffer): their launches made once per
-        ``key`` and queued again on later calls."""
+    def _queue(self, dev: Device, launch, key: tuple, passes: Callable[[], tuple], bound: list) -> None:
+        """Queues index_check.comp's passes (``passes()``: (parameter words, invocations) each) in ``launch`` on
+        ``bound`` (the indices' buffer, the accumulating buffer, the reports' buffer): their launches made once per
+        ``key`` (runtime.Prepared) and queued again on later calls."""
         made = self._steps.get(key)
-        if made is not None and made[0] is dev and dev.max_queued:
-            launch.steps(made[1], bound, False)  # (the parameters were uploaded when made)
+        if made is not None and made[0] is dev and dev.max_queued and launch.recording is None:
+            made[1].append(bound)           # (the parameters were uploaded when made)
             return
         kernel = kernels.check_variant(key[1].itemsize)
-        params = [dev.params(words) for words, _ in passes]
-        dispatches = [Dispatch(kernel, (p, *bound), n) for (p, _), (_, n) in zip(params, passes)]
+        made_passes = passes()
+        params = [dev.params(words) for words, _ in made_passes]
+        dispatches = [Dispatch(kernel, (p, *bound), n) for (p, _), (_, n) in zip(params, made_passes)]
         launch.run(dispatches, uploads=[p for p, fresh in params if fresh], queue=True, host_read=True)
-        self._steps[key] = (dev, tuple(Dispatch(d.kernel, (d.buffers[0], 0, 1, 2), d.count,
-                                                groups=dev.workgroups(d.count)) for d in dispatches))
+        self._steps[key] = (dev, dev.prepare(tuple(Dispatch(d.kernel, (d.buffers[0], 0, 1, 2), d.count,
+                                                            groups=dev.workgroups(d.count)) for d in dispatches), 0))
 
     def _report(self, shape: tuple, dtype: np.dtype, caller: str | None) -> Callable[[np.ndarray], BaseException | None]:
         """The report of the device check's slot (index_check.comp: the accumulated word, the first bad

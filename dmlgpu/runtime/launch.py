@@ -131,7 +131,8 @@ def fitted(memory: Memory, nbytes: int, size: int = 0) -> Buffer:
 class Prepared:
     """Launches prepared for repeated queuing (made by ``Device.prepare()``) on a device's queue. ``steps``:
     template Dispatches as ``Launch.steps`` takes them, each slot an index into the buffer list that ``queue``
-    completes, or a Buffer; ``out_nbytes``: the result's size (slot 2); ``scratch``: the sizes of the scratch
+    completes, or a Buffer; ``out_nbytes``: the result's size (slot 2; 0 for launches without a result, which
+    only append() queues: a device check's); ``scratch``: the sizes of the scratch
     buffers that fill the slots after the caller's (given back once the launches are queued); ``owner``: the
     ``Device.zeroed_serial`` of the zeroed scratch that the launches use, or None where they use none. Every
     size is a positive multiple of 4 that one block holds (checked by the caller when it traced the launches).
@@ -187,33 +188,40 @@ class Prepared:
             if self.scratch:
                 taken = [fitted(memory, n) for n in self.scratch]
                 buffers += taken
-            batch = queue.batch
-            sets = self.sets
-            if self.generation != self.pipelines.generation:
-                sets.clear()
-                self.generation = self.pipelines.generation
-            key = tuple(map(id, map(_BLOCK, self.pick(buffers))))
-            made = sets.get(key)
-            if made is None:
-                if len(sets) >= OP_SETS:
-                    sets.clear()
-                ops = batch.encoder.encode(self.steps, [], buffers)
-                blocks = {id(blk): blk for s in self.slots for blk in buffers[s].block_list}
-                blocks.update((id(blk), blk) for blk in self.fixed)
-                made = sets[key] = (ops, tuple(blocks.values()))
-            batch.ops += made[0]
-            number = batch.number
-            for blk in made[1]:
-                blk.batch = number
-            if owner is not None:
-                batch.zeroed = True
-            batch.added()
+            self.append(buffers, owner is not None)
             if taken is not None:
                 for b in taken:
                     b._release()
             return out
         finally:
             lock.release()
+
+    def append(self, buffers: list, zeroed: bool = False) -> None:
+        """Appends the launches on ``buffers`` (every slot filled) to the device's open batch, their ops kept per
+        set of blocks (the class docstring); ``zeroed``: they use the device's zeroed scratch. For a caller that
+        holds the device's lock outside recordings, with max_queued > 0 (queue(), or a launch: Launch.steps'
+        conditions)."""
+        batch = self.submitter.batch
+        sets = self.sets
+        if self.generation != self.pipelines.generation:
+            sets.clear()
+            self.generation = self.pipelines.generation
+        key = tuple(map(id, map(_BLOCK, self.pick(buffers))))
+        made = sets.get(key)
+        if made is None:
+            if len(sets) >= OP_SETS:
+                sets.clear()
+            ops = batch.encoder.encode(self.steps, [], buffers)
+            blocks = {id(blk): blk for s in self.slots for blk in buffers[s].block_list}
+            blocks.update((id(blk), blk) for blk in self.fixed)
+            made = sets[key] = (ops, tuple(blocks.values()))
+        batch.ops += made[0]
+        number = batch.number
+        for blk in made[1]:
+            blk.batch = number
+        if zeroed:
+            batch.zeroed = True
+        batch.added()
 
 
 OP_SETS = 16      # the block sets whose ops a Prepared keeps (a loop's results alternate between a few blocks)
