@@ -224,7 +224,8 @@ class Prepared:
         batch.added()
 
 
-OP_SETS = 16      # the block sets whose ops a Prepared keeps (a loop's results alternate between a few blocks)
+OP_SETS = 1024    # the block sets whose ops a Prepared keeps: a decode loop binds a new index Tensor each step (bench apps:
+                  # 512 steps), and its results alternate between a few blocks; the device keeps ALGORITHMS in all
 
 
 _BLOCK = operator.attrgetter("_block")
