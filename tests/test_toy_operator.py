@@ -70,7 +70,7 @@ def test_toy_operator_repeated_tensor_calls_take_the_template(toy, device):
     want = np.take(np.arange(40, dtype=np.int32).reshape(20, 2)[::3], [1, 0, 6], axis=0)
     for _ in range(4):
         assert np.array_equal(toy.take_strided(data, idx, 3).numpy(), want)
-    assert ("take_strided", (data.shape, data.dtype), (idx.shape, idx.dtype), 3, "clamp") in device.runtime.templates
+    assert ("take_strided", data.shape, data.dtype, idx.shape, idx.dtype, 3, "clamp") in device.runtime.templates
 
 
 def test_toy_operator_modes_and_errors(toy):
