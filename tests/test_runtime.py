@@ -62,6 +62,28 @@ def test_freed_blocks_are_reused_and_counted(device):
     assert s3["reserved_bytes"] == s3["allocated_bytes"]
 
 
+def test_the_last_freed_block_is_taken_back_and_counted_once(device):
+    """A block freed and asked for again before anything drains the returns (a loop's result) is the same block,
+    and the counters are those of the slow path: allocated once, a cache hit, nothing cached."""
+    alloc = device.runtime.memory.allocator
+    device.empty_cache()
+    before = device.memory_stats()
+    size = 1 << 12
+    block = alloc.allocate(size)
+    alloc.free(block)
+    again = alloc.allocate(size)                    # straight from the returns
+    assert again is block
+    s = device.memory_stats()
+    assert s["allocated_bytes"] == before["allocated_bytes"] + size and s["cached_bytes"] == before["cached_bytes"]
+    assert s["cache_hits"] == before["cache_hits"] + 1 and s["device_allocations"] == before["device_allocations"] + 1
+    other = alloc.allocate(size // 2)               # another class: the returns drain first
+    alloc.free(again)
+    alloc.free(other)
+    s = device.memory_stats()
+    assert s["allocated_bytes"] == before["allocated_bytes"]
+    assert s["cached_bytes"] == before["cached_bytes"] + size + size // 2
+
+
 def test_out_of_memory_raises_device_error_and_the_device_keeps_working():
     with dmlgpu.Device(memory_limit=4 << 20) as dev:
         table = np.arange(1 << 18, dtype=np.float32)             # 1 MiB
