@@ -90,7 +90,7 @@ class Template:
             bufs.append(b)
         if out is not None:
             b = out.buffer
-            if b.device is not dev or b.chunked and not recipes or out.offset or any(x is b for x in bufs[1:]) or \
+            if b.device is not dev or b.chunked and not recipes or out.offset or b in bufs[1:] or \
                     out.shape != self.out_shape or out.dtype != operands[0].dtype:
                 return None         # (out is data's buffer only in place: out_key())
         lineage = None              # poison (plans/index_check.py): a failed operand raises here
