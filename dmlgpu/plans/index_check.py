@@ -126,10 +126,11 @@ class IndexCheck:
         are made once per index count, dtype and report slot, and queued again on later calls."""
         if not self.checkable(dev, indices):
             return None
-        with dev.launch() as launch:
+        with dev.lock:
+            dev.check_open()
             watch = self._watch(dev, indices)
             count, dtype = indices.size, indices.dtype
-            self._queue(dev, launch, (count, dtype, 0, watch.slot),
+            self._queue(dev, (count, dtype, 0, watch.slot),
                         lambda: ((self.words(count, dtype), -(-count // UNROLL)),
                                  (self.words(count, dtype, 1, watch.slot), 1)),
                         bound=[indices.buffer, watch.buffer, watch.reports])
@@ -161,9 +162,10 @@ class IndexCheck:
     def report(self, dev: Device, indices, watch) -> None:
         """Queues the report of a guard()'s check (after the guarded scatter): an IndexError at the device's next
         synchronize() or host read when an index was bad, the scatter having written nothing."""
-        with dev.launch() as launch:
+        with dev.lock:
+            dev.check_open()
             count, dtype = indices.size, indices.dtype
-            self._queue(dev, launch, (count, dtype, 1, watch.slot),
+            self._queue(dev, (count, dtype, 1, watch.slot),
                         lambda: ((self.words(count, dtype, 1, watch.slot), 1),),
                         bound=[indices.buffer, watch.buffer, watch.reports])
 
@@ -189,10 +191,11 @@ class IndexCheck:
         """Queues what follows a gather that checked its own ``indices`` into word ``at`` of ``output`` (after
         clearing()): the report of its first bad index, as on_device's check reports it; returns where to append
         the call's result buffers (Device.watch's Marked)."""
-        with dev.launch() as launch:
+        with dev.lock:
+            dev.check_open()
             watch = self._watch(dev, indices)
             count, dtype = indices.size, indices.dtype
-            self._queue(dev, launch, (count, dtype, 1, watch.slot, at),
+            self._queue(dev, (count, dtype, 1, watch.slot, at),
                         lambda: ((self.words(count, dtype, 1, watch.slot, at), 1),),
                         bound=[indices.buffer, output, watch.reports])
         return watch.results
@@ -208,19 +211,21 @@ class IndexCheck:
                                                                                          caller)
         return dev.watch(report)
 
-    def _queue(self, dev: Device, launch, key: tuple, passes: Callable[[], tuple], bound: list) -> None:
-        """Queues index_check.comp's passes (``passes()``: (parameter words, invocations) each) in ``launch`` on
-        ``bound`` (the indices' buffer, the accumulating buffer, the reports' buffer): their launches made once per
-        ``key`` (runtime.Prepared) and queued again on later calls."""
+    def _queue(self, dev: Device, key: tuple, passes: Callable[[], tuple], bound: list) -> None:
+        """Queues index_check.comp's passes (``passes()``: (parameter words, invocations) each) on ``dev`` on
+        ``bound`` (the indices' buffer, the accumulating buffer, the reports' buffer), for a caller that holds the
+        device's lock: their launches made once per ``key`` (a runtime.Prepared, whose hit needs no launch) and
+        queued again on later calls."""
         made = self._steps.get(key)
-        if made is not None and made[0] is dev and dev.max_queued and launch.recording is None:
+        if made is not None and made[0] is dev and dev.max_queued and dev.active_recording() is None:
             made[1].append(bound)           # (the parameters were uploaded when made)
             return
         kernel = kernels.check_variant(key[1].itemsize)
         made_passes = passes()
         params = [dev.params(words) for words, _ in made_passes]
         dispatches = [Dispatch(kernel, (p, *bound), n) for (p, _), (_, n) in zip(params, made_passes)]
-        launch.run(dispatches, uploads=[p for p, fresh in params if fresh], queue=True, host_read=True)
+        with dev.launch() as launch:
+            launch.run(dispatches, uploads=[p for p, fresh in params if fresh], queue=True, host_read=True)
         self._steps[key] = (dev, dev.prepare(tuple(Dispatch(d.kernel, (d.buffers[0], 0, 1, 2), d.count,
                                                             groups=dev.workgroups(d.count)) for d in dispatches), 0))
 
