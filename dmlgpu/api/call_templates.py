@@ -119,9 +119,7 @@ class Template:
                 return out
             if lineage is not None:
                 dev.reach(lineage, result)
-            t = _new(Tensor)
-            t.buffer, t.shape, t.dtype = result, self.out_shape, operands[0].dtype
-            return t
+            return _wrap(result, self.out_shape, operands[0].dtype)
         if not dev.max_queued:
             return None
         with dev.launch() as launch:
@@ -224,7 +222,6 @@ class _Candidate:
 
 TEMPLATES = 512               # templates (and candidates) kept per device
 _wrap = Tensor._wrap
-_new = object.__new__
 
 
 def held(dev: Runtime) -> list:

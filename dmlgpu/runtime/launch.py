@@ -181,8 +181,7 @@ class Prepared:
                 if owner != scratch.zeroed_serial or not scratch.zeroed_clean:
                     return None
             if out is None:
-                out = Buffer._of_class(memory, self.out_nbytes, self.out_class) if not memory.canary_words else \
-                    take(memory, self.out_nbytes)
+                out = fitted(memory, self.out_nbytes, self.out_class)
             buffers.insert(2, out)
             taken = None
             if self.scratch:
