@@ -241,16 +241,10 @@ def templated(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple,
     the other arguments ``args`` (its signature's key: template only where each is an exact int or str) and
     ``out`` (a Tensor or None) through the device's template for that signature, or None (no template yet, an
     operand of another kind, or a hit's conditions do not hold: the caller takes the planned path)."""
-    if updates is None and out is None:     # (signature(), inline: the most common call)
-        for a in args:
-            if a.__class__ is not int and a.__class__ is not str:
-                return None
-        key: tuple | None = (op, data.shape, data.dtype, indices.shape, indices.dtype, *args)
-    else:
-        key = signature(op, data, indices, updates, args, out)
-        if key is None:
-            return None
-    template = data.buffer.device.templates.get(key)   # type: ignore[attr-defined]   # (data._rt, without its call)
+    key = signature(op, data, indices, updates, args, out)
+    if key is None:
+        return None
+    template = data._rt.templates.get(key)
     return None if template is None else template.run((data, indices) if updates is None else
                                                       (data, indices, updates), out)
 
