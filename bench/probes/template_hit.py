@@ -56,7 +56,7 @@ def by_hand(data, indices):
         buf.memory, buf.device, buf.nbytes = mem, dev, p.out_nbytes
         buf.block_list, buf._block, buf._tensor = [block], block, block.tensor
         batch = q.batch
-        made = p.sets.get((id(b0._block), id(b1._block), id(block)))
+        made = p.sets.get((b0._block, b1._block, block))
         if made is None:
             return None
         batch.ops += made[0]
@@ -75,6 +75,8 @@ assert by_hand(t, i) is not None, "the hand-written hit found no kept ops (the p
 entries = {
     "np.take": lambda: np.take(table, idx, axis=0),
     "dmlgpu.gather": lambda: dmlgpu.gather(t, i, axis=0),
+    "call_templates.gathered": lambda: calls.gathered("gather", t, i, 0, "clamp"),
+    "Template.hit": lambda: template.hit(t, i),
     "driver.call": lambda: driver.call("gather", _gather_rule, t, i, None, (0,), mode="clamp", modes=FILL_MODES),
     "call_templates.templated": lambda: calls.templated("gather", t, i, None, (0, "clamp"), None),
     "Template.run": lambda: template.run((t, i)),

@@ -53,7 +53,7 @@ class Template:
     """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
 
     __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check", "at",
-                 "prepared")
+                 "prepared", "plain")
 
     def __init__(self, device: Runtime, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
                  recipes: tuple, check: IndexCheck | None = None, at: int | None = None):
@@ -69,6 +69,8 @@ class Template:
         self.at = at                  # ... made by the gather's kernel itself: the report word in the result's
                                       # buffer (IndexCheck.fused_layout; the steps clear it), reported after them
         self.prepared: Prepared | None = None   # the launches prepared for queuing (Device.prepare), once the template is kept
+        self.plain: Prepared | None = None      # ``prepared`` where a hit needs nothing else: no check, no claim
+                                                # buffer, no scratch (hit())
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
@@ -155,6 +157,33 @@ class Template:
                 dev.reach(lineage, out_buf)
         return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
 
+    def hit(self, data: Tensor, indices: Tensor, updates: Tensor | None = None, out: Tensor | None = None) -> Any:
+        """``run((data, indices[, updates]), out)``, shortened where the template is ``plain`` and the operands are
+        the common ones (each in one block of the template's device at offset 0, ``out`` none or of the traced
+        shape and dtype, no device check failed): the launches queued by Prepared.queue, nothing else."""
+        plain = self.plain
+        dev = self.device
+        if plain is not None and not dev.checks.tainted:
+            b0, b1 = data.buffer, indices.buffer
+            if b0.device is dev and b1.device is dev and not (data.offset or indices.offset or b0.chunked or
+                                                              b1.chunked):
+                if updates is None:
+                    bufs = [b0, b1, None, None]
+                else:
+                    b3 = updates.buffer
+                    if b3.device is not dev or updates.offset or b3.chunked:
+                        return None
+                    bufs = [b0, b1, b3, None]
+                if out is None:
+                    result = plain.queue(bufs)
+                    return None if result is None else _wrap(result, self.out_shape, data.dtype)
+                b = out.buffer
+                if b.device is not dev or b.chunked or out.offset or b is b1 or updates is not None and b is b3 or \
+                        out.shape != self.out_shape or out.dtype != data.dtype:
+                    return None     # (out is data's buffer only in place: out_key())
+                return None if plain.queue(bufs, b) is None else out
+        return self.run((data, indices) if updates is None else (data, indices, updates), out)
+
     def _check(self, indices: Tensor, result, out: Tensor | None) -> None:
         """mode="raise" (``check``; the caller has made sure that it is checkable()): queues, after the launches
         (which write no indices: ``out`` is never the indices' buffer), the report of the check that the gather
@@ -202,6 +231,8 @@ def trace(dev: Runtime, sig, dispatches: list, buffers: list, scratch: list, out
     if isinstance(known, _Candidate) and known.template == template:
         if not recipes:
             template.prepared = dev.prepare(template.steps, template.out_nbytes, template.scratch, template.owner)
+            if check is None and template.owner is None and not template.scratch:
+                template.plain = template.prepared
         dev.templates[sig] = template
     else:
         dev.templates[sig] = _Candidate(template)
@@ -217,6 +248,10 @@ class _Candidate:
 
     @staticmethod
     def run(operands: tuple, out=None) -> None:
+        return None
+
+    @staticmethod
+    def hit(data, indices, updates=None, out=None) -> None:
         return None
 
 
@@ -244,9 +279,21 @@ def templated(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple,
     key = signature(op, data, indices, updates, args, out)
     if key is None:
         return None
-    template = data._rt.templates.get(key)
-    return None if template is None else template.run((data, indices) if updates is None else
-                                                      (data, indices, updates), out)
+    template = data.buffer.device.templates.get(key)
+    return None if template is None else template.hit(data, indices, updates, out)
+
+
+def gathered(op: str, data: Any, indices: Any, arg: Any, mode: Any) -> Tensor | None:
+    """``templated(op, data, indices, None, (arg, mode))`` for the gathers' calls without ``out``, ``device`` or
+    ``fill_value`` (dmlgpu.gather, gather_elements, gather_nd: their one argument ``arg``, then ``mode``), tried by
+    them before their driver.call: the same key, made without its general case. None where driver.call decides."""
+    if data.__class__ is Tensor and indices.__class__ is Tensor and data._strides is None and \
+            indices._strides is None and arg.__class__ is int and mode.__class__ is str:
+        template = data.buffer.device.templates.get((op, data.shape, data.dtype, indices.shape, indices.dtype, arg,
+                                                     mode))
+        if template is not None:
+            return template.hit(data, indices)
+    return None
 
 
 def signature(op: str, data: Any, indices: Any, updates: Any, args: tuple, out: Any = None) -> tuple | None:

@@ -22,7 +22,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from . import driver, signatures
+from . import call_templates as calls, driver, signatures
 from ..plans import reduction_args as _reduction
 from .doc_parts import documented
 from .arguments import DROP_MODES, FILL_MODES, _axis, _check_elements_shapes, _check_nd, _fill
@@ -166,6 +166,10 @@ def gather(data: Any, indices: Any, axis: int = 0, *, device: DeviceLike = None,
            [-7, -7],
            [-7, -7]], dtype=int32)
     """
+    if out is None and device is None and fill_value is None:       # a repeated call on Tensors: its template
+        res = calls.gathered("gather", data, indices, axis, mode)
+        if res is not None:
+            return res
     return driver.call("gather", _gather_rule, data, indices, None, (axis,), device=device, mode=mode, out=out,
                        modes=FILL_MODES, fill=_fill("gather", mode, fill_value, data))
 
@@ -196,6 +200,10 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, *, device: DeviceLik
     array([[12, 10],
            [21, 21]])
     """
+    if out is None and device is None and fill_value is None:       # a repeated call on Tensors: its template
+        res = calls.gathered("gather_elements", data, indices, axis, mode)
+        if res is not None:
+            return res
     return driver.call("gather_elements", _gather_elements_rule, data, indices, None, (axis,), device=device, mode=mode,
                        out=out, modes=FILL_MODES, fill=_fill("gather_elements", mode, fill_value, data))
 
@@ -231,6 +239,10 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, *, device: DeviceLik
     >>> dmlgpu.gather_nd(grid, [[0, 1], [3, 0], [1, -4]], mode="fill", fill_value=-1)
     array([ 1, -1, -1], dtype=int16)
     """
+    if out is None and device is None and fill_value is None:       # a repeated call on Tensors: its template
+        res = calls.gathered("gather_nd", data, indices, batch_dims, mode)
+        if res is not None:
+            return res
     return driver.call("gather_nd", _gather_nd_rule, data, indices, None, (batch_dims,), device=device, mode=mode,
                        out=out, modes=FILL_MODES, fill=_fill("gather_nd", mode, fill_value, data))
 

@@ -22,7 +22,6 @@ sizes fixed when prepared).
 """
 from __future__ import annotations
 
-import operator
 from typing import Any, Sequence
 
 from .buffer import Buffer
@@ -144,7 +143,7 @@ class Prepared:
     dropped when the device drops any algorithm (a block destroyed, the algorithm cache full or cleared)."""
 
     __slots__ = ("submitter", "steps", "out_nbytes", "out_class", "scratch", "owner", "pipelines", "slots",
-                 "pick", "fixed", "sets", "generation")
+                 "key", "fixed", "sets", "generation")
 
     def __init__(self, queue: Submitter, steps: tuple, out_nbytes: int, scratch: tuple, owner: int | None,
                  pipelines: Any):
@@ -156,11 +155,11 @@ class Prepared:
         self.owner = owner
         self.pipelines = pipelines
         self.slots = tuple(sorted({s for d in steps for s in d.buffers if s.__class__ is int}))
-        self.pick = _picker(self.slots)
+        self.key = _keyer(self.slots)
         # the blocks of the launches' own buffers (parameters, the dummy binding), marked with the slots' ones
         self.fixed = tuple({id(blk): blk for d in steps for b in d.buffers if b.__class__ is not int
                             for blk in b.block_list}.values())
-        self.sets: dict = {}          # the slots' blocks (ids) -> (the ops, the blocks they use)
+        self.sets: dict = {}          # the slots' blocks -> (the ops, the blocks they use)
         self.generation = pipelines.generation
 
     def queue(self, buffers: list, out: Buffer | None = None) -> Buffer | None:
@@ -170,9 +169,8 @@ class Prepared:
         thread is open, queueing is off (max_queued 0), the device is closed, or the zeroed scratch they used
         when prepared has been renewed (or a run that used it failed)."""
         queue = self.submitter
-        memory, lock = queue.memory, queue.lock
-        lock.acquire()
-        try:
+        memory = queue.memory
+        with queue.lock:
             if memory.closed or not queue.settings.max_queued or queue.local.recording is not None:
                 return None
             owner = self.owner
@@ -183,17 +181,15 @@ class Prepared:
             if out is None:
                 out = fitted(memory, self.out_nbytes, self.out_class)
             buffers.insert(2, out)
-            taken = None
-            if self.scratch:
-                taken = [fitted(memory, n) for n in self.scratch]
-                buffers += taken
+            if not self.scratch:
+                self.append(buffers, owner is not None)
+                return out
+            taken = [fitted(memory, n) for n in self.scratch]
+            buffers += taken
             self.append(buffers, owner is not None)
-            if taken is not None:
-                for b in taken:
-                    b._release()
+            for b in taken:
+                b._release()
             return out
-        finally:
-            lock.release()
 
     def append(self, buffers: list, zeroed: bool = False) -> None:
         """Appends the launches on ``buffers`` (every slot filled) to the device's open batch, their ops kept per
@@ -205,7 +201,7 @@ class Prepared:
         if self.generation != self.pipelines.generation:
             sets.clear()
             self.generation = self.pipelines.generation
-        key = tuple(map(id, map(_BLOCK, self.pick(buffers))))
+        key = self.key(buffers)
         made = sets.get(key)
         if made is None:
             if len(sets) >= OP_SETS:
@@ -227,10 +223,7 @@ OP_SETS = 1024    # the block sets whose ops a Prepared keeps: a decode loop bin
                   # 512 steps), and its results alternate between a few blocks; the device keeps ALGORITHMS in all
 
 
-_BLOCK = operator.attrgetter("_block")
-
-
-def _picker(slots: tuple) -> Any:
-    """A function of a list that returns its items at ``slots`` (in order) as a tuple."""
-    get = operator.itemgetter(*slots)
-    return get if len(slots) > 1 else (lambda items: (get(items),))
+def _keyer(slots: tuple) -> Any:
+    """A function of a buffer list: the blocks of its buffers at ``slots`` (in order), as a tuple (a kept set's
+    key). Written out for these slots (ints): a generic map over them costs several times as much per call."""
+    return eval("lambda b: (" + "".join(f"b[{int(s)}]._block, " for s in slots) + ")")   # noqa: S307 (ints only)
