@@ -207,6 +207,47 @@ def test_templates_of_tensors_held_in_several_blocks(case):
         d.close()
 
 
+def test_a_hit_on_tensors_held_in_several_blocks_keeps_its_ops_and_parameters_per_block_lists():
+    """A large-tensor template's hit queues through Prepared too: its parameter buffers (the blocks' addresses) are
+    made once per set of block lists and kept with the ops; a table freed and made again from the same cached blocks
+    (in another order) is a new set, with the right results."""
+    d = dmlgpu.Device(chunk_bytes=256)
+    try:
+        rng = np.random.default_rng(11)
+        data = rng.standard_normal((64, 12)).astype(np.float32)
+        rows = rng.integers(0, 64, (9,)).astype(np.int64)
+        t, i = dmlgpu.tensor(data, device=d), dmlgpu.tensor(rows, device=d)
+        assert t.buffer.chunked
+        for _ in range(3):
+            np.testing.assert_array_equal(dmlgpu.gather(t, i).numpy(), data[rows])
+        template = d.runtime.templates[("gather", t.shape, t.dtype, i.shape, i.dtype, *_args("gather", {}))]
+        assert isinstance(template, calls.Template) and template.recipes and template.prepared is not None
+        made = []
+        real = template.params
+        template.prepared.derive = lambda bufs: made.append(1) or real(bufs)
+        for _ in range(4):                    # the result's blocks come back: one set, its parameters made once
+            np.testing.assert_array_equal(dmlgpu.gather(t, i).numpy(), data[rows])
+        assert len(made) <= 1
+        lists = tuple(t.buffer.block_list)
+        del t
+        data = data[::-1].copy()
+        t = dmlgpu.tensor(data, device=d)     # the same cached blocks, listed in another order
+        assert set(map(id, t.buffer.block_list)) == set(map(id, lists)) and tuple(t.buffer.block_list) != lists
+        before = len(made)
+        for _ in range(2):
+            np.testing.assert_array_equal(dmlgpu.gather(t, i).numpy(), data[rows])
+        assert len(made) > before
+
+        class Held:                           # a buffer's stand-in: only its blocks matter to the key
+            def __init__(self, *blocks):
+                self.block_list, self._block = list(blocks), blocks[0]
+        a, b, c, x, y = (object() for _ in range(5))
+        key = template.prepared.key           # the same first blocks, other lists: other keys
+        assert key([Held(a, b), Held(c), Held(x), None, None]) != key([Held(a, y), Held(c), Held(x), None, None])
+    finally:
+        d.close()
+
+
 def test_a_hit_queues_the_prepared_launches_and_gives_their_scratch_back(dev, monkeypatch):
     """A kept template queues its launches through runtime.Prepared: results as planned, scratch back in the
     allocator after every call, the result's block reused once the result is freed; with guard words

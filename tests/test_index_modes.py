@@ -439,9 +439,9 @@ def test_a_dropped_checked_result_goes_back_before_the_report():
 
 
 def test_raise_through_a_template_of_a_table_in_several_blocks():
-    """A repeated raise call on a table in blocks of 256 bytes runs from a template whose launches are remade per
-    call (the large-tensor variants' block lists), the check kernel's passes queued after them: good calls give
-    NumPy's rows, a bad one raises and stays marked."""
+    """A repeated raise call on a table in blocks of 256 bytes runs from a template of the large-tensor variants
+    (their parameters list the blocks, made per set of block lists), the check kernel's passes queued after
+    them: good calls give NumPy's rows, a bad one raises and stays marked."""
     from dmlgpu.api.call_templates import Template
     table = np.arange(300 * 2, dtype=np.float32).reshape(300, 2)
     with dmlgpu.Device(chunk_bytes=256) as dev:
@@ -450,7 +450,7 @@ def test_raise_through_a_template_of_a_table_in_several_blocks():
             ids = np.array([k, 299 - k, -5], np.int64)
             np.testing.assert_array_equal(dmlgpu.take(t_table, dmlgpu.tensor(ids, device=dev), axis=0).numpy(),
                                           table[ids])
-        assert any(isinstance(x, Template) and x.recipes and x.check is not None and x.prepared is None
+        assert any(isinstance(x, Template) and x.recipes and x.check is not None and x.prepared is not None
                    for x in dev.runtime.templates.values())
         bad = dmlgpu.take(t_table, dmlgpu.tensor(np.array([1, 300, 2], np.int64), device=dev), axis=0)
         with pytest.raises(IndexError, match=r"take: index 300 at indices position \(1,\)"):

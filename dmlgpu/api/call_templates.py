@@ -6,13 +6,15 @@ counts, barriers and parameter buffers, on new buffers (the result, a reduction'
 those launches with the per-call buffers as slots: ``[data, indices, output, updates, claims, scratch...]``
 (claims: the device's scatter claim buffer, which a template never holds). A hit
 costs the argument checks of the fast path (``templated``: driver.call tries it before any other argument
-handling), a dictionary lookup, and ``Prepared.queue`` (runtime/launch.py: the template's launches prepared
+handling; the gathers try ``gathered``, the same key made for their arguments alone, before driver.call), a
+dictionary lookup, ``Template.hit`` (the operands' conditions; ``run`` where the template needs more than its
+launches) and ``Prepared.queue`` (runtime/launch.py: the template's launches prepared
 once by ``Device.prepare()``), which takes the result (and scratch) from the caching allocator and appends the
 launches' kp ops to the device's open batch (made once per set of blocks they bind, and kept); a template of
 mode="raise" then queues the report of the check that its gather made (IndexCheck.fetch), or the device's check
 of the indices (IndexCheck.on_device), their launches also made once.
-Templates whose launches are made per call (large tensors' block lists) queue through a launch
-(``Launch.steps``).
+Templates of large-tensor launches (operands held in several blocks) queue through it too, their parameter
+buffers (the blocks' addresses: ``Template.params``) made once per set of block lists and kept with the ops.
 
 embedding_bag and segment_reduce on Tensors (dmlgpu/api/fused.py) take the same fast path: their operands fill the
 data, indices and updates slots (table, ids, offsets; data, offsets), embedding_bag's template queuing the device's
@@ -84,6 +86,9 @@ class Template:
         None when a hit's conditions do not hold (module docstring)."""
         dev = self.device
         recipes = self.recipes
+        prepared = self.prepared
+        if prepared is None:
+            return None
         bufs = []
         for o in operands:
             b = o.buffer
@@ -99,63 +104,45 @@ class Template:
         if dev.tainted:
             lineage = dev.taint(bufs, None if out is None else out.buffer,
                                 out is not None and out.buffer is not bufs[0] and covers_base(out))
-        prepared = self.prepared
-        if prepared is not None:    # the common hit: launches fixed by the signature, queued on new buffers
-            check = self.check
-            if len(bufs) < CLAIMS - 1:
-                bufs.append(None)
-            bufs.append(None if self.owner is None else dev.zeroed_buffer(CLAIMS_KEY))
-            if check is None:
+        check = self.check
+        if len(bufs) < CLAIMS - 1:
+            bufs.append(None)
+        bufs.append(None if self.owner is None else dev.zeroed_buffer(CLAIMS_KEY))
+        if check is None:
+            result = prepared.queue(bufs, None if out is None else out.buffer)
+            if result is None:
+                return None
+        else:
+            with dev.lock:          # (the launches, then the device's check of their indices, with nothing between)
+                if not check.checkable(dev, operands[1]):
+                    return None
                 result = prepared.queue(bufs, None if out is None else out.buffer)
                 if result is None:
                     return None
-            else:
-                with dev.lock:      # (the launches, then the device's check of their indices, with nothing between)
-                    if not check.checkable(dev, operands[1]):
-                        return None
-                    result = prepared.queue(bufs, None if out is None else out.buffer)
-                    if result is None:
-                        return None
-                    self._check(operands[1], result, out)
-            if out is not None:
-                return out
-            if lineage is not None:
-                dev.reach(lineage, result)
-            return _wrap(result, self.out_shape, operands[0].dtype)
-        if not dev.max_queued:
+                self._check(operands[1], result, out)
+        if out is not None:
+            return out
+        if lineage is not None:
+            dev.reach(lineage, result)
+        return _wrap(result, self.out_shape, operands[0].dtype)
+
+    def params(self, bufs: list) -> tuple[list, list] | None:
+        """The parameter buffers of the large-tensor launches (``recipes``) for the buffers ``bufs`` (every slot
+        before theirs filled), and those of them that are new (their words to be uploaded first); None where a
+        list outgrows the words padded when traced (an operand held in more blocks than its shape needs)."""
+        dev = self.device
+        bodies = [block_params(words, dev.block_table([None if s is None else bufs[s] for s in slots], len(words)),
+                               size) for words, slots, size in self.recipes]
+        ready = [body for body in bodies if body is not None]
+        if len(ready) < len(bodies):
             return None
-        with dev.launch() as launch:
-            owner = self.owner
-            if launch.recording is not None or owner is not None and (owner != dev.zeroed_serial or
-                                                                      not dev.zeroed_clean) or \
-                    self.check is not None and not self.check.checkable(dev, operands[1]):
-                return None
-            fits = not recipes
-            out_buf = launch.output(self.out_nbytes, fits) if out is None else out.buffer
-            bufs.insert(2, out_buf)
-            if len(bufs) < CLAIMS:
-                bufs.append(None)
-            bufs.append(dev.zeroed_buffer(CLAIMS_KEY))
-            bufs += [launch.scratch(n, fits) for n in self.scratch]
-            if recipes:     # large tensors: parameters that list these buffers' blocks (padded as traced: None
-                            # where their lists outgrow that, e.g. an operand held in more blocks than its shape needs)
-                bodies = [block_params(words, dev.block_table([None if s is None else bufs[s] for s in slots],
-                                                               len(words)), size) for words, slots, size in recipes]
-                made = [body for body in bodies if body is not None]
-                if len(made) < len(bodies):
-                    if out is None:
-                        launch.taken.append(out_buf)
-                    return None
-                for body in made:
-                    params, fresh = dev.params(body)
-                    bufs.append(params)
-                    if fresh:
-                        launch.stage([params])
-            launch.steps(self.steps, bufs, owner is not None)
-            self._check(operands[1], out_buf, out)
-            if lineage is not None and out is None:
-                dev.reach(lineage, out_buf)
-        return _wrap(out_buf, self.out_shape, operands[0].dtype) if out is None else out
+        made, fresh = [], []
+        for body in ready:
+            params, new = dev.params(body)
+            made.append(params)
+            if new:
+                fresh.append(params)
+        return made, fresh
 
     def hit(self, data: Tensor, indices: Tensor, updates: Tensor | None = None, out: Tensor | None = None) -> Any:
         """``run((data, indices[, updates]), out)``, shortened where the template is ``plain`` and the operands are
@@ -229,10 +216,10 @@ def trace(dev: Runtime, sig, dispatches: list, buffers: list, scratch: list, out
     while len(dev.templates) >= TEMPLATES:
         del dev.templates[next(iter(dev.templates))]
     if isinstance(known, _Candidate) and known.template == template:
-        if not recipes:
-            template.prepared = dev.prepare(template.steps, template.out_nbytes, template.scratch, template.owner)
-            if check is None and template.owner is None and not template.scratch:
-                template.plain = template.prepared
+        template.prepared = dev.prepare(template.steps, template.out_nbytes, template.scratch, template.owner,
+                                        template.params if recipes else None, len(per_call))
+        if check is None and template.owner is None and not template.scratch and not recipes:
+            template.plain = template.prepared
         dev.templates[sig] = template
     else:
         dev.templates[sig] = _Candidate(template)
@@ -279,7 +266,7 @@ def templated(op: str, data: Tensor, indices: Tensor, updates: Any, args: tuple,
     key = signature(op, data, indices, updates, args, out)
     if key is None:
         return None
-    template = data.buffer.device.templates.get(key)
+    template = data.buffer.device.templates.get(key)    # type: ignore[attr-defined]   # (a Runtime: Tensor's contract)
     return None if template is None else template.hit(data, indices, updates, out)
 
 
@@ -289,8 +276,8 @@ def gathered(op: str, data: Any, indices: Any, arg: Any, mode: Any) -> Tensor | 
     them before their driver.call: the same key, made without its general case. None where driver.call decides."""
     if data.__class__ is Tensor and indices.__class__ is Tensor and data._strides is None and \
             indices._strides is None and arg.__class__ is int and mode.__class__ is str:
-        template = data.buffer.device.templates.get((op, data.shape, data.dtype, indices.shape, indices.dtype, arg,
-                                                     mode))
+        template = data.buffer.device.templates.get(      # type: ignore[attr-defined]   # (a Runtime: Tensor._rt)
+            (op, data.shape, data.dtype, indices.shape, indices.dtype, arg, mode))
         if template is not None:
             return template.hit(data, indices)
     return None

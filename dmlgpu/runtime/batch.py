@@ -91,17 +91,13 @@ class Batch:
         self.inflight_zeroed = False
         self.upload_ops: dict = {}    # (staging, position, block, offset, bytes) -> the ops of that copy (upload())
 
-    def enqueue(self, dispatches: Sequence[Dispatch], uploads: Sequence[Any] = (), bound: Sequence[Any] | None = None,
-                zeroed: bool = False) -> None:
+    def enqueue(self, dispatches: Sequence[Dispatch], uploads: Sequence[Any] = ()) -> None:
         """Adds a run to the open batch (its uploads first: stage()), and submits the batch once it holds
-        max_queued runs. ``bound``: the buffers that template launches' slots index (Encoder.encode);
-        ``zeroed``: the caller knows that they use zeroed scratch (else, without ``bound``, it is looked up)."""
+        max_queued runs."""
         if uploads:
             self.stage(uploads)
-        self.encoder.encode(dispatches, self.ops, bound, self.number)
-        if zeroed:
-            self.zeroed = True
-        elif bound is None and not self.zeroed and self.scratch.zeroed_buffers:
+        self.encoder.encode(dispatches, self.ops, None, self.number)
+        if not self.zeroed and self.scratch.zeroed_buffers:
             self.zeroed = self.scratch.uses_zeroed(dispatches)
         self.added()
 

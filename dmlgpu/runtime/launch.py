@@ -17,12 +17,12 @@ recording of this thread the recording owns the buffers its steps bind, and the 
 
 A call repeated with the same launches on new buffers (a call template: dmlgpu/api/call_templates.py) prepares
 them once (``Device.prepare()``: a ``Prepared``) and queues them per call with ``Prepared.queue(buffers)``: the
-same corridor, without the launch's generality (no recording, no parameter uploads, results and scratch of
-sizes fixed when prepared).
+same corridor, without the launch's generality (no recording, results and scratch of sizes fixed when prepared,
+parameter buffers only where the launches bind buffers held in several blocks: made once per set of block lists).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .buffer import Buffer
 from .encode import Dispatch
@@ -96,12 +96,6 @@ class Launch:
         the device's open batch does next (outside recordings)."""
         self.submitter.batch.stage(uploads)
 
-    def steps(self, steps: Sequence[Dispatch], buffers: list, zeroed: bool) -> None:
-        """A call template's launches recorded into the open batch: ``steps`` are Dispatches whose buffers are
-        slots (runtime/encode.py), each an index into ``buffers`` or a Buffer; ``zeroed``: they use zeroed
-        scratch (Device.zeroed). Only outside recordings, with max_queued > 0 (the caller checks both)."""
-        self.submitter.steps(steps, buffers, zeroed)
-
 
 def take(memory: Memory, nbytes: int) -> Buffer:
     """Device.take_buffer: a buffer of at least ``nbytes`` whose contents are undefined."""
@@ -129,24 +123,29 @@ def fitted(memory: Memory, nbytes: int, size: int = 0) -> Buffer:
 
 class Prepared:
     """Launches prepared for repeated queuing (made by ``Device.prepare()``) on a device's queue. ``steps``:
-    template Dispatches as ``Launch.steps`` takes them, each slot an index into the buffer list that ``queue``
-    completes, or a Buffer; ``out_nbytes``: the result's size (slot 2; 0 for launches without a result, which
+    template Dispatches (runtime/encode.py), each buffer a slot (an index into the buffer list that ``queue``
+    completes) or a Buffer; ``out_nbytes``: the result's size (slot 2; 0 for launches without a result, which
     only append() queues: a device check's); ``scratch``: the sizes of the scratch
     buffers that fill the slots after the caller's (given back once the launches are queued); ``owner``: the
     ``Device.zeroed_serial`` of the zeroed scratch that the launches use, or None where they use none. Every
-    size is a positive multiple of 4 that one block holds (checked by the caller when it traced the launches).
+    size is a positive multiple of 4 that one block holds (checked by the caller when it traced the launches),
+    but where ``derive`` is given: launches that bind buffers held in several blocks (large-tensor variants),
+    whose slots from ``given`` on hold parameter buffers that list the other slots' blocks, made by
+    ``derive(buffers)`` -> (those buffers, the new ones among them: uploaded first), or None where it cannot make
+    them; their results and scratch may be held in several blocks too.
     ``pipelines``: the device's (runtime/pipelines.py), whose ``generation`` says whether kept ops are valid.
 
     The kp ops of the launches on one set of blocks are made once (Encoder.encode) and kept, keyed by the
-    blocks of the slots they bind (at most OP_SETS sets): a loop whose results come back to the same blocks
-    from the caching allocator appends the same ops again, as a recorded batch is submitted again. They are
-    dropped when the device drops any algorithm (a block destroyed, the algorithm cache full or cleared)."""
+    blocks of the slots they bind (at most OP_SETS sets; with ``derive``, each slot's whole block list, and the
+    derived buffers kept with the ops): a loop whose results come back to the same blocks from the caching
+    allocator appends the same ops again, as a recorded batch is submitted again. They are dropped when the
+    device drops any algorithm (a block destroyed, the algorithm cache full or cleared)."""
 
-    __slots__ = ("submitter", "steps", "out_nbytes", "out_class", "scratch", "owner", "pipelines", "slots",
+    __slots__ = ("submitter", "steps", "out_nbytes", "out_class", "scratch", "owner", "pipelines", "derive", "slots",
                  "key", "fixed", "sets", "generation")
 
     def __init__(self, queue: Submitter, steps: tuple, out_nbytes: int, scratch: tuple, owner: int | None,
-                 pipelines: Any):
+                 pipelines: Any, derive: Callable[[list], tuple[list, list] | None] | None = None, given: int = 0):
         self.submitter = queue
         self.steps = steps
         self.out_nbytes = out_nbytes
@@ -154,8 +153,9 @@ class Prepared:
         self.scratch = scratch
         self.owner = owner
         self.pipelines = pipelines
+        self.derive = derive
         self.slots = tuple(sorted({s for d in steps for s in d.buffers if s.__class__ is int}))
-        self.key = _keyer(self.slots)
+        self.key = _keyer(self.slots) if derive is None else _lists_keyer(tuple(s for s in self.slots if s < given))
         # the blocks of the launches' own buffers (parameters, the dummy binding), marked with the slots' ones
         self.fixed = tuple({id(blk): blk for d in steps for b in d.buffers if b.__class__ is not int
                             for blk in b.block_list}.values())
@@ -178,24 +178,31 @@ class Prepared:
                 scratch = queue.scratch
                 if owner != scratch.zeroed_serial or not scratch.zeroed_clean:
                     return None
+            made = None
             if out is None:
-                out = fitted(memory, self.out_nbytes, self.out_class)
+                out = made = fitted(memory, self.out_nbytes, self.out_class) if self.derive is None else \
+                    take(memory, self.out_nbytes)
             buffers.insert(2, out)
             if not self.scratch:
-                self.append(buffers, owner is not None)
-                return out
-            taken = [fitted(memory, n) for n in self.scratch]
-            buffers += taken
-            self.append(buffers, owner is not None)
-            for b in taken:
-                b._release()
-            return out
+                if self.append(buffers, owner is not None):
+                    return out
+            else:
+                taken = [fitted(memory, n) if self.derive is None else take(memory, n) for n in self.scratch]
+                buffers += taken
+                queued = self.append(buffers, owner is not None)
+                for b in taken:
+                    b._release()
+                if queued:
+                    return out
+            if made is not None:
+                made._release()
+            return None
 
-    def append(self, buffers: list, zeroed: bool = False) -> None:
-        """Appends the launches on ``buffers`` (every slot filled) to the device's open batch, their ops kept per
-        set of blocks (the class docstring); ``zeroed``: they use the device's zeroed scratch. For a caller that
-        holds the device's lock outside recordings, with max_queued > 0 (queue(), or a launch: Launch.steps'
-        conditions)."""
+    def append(self, buffers: list, zeroed: bool = False) -> bool:
+        """Appends the launches on ``buffers`` (every slot filled but ``derive``'s) to the device's open batch,
+        their ops kept per set of blocks (the class docstring); ``zeroed``: they use the device's zeroed scratch.
+        False, having done nothing, where ``derive`` could not make its buffers. For a caller that holds the
+        device's lock outside recordings, with max_queued > 0 (queue(), or a device check's launches)."""
         batch = self.submitter.batch
         sets = self.sets
         if self.generation != self.pipelines.generation:
@@ -204,12 +211,21 @@ class Prepared:
         key = self.key(buffers)
         made = sets.get(key)
         if made is None:
+            derived: Any = ()
+            if self.derive is not None:
+                made = self.derive(buffers)
+                if made is None:
+                    return False
+                derived, fresh = made
+                buffers = buffers + derived
+                if fresh:
+                    batch.stage(fresh)    # (their words uploaded before the launches that read them)
             if len(sets) >= OP_SETS:
                 sets.clear()
             ops = batch.encoder.encode(self.steps, [], buffers)
             blocks = {id(blk): blk for s in self.slots for blk in buffers[s].block_list}
             blocks.update((id(blk), blk) for blk in self.fixed)
-            made = sets[key] = (ops, tuple(blocks.values()))
+            made = sets[key] = (ops, tuple(blocks.values()), derived)     # (derived: its buffers kept alive)
         batch.ops += made[0]
         number = batch.number
         for blk in made[1]:
@@ -217,6 +233,7 @@ class Prepared:
         if zeroed:
             batch.zeroed = True
         batch.added()
+        return True
 
 
 OP_SETS = 1024    # the block sets whose ops a Prepared keeps: a decode loop binds a new index Tensor each step (bench apps:
@@ -227,3 +244,9 @@ def _keyer(slots: tuple) -> Any:
     """A function of a buffer list: the blocks of its buffers at ``slots`` (in order), as a tuple (a kept set's
     key). Written out for these slots (ints): a generic map over them costs several times as much per call."""
     return eval("lambda b: (" + "".join(f"b[{int(s)}]._block, " for s in slots) + ")")   # noqa: S307 (ints only)
+
+
+def _lists_keyer(slots: tuple) -> Any:
+    """_keyer for launches that bind buffers held in several blocks (a Prepared with ``derive``): each slot's
+    whole block list, as a tuple."""
+    return eval("lambda b: (" + "".join(f"tuple(b[{int(s)}].block_list), " for s in slots) + ")")   # noqa: S307

@@ -137,10 +137,6 @@ class Submitter:
                 return [view[pos:pos + n].copy() for pos, n in zip(down_pos, down_sizes)]
             return [self._checked_read(b, 0, b.nbytes) for b in downloads]
 
-    def steps(self, launches: Sequence[Dispatch], buffers: Sequence[Any], zeroed: bool) -> None:
-        """Template launches queued into the open batch on ``buffers`` (Launch.steps)."""
-        self.batch.enqueue(launches, (), buffers, zeroed)
-
     def _admit(self, dispatches: Sequence[Dispatch], uploads: Sequence[Buffer]) -> None:
         """Admission.admit; a refused run's new parameter buffers, never to be uploaded, are dropped."""
         self.admission.admit(dispatches, lambda: self.scratch.drop_new_params(uploads))
