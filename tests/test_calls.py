@@ -248,6 +248,65 @@ def test_a_hit_on_tensors_held_in_several_blocks_keeps_its_ops_and_parameters_pe
         d.close()
 
 
+@pytest.mark.parametrize("write", ["setitem", "add.at", "scatter_nd"])
+def test_guarded_writes_in_place_are_templated(dev, write):
+    """A scatter in place on Tensor indices under NumPy's rule (t[ids] = v, ufunc.at, scatter_nd(out=t,
+    mode="raise")), guarded by the device's check of its indices (IndexCheck.guard), is templated too: later calls
+    queue the guard, the traced launches on its copy of the indices and the report, planning nothing; good indices
+    give NumPy's bytes, a bad one leaves the target failed (its reads raise until it is overwritten whole), and the
+    calls after that run."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(-50, 50, (40, 6)).astype(np.float32)
+    vals = rng.integers(-50, 50, (7, 6)).astype(np.float32)
+    t, v = dmlgpu.tensor(a, device=dev), dmlgpu.tensor(vals, device=dev)
+    want = a.copy()
+    known = set(map(id, dev.runtime.templates.values()))
+
+    def run(ids):
+        i = dmlgpu.tensor(ids, device=dev)
+        if write == "setitem":
+            t[i] = v
+        elif write == "add.at":
+            np.add.at(t, i, v)
+        else:
+            dmlgpu.scatter_nd(t, i.reshape(7, 1), v, out=t, mode="raise")
+
+    def ref(ids):
+        if write == "add.at":
+            np.add.at(want, ids, vals)
+        else:
+            want[ids] = vals
+    for _ in range(3):
+        ids = rng.choice(40, 7, replace=False).astype(np.int64)
+        run(ids)
+        ref(ids)
+        np.testing.assert_array_equal(t.numpy(), want)
+    guarded = [x for x in dev.runtime.templates.values() if isinstance(x, calls.Template) and x.guard and
+               id(x) not in known]
+    assert len(guarded) == 1 and guarded[0].prepared is not None
+    planned = []
+    real = driver._run
+    try:
+        driver._run = lambda *a, **k: planned.append(a) or real(*a, **k)
+        for _ in range(3):
+            ids = rng.choice(40, 7, replace=False).astype(np.int64)
+            run(ids)
+            ref(ids)
+        np.testing.assert_array_equal(t.numpy(), want)
+        assert planned == []
+        run(np.array([1, 2, 40, 3, 4, 5, 6], np.int64))
+        with pytest.raises(IndexError, match=r"index 40 at indices position \(2"):
+            t.numpy()
+    finally:
+        driver._run = real
+    t.write(want)                               # (overwritten whole: clean again)
+    np.testing.assert_array_equal(t.numpy(), want)
+    ids = rng.choice(40, 7, replace=False).astype(np.int64)
+    run(ids)
+    ref(ids)
+    np.testing.assert_array_equal(t.numpy(), want)
+
+
 def test_a_hit_queues_the_prepared_launches_and_gives_their_scratch_back(dev, monkeypatch):
     """A kept template queues its launches through runtime.Prepared: results as planned, scratch back in the
     allocator after every call, the result's block reused once the result is freed; with guard words

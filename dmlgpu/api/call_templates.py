@@ -23,16 +23,18 @@ Templates are made by tracing: the first two planned runs of a signature (execut
 and the template is kept only when both traces agree, slot for slot, on every launch and every buffer that is
 not a per-call one (parameter buffers, the dummy binding, the scatter claim buffer); a run whose operands share a
 buffer (a scatter's updates a view of its data) is not traced, its slots being ambiguous. A run whose launches
-depend on more than the signature (a large-tensor variant, whose parameters hold its buffers' block addresses;
-a check of the index values on the host, mode="raise" with NumPy indices or in place) is never templated, and
-takes the planned path every time; mode="raise" on Tensor indices is, its template queuing the device's check of
-the indices (plans/index_check.py) with its launches.
+depend on more than the signature (a check of the index values on the host: mode="raise" with NumPy indices, or
+indices the device cannot check) is never templated, and takes the planned path every time; mode="raise" on Tensor
+indices is, its template queuing the device's check of the indices (plans/index_check.py) with its launches, or,
+for a scatter in place (t[ids] = v, ufunc.at), the guard before them (IndexCheck.guard: the check and a copy of the
+indices that the launches scatter with mode="drop") and its report after them. A large-tensor variant's parameters
+hold its buffers' block addresses: its template makes them per set of blocks (``Template.params``).
 
 Conditions checked on a hit (otherwise the call takes the planned path, which re-traces): no recording of this
-thread is open, queueing is on (max_queued > 0), every operand is on the template's device and held in one
-block, and the scatter claim buffer is still the one traced (Device.zeroed_serial) and clean. Parameter words
-that hold block addresses belong to the large-tensor launches alone (shaders/addressing.glsl), which are
-never templated, so a template's parameter buffers hold only words fixed by its signature.
+thread is open, queueing is on (max_queued > 0), every operand is on the template's device (held in one block,
+but for large-tensor templates), and the scatter claim buffer is still the one traced (Device.zeroed_serial) and
+clean. Parameter words that hold block addresses belong to the large-tensor launches alone
+(shaders/addressing.glsl), so the other templates' parameter buffers hold only words fixed by their signature.
 """
 from __future__ import annotations
 
@@ -55,10 +57,10 @@ class Template:
     """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
 
     __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check", "at",
-                 "prepared", "plain")
+                 "guard", "prepared", "plain")
 
     def __init__(self, device: Runtime, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
-                 recipes: tuple, check: IndexCheck | None = None, at: int | None = None):
+                 recipes: tuple, check: IndexCheck | None = None, at: int | None = None, guard: bool = False):
         self.device = device
         self.steps = steps            # template Dispatches: slots for buffers, workgroups fixed (runtime/encode.py)
         self.out_shape = out_shape
@@ -70,6 +72,8 @@ class Template:
         self.check = check            # mode="raise": the device check of the indices, queued with the launches
         self.at = at                  # ... made by the gather's kernel itself: the report word in the result's
                                       # buffer (IndexCheck.fused_layout; the steps clear it), reported after them
+        self.guard = guard            # ... guarding a scatter in place (IndexCheck.guard): queued before the steps,
+                                      # which scatter its copy of the indices (slot 1), and reported after them
         self.prepared: Prepared | None = None   # the launches prepared for queuing (Device.prepare), once the template is kept
         self.plain: Prepared | None = None      # ``prepared`` where a hit needs nothing else: no check, no claim
                                                 # buffer, no scratch (hit())
@@ -77,7 +81,7 @@ class Template:
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
             self.owner == other.owner and self.out_nbytes == other.out_nbytes and self.check is other.check and \
-            self.at == other.at and \
+            self.at == other.at and self.guard == other.guard and \
             [(w.tobytes(), s, n) for w, s, n in self.recipes] == [(w.tobytes(), s, n) for w, s, n in other.recipes]
 
     def run(self, operands: tuple, out: Tensor | None = None):
@@ -108,6 +112,8 @@ class Template:
         if len(bufs) < CLAIMS - 1:
             bufs.append(None)
         bufs.append(None if self.owner is None else dev.zeroed_buffer(CLAIMS_KEY))
+        if self.guard:
+            return self._guarded(bufs, operands[1], out)
         if check is None:
             result = prepared.queue(bufs, None if out is None else out.buffer)
             if result is None:
@@ -125,6 +131,28 @@ class Template:
         if lineage is not None:
             dev.reach(lineage, result)
         return _wrap(result, self.out_shape, operands[0].dtype)
+
+    def _guarded(self, bufs: list, indices: Tensor, out: Tensor | None) -> Tensor | None:
+        """run() of a scatter in place guarded by the device's check of ``indices`` (``guard``; execution._guarded's
+        launches): the check and the copy of the indices (all out of range where any is bad) into a new buffer,
+        the steps on that copy, then the check's report, which ``out`` (the target, unchanged where an index is
+        bad) awaits. None, having queued nothing, where the guard or the steps cannot be queued now."""
+        dev, check, owner = self.device, self.check, self.owner
+        assert check is not None and out is not None and self.prepared is not None
+        if not dev.max_queued:
+            return None
+        with dev.launch() as launch:
+            if launch.recording is not None or owner is not None and (owner != dev.zeroed_serial or
+                                                                      not dev.zeroed_clean) or \
+                    not check.guardable(dev, indices):
+                return None
+            bufs[1] = copy = launch.scratch(max(4, indices.nbytes), True)    # (given back when the launch ends)
+            watch = check.guard(dev, indices, copy)
+            queued = self.prepared.queue(bufs, out.buffer) is not None
+            if queued:
+                watch.results.append(out.buffer)
+            check.report(dev, indices, watch)
+        return out if queued else None
 
     def params(self, bufs: list) -> tuple[list, list] | None:
         """The parameter buffers of the large-tensor launches (``recipes``) for the buffers ``bufs`` (every slot
@@ -185,13 +213,15 @@ class Template:
 
 
 def trace(dev: Runtime, sig, dispatches: list, buffers: list, scratch: list, out_shape: tuple,
-          check: IndexCheck | None = None, at: int | None = None) -> None:
+          check: IndexCheck | None = None, at: int | None = None, guard: bool = False) -> None:
     """Records a planned run on ``dev`` (its ``dispatches`` on ``buffers`` = [data, indices, output, updates
     or None] and the ``scratch`` buffers the plan took, in order) for signature ``sig``: the second trace that
     equals the first makes the signature's template. ``check``: the device check of the indices that the run
     was queued with (mode="raise"; never in place), which the template queues with its launches too; ``at``:
     the gather's kernel made it (the report word in the result's buffer: IndexCheck.fused_layout), the
-    template then queuing only its report (IndexCheck.fetch) after its launches."""
+    template then queuing only its report (IndexCheck.fetch) after its launches; ``guard``: the run is the
+    scatter in place of execution._guarded (``buffers[1]`` the guard's copy of the indices), the template queuing
+    the guard before its launches and the report after them (never for large tensors' launches)."""
     per_call = buffers + [dev.zeroed_buffer(CLAIMS_KEY)] + scratch
     slots = {id(b): n for n, b in enumerate(per_call) if b is not None}
     if len(slots) < sum(b is not None for b in per_call) - (per_call[2] is per_call[0]):
@@ -208,10 +238,12 @@ def trace(dev: Runtime, sig, dispatches: list, buffers: list, scratch: list, out
             bound = (len(per_call) + len(recipes),) + bound[1:]
             recipes.append((recipe[0], tuple(None if s is None else slots[s] for s in recipe[1]), recipe[2]))
         steps.append(Dispatch(d.kernel, bound, d.count, d.barrier, d.wide, groups=dev.workgroups(d.count)))
+    if guard and recipes:
+        return
     uses_owner = any(s == CLAIMS for step in steps for s in step.buffers if s.__class__ is int)
     out = buffers[2]
     template = Template(dev, tuple(steps), out_shape, out.nbytes, tuple(b.nbytes for b in scratch),
-                        dev.zeroed_serial if uses_owner else None, tuple(recipes), check, at)
+                        dev.zeroed_serial if uses_owner else None, tuple(recipes), check, at, guard)
     known = dev.templates.pop(sig, None)
     while len(dev.templates) >= TEMPLATES:
         del dev.templates[next(iter(dev.templates))]

@@ -236,7 +236,7 @@ def _guarded(dev: Runtime, call: _Call, out: Tensor, idx: Tensor, updates, op: s
     assert call.check is not None
     copy = Tensor._wrap(dev.take_buffer(max(4, idx.nbytes)), idx.shape, idx.dtype)
     watch = call.check.guard(dev, idx, copy.buffer)
-    result = _run(dev, call._replace(plan=call.guarded, sig=None), out, copy, _bindable(updates), out=out, op=op)
+    result = _run(dev, call._replace(plan=call.guarded), out, copy, _bindable(updates), out=out, op=op, guard=True)
     watch.results.append(out.buffer)
     call.check.report(dev, idx, watch)
     return result
@@ -262,20 +262,20 @@ def _copy_result(data, device):
 
 
 def _run(dev: Runtime, call: _Call, data, indices, updates=None, out: Tensor | None = None, trace: bool = True,
-         op: str = ""):
+         op: str = "", guard: bool = False):
     """Runs the call's plan in one submission. NumPy operands are uploaded; the result is a new NumPy array,
     or a Tensor (queued: Launch.run) when an operand is a Tensor or the call is being recorded, or ``out``
     (a packed Tensor that no other operand than data shares: _execute), which the kernels write. ``trace``:
     the run may make the signature's call template. A NumPy ``data`` that reads_in_place() picks is read where it
     is (runtime/host.py) when its pages can be imported, and a NumPy result then written into the array returned;
     such a call runs and waits even where it returns a Tensor (the caller may change the array once it returns).
-    ``op`` names the function in errors."""
+    ``op`` names the function in errors; ``guard``: the scatter of _guarded() (``indices`` the guard's copy)."""
     plan, out_shape = call.plan, call.out_shape
     recording = dev.active_recording() is not None
     nbytes = math.prod(out_shape) * data.dtype.itemsize      # the sizes are checked by _planned
     if not recording and type(data) is Tensor and type(indices) is Tensor and \
             (updates is None or type(updates) is Tensor):
-        return _run_tensors(dev, call, data, indices, updates, nbytes, out, trace)
+        return _run_tensors(dev, call, data, indices, updates, nbytes, out, trace, guard=guard)
     as_tensor = recording or out is not None or isinstance(data, Tensor) or isinstance(indices, Tensor) or \
         isinstance(updates, Tensor)
     host_in = host_out = result = None
@@ -355,13 +355,15 @@ def _uploaded(dev: Runtime, data: np.ndarray, nbytes: int, op: str) -> None:
 
 
 def _run_tensors(dev: Runtime, call: _Call, data: Tensor, indices: Tensor, updates: Tensor | None,
-                 nbytes: int, out: Tensor | None = None, trace: bool = True, fused: IndexCheck | None = None) -> Tensor:
+                 nbytes: int, out: Tensor | None = None, trace: bool = True, fused: IndexCheck | None = None,
+                 guard: bool = False) -> Tensor:
     """_run when every operand is a Tensor, outside recordings (the common eager call): queued, into a new
     Tensor or ``out``; a reduction's scratch goes back once queued (later queued work may reuse it:
     runtime/launch.py). The run is traced into the signature's call template (dmlgpu/api/call_templates.py) when it has
     one to trace. ``fused``: mode="raise"'s check of ``indices`` (packed, checkable) for a gather into a new Tensor,
     made by its kernel where the plan can (GatherPlan.checks_indices: IndexCheck.clearing, the gather, then
-    IndexCheck.fetch), else by the device's own check (IndexCheck.on_device)."""
+    IndexCheck.fetch), else by the device's own check (IndexCheck.on_device). ``guard``: the scatter in place of
+    _guarded() (``indices`` the guard's copy of the call's), traced into a template that queues the guard too."""
     with dev.launch() as launch:
         at = results = None
         if fused is None:
@@ -385,9 +387,9 @@ def _run_tensors(dev: Runtime, call: _Call, data: Tensor, indices: Tensor, updat
             results = fused.fetch(dev, indices, out_buf, at)
         if results is not None:
             results.append(out_buf)         # never handed out as valid if the check fails
-        if trace and call.sig is not None and dev.max_queued and (call.check is None or out is None or
+        if trace and call.sig is not None and dev.max_queued and (call.check is None or out is None or guard or
                                                                out_key(out, data) != IN_PLACE):
-            _calls.trace(dev, call.sig, dispatches, buffers, launch.taken, call.out_shape, call.check, at)
+            _calls.trace(dev, call.sig, dispatches, buffers, launch.taken, call.out_shape, call.check, at, guard)
         return out if out is not None else Tensor._wrap(out_buf, call.out_shape, data.dtype)
 
 

@@ -438,7 +438,8 @@ BUILDERS = {
     "kv-cache-write": kv_write,
     "kv-cache-write-cache[pos]=rows": lambda s, r, ip: spelled(kv_write(s, r, True), "kv-cache-write-cache[pos]=rows",
                                                                _cache_setitem, "dmlgpu: cache[pos] = rows (NumPy's "
-                                                               "mode: the index Tensor is read back and checked)"),
+                                                               "mode: the device's check of the index Tensor guards "
+                                                               "the write)"),
     "decode-loop": decode_loop,
     "moe-dispatch": lambda s, r, ip: moe_dispatch(s, r),
     "moe-combine": moe_combine,

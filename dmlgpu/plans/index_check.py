@@ -75,6 +75,7 @@ C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signe
 # "Gather node 'n'"), set around the call that queues the check
 CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("dmlgpu_index_check_caller", default=None)
 UNROLL = 8                    # indices an invocation checks per step (index_check.comp's C_UNROLL)
+_LARGEST = {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint32, np.int64, np.uint64)}   # (by index dtype)
 
 
 class IndexCheck:
@@ -85,8 +86,9 @@ class IndexCheck:
     def __init__(self, op: str, dims: np.ndarray):
         self.op = op
         self.dims = np.asarray(dims, dtype=np.int64)
+        self._largest = int(np.max(self.dims, initial=0))   # (guardable(): against each index type's largest value)
         self._words: dict = {}      # (count, index dtype, pass, report slot, word) -> a pass's parameter words
-        self._steps: dict = {}      # a queued group of passes -> (the device, their launches: Launch.steps' form)
+        self._steps: dict = {}      # a queued group of passes -> (the device, their launches: a runtime.Prepared)
         self._reports: dict = {}    # (indices' shape, dtype, caller) -> the report of a check (_report)
 
     def words(self, count: int, dtype: np.dtype, fetch: int = 0, slot: int = 0, at: int = 0) -> np.ndarray:
@@ -140,23 +142,24 @@ class IndexCheck:
         """True where a scatter in place can be guarded by the device's check of these indices (guard()): the
         device checks them (checkable()), the largest value of their type lies outside every dimension's range
         (the guard's stand-in for each index when one is bad), and their 32-bit words number under 2^32 - 1."""
-        return self.checkable(dev, indices) and indices.size * (indices.dtype.itemsize // 4) < MAX_COUNT and \
-            int(np.max(self.dims, initial=0)) <= np.iinfo(indices.dtype).max
+        dtype = indices.dtype
+        return self.checkable(dev, indices) and indices.size * (dtype.itemsize // 4) < MAX_COUNT and \
+            self._largest <= (_LARGEST.get(dtype) or int(np.iinfo(dtype).max))
 
     def guard(self, dev: Device, indices, into: Buffer):
         """Queues the check of a packed index Tensor (guardable()) and the copy of its indices into ``into`` (a
         buffer of their bytes), every one replaced by the largest value of its type where one is bad
         (index_check.comp's pass 3): a scatter of that copy with mode="drop" writes nothing unless every index
-        is good. Returns the check's watch, which report() takes after the scatter is queued."""
-        with dev.launch() as launch:
+        is good. Returns the check's watch, which report() takes after the scatter is queued. The two launches are
+        made once per index count and dtype, and queued again on later calls."""
+        with dev.lock:
+            dev.check_open()
             watch = self._watch(dev, indices)
             count, dtype = indices.size, indices.dtype
-            kernel = kernels.check_variant(dtype.itemsize)
-            check, fresh_check = dev.params(self.words(count, dtype))
-            copy, fresh_copy = dev.params(self.words(count, dtype, 3))
-            launch.run([Dispatch(kernel, (check, indices.buffer, watch.buffer, watch.reports), -(-count // UNROLL)),
-                        Dispatch(kernel, (copy, indices.buffer, watch.buffer, into), count * (dtype.itemsize // 4))],
-                       uploads=[p for p, fresh in ((check, fresh_check), (copy, fresh_copy)) if fresh], queue=True)
+            self._queue(dev, (count, dtype, 3),
+                        lambda: ((self.words(count, dtype), -(-count // UNROLL), (0, 1, 2)),
+                                 (self.words(count, dtype, 3), count * (dtype.itemsize // 4), (0, 1, 3))),
+                        bound=[indices.buffer, watch.buffer, watch.reports, into], host_read=False)
         return watch
 
     def report(self, dev: Device, indices, watch) -> None:
@@ -211,23 +214,27 @@ class IndexCheck:
                                                                                          caller)
         return dev.watch(report)
 
-    def _queue(self, dev: Device, key: tuple, passes: Callable[[], tuple], bound: list) -> None:
-        """Queues index_check.comp's passes (``passes()``: (parameter words, invocations) each) on ``dev`` on
-        ``bound`` (the indices' buffer, the accumulating buffer, the reports' buffer), for a caller that holds the
-        device's lock: their launches made once per ``key`` (a runtime.Prepared, whose hit needs no launch) and
-        queued again on later calls."""
+    def _queue(self, dev: Device, key: tuple, passes: Callable[[], tuple], bound: list, host_read: bool = True) -> None:
+        """Queues index_check.comp's passes (``passes()``: (parameter words, invocations[, the slots of ``bound``
+        that the pass binds: default (0, 1, 2)]) each) on ``dev`` on ``bound`` (the indices' buffer, the
+        accumulating buffer, the reports' buffer[, the guard's copy]), for a caller that holds the device's lock:
+        their launches made once per ``key`` (a runtime.Prepared, whose hit needs no launch) and queued again on
+        later calls. ``host_read``: a run made now (no queueing) ends with the barrier before the host's reads."""
         made = self._steps.get(key)
         if made is not None and made[0] is dev and dev.max_queued and dev.active_recording() is None:
             made[1].append(bound)           # (the parameters were uploaded when made)
             return
         kernel = kernels.check_variant(key[1].itemsize)
         made_passes = passes()
-        params = [dev.params(words) for words, _ in made_passes]
-        dispatches = [Dispatch(kernel, (p, *bound), n) for (p, _), (_, n) in zip(params, made_passes)]
+        slots = [p[2] if len(p) > 2 else (0, 1, 2) for p in made_passes]
+        params = [dev.params(p[0]) for p in made_passes]
+        dispatches = [Dispatch(kernel, (prm, *[bound[s] for s in at]), p[1])
+                      for (prm, _), p, at in zip(params, made_passes, slots)]
         with dev.launch() as launch:
-            launch.run(dispatches, uploads=[p for p, fresh in params if fresh], queue=True, host_read=True)
-        self._steps[key] = (dev, dev.prepare(tuple(Dispatch(d.kernel, (d.buffers[0], 0, 1, 2), d.count,
-                                                            groups=dev.workgroups(d.count)) for d in dispatches), 0))
+            launch.run(dispatches, uploads=[p for p, fresh in params if fresh], queue=True, host_read=host_read)
+        self._steps[key] = (dev, dev.prepare(tuple(Dispatch(d.kernel, (d.buffers[0], *at), d.count,
+                                                            groups=dev.workgroups(d.count))
+                                                   for d, at in zip(dispatches, slots)), 0))
 
     def _report(self, shape: tuple, dtype: np.dtype, caller: str | None) -> Callable[[np.ndarray], BaseException | None]:
         """The report of the device check's slot (index_check.comp: the accumulated word, the first bad
