@@ -136,7 +136,8 @@ class Template:
         """run() of a scatter in place guarded by the device's check of ``indices`` (``guard``; execution._guarded's
         launches): the check and the copy of the indices (all out of range where any is bad) into a new buffer,
         the steps on that copy, then the check's report, which ``out`` (the target, unchanged where an index is
-        bad) awaits. None, having queued nothing, where the guard or the steps cannot be queued now."""
+        bad) awaits. None, having queued nothing, where they cannot be queued now (no queueing, a recording of
+        this thread, the claim buffer renewed, indices the guard cannot take)."""
         dev, check, owner = self.device, self.check, self.owner
         assert check is not None and out is not None and self.prepared is not None
         if not dev.max_queued:
