@@ -326,9 +326,9 @@ class Device:
     def prepare(self, steps: tuple, out_nbytes: int, scratch: tuple = (), owner: int | None = None,
                 derive: Callable[[list], tuple[list, list] | None] | None = None, given: int = 0) -> Prepared:
         """Launches prepared once and queued per call on new buffers (runtime/launch.py's Prepared: a call
-        template's; ``steps`` as Launch.steps takes them, the result in slot 2, ``scratch`` sizes after the
-        caller's slots, ``owner`` the zeroed_serial of the zeroed scratch they use or None; ``derive`` and
-        ``given``: launches on buffers held in several blocks, whose slots from ``given`` on hold the
+        template's; ``steps`` template Dispatches, their buffers slots or Buffers, the result in slot 2; ``scratch``
+        sizes after the caller's slots, ``owner`` the zeroed_serial of the zeroed scratch they use or None;
+        ``derive`` and ``given``: launches on buffers held in several blocks, whose slots from ``given`` on hold the
         parameter buffers that ``derive`` makes from the others)."""
         return Prepared(self.submitter, steps, out_nbytes, scratch, owner, self._pipelines, derive, given)
 
