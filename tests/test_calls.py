@@ -6,6 +6,7 @@ import pytest
 
 import dmlgpu
 from dmlgpu.api import call_templates as calls, driver, functions
+from dmlgpu.plans.index_check import IndexCheck
 from dmlgpu import reference
 
 
@@ -377,3 +378,76 @@ def test_a_hit_appends_the_ops_made_for_its_blocks_until_a_block_is_destroyed(de
         np.testing.assert_array_equal(r.numpy(), data[rows])
         assert not any(prepared.sets.get(k) is v for k, v in kept.items())
         del r
+
+
+@pytest.mark.parametrize("kind", ["gather", "embedding_bag", "setitem"])
+def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, kind, monkeypatch):
+    """A checked template (the gather's own check of its indices, the device's check of embedding_bag's ids, the
+    guard of a write in place) queues its launches and the check's passes as one Prepared per report slot of the
+    device's check buffers (Template.checked), once the long way has made that slot's passes: calls queued
+    without a synchronize between them take consecutive slots; each good call gives NumPy's bytes, and a bad one
+    among them fails with its own first bad index while the others' results stand."""
+    rng = np.random.default_rng(11)
+    table = rng.integers(-50, 50, (30, 4)).astype(np.float32)
+    vals = rng.integers(-50, 50, (5, 4)).astype(np.float32)
+    t, v = dmlgpu.tensor(table, device=dev), dmlgpu.tensor(vals, device=dev)
+    offsets = dmlgpu.tensor(np.array([0, 2], np.int64), device=dev)
+    want = table.copy()
+    known = set(map(id, dev.runtime.templates.values()))
+
+    def call(ids):
+        i = dmlgpu.tensor(ids, device=dev)
+        if kind == "gather":
+            return dmlgpu.gather(t, i, mode="raise")
+        if kind == "embedding_bag":
+            return dmlgpu.embedding_bag(t, i, offsets)
+        t[i] = v
+        return None
+
+    def ref(ids):
+        if kind == "gather":
+            return table[ids]
+        if kind == "embedding_bag":
+            return np.stack([table[ids[:2]].sum(0), table[ids[2:]].sum(0)])
+        want[ids] = vals
+        return None
+
+    def good():
+        return rng.choice(30, 5, replace=False).astype(np.int64)
+
+    for _ in range(2):                  # (traced twice: the template)
+        ids = good()
+        call(ids)
+        ref(ids)
+        dev.synchronize()
+    checked = [x for x in dev.runtime.templates.values() if isinstance(x, calls.Template) and x.check is not None
+               and id(x) not in known]
+    assert len(checked) == 1
+    long_way = []
+    for name in ("on_device", "fetch", "guard"):
+        real = getattr(IndexCheck, name)
+        monkeypatch.setattr(IndexCheck, name, lambda *a, _real=real, **k: long_way.append(a) or _real(*a, **k))
+    for rounds in range(2):             # the first round makes each slot's passes the long way, the second not
+        long_way.clear()
+        results = [(call(ids), ref(ids)) for ids in (good() for _ in range(4))]
+        dev.synchronize()
+        for got, expect in results:
+            if got is not None:
+                np.testing.assert_array_equal(got.numpy(), expect)
+        np.testing.assert_array_equal(t.numpy(), want)
+    assert long_way == [] and sorted(checked[0].slotted)[:4] == [0, 1, 2, 3]
+    failed = call(np.array([3, 1, 30, 2, 31], np.int64))
+    after_ids = good()
+    after, expect_after = call(after_ids), ref(after_ids)
+    assert long_way == []
+    with pytest.raises(IndexError, match=r"index 30 at indices position \(2"):
+        dev.synchronize()
+    if kind == "setitem":
+        with pytest.raises(IndexError, match="index 30"):
+            t.numpy()               # (the target failed: its reads raise until it is overwritten whole)
+        t.write(want)
+    else:
+        with pytest.raises(IndexError, match="index 30"):
+            failed.numpy()
+        np.testing.assert_array_equal(after.numpy(), expect_after)
+    np.testing.assert_array_equal(t.numpy(), want)

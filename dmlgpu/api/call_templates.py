@@ -12,7 +12,9 @@ launches) and ``Prepared.queue`` (runtime/launch.py: the template's launches pre
 once by ``Device.prepare()``), which takes the result (and scratch) from the caching allocator and appends the
 launches' kp ops to the device's open batch (made once per set of blocks they bind, and kept); a template of
 mode="raise" then queues the report of the check that its gather made (IndexCheck.fetch), or the device's check
-of the indices (IndexCheck.on_device), their launches also made once.
+of the indices (IndexCheck.on_device), their launches also made once; once a report slot of the device's check
+buffers has had its passes made that way, the template's hits at that slot queue the launches and the check's passes
+as one Prepared (``Template.checked``), then take the slot's watch.
 Templates of large-tensor launches (operands held in several blocks) queue through it too, their parameter
 buffers (the blocks' addresses: ``Template.params``) made once per set of block lists and kept with the ops.
 
@@ -38,6 +40,7 @@ clean. Parameter words that hold block addresses belong to the large-tensor laun
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 
@@ -57,7 +60,7 @@ class Template:
     """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
 
     __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check", "at",
-                 "guard", "prepared", "plain")
+                 "guard", "prepared", "plain", "slotted")
 
     def __init__(self, device: Runtime, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
                  recipes: tuple, check: IndexCheck | None = None, at: int | None = None, guard: bool = False):
@@ -77,6 +80,8 @@ class Template:
         self.prepared: Prepared | None = None   # the launches prepared for queuing (Device.prepare), once the template is kept
         self.plain: Prepared | None = None      # ``prepared`` where a hit needs nothing else: no check, no claim
                                                 # buffer, no scratch (hit())
+        self.slotted: dict = {}       # a checked template's report slot -> (the device's check buffers, the
+                                      # launches with the check's passes: a Prepared) (checked())
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
@@ -112,25 +117,66 @@ class Template:
         if len(bufs) < CLAIMS - 1:
             bufs.append(None)
         bufs.append(None if self.owner is None else dev.zeroed_buffer(CLAIMS_KEY))
-        if self.guard:
-            return self._guarded(bufs, operands[1], out)
         if check is None:
             result = prepared.queue(bufs, None if out is None else out.buffer)
             if result is None:
                 return None
         else:
-            with dev.lock:          # (the launches, then the device's check of their indices, with nothing between)
-                if not check.checkable(dev, operands[1]):
-                    return None
-                result = prepared.queue(bufs, None if out is None else out.buffer)
-                if result is None:
-                    return None
-                self._check(operands[1], result, out)
+            result = self.checked(bufs, operands[1], out)
+            if result is None:
+                return None
+            if result is False:     # (the long way, which makes the check's passes for this report slot)
+                if self.guard:
+                    return self._guarded(bufs, operands[1], out)
+                with dev.lock:      # (the launches, then the device's check of their indices, with nothing between)
+                    if not check.checkable(dev, operands[1]):
+                        return None
+                    result = prepared.queue(bufs, None if out is None else out.buffer)
+                    if result is None:
+                        return None
+                    self._check(operands[1], result, out)
         if out is not None:
             return out
         if lineage is not None:
             dev.reach(lineage, result)
         return _wrap(result, self.out_shape, operands[0].dtype)
+
+    def checked(self, bufs: list, indices: Tensor, out: Tensor | None) -> Any:
+        """run() of a checked template (``check``: the device's check of ``indices``, the report of the gather's own
+        check, or the guard of a scatter in place) as one Prepared per report slot of the device's check buffers:
+        the check's passes before and after the launches (IndexCheck.around; for the guard, the launches scatter
+        the copy of the indices that its passes make in a scratch buffer), queued together, then the device's watch
+        of the slot taken and the result appended to it. Returns the result's buffer (``out``'s, in place), None
+        where it cannot be queued now (nothing queued: the caller takes the planned path), or False where the next
+        slot's Prepared is not made yet and cannot be (the caller takes the long way: _check or _guarded, which
+        make the passes it is made from, or make the watches' reports first when every slot awaits one)."""
+        dev, check = self.device, self.check
+        assert check is not None
+        checks = dev.checks
+        if indices.buffer.chunked:
+            return False
+        with dev.lock:
+            slot = len(checks.watched)              # (the slot Checks.watch gives next, under the same lock)
+            made = self.slotted.get(slot)
+            if made is None or made[0] is not checks.buffers:
+                if slot >= checks.slots:
+                    return False
+                copy = SCRATCH + len(self.scratch) if self.guard else None
+                passes = check.around(dev, indices, slot, self.at, copy)
+                if passes is None:
+                    return False
+                steps = self.steps if copy is None else \
+                    tuple(dataclasses.replace(d, buffers=tuple(copy if b.__class__ is int and b == 1 else b
+                                                               for b in d.buffers)) for d in self.steps)
+                scratch = self.scratch if copy is None else self.scratch + (max(4, indices.nbytes),)
+                made = self.slotted[slot] = (checks.buffers, dev.prepare(
+                    passes[0] + steps + passes[1], self.out_nbytes, scratch, self.owner,
+                    self.params if self.recipes else None, SCRATCH + len(self.scratch)))
+            result = made[1].queue(bufs, None if out is None else out.buffer)
+            if result is None:
+                return None
+            check.watch(dev, indices).results.append(result)
+            return result
 
     def _guarded(self, bufs: list, indices: Tensor, out: Tensor | None) -> Tensor | None:
         """run() of a scatter in place guarded by the device's check of ``indices`` (``guard``; execution._guarded's

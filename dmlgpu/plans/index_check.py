@@ -60,13 +60,14 @@ array([[0., 0.],
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 from typing import Callable
 
 import numpy as np
 
 from ..kernels import table as kernels
 from .index_map import check_in_range
-from ..runtime import Buffer, Device, Dispatch, Marked
+from ..runtime import Buffer, Device, Dispatch, Marked, Watch
 
 MAX_COUNT = 2**32 - 2         # the most indices the device checks (index_check.comp: ~position != 0)
 MAX_DIMS = 8                  # entries of its dimension list (index tuples of up to 8 components)
@@ -202,6 +203,44 @@ class IndexCheck:
                         lambda: ((self.words(count, dtype, 1, watch.slot, at), 1),),
                         bound=[indices.buffer, output, watch.reports])
         return watch.results
+
+    def around(self, dev: Device, indices, slot: int, at: int | None = None, guard: int | None = None) -> \
+            tuple[tuple, tuple] | None:
+        """For a call template that queues this check with its own launches in one Prepared (Template.checked): the
+        check's passes before and after those launches, as template Dispatches whose buffers are the template's
+        slots (1: the indices, 2: the result) or the device's check buffers, the report written into ``slot``: the
+        device's check (on_device: after), the report of the gather's own check into word ``at`` of its result
+        (fetch: after), or the guard (``guard``: the slot of the copy of the indices that the launches scatter;
+        guard()'s passes before, report()'s after). None where those passes have not been made on ``dev`` yet by
+        the calls that queue them on their own (on_device, fetch, guard, report: the caller takes them then, and
+        their parameter buffers are uploaded)."""
+        count, dtype = indices.size, indices.dtype
+        buffers = dev.checks.buffers
+        if buffers is None:
+            return None
+        watched, reports = buffers
+        if guard is not None:
+            before = self._made(dev, (count, dtype, 3), (1, watched, reports, guard))
+            after = self._made(dev, (count, dtype, 1, slot), (1, watched, reports))
+        elif at is not None:
+            before, after = (), self._made(dev, (count, dtype, 1, slot, at), (1, 2, reports))
+        else:
+            before, after = (), self._made(dev, (count, dtype, 0, slot), (1, watched, reports))
+        return None if before is None or after is None else (before, after)
+
+    def _made(self, dev: Device, key: tuple, bound: tuple) -> tuple | None:
+        """The template Dispatches of the passes that _queue() made under ``key`` on ``dev``, each binding
+        ``bound[s]`` where they bound _queue's ``bound[s]``; None where they are not made there."""
+        made = self._steps.get(key)
+        if made is None or made[0] is not dev:
+            return None
+        return tuple(dataclasses.replace(d, buffers=(d.buffers[0], *(bound[s] for s in d.buffers[1:])))
+                     for d in made[1].steps)
+
+    def watch(self, dev: Device, indices) -> Watch:
+        """A watch of ``dev`` (Device.watch) whose report is this check's for these indices and the caller, for a
+        caller that holds the device's lock and queues the check's passes with it (Template.checked)."""
+        return self._watch(dev, indices)
 
     def _watch(self, dev: Device, indices):
         """A watch of ``dev`` (Device.watch) whose report is this check's for these indices and the caller."""

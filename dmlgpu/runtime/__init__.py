@@ -8,12 +8,12 @@ transfers (submit), the batches of queued runs (batch), buffer access (access), 
 other libraries (export: DLPack's views; cuda: the CUDA driver calls it needs) and the Vulkan validation layer
 (validation). May import: errors, kernels."""
 from .buffer import Buffer, as_bytes
-from .checks import Marked
+from .checks import Marked, Watch
 from .device import Device
 from .encode import COPY, Dispatch
 from .discovery import DeviceInfo, default_device_index, devices
 from .launch import Prepared
 from .recording import Recording
 
-__all__ = ["COPY", "Buffer", "Device", "DeviceInfo", "Dispatch", "Marked", "Prepared", "Recording", "as_bytes",
+__all__ = ["COPY", "Buffer", "Device", "DeviceInfo", "Dispatch", "Marked", "Prepared", "Recording", "Watch", "as_bytes",
            "default_device_index", "devices"]
