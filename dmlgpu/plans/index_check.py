@@ -213,7 +213,9 @@ class IndexCheck:
         (fetch: after), or the guard (``guard``: the slot of the copy of the indices that the launches scatter;
         guard()'s passes before, report()'s after). None where those passes have not been made on ``dev`` yet by
         the calls that queue them on their own (on_device, fetch, guard, report: the caller takes them then, and
-        their parameter buffers are uploaded)."""
+        their parameter buffers are uploaded). The device's check goes before the launches, its report after them:
+        the launches write neither the indices nor the check's word, so the first of them may run beside the check
+        (its barrier dropped: the check's own orders both after earlier work; the report's waits for both)."""
         count, dtype = indices.size, indices.dtype
         buffers = dev.checks.buffers
         if buffers is None:
@@ -225,7 +227,8 @@ class IndexCheck:
         elif at is not None:
             before, after = (), self._made(dev, (count, dtype, 1, slot, at), (1, 2, reports))
         else:
-            before, after = (), self._made(dev, (count, dtype, 0, slot), (1, watched, reports))
+            passes = self._made(dev, (count, dtype, 0, slot), (1, watched, reports))
+            before, after = (None, None) if passes is None else (passes[:1], passes[1:])
         return None if before is None or after is None else (before, after)
 
     def _made(self, dev: Device, key: tuple, bound: tuple) -> tuple | None:
