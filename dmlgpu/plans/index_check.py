@@ -213,17 +213,20 @@ class IndexCheck:
         (fetch: after), or the guard (``guard``: the slot of the copy of the indices that the launches scatter;
         guard()'s passes before, report()'s after). None where those passes have not been made on ``dev`` yet by
         the calls that queue them on their own (on_device, fetch, guard, report: the caller takes them then, and
-        their parameter buffers are uploaded). The device's check goes before the launches, its report after them:
-        the launches write neither the indices nor the check's word, so the first of them may run beside the check
-        (its barrier dropped: the check's own orders both after earlier work; the report's waits for both)."""
+        their parameter buffers are uploaded). Where passes go before the launches, the first launch may run beside
+        the last of them (its barrier dropped: the barrier of that pass orders both after earlier work): the
+        launches write neither the indices, nor the check's word, nor the reports. The device's check goes before
+        the launches and its report after them (it waits for both); the guard's report follows its copy (the
+        launches scatter the copy, which that report's barrier orders before them)."""
         count, dtype = indices.size, indices.dtype
         buffers = dev.checks.buffers
         if buffers is None:
             return None
         watched, reports = buffers
         if guard is not None:
-            before = self._made(dev, (count, dtype, 3), (1, watched, reports, guard))
-            after = self._made(dev, (count, dtype, 1, slot), (1, watched, reports))
+            guarding = self._made(dev, (count, dtype, 3), (1, watched, reports, guard))
+            report = self._made(dev, (count, dtype, 1, slot), (1, watched, reports))
+            before, after = (None, None) if guarding is None or report is None else (guarding + report, ())
         elif at is not None:
             before, after = (), self._made(dev, (count, dtype, 1, slot, at), (1, 2, reports))
         else:
