@@ -18,6 +18,10 @@
 // into R, each of them replaced by the largest value of its type (out of every dimension's range: IndexCheck.
 // guardable) where S[C_AT] says that some index is bad; the scatter reads that copy with mode="drop", so it writes
 // nothing unless every index is good; pass 1 reports after it.
+// Pass 4 (C_FETCH 4, one workgroup: at most index_check.ONE_GROUP indices) does a call template's check in one
+// dispatch (IndexCheck.around): it finds the first bad index through shared memory, writes the report of slot
+// C_SLOT itself into the buffer bound at binding 2 (the reports: S is not used), and where C_COPY is 1 writes the
+// guard's copy into R as pass 3 does; C_COPY 0 binds the reports at binding 3 too and writes nothing there.
 //   IDX64 0/1: 32- or 64-bit indices
 #include "workgroup.glsl"
 layout(std430, binding = 0) restrict readonly buffer Params { uint P[]; };
@@ -32,6 +36,7 @@ const uint C_SIGNED = 2u;   // 1: the indices are of a signed type
 const uint C_FETCH = 3u;    // the pass: 0, 1, 2 or 3
 const uint C_SLOT = 4u;     // pass 1: the report slot
 const uint C_AT = 5u;       // passes 1 and 2: the word of S that accumulates (pass 0: 0)
+const uint C_COPY = 6u;     // pass 4: 1 writes the guard's copy into R
 const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
 const uint C_UNROLL = 8u;   // indices per invocation and step of pass 0 (index_check.UNROLL), loaded 16 bytes
                             // at a time (the step's first index is a multiple of 8: 16-byte aligned)
@@ -46,6 +51,8 @@ uvec2 index_at(uint i, bool is_signed) {
     return uvec2(lo, (is_signed && (lo & 0x80000000u) != 0u) ? 0xFFFFFFFFu : 0u);
 #endif
 }
+
+shared uint first_bad;       // pass 4: ~(the first bad index), or 0
 
 bool below(uvec2 a, uvec2 b) {      // a < b as unsigned 64-bit values (x: low word)
     return a.y < b.y || (a.y == b.y && a.x < b.x);
@@ -63,8 +70,42 @@ bool bad(uvec2 v, uint i, bool is_signed) {
     return !below(v, dim);
 }
 
+// The largest value of the index type (all ones, but a signed type's sign bit) for index word w: the guard's
+// stand-in for every index when one is bad
+uint largest(uint w, bool is_signed) {
+    return (IDX64 == 1 && (w & 1u) == 0u) || !is_signed ? 0xFFFFFFFFu : 0x7FFFFFFFu;
+}
+
 void main() {
     bool is_signed = P[C_SIGNED] != 0u;
+    if (P[C_FETCH] == 4u) {
+        uint total = P[C_COUNT], lane = gl_LocalInvocationID.x;
+        if (lane == 0u)
+            first_bad = 0u;
+        barrier();
+        for (uint i = lane; i < total; i += WORKGROUP_SIZE) {
+            if (bad(index_at(i, is_signed), i, is_signed)) {
+                atomicMax(first_bad, ~i);   // a lane's first bad index is its least: it checks no more
+                break;
+            }
+        }
+        barrier();
+        uint first = first_bad;
+        if (lane == 0u) {
+            uint r = 4u * P[C_SLOT];
+            uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
+            S[r] = first;
+            S[r + 1u] = ~first;
+            S[r + 2u] = v.x;
+            S[r + 3u] = v.y;
+        }
+        if (P[C_COPY] != 0u) {
+            uint words = total * (IDX64 == 1 ? 2u : 1u);
+            for (uint w = lane; w < words; w += WORKGROUP_SIZE)
+                R[w] = first != 0u ? largest(w, is_signed) : IDX4[w >> 2u][w & 3u];
+        }
+        return;
+    }
     if (P[C_FETCH] == 2u) {
         if (gl_GlobalInvocationID.x == 0u)
             S[P[C_AT]] = 0u;
@@ -75,10 +116,7 @@ void main() {
         uint words = P[C_COUNT] * (IDX64 == 1 ? 2u : 1u);
         uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
         for (uint w = gl_GlobalInvocationID.x; w < words; w += step) {
-            uint v = IDX4[w >> 2u][w & 3u];
-            if (poisoned)               // the largest value: all ones, but a signed type's sign bit
-                v = (IDX64 == 1 && (w & 1u) == 0u) || !is_signed ? 0xFFFFFFFFu : 0x7FFFFFFFu;
-            R[w] = v;
+            R[w] = poisoned ? largest(w, is_signed) : IDX4[w >> 2u][w & 3u];
         }
         return;
     }

@@ -6,6 +6,8 @@ import pytest
 
 import dmlgpu
 from dmlgpu.api import call_templates as calls, driver, functions
+from dmlgpu.kernels import table as kernels
+from dmlgpu.plans import index_check
 from dmlgpu.plans.index_check import IndexCheck
 from dmlgpu import reference
 
@@ -380,15 +382,20 @@ def test_a_hit_appends_the_ops_made_for_its_blocks_until_a_block_is_destroyed(de
         del r
 
 
+@pytest.mark.parametrize("one_group", [True, False])
 @pytest.mark.parametrize("kind", ["gather", "embedding_bag", "setitem"])
-def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, kind, monkeypatch):
+def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, kind, one_group, monkeypatch):
     """A checked template (the gather's own check of its indices, the device's check of embedding_bag's ids, the
     guard of a write in place) queues its launches and the check's passes as one Prepared per report slot of the
-    device's check buffers (Template.checked), once the long way has made that slot's passes: calls queued
-    without a synchronize between them take consecutive slots; each good call gives NumPy's bytes, and a bad one
-    among them fails with its own first bad index while the others' results stand."""
+    device's check buffers (Template.checked): the device's check and the guard in one workgroup's pass (up to
+    index_check.ONE_GROUP indices), else the passes that the long way made for that slot: calls queued without a
+    synchronize between them take consecutive slots; each good call gives NumPy's bytes, and a bad one among them
+    fails with its own first bad index while the others' results stand, its target unchanged."""
+    if not one_group:
+        monkeypatch.setattr(index_check, "ONE_GROUP", 0)
     rng = np.random.default_rng(11)
-    table = rng.integers(-50, 50, (30, 4)).astype(np.float32)
+    n = 30 if one_group else 31         # (another signature: the module's device keeps the other case's templates)
+    table = rng.integers(-50, 50, (n, 4)).astype(np.float32)
     vals = rng.integers(-50, 50, (5, 4)).astype(np.float32)
     t, v = dmlgpu.tensor(table, device=dev), dmlgpu.tensor(vals, device=dev)
     offsets = dmlgpu.tensor(np.array([0, 2], np.int64), device=dev)
@@ -413,7 +420,7 @@ def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, k
         return None
 
     def good():
-        return rng.choice(30, 5, replace=False).astype(np.int64)
+        return rng.choice(n, 5, replace=False).astype(np.int64)
 
     for _ in range(2):                  # (traced twice: the template)
         ids = good()
@@ -436,18 +443,20 @@ def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, k
                 np.testing.assert_array_equal(got.numpy(), expect)
         np.testing.assert_array_equal(t.numpy(), want)
     assert long_way == [] and sorted(checked[0].slotted)[:4] == [0, 1, 2, 3]
-    failed = call(np.array([3, 1, 30, 2, 31], np.int64))
+    passes = [d for d in checked[0].slotted[0][1].steps if d.kernel == kernels.check_variant(8)]
+    assert len(passes) == {"gather": 2, "embedding_bag": 1 if one_group else 2, "setitem": 1 if one_group else 3}[kind]
+    failed = call(np.array([3, 1, n, 2, n + 1], np.int64))
     after_ids = good()
     after, expect_after = call(after_ids), ref(after_ids)
     assert long_way == []
-    with pytest.raises(IndexError, match=r"index 30 at indices position \(2"):
+    with pytest.raises(IndexError, match=rf"index {n} at indices position \(2"):
         dev.synchronize()
     if kind == "setitem":
-        with pytest.raises(IndexError, match="index 30"):
+        with pytest.raises(IndexError, match=f"index {n}"):
             t.numpy()               # (the target failed: its reads raise until it is overwritten whole)
         t.write(want)
     else:
-        with pytest.raises(IndexError, match="index 30"):
+        with pytest.raises(IndexError, match=f"index {n}"):
             failed.numpy()
         np.testing.assert_array_equal(after.numpy(), expect_after)
     np.testing.assert_array_equal(t.numpy(), want)

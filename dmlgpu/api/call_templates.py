@@ -168,7 +168,7 @@ class Template:
                 steps = self.steps if copy is None else \
                     tuple(dataclasses.replace(d, buffers=tuple(copy if b.__class__ is int and b == 1 else b
                                                                for b in d.buffers)) for d in self.steps)
-                if passes[0] and steps[0].kernel != COPY:     # (beside the last pass: IndexCheck.around)
+                if passes[0] and passes[2] and steps[0].kernel != COPY:     # (beside the last pass before them)
                     steps = (dataclasses.replace(steps[0], barrier=False),) + steps[1:]
                 scratch = self.scratch if copy is None else self.scratch + (max(4, indices.nbytes),)
                 made = self.slotted[slot] = (checks.buffers, dev.prepare(

@@ -71,11 +71,12 @@ from ..runtime import Buffer, Device, Dispatch, Marked, Watch
 
 MAX_COUNT = 2**32 - 2         # the most indices the device checks (index_check.comp: ~position != 0)
 MAX_DIMS = 8                  # entries of its dimension list (index tuples of up to 8 components)
-C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signed, pass, slot, 3 unused, dims
+C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signed, pass, slot, at, copy, 1 unused, dims
 # The name a device check's report starts with where it is not the function's own (the ONNX backend's node:
 # "Gather node 'n'"), set around the call that queues the check
 CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("dmlgpu_index_check_caller", default=None)
 UNROLL = 8                    # indices an invocation checks per step (index_check.comp's C_UNROLL)
+ONE_GROUP = 8192              # the most indices that index_check.comp's pass 4 checks in one workgroup (around())
 _LARGEST = {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint32, np.int64, np.uint64)}   # (by index dtype)
 
 
@@ -92,16 +93,18 @@ class IndexCheck:
         self._steps: dict = {}      # a queued group of passes -> (the device, their launches: a runtime.Prepared)
         self._reports: dict = {}    # (indices' shape, dtype, caller) -> the report of a check (_report)
 
-    def words(self, count: int, dtype: np.dtype, fetch: int = 0, slot: int = 0, at: int = 0) -> np.ndarray:
+    def words(self, count: int, dtype: np.dtype, fetch: int = 0, slot: int = 0, at: int = 0,
+              copy: bool = False) -> np.ndarray:
         """The parameter words of index_check.comp's pass ``fetch`` (0: the check, 1: the report into ``slot``,
-        2: the accumulating word made 0, 3: the guard's copy) over ``count`` indices of ``dtype``, its accumulating word ``at`` of the
+        2: the accumulating word made 0, 3: the guard's copy, 4: the check and its report in one workgroup, with
+        the guard's copy where ``copy``) over ``count`` indices of ``dtype``, its accumulating word ``at`` of the
         status buffer: made once (an IndexCheck is planned per signature, which fixes the count and dtype)."""
-        key = (count, dtype, fetch, slot, at)
+        key = (count, dtype, fetch, slot, at, copy)
         words = self._words.get(key)
         if words is None:
             words = np.zeros(C_WORDS, np.uint32)
             dims = np.atleast_1d(self.dims).astype(np.uint64)
-            words[:6] = count, dims.size, dtype.kind == "i", fetch, slot, at
+            words[:7] = count, dims.size, dtype.kind == "i", fetch, slot, at, copy
             words[8:8 + 2 * dims.size] = dims.view(np.uint32)      # little-endian: (low, high) pairs
             self._words[key] = words
         return words
@@ -205,24 +208,33 @@ class IndexCheck:
         return watch.results
 
     def around(self, dev: Device, indices, slot: int, at: int | None = None, guard: int | None = None) -> \
-            tuple[tuple, tuple] | None:
+            tuple[tuple, tuple, bool] | None:
         """For a call template that queues this check with its own launches in one Prepared (Template.checked): the
         check's passes before and after those launches, as template Dispatches whose buffers are the template's
-        slots (1: the indices, 2: the result) or the device's check buffers, the report written into ``slot``: the
-        device's check (on_device: after), the report of the gather's own check into word ``at`` of its result
-        (fetch: after), or the guard (``guard``: the slot of the copy of the indices that the launches scatter;
-        guard()'s passes before, report()'s after). None where those passes have not been made on ``dev`` yet by
-        the calls that queue them on their own (on_device, fetch, guard, report: the caller takes them then, and
-        their parameter buffers are uploaded). Where passes go before the launches, the first launch may run beside
-        the last of them (its barrier dropped: the barrier of that pass orders both after earlier work): the
-        launches write neither the indices, nor the check's word, nor the reports. The device's check goes before
-        the launches and its report after them (it waits for both); the guard's report follows its copy (the
-        launches scatter the copy, which that report's barrier orders before them)."""
+        slots (1: the indices, 2: the result) or the device's check buffers, the report written into ``slot``, and
+        whether the first launch may run beside the last pass before it (its barrier dropped: that pass's barrier
+        orders both after earlier work; the launches write neither the indices, nor the check's word, nor the
+        reports). Up to ONE_GROUP indices, the device's check or the guard (``guard``: the slot of the copy of the
+        indices that the launches scatter) is one workgroup's pass before the launches (index_check.comp's pass 4:
+        the check, its report and the guard's copy; the launches run beside it unless they read that copy).
+        Otherwise: the device's check before the launches and its report after them; the report of the gather's own
+        check into word ``at`` of its result after them (fetch()); or guard()'s check and copy, then report()'s
+        report, before the launches (which scatter the copy: the report's barrier orders it before them). None where
+        those passes have not been made on ``dev`` yet by the calls that queue them on their own (on_device,
+        fetch, guard, report: the caller takes them then, and their parameter buffers are uploaded)."""
         count, dtype = indices.size, indices.dtype
         buffers = dev.checks.buffers
         if buffers is None:
             return None
         watched, reports = buffers
+        if at is None and count <= ONE_GROUP:
+            params, fresh = dev.params(self.words(count, dtype, 4, slot, 0, guard is not None))
+            if fresh:
+                with dev.launch() as launch:
+                    launch.stage([params])
+            one = Dispatch(kernels.check_variant(dtype.itemsize), (params, 1, reports, reports if guard is None
+                                                                   else guard), 1, groups=dev.workgroups(1))
+            return (one,), (), guard is None
         if guard is not None:
             guarding = self._made(dev, (count, dtype, 3), (1, watched, reports, guard))
             report = self._made(dev, (count, dtype, 1, slot), (1, watched, reports))
@@ -232,7 +244,7 @@ class IndexCheck:
         else:
             passes = self._made(dev, (count, dtype, 0, slot), (1, watched, reports))
             before, after = (None, None) if passes is None else (passes[:1], passes[1:])
-        return None if before is None or after is None else (before, after)
+        return None if before is None or after is None else (before, after, True)
 
     def _made(self, dev: Device, key: tuple, bound: tuple) -> tuple | None:
         """The template Dispatches of the passes that _queue() made under ``key`` on ``dev``, each binding
