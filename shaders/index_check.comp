@@ -41,6 +41,7 @@ const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, 
 const uint C_UNROLL = 8u;   // indices per invocation and step of pass 0 (index_check.UNROLL), loaded 16 bytes
                             // at a time (the step's first index is a multiple of 8: 16-byte aligned)
 const uint PER_LOAD = IDX64 == 1 ? 2u : 4u;
+const uint C_AHEAD = 4u;    // indices a lane of pass 4 loads before it checks them
 
 uvec2 index_at(uint i, bool is_signed) {
 #if IDX64
@@ -83,11 +84,22 @@ void main() {
         if (lane == 0u)
             first_bad = 0u;
         barrier();
-        for (uint i = lane; i < total; i += WORKGROUP_SIZE) {
-            if (bad(index_at(i, is_signed), i, is_signed)) {
-                atomicMax(first_bad, ~i);   // a lane's first bad index is its least: it checks no more
-                break;
+        for (uint i = lane; i < total; i += C_AHEAD * WORKGROUP_SIZE) {     // C_AHEAD loads, then their checks
+            uvec2 v[C_AHEAD];
+            [[unroll]] for (uint j = 0u; j < C_AHEAD; ++j) {
+                uint k = i + j * WORKGROUP_SIZE;
+                v[j] = k < total ? index_at(k, is_signed) : uvec2(0u);
             }
+            bool found = false;
+            for (uint j = 0u; j < C_AHEAD && i + j * WORKGROUP_SIZE < total; ++j) {
+                if (bad(v[j], i + j * WORKGROUP_SIZE, is_signed)) {
+                    atomicMax(first_bad, ~(i + j * WORKGROUP_SIZE));    // a lane's first bad index is its least
+                    found = true;
+                    break;
+                }
+            }
+            if (found)
+                break;
         }
         barrier();
         uint first = first_bad;

@@ -95,8 +95,12 @@ def reads(monkeypatch):
 @pytest.fixture
 def routes(monkeypatch):
     """How each mode="raise" call on Tensor indices was checked, in order: "device" (the check kernel's two
-    passes: IndexCheck.on_device) or "kernel" (the gather's kernel itself, then its report: IndexCheck.fetch)."""
+    passes: IndexCheck.on_device) or "kernel" (the gather's kernel itself, then its report: IndexCheck.fetch).
+    Gathers of up to index_check.ONE_GROUP indices would take the device's check instead (which their call
+    templates make in one workgroup beside the gather: tests/test_calls.py): that bound is 0 here."""
+    from dmlgpu.plans import index_check
     from dmlgpu.plans.index_check import IndexCheck
+    monkeypatch.setattr(index_check, "ONE_GROUP", 0)
     seen = []
     on_device, fetch = IndexCheck.on_device, IndexCheck.fetch
 

@@ -22,6 +22,7 @@ from .call_templates import IN_PLACE, out_key
 from .arguments import named, other_device
 from .device import Runtime
 from ..errors import DeviceError
+from ..plans import index_check
 from ..plans.index_check import IndexCheck
 from ..plans.index_map import IndexMap, Layout
 from ..plans.plan import GatherPlan
@@ -361,8 +362,10 @@ def _run_tensors(dev: Runtime, call: _Call, data: Tensor, indices: Tensor, updat
     Tensor or ``out``; a reduction's scratch goes back once queued (later queued work may reuse it:
     runtime/launch.py). The run is traced into the signature's call template (dmlgpu/api/call_templates.py) when it has
     one to trace. ``fused``: mode="raise"'s check of ``indices`` (packed, checkable) for a gather into a new Tensor,
-    made by its kernel where the plan can (GatherPlan.checks_indices: IndexCheck.clearing, the gather, then
-    IndexCheck.fetch), else by the device's own check (IndexCheck.on_device). ``guard``: the scatter in place of
+    made by its kernel where the plan can and the indices number more than index_check.ONE_GROUP
+    (GatherPlan.checks_indices: IndexCheck.clearing, the gather, then IndexCheck.fetch), else by the device's own
+    check (IndexCheck.on_device, which the call's template makes in one workgroup beside the gather up to
+    ONE_GROUP indices: IndexCheck.around). ``guard``: the scatter in place of
     _guarded() (``indices`` the guard's copy of the call's), traced into a template that queues the guard too."""
     with dev.launch() as launch:
         at = results = None
@@ -372,7 +375,8 @@ def _run_tensors(dev: Runtime, call: _Call, data: Tensor, indices: Tensor, updat
             at, size = IndexCheck.fused_layout(nbytes)
             out_buf = launch.output(size)
         buffers = [data.buffer, indices.buffer, out_buf, None if updates is None else updates.buffer]
-        if fused is not None and not call.plan.checks_indices(dev, buffers[1], buffers[0], out_buf):
+        if fused is not None and (indices.size <= index_check.ONE_GROUP or
+                                  not call.plan.checks_indices(dev, buffers[1], buffers[0], out_buf)):
             at, results = None, fused.on_device(dev, indices)
         if fused is None or at is None:
             dispatches, params = call.plan.dispatches(dev, input=buffers[0], indices=buffers[1], output=out_buf,
