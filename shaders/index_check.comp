@@ -18,6 +18,9 @@
 // into R, each of them replaced by the largest value of its type (out of every dimension's range: IndexCheck.
 // guardable) where S[C_AT] says that some index is bad; the scatter reads that copy with mode="drop", so it writes
 // nothing unless every index is good; pass 1 reports after it.
+// Pass 0 with C_SELF 1 reports itself (a call template's device check beside its launches: IndexCheck.around):
+// each workgroup counts itself in S[1] after its atomicMax, and the last one reports slot C_SLOT into R as pass 1
+// does, making S[0] and S[1] 0 again.
 // Pass 4 (C_FETCH 4, one workgroup: at most index_check.ONE_GROUP indices) does a call template's check in one
 // dispatch (IndexCheck.around): it finds the first bad index through shared memory, writes the report of slot
 // C_SLOT itself into the buffer bound at binding 2 (the reports: S is not used), and where C_COPY is 1 writes the
@@ -37,6 +40,7 @@ const uint C_FETCH = 3u;    // the pass: 0, 1, 2 or 3
 const uint C_SLOT = 4u;     // pass 1: the report slot
 const uint C_AT = 5u;       // passes 1 and 2: the word of S that accumulates (pass 0: 0)
 const uint C_COPY = 6u;     // pass 4: 1 writes the guard's copy into R
+const uint C_SELF = 7u;     // pass 0: 1 has its last workgroup report (no pass 1 after it)
 const uint C_DIMS = 8u;     // [8] dimension sizes, pairs of 32-bit words (low, high)
 const uint C_UNROLL = 8u;   // indices per invocation and step of pass 0 (index_check.UNROLL), loaded 16 bytes
                             // at a time (the step's first index is a multiple of 8: 16-byte aligned)
@@ -54,6 +58,7 @@ uvec2 index_at(uint i, bool is_signed) {
 }
 
 shared uint first_bad;       // pass 4: ~(the first bad index), or 0
+shared bool last_group;      // pass 0 with C_SELF: this workgroup is the last to finish
 
 bool below(uvec2 a, uvec2 b) {      // a < b as unsigned 64-bit values (x: low word)
     return a.y < b.y || (a.y == b.y && a.x < b.x);
@@ -175,5 +180,21 @@ void main() {
         if (found || total - i <= step)
             break;
         i += step;
+    }
+    if (P[C_SELF] != 0u) {
+        memoryBarrierBuffer();              // this workgroup's atomicMax before its count
+        barrier();
+        if (gl_LocalInvocationID.x == 0u)
+            last_group = atomicAdd(S[1], 1u) == gl_NumWorkGroups.x - 1u;
+        barrier();
+        if (last_group && gl_LocalInvocationID.x == 0u) {     // every other workgroup counted after its atomicMax
+            uint first = atomicExchange(S[0], 0u), r = 4u * P[C_SLOT];
+            atomicExchange(S[1], 0u);
+            uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
+            R[r] = first;
+            R[r + 1u] = ~first;
+            R[r + 2u] = v.x;
+            R[r + 3u] = v.y;
+        }
     }
 }

@@ -444,7 +444,7 @@ def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, k
         np.testing.assert_array_equal(t.numpy(), want)
     assert long_way == [] and sorted(checked[0].slotted)[:4] == [0, 1, 2, 3]
     passes = [d for d in checked[0].slotted[0][1].steps if d.kernel == kernels.check_variant(8)]
-    assert len(passes) == {"gather": 1 if one_group else 2, "embedding_bag": 1 if one_group else 2, "setitem": 1 if one_group else 3}[kind]
+    assert len(passes) == {"gather": 1 if one_group else 2, "embedding_bag": 1, "setitem": 1 if one_group else 3}[kind]
     failed = call(np.array([3, 1, n, 2, n + 1], np.int64))
     after_ids = good()
     after, expect_after = call(after_ids), ref(after_ids)
@@ -462,14 +462,17 @@ def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, k
     np.testing.assert_array_equal(t.numpy(), want)
 
 
+@pytest.mark.parametrize("one_group", [True, False])
 @pytest.mark.parametrize("kind", ["embedding_bag", "setitem"])
-def test_the_one_workgroup_check_reports_the_first_bad_index_of_thousands(dev, kind):
-    """index_check.comp's pass 4 (a template's check of up to index_check.ONE_GROUP indices in one workgroup)
-    reports the first bad index in row-major order wherever it lies among thousands (another lane, a later step,
-    later bad ones before it in other lanes), and the guarded write then changes nothing."""
+def test_a_templates_check_reports_the_first_bad_index_of_thousands(dev, kind, one_group, monkeypatch):
+    """A call template's own check (IndexCheck.around) reports the first bad index in row-major order wherever it
+    lies among thousands (another lane or workgroup, a later step, later bad ones before it in other lanes), and
+    the guarded write then changes nothing: index_check.comp's pass 4 (up to index_check.ONE_GROUP indices in one
+    workgroup), else, beside embedding_bag's kernel, pass 0 whose last workgroup reports."""
     rng = np.random.default_rng(12)
-    rows, count = 700, 5000
-    assert count <= index_check.ONE_GROUP
+    rows, count = (700, 5000) if one_group else (701, 30_000)
+    if not one_group:
+        monkeypatch.setattr(index_check, "ONE_GROUP", 0)
     table = rng.integers(-9, 9, (rows, 2)).astype(np.float32)
     t = dmlgpu.tensor(table, device=dev)
     vals = dmlgpu.tensor(rng.integers(-9, 9, (count, 2)).astype(np.float32), device=dev)
@@ -485,7 +488,7 @@ def test_the_one_workgroup_check_reports_the_first_bad_index_of_thousands(dev, k
         call(rng.integers(0, rows, count).astype(np.int64))
         dev.synchronize()
     t.write(table)
-    for first, later in ((2900, (4000, 4999, 3100)), (0, (1, 257)), (4999, ())):
+    for first, later in ((2900, (4000, 4999, 3100)), (0, (1, 257)), (4999, ()), (count - 1, ())):
         ids = rng.integers(-rows, rows, count).astype(np.int64)
         ids[first] = rows + 3
         for p in later:

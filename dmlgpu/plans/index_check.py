@@ -71,7 +71,7 @@ from ..runtime import Buffer, Device, Dispatch, Marked, Watch
 
 MAX_COUNT = 2**32 - 2         # the most indices the device checks (index_check.comp: ~position != 0)
 MAX_DIMS = 8                  # entries of its dimension list (index tuples of up to 8 components)
-C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signed, pass, slot, at, copy, 1 unused, dims
+C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signed, pass, slot, at, copy, report, dims
 # The name a device check's report starts with where it is not the function's own (the ONNX backend's node:
 # "Gather node 'n'"), set around the call that queues the check
 CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("dmlgpu_index_check_caller", default=None)
@@ -94,17 +94,18 @@ class IndexCheck:
         self._reports: dict = {}    # (indices' shape, dtype, caller) -> the report of a check (_report)
 
     def words(self, count: int, dtype: np.dtype, fetch: int = 0, slot: int = 0, at: int = 0,
-              copy: bool = False) -> np.ndarray:
-        """The parameter words of index_check.comp's pass ``fetch`` (0: the check, 1: the report into ``slot``,
-        2: the accumulating word made 0, 3: the guard's copy, 4: the check and its report in one workgroup, with
-        the guard's copy where ``copy``) over ``count`` indices of ``dtype``, its accumulating word ``at`` of the
-        status buffer: made once (an IndexCheck is planned per signature, which fixes the count and dtype)."""
-        key = (count, dtype, fetch, slot, at, copy)
+              copy: bool = False, report: bool = False) -> np.ndarray:
+        """The parameter words of index_check.comp's pass ``fetch`` (0: the check, its last workgroup reporting
+        into ``slot`` where ``report``, 1: the report into ``slot``, 2: the accumulating word made 0, 3: the guard's
+        copy, 4: the check and its report in one workgroup, with the guard's copy where ``copy``) over ``count``
+        indices of ``dtype``, its accumulating word ``at`` of the status buffer: made once (an IndexCheck is
+        planned per signature, which fixes the count and dtype)."""
+        key = (count, dtype, fetch, slot, at, copy, report)
         words = self._words.get(key)
         if words is None:
             words = np.zeros(C_WORDS, np.uint32)
             dims = np.atleast_1d(self.dims).astype(np.uint64)
-            words[:7] = count, dims.size, dtype.kind == "i", fetch, slot, at, copy
+            words[:8] = count, dims.size, dtype.kind == "i", fetch, slot, at, copy, report
             words[8:8 + 2 * dims.size] = dims.view(np.uint32)      # little-endian: (low, high) pairs
             self._words[key] = words
         return words
@@ -217,33 +218,37 @@ class IndexCheck:
         reports). Up to ONE_GROUP indices, the device's check or the guard (``guard``: the slot of the copy of the
         indices that the launches scatter) is one workgroup's pass before the launches (index_check.comp's pass 4:
         the check, its report and the guard's copy; the launches run beside it unless they read that copy).
-        Otherwise: the device's check before the launches and its report after them; the report of the gather's own
-        check into word ``at`` of its result after them (fetch()); or guard()'s check and copy, then report()'s
-        report, before the launches (which scatter the copy: the report's barrier orders it before them). None where
-        those passes have not been made on ``dev`` yet by the calls that queue them on their own (on_device,
-        fetch, guard, report: the caller takes them then, and their parameter buffers are uploaded)."""
+        Otherwise: the device's check before the launches, its last workgroup making the report (pass 0 with
+        C_SELF); the report of the gather's own check into word ``at`` of its result after them (fetch()); or
+        guard()'s check and copy, then report()'s report, before the launches (which scatter the copy: the
+        report's barrier orders it before them). None where the passes of the last two have not been made on
+        ``dev`` yet by the calls that queue them on their own (fetch, guard, report: the caller takes them then,
+        and their parameter buffers are uploaded)."""
         count, dtype = indices.size, indices.dtype
         buffers = dev.checks.buffers
         if buffers is None:
             return None
         watched, reports = buffers
-        if at is None and count <= ONE_GROUP:
-            params, fresh = dev.params(self.words(count, dtype, 4, slot, 0, guard is not None))
+        if at is None and (count <= ONE_GROUP or guard is None):
+            one_group = count <= ONE_GROUP
+            words = self.words(count, dtype, 4, slot, 0, guard is not None) if one_group else \
+                self.words(count, dtype, 0, slot, report=True)
+            params, fresh = dev.params(words)
             if fresh:
                 with dev.launch() as launch:
                     launch.stage([params])
-            one = Dispatch(kernels.check_variant(dtype.itemsize), (params, 1, reports, reports if guard is None
-                                                                   else guard), 1, groups=dev.workgroups(1))
+            bound = (params, 1, reports, reports if guard is None else guard) if one_group else \
+                (params, 1, watched, reports)
+            invocations = 1 if one_group else -(-count // UNROLL)
+            one = Dispatch(kernels.check_variant(dtype.itemsize), bound, invocations,
+                           groups=dev.workgroups(invocations))
             return (one,), (), guard is None
         if guard is not None:
             guarding = self._made(dev, (count, dtype, 3), (1, watched, reports, guard))
             report = self._made(dev, (count, dtype, 1, slot), (1, watched, reports))
             before, after = (None, None) if guarding is None or report is None else (guarding + report, ())
-        elif at is not None:
-            before, after = (), self._made(dev, (count, dtype, 1, slot, at), (1, 2, reports))
         else:
-            passes = self._made(dev, (count, dtype, 0, slot), (1, watched, reports))
-            before, after = (None, None) if passes is None else (passes[:1], passes[1:])
+            before, after = (), self._made(dev, (count, dtype, 1, slot, at), (1, 2, reports))
         return None if before is None or after is None else (before, after, True)
 
     def _made(self, dev: Device, key: tuple, bound: tuple) -> tuple | None:
