@@ -388,9 +388,10 @@ def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, k
     """A checked template (the gather's own check of its indices, the device's check of embedding_bag's ids, the
     guard of a write in place) queues its launches and the check's passes as one Prepared per report slot of the
     device's check buffers (Template.checked): the device's check and the guard in one workgroup's pass (up to
-    index_check.ONE_GROUP indices), else the passes that the long way made for that slot: calls queued without a
-    synchronize between them take consecutive slots; each good call gives NumPy's bytes, and a bad one among them
-    fails with its own first bad index while the others' results stand, its target unchanged."""
+    index_check.ONE_GROUP indices), else the check's passes: calls queued without a synchronize between them take
+    consecutive slots, none of them through IndexCheck.on_device, fetch or guard; each good call gives NumPy's
+    bytes, and a bad one among them fails with its own first bad index while the others' results stand, its target
+    unchanged."""
     if not one_group:
         monkeypatch.setattr(index_check, "ONE_GROUP", 0)
     rng = np.random.default_rng(11)
@@ -436,8 +437,7 @@ def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, k
     for name in ("on_device", "fetch", "guard"):
         real = getattr(IndexCheck, name)
         monkeypatch.setattr(IndexCheck, name, lambda *a, _real=real, **k: long_way.append(a) or _real(*a, **k))
-    for rounds in range(2):             # the first round makes each slot's passes the long way, the second not
-        long_way.clear()
+    for rounds in range(2):
         results = [(call(ids), ref(ids)) for ids in (good() for _ in range(4))]
         dev.synchronize()
         for got, expect in results:

@@ -94,15 +94,23 @@ def reads(monkeypatch):
 
 @pytest.fixture
 def routes(monkeypatch):
-    """How each mode="raise" call on Tensor indices was checked, in order: "device" (the check kernel's two
-    passes: IndexCheck.on_device) or "kernel" (the gather's kernel itself, then its report: IndexCheck.fetch).
-    Gathers of up to index_check.ONE_GROUP indices would take the device's check instead (which their call
-    templates make in one workgroup beside the gather: tests/test_calls.py): that bound is 0 here."""
+    """How each mode="raise" call on Tensor indices was checked, in order: "device" (the check kernel's passes:
+    IndexCheck.on_device, or a call template's hit queuing them with its launches) or "kernel" (the gather's kernel
+    itself, then its report: IndexCheck.fetch, or a hit queuing that report with its launches). Gathers of up to
+    index_check.ONE_GROUP indices would take the device's check instead (which their call templates make in one
+    workgroup beside the gather: tests/test_calls.py): that bound is 0 here."""
+    from dmlgpu.api.call_templates import Template
     from dmlgpu.plans import index_check
     from dmlgpu.plans.index_check import IndexCheck
     monkeypatch.setattr(index_check, "ONE_GROUP", 0)
     seen = []
-    on_device, fetch = IndexCheck.on_device, IndexCheck.fetch
+    on_device, fetch, checked = IndexCheck.on_device, IndexCheck.fetch, Template.checked
+
+    def spy_checked(self, *args):
+        result = checked(self, *args)
+        if result is not None and result is not False and not self.guard:
+            seen.append("device" if self.at is None else "kernel")
+        return result
 
     def spy_device(self, *args):
         seen.append("device")
@@ -114,6 +122,7 @@ def routes(monkeypatch):
 
     monkeypatch.setattr(IndexCheck, "on_device", spy_device)
     monkeypatch.setattr(IndexCheck, "fetch", spy_fetch)
+    monkeypatch.setattr(Template, "checked", spy_checked)
     return seen
 
 

@@ -125,7 +125,7 @@ class Template:
             result = self.checked(bufs, operands[1], out)
             if result is None:
                 return None
-            if result is False:     # (the long way, which makes the check's passes for this report slot)
+            if result is False:     # (the long way: checked()'s docstring says when)
                 if self.guard:
                     return self._guarded(bufs, operands[1], out)
                 with dev.lock:      # (the launches, then the device's check of their indices, with nothing between)
@@ -148,8 +148,8 @@ class Template:
         the copy of the indices that its passes make in a scratch buffer), queued together, then the device's watch
         of the slot taken and the result appended to it. Returns the result's buffer (``out``'s, in place), None
         where it cannot be queued now (nothing queued: the caller takes the planned path), or False where the next
-        slot's Prepared is not made yet and cannot be (the caller takes the long way: _check or _guarded, which
-        make the passes it is made from, or make the watches' reports first when every slot awaits one)."""
+        slot's Prepared cannot be made (every slot awaits its report, the device's check buffers are not made yet,
+        the indices are held in several blocks: the caller takes the long way, _check or _guarded)."""
         dev, check = self.device, self.check
         assert check is not None
         checks = dev.checks

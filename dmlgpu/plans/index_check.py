@@ -60,7 +60,6 @@ array([[0., 0.],
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 from typing import Callable
 
 import numpy as np
@@ -219,46 +218,40 @@ class IndexCheck:
         indices that the launches scatter) is one workgroup's pass before the launches (index_check.comp's pass 4:
         the check, its report and the guard's copy; the launches run beside it unless they read that copy).
         Otherwise: the device's check before the launches, its last workgroup making the report (pass 0 with
-        C_SELF); the report of the gather's own check into word ``at`` of its result after them (fetch()); or
-        guard()'s check and copy, then report()'s report, before the launches (which scatter the copy: the
-        report's barrier orders it before them). None where the passes of the last two have not been made on
-        ``dev`` yet by the calls that queue them on their own (fetch, guard, report: the caller takes them then,
-        and their parameter buffers are uploaded)."""
+        C_SELF); the report of the gather's own check into word ``at`` of its result after them (pass 1); or the
+        guard's check, copy and report before the launches (passes 0, 3 and 1: they scatter the copy, which the
+        report's barrier orders before them). Parameter buffers are made once (Device.params) and uploaded before
+        the launches that read them. None where the device's check buffers are not made yet (its first watch)."""
         count, dtype = indices.size, indices.dtype
         buffers = dev.checks.buffers
         if buffers is None:
             return None
         watched, reports = buffers
-        if at is None and (count <= ONE_GROUP or guard is None):
-            one_group = count <= ONE_GROUP
-            words = self.words(count, dtype, 4, slot, 0, guard is not None) if one_group else \
-                self.words(count, dtype, 0, slot, report=True)
-            params, fresh = dev.params(words)
-            if fresh:
-                with dev.launch() as launch:
-                    launch.stage([params])
-            bound = (params, 1, reports, reports if guard is None else guard) if one_group else \
-                (params, 1, watched, reports)
-            invocations = 1 if one_group else -(-count // UNROLL)
-            one = Dispatch(kernels.check_variant(dtype.itemsize), bound, invocations,
-                           groups=dev.workgroups(invocations))
-            return (one,), (), guard is None
-        if guard is not None:
-            guarding = self._made(dev, (count, dtype, 3), (1, watched, reports, guard))
-            report = self._made(dev, (count, dtype, 1, slot), (1, watched, reports))
-            before, after = (None, None) if guarding is None or report is None else (guarding + report, ())
-        else:
-            before, after = (), self._made(dev, (count, dtype, 1, slot, at), (1, 2, reports))
-        return None if before is None or after is None else (before, after, True)
+        if at is not None:
+            return (), (self._pass(dev, indices, self.words(count, dtype, 1, slot, at), (1, 2, reports), 1),), True
+        if count <= ONE_GROUP:
+            words = self.words(count, dtype, 4, slot, 0, guard is not None)
+            return (self._pass(dev, indices, words, (1, reports, reports if guard is None else guard), 1),), (), \
+                guard is None
+        check = -(-count // UNROLL)
+        if guard is None:
+            words = self.words(count, dtype, 0, slot, report=True)
+            return (self._pass(dev, indices, words, (1, watched, reports), check),), (), True
+        words = count * (dtype.itemsize // 4)       # (the copy's invocations: one per 32-bit word)
+        return (self._pass(dev, indices, self.words(count, dtype), (1, watched, reports), check),
+                self._pass(dev, indices, self.words(count, dtype, 3), (1, watched, guard), words),
+                self._pass(dev, indices, self.words(count, dtype, 1, slot), (1, watched, reports), 1)), (), True
 
-    def _made(self, dev: Device, key: tuple, bound: tuple) -> tuple | None:
-        """The template Dispatches of the passes that _queue() made under ``key`` on ``dev``, each binding
-        ``bound[s]`` where they bound _queue's ``bound[s]``; None where they are not made there."""
-        made = self._steps.get(key)
-        if made is None or made[0] is not dev:
-            return None
-        return tuple(dataclasses.replace(d, buffers=(d.buffers[0], *(bound[s] for s in d.buffers[1:])))
-                     for d in made[1].steps)
+    @staticmethod
+    def _pass(dev: Device, indices, words: np.ndarray, bound: tuple, invocations: int) -> Dispatch:
+        """A template Dispatch of index_check.comp's pass of these parameter ``words`` (their buffer uploaded
+        before the next launches where it is new) on ``bound`` (template slots or Buffers), ``invocations`` wide."""
+        params, fresh = dev.params(words)
+        if fresh:
+            with dev.launch() as launch:
+                launch.stage([params])
+        return Dispatch(kernels.check_variant(indices.dtype.itemsize), (params, *bound), invocations,
+                        groups=dev.workgroups(invocations))
 
     def watch(self, dev: Device, indices) -> Watch:
         """A watch of ``dev`` (Device.watch) whose report is this check's for these indices and the caller, for a
