@@ -506,3 +506,14 @@ def test_a_templates_check_reports_the_first_bad_index_of_thousands(dev, kind, o
             with pytest.raises(IndexError):
                 got.numpy()
     np.testing.assert_array_equal(t.numpy(), table)
+    if kind == "embedding_bag":         # a bad call between good ones queued together: each check reports its own
+        ids = [rng.integers(0, rows, count).astype(np.int64) for _ in range(3)]
+        ids[1][count // 3] = rows
+        got = [call(i) for i in ids]
+        with pytest.raises(IndexError, match=rf"index {rows} at indices position \({count // 3},"):
+            dev.synchronize()
+        for k in (0, 2):
+            want = np.add.reduceat(table[ids[k]], np.arange(0, count, 50), axis=0)
+            np.testing.assert_array_equal(got[k].numpy(), want)
+        with pytest.raises(IndexError):
+            got[1].numpy()
