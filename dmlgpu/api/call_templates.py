@@ -12,9 +12,9 @@ launches) and ``Prepared.queue`` (runtime/launch.py: the template's launches pre
 once by ``Device.prepare()``), which takes the result (and scratch) from the caching allocator and appends the
 launches' kp ops to the device's open batch (made once per set of blocks they bind, and kept); a template of
 mode="raise" then queues the report of the check that its gather made (IndexCheck.fetch), or the device's check
-of the indices (IndexCheck.on_device), their launches also made once; once a report slot of the device's check
-buffers has had its passes made that way, the template's hits at that slot queue the launches and the check's passes
-as one Prepared (``Template.checked``), then take the slot's watch.
+of the indices (IndexCheck.on_device), their launches also made once; later hits queue the launches and the check's
+passes as one Prepared per report slot of the device's check buffers (``Template.checked``: IndexCheck.around), then
+take the slot's watch.
 Templates of large-tensor launches (operands held in several blocks) queue through it too, their parameter
 buffers (the blocks' addresses: ``Template.params``) made once per set of block lists and kept with the ops.
 
