@@ -134,11 +134,10 @@ class IndexCheck:
             return None
         with dev.lock:
             dev.check_open()
-            watch = self._watch(dev, indices)
+            watch = self.watch(dev, indices)
             count, dtype = indices.size, indices.dtype
             self._queue(dev, (count, dtype, 0, watch.slot),
-                        lambda: ((self.words(count, dtype), -(-count // UNROLL)),
-                                 (self.words(count, dtype, 1, watch.slot), 1)),
+                        lambda: (self._checking(count, dtype), self._reporting(count, dtype, watch.slot)),
                         bound=[indices.buffer, watch.buffer, watch.reports])
         return watch.results
 
@@ -158,11 +157,11 @@ class IndexCheck:
         made once per index count and dtype, and queued again on later calls."""
         with dev.lock:
             dev.check_open()
-            watch = self._watch(dev, indices)
+            watch = self.watch(dev, indices)
             count, dtype = indices.size, indices.dtype
             self._queue(dev, (count, dtype, 3),
-                        lambda: ((self.words(count, dtype), -(-count // UNROLL), (0, 1, 2)),
-                                 (self.words(count, dtype, 3), count * (dtype.itemsize // 4), (0, 1, 3))),
+                        lambda: (self._checking(count, dtype) + ((0, 1, 2),),
+                                 self._copying(count, dtype) + ((0, 1, 3),)),
                         bound=[indices.buffer, watch.buffer, watch.reports, into], host_read=False)
         return watch
 
@@ -172,8 +171,7 @@ class IndexCheck:
         with dev.lock:
             dev.check_open()
             count, dtype = indices.size, indices.dtype
-            self._queue(dev, (count, dtype, 1, watch.slot),
-                        lambda: ((self.words(count, dtype, 1, watch.slot), 1),),
+            self._queue(dev, (count, dtype, 1, watch.slot), lambda: (self._reporting(count, dtype, watch.slot),),
                         bound=[indices.buffer, watch.buffer, watch.reports])
 
     @staticmethod
@@ -200,10 +198,10 @@ class IndexCheck:
         the call's result buffers (Device.watch's Marked)."""
         with dev.lock:
             dev.check_open()
-            watch = self._watch(dev, indices)
+            watch = self.watch(dev, indices)
             count, dtype = indices.size, indices.dtype
             self._queue(dev, (count, dtype, 1, watch.slot, at),
-                        lambda: ((self.words(count, dtype, 1, watch.slot, at), 1),),
+                        lambda: (self._reporting(count, dtype, watch.slot, at),),
                         bound=[indices.buffer, output, watch.reports])
         return watch.results
 
@@ -228,38 +226,46 @@ class IndexCheck:
             return None
         watched, reports = buffers
         if at is not None:
-            return (), (self._pass(dev, indices, self.words(count, dtype, 1, slot, at), (1, 2, reports), 1),), True
+            return (), (self._pass(dev, indices, self._reporting(count, dtype, slot, at), (1, 2, reports)),), True
         if count <= ONE_GROUP:
-            words = self.words(count, dtype, 4, slot, 0, guard is not None)
-            return (self._pass(dev, indices, words, (1, reports, reports if guard is None else guard), 1),), (), \
+            one = (self.words(count, dtype, 4, slot, 0, guard is not None), 1)
+            return (self._pass(dev, indices, one, (1, reports, reports if guard is None else guard)),), (), \
                 guard is None
-        check = -(-count // UNROLL)
-        if guard is None:
-            words = self.words(count, dtype, 0, slot, report=True)
-            return (self._pass(dev, indices, words, (1, watched, reports), check),), (), True
-        words = count * (dtype.itemsize // 4)       # (the copy's invocations: one per 32-bit word)
-        return (self._pass(dev, indices, self.words(count, dtype), (1, watched, reports), check),
-                self._pass(dev, indices, self.words(count, dtype, 3), (1, watched, guard), words),
-                self._pass(dev, indices, self.words(count, dtype, 1, slot), (1, watched, reports), 1)), (), True
+        if guard is None:           # (its last workgroup reports)
+            check = self._checking(count, dtype, slot, True)
+            return (self._pass(dev, indices, check, (1, watched, reports)),), (), True
+        return (self._pass(dev, indices, self._checking(count, dtype), (1, watched, reports)),
+                self._pass(dev, indices, self._copying(count, dtype), (1, watched, guard)),
+                self._pass(dev, indices, self._reporting(count, dtype, slot), (1, watched, reports))), (), True
+
+    def _checking(self, count: int, dtype: np.dtype, slot: int = 0, report: bool = False) -> tuple:
+        """(parameter words, invocations) of the check's pass 0 (``report``: its last workgroup reports into
+        ``slot``)."""
+        return self.words(count, dtype, 0, slot, report=report), -(-count // UNROLL)
+
+    def _copying(self, count: int, dtype: np.dtype) -> tuple:
+        """(parameter words, invocations) of the guard's copy (pass 3): an invocation per 32-bit word."""
+        return self.words(count, dtype, 3), count * (dtype.itemsize // 4)
+
+    def _reporting(self, count: int, dtype: np.dtype, slot: int, at: int = 0) -> tuple:
+        """(parameter words, invocations) of the report of accumulating word ``at`` into ``slot`` (pass 1)."""
+        return self.words(count, dtype, 1, slot, at), 1
 
     @staticmethod
-    def _pass(dev: Device, indices, words: np.ndarray, bound: tuple, invocations: int) -> Dispatch:
-        """A template Dispatch of index_check.comp's pass of these parameter ``words`` (their buffer uploaded
-        before the next launches where it is new) on ``bound`` (template slots or Buffers), ``invocations`` wide."""
-        params, fresh = dev.params(words)
+    def _pass(dev: Device, indices, made: tuple, bound: tuple) -> Dispatch:
+        """A template Dispatch of index_check.comp's pass ``made`` ((parameter words, invocations): their buffer
+        uploaded before the next launches where it is new) on ``bound`` (template slots or Buffers)."""
+        params, fresh = dev.params(made[0])
         if fresh:
             with dev.launch() as launch:
                 launch.stage([params])
-        return Dispatch(kernels.check_variant(indices.dtype.itemsize), (params, *bound), invocations,
-                        groups=dev.workgroups(invocations))
+        return Dispatch(kernels.check_variant(indices.dtype.itemsize), (params, *bound), made[1],
+                        groups=dev.workgroups(made[1]))
 
     def watch(self, dev: Device, indices) -> Watch:
         """A watch of ``dev`` (Device.watch) whose report is this check's for these indices and the caller, for a
-        caller that holds the device's lock and queues the check's passes with it (Template.checked)."""
-        return self._watch(dev, indices)
-
-    def _watch(self, dev: Device, indices):
-        """A watch of ``dev`` (Device.watch) whose report is this check's for these indices and the caller."""
+        caller that holds the device's lock and queues the check's passes with it (Template.checked, and this
+        class's own calls)."""
         caller = CALLER.get()
         report = self._reports.get((indices.shape, indices.dtype, caller))
         if report is None:
