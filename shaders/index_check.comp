@@ -76,6 +76,13 @@ bool bad(uvec2 v, uint i, bool is_signed) {
     return !below(v, dim);
 }
 
+// A report's four words (IndexCheck._report) from the accumulated word ``first`` (~ the first bad position, or 0):
+// it, the position, the bad index's low and high words
+uvec4 report_of(uint first, bool is_signed) {
+    uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
+    return uvec4(first, ~first, v);
+}
+
 // The largest value of the index type (all ones, but a signed type's sign bit) for index word w: the guard's
 // stand-in for every index when one is bad
 uint largest(uint w, bool is_signed) {
@@ -110,11 +117,9 @@ void main() {
         uint first = first_bad;
         if (lane == 0u) {
             uint r = 4u * P[C_SLOT];
-            uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
-            S[r] = first;
-            S[r + 1u] = ~first;
-            S[r + 2u] = v.x;
-            S[r + 3u] = v.y;
+            uvec4 words = report_of(first, is_signed);
+            for (uint k = 0u; k < 4u; ++k)
+                S[r + k] = words[k];
         }
         if (P[C_COPY] != 0u) {
             uint words = total * (IDX64 == 1 ? 2u : 1u);
@@ -140,11 +145,9 @@ void main() {
     if (P[C_FETCH] != 0u) {
         if (gl_GlobalInvocationID.x == 0u) {
             uint at = P[C_AT], r = 4u * P[C_SLOT], first = S[at];
-            uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
-            R[r] = first;
-            R[r + 1u] = ~first;
-            R[r + 2u] = v.x;
-            R[r + 3u] = v.y;
+            uvec4 words = report_of(first, is_signed);
+            for (uint k = 0u; k < 4u; ++k)
+                R[r + k] = words[k];
             S[at] = 0u;
         }
         return;
@@ -190,11 +193,9 @@ void main() {
         if (last_group && gl_LocalInvocationID.x == 0u) {     // every other workgroup counted after its atomicMax
             uint first = atomicExchange(S[0], 0u), r = 4u * P[C_SLOT];
             atomicExchange(S[1], 0u);
-            uvec2 v = first != 0u ? index_at(~first, is_signed) : uvec2(0u);
-            R[r] = first;
-            R[r + 1u] = ~first;
-            R[r + 2u] = v.x;
-            R[r + 3u] = v.y;
+            uvec4 words = report_of(first, is_signed);
+            for (uint k = 0u; k < 4u; ++k)
+                R[r + k] = words[k];
         }
     }
 }
