@@ -3,7 +3,9 @@ synchronize() timed apart (medians of 40), beside the same call without the chec
 
   bag    embedding_bag sum, issue 51's workload (65,536 bags of 20 Zipf ids from a [1M, 128] float32 table): with its
          template's device check of the ids, and with the template's check switched off (a measurement only:
-         ``template.check = None``, then restored); then the call recorded with timestamps (its commands' GPU time).
+         ``template.check = None``, then restored); the check of the ids queued alone (IndexCheck.on_device: its pass
+         and its report pass) and a synchronize with nothing queued; then the call recorded with timestamps (its
+         commands' GPU time).
   take   bench apps' embedding-f16 rows (8,192 ids from a [151936, 4096] float16 table): gather(mode="clamp"),
          gather(mode="raise") and table[ids] (NumPy's rule: the ids checked by the gather's kernel), and the
          templates' launches.
@@ -56,6 +58,11 @@ if "bag" in args.parts:
         keep, tpl.check = tpl.check, None
         try:
             print("bag unchecked  call %.1f  sync %.1f  both %.1f us" % split(bag))
+            # the check alone, queued by itself (its pass and its report pass after it), and an empty synchronize:
+            # the device's share and the host's report of a check of these ids, without the bag
+            rt = table._rt
+            print("check alone    call %.1f  sync %.1f  both %.1f us" % split(lambda: keep.on_device(rt, ids)))
+            print("nothing        call %.1f  sync %.1f  both %.1f us" % split(lambda: None))
         finally:
             tpl.check = keep
     with dev.record(timestamps=True) as rec:
