@@ -102,9 +102,10 @@ class Checks:
         the host read them. Call it and queue the check's kernels in one launch (which holds the device's
         lock). Once that work has run, at the device's next synchronize() or a host read of a buffer that the
         check reaches (read_range), ``report`` gets the slot's four words (uint32) and returns an exception or
-        None. ``Watch.results``: where the caller appends the buffers that the checked work writes (Marked:
-        held weakly); they, and what later work writes from them (taint()), fail with the exception: every
-        host read of them raises it, and synchronize() raises it once if no read has."""
+        None; a slot whose first word is 0 reports nothing (its check passed: ``report`` is not called).
+        ``Watch.results``: where the caller appends the buffers that the checked work writes (Marked: held
+        weakly); they, and what later work writes from them (taint()), fail with the exception: every host read
+        of them raises it, and synchronize() raises it once if no read has."""
         with self.lock:
             if len(self.watched) == self.slots:     # every slot awaits its report: make them first
                 self.queue.flush()
@@ -124,7 +125,22 @@ class Checks:
         if not self.watched:
             return
         watched, self.watched = self.watched, []
-        words = self.queue.read_bytes(watched[0].reports, 0, 16 * len(watched)).view(np.uint32)
+        reports = watched[0].reports
+        view = reports._block.view
+        if view is not None:            # (host-visible: Device._check_buffers) one copy of the slots' words
+            self.queue.sync_buffer(reports)
+            words = view[:16 * len(watched)].view(np.uint32).copy()
+        else:
+            words = self.queue.read_bytes(reports, 0, 16 * len(watched)).view(np.uint32)
+        if not words[::4].any():        # no slot's first word set: every check passed (watch()), no report to call
+            for watch in watched:
+                mark = watch.results
+                mark.open = False
+                mark._refs = []
+            self.gen += 1
+            if not self.recordings and not self.failed:
+                self.tainted = False
+            return
         failed: list[tuple[Marked, BaseException]] = []
         for watch in watched:
             mark = watch.results
