@@ -129,10 +129,10 @@ class Checks:
         view = reports._block.view
         if view is not None:            # (host-visible: Device._check_buffers) one copy of the slots' words
             self.queue.sync_buffer(reports)
-            words = view[:16 * len(watched)].view(np.uint32).copy()
+            raw = view[:16 * len(watched)].tobytes()
         else:
-            words = self.queue.read_bytes(reports, 0, 16 * len(watched)).view(np.uint32)
-        if not words[::4].any():        # no slot's first word set: every check passed (watch()), no report to call
+            raw = self.queue.read_bytes(reports, 0, 16 * len(watched)).tobytes()
+        if not any(memoryview(raw).cast("I")[::4]):    # no slot's first word set: every check passed (watch())
             for watch in watched:
                 mark = watch.results
                 mark.open = False
@@ -141,6 +141,7 @@ class Checks:
             if not self.recordings and not self.failed:
                 self.tainted = False
             return
+        words = np.frombuffer(raw, np.uint32)
         failed: list[tuple[Marked, BaseException]] = []
         for watch in watched:
             mark = watch.results
