@@ -142,7 +142,7 @@ class Prepared:
     device drops any algorithm (a block destroyed, the algorithm cache full or cleared)."""
 
     __slots__ = ("submitter", "steps", "out_nbytes", "out_class", "scratch", "owner", "pipelines", "derive", "slots",
-                 "key", "fixed", "sets", "generation")
+                 "key", "fixed", "sets", "generation", "scratch_classes")
 
     def __init__(self, queue: Submitter, steps: tuple, out_nbytes: int, scratch: tuple, owner: int | None,
                  pipelines: Any, derive: Callable[[list], tuple[list, list] | None] | None = None, given: int = 0):
@@ -151,6 +151,7 @@ class Prepared:
         self.out_nbytes = out_nbytes
         self.out_class = size_class(out_nbytes, queue.memory.allocator.max_block)
         self.scratch = scratch
+        self.scratch_classes = tuple((n, size_class(n, queue.memory.allocator.max_block)) for n in scratch)
         self.owner = owner
         self.pipelines = pipelines
         self.derive = derive
@@ -187,7 +188,8 @@ class Prepared:
                 if self.append(buffers, owner is not None):
                     return out
             else:
-                taken = [fitted(memory, n) if self.derive is None else take(memory, n) for n in self.scratch]
+                taken = [fitted(memory, n, c) for n, c in self.scratch_classes] if self.derive is None else \
+                    [take(memory, n) for n in self.scratch]
                 buffers += taken
                 queued = self.append(buffers, owner is not None)
                 for b in taken:
