@@ -44,7 +44,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 
-from ..plans.index_check import CALLER, IndexCheck
+from ..plans.index_check import IndexCheck
 from ..plans.addressing import block_params
 from ..plans.plan import CLAIMS as CLAIMS_KEY
 from ..runtime import COPY, Dispatch, Prepared
@@ -60,7 +60,7 @@ class Template:
     """The launches of one planned call on one device; ``run(operands)`` records them on new buffers."""
 
     __slots__ = ("device", "steps", "out_shape", "out_nbytes", "scratch", "owner", "recipes", "check", "at",
-                 "guard", "prepared", "plain", "slotted", "reports")
+                 "guard", "prepared", "plain", "slotted")
 
     def __init__(self, device: Runtime, steps: tuple, out_shape: tuple, out_nbytes: int, scratch: tuple, owner,
                  recipes: tuple, check: IndexCheck | None = None, at: int | None = None, guard: bool = False):
@@ -82,7 +82,6 @@ class Template:
                                                 # buffer, no scratch (hit())
         self.slotted: dict = {}       # a checked template's report slot -> (the device's check buffers, the
                                       # launches with the check's passes: a Prepared) (checked())
-        self.reports: dict = {}       # ... the caller's name (index_check.CALLER) -> its report (checked())
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Template) and self.steps == other.steps and self.scratch == other.scratch and \
@@ -178,11 +177,7 @@ class Template:
             result = made[1].queue(bufs, None if out is None else out.buffer)
             if result is None:
                 return None
-            caller = CALLER.get()
-            report = self.reports.get(caller)
-            if report is None:
-                report = self.reports[caller] = check.reporter(indices, caller)
-            dev.watch(report).results.append(result)
+            check.watch(dev, indices).results.append(result)
             return result
 
     def _guarded(self, bufs: list, indices: Tensor, out: Tensor | None) -> Tensor | None:

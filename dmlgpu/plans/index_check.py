@@ -266,18 +266,14 @@ class IndexCheck:
         """A watch of ``dev`` (Device.watch) whose report is this check's for these indices and the caller, for a
         caller that holds the device's lock and queues the check's passes with it (Template.checked, and this
         class's own calls)."""
-        return dev.watch(self.reporter(indices, CALLER.get()))
-
-    def reporter(self, indices, caller: str | None) -> Callable[[np.ndarray], BaseException | None]:
-        """The report of this check's slot for these indices (their shape and dtype) and ``caller`` (the function
-        the user called: CALLER), made once (Device.watch's ``report``; a call template keeps it: Template.checked)."""
+        caller = CALLER.get()
         report = self._reports.get((indices.shape, indices.dtype, caller))
         if report is None:
             if len(self._reports) >= 64:
                 self._reports.clear()
             report = self._reports[indices.shape, indices.dtype, caller] = self._report(indices.shape, indices.dtype,
                                                                                          caller)
-        return report
+        return dev.watch(report)
 
     def _queue(self, dev: Device, key: tuple, passes: Callable[[], tuple], bound: list, host_read: bool = True) -> None:
         """Queues index_check.comp's passes (``passes()``: (parameter words, invocations[, the slots of ``bound``
