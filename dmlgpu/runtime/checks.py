@@ -132,23 +132,16 @@ class Checks:
             raw = view[:16 * len(watched)].tobytes()
         else:
             raw = self.queue.read_bytes(reports, 0, 16 * len(watched)).tobytes()
-        if not any(memoryview(raw).cast("I")[::4]):    # no slot's first word set: every check passed (watch())
+        for watch in watched:
+            watch.results.open = False
+        failed: list[tuple[Marked, BaseException]] = []
+        if any(memoryview(raw).cast("I")[::4]):    # a slot's first word set: its check failed (watch())
+            words = np.frombuffer(raw, np.uint32)
             for watch in watched:
                 mark = watch.results
-                mark.open = False
-                mark._refs = []
-            self.gen += 1
-            if not self.recordings and not self.failed:
-                self.tainted = False
-            return
-        words = np.frombuffer(raw, np.uint32)
-        failed: list[tuple[Marked, BaseException]] = []
-        for watch in watched:
-            mark = watch.results
-            mark.open = False
-            error = mark.error = watch.report(words[4 * watch.slot:4 * watch.slot + 4])
-            if error is not None:
-                failed.append((mark, error))
+                error = mark.error = watch.report(words[4 * watch.slot:4 * watch.slot + 4])
+                if error is not None:
+                    failed.append((mark, error))
         gen = self.gen
         for mark, error in failed:
             bit = mark.bit
