@@ -458,6 +458,7 @@ ROW_CLAIM_CASES = [  # (data shape, dtype, indices shape): slices of whole rows,
     ((4, 6, 2), np.float64, (3, 5, 1)),       # two update dimensions of rows of 2 (16-byte units, one each)
     ((1, 12), np.int32, (25, 1)),             # every row onto the one target row
     ((50, 64), np.float32, (256, 1)),         # a workgroup of rows: the SMALL variant's largest case
+    ((300, 2048), np.float32, (200, 1)),      # SMALL, rows of 512 units: CPU devices' few workgroups loop over them
     ((300, 5), np.int16, (257, 1)),           # one row more: claims in memory
     ((7, 9), np.uint8, (2000, 1)),            # many rows onto few targets
     ((1000, 3, 5), np.float32, (600, 1)),     # rows of 15 four-byte units, negative and duplicate targets
@@ -503,6 +504,10 @@ def test_scatter_nd_row_claims(device, monkeypatch, copy_clears, shape, dtype, i
         copy_clears or device.info.type != "CPU")
     assert any(k.endswith("_clears") for k in ran) == clears, ran       # no clearing pass after it
     assert any(k.startswith("scatter_clear_rows") for k in ran) == (fused and not clears), ran
+    if device.info.type == "CPU":                     # SMALL's few workgroups there (plan.CPU_SMALL_GROUPS)
+        size = device.runtime.geometry.workgroup_size
+        assert all(what.count <= plan.CPU_SMALL_GROUPS * size
+                   for kind, what in rec._steps if kind == "dispatch" and what.kernel.startswith("scatter_small"))
     same_bytes(got.numpy(), reference.scatter_nd(x, idx, upd))
 
 

@@ -56,6 +56,12 @@ class _MapPlan(Plan):
 # its size (32 float32 elements: 9-22 ms, against 38 us one unit per iteration; 262,144: 29 against 85 ms): below
 # this many units, one unit per iteration
 CPU_VEC_UNITS = 1 << 15
+# On CPU devices a scatter of at most a workgroup of rows in one dispatch (scatter_write.comp's SMALL) takes at most
+# this many workgroups: each compares every row with the rows after it, which costs about 200 us a workgroup on
+# lavapipe (256 rows of 8 KiB: 95 ms in 512 workgroups, 17 ms in 8); its invocations then loop over more units, at
+# most CPU_LOOP iterations each in all (llvmpipe ends an invocation's loops after 65535)
+CPU_SMALL_GROUPS = 8
+CPU_LOOP = 60000
 # On a GPU, a gather whose units each take their own index into a data dimension spanning at least this many
 # bytes reads one random sector per unit: one unit per invocation (more loads in flight) beats the VEC
 # variant there, for 1- and 2-byte units where they can be stored as such (NARROW). Below it (gather_elements
@@ -299,9 +305,13 @@ class ScatterPlan(_MapPlan):
                                            (params, indices, output, updates), m.count))
         if self.small and not wide and self.small <= device.geometry.workgroup_size:
             params, fresh = device.params(self.row_words)
+            count = m.count             # a grid over the units (the kernel's loop covers them all)
+            if device.info.type == "CPU":
+                size = device.geometry.workgroup_size
+                count = min(count, max(CPU_SMALL_GROUPS * size, -(-count // (CPU_LOOP - size))))
             return self.copy.then(device, input, output, [params] if fresh else [],
                                   Dispatch(kernels.small_scatter_variant(m.unit, self.index_bytes),
-                                           (params, indices, output, updates), m.count))   # a grid over the units
+                                           (params, indices, output, updates), count))
         beside = _sizes(input, indices, output, updates)
         units = -(-output.nbytes // m.unit)
         if m.count and not wide and device.info.max_per_stage_storage_buffers < kernels.SCATTER_BUFFERS:
