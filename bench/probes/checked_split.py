@@ -2,8 +2,8 @@
 synchronize() timed apart (medians of 40), beside the same call without the check.
 
   bag    embedding_bag sum, issue 51's workload (65,536 bags of 20 Zipf ids from a [1M, 128] float32 table): with its
-         template's device check of the ids, and with the template's check switched off (a measurement only:
-         ``template.check = None``, then restored); the check of the ids queued alone (IndexCheck.on_device: its pass
+         template's device check of the ids (before the bag's launch, and after it: index_check.CHECK_AFTER), and
+         with the template's check switched off (a measurement only: ``template.check = None``, then restored); the check of the ids queued alone (IndexCheck.on_device: its pass
          and its report pass) and a synchronize with nothing queued; then the call recorded with timestamps (its
          commands' GPU time).
   take   bench apps' embedding-f16 rows (8,192 ids from a [151936, 4096] float16 table): gather(mode="clamp"),
@@ -19,12 +19,14 @@ import time
 import numpy as np
 
 import dmlgpu
+from dmlgpu.plans import index_check
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--parts", default="bag,take")
 ap.add_argument("--small", action="store_true", help="small sizes (a functional run on lavapipe)")
 args = ap.parse_args()
 dev = dmlgpu.default_device()
+keep_after = index_check.CHECK_AFTER
 rng = np.random.default_rng(0)
 
 
@@ -54,7 +56,14 @@ if "bag" in args.parts:
         dev.synchronize()
     tpl = [t for k, t in table._rt.templates.items() if k[0] == "embedding_bag"][0]
     for _ in range(2):
-        print("bag checked    call %.1f  sync %.1f  both %.1f us" % split(bag))
+        for after in (False, True):     # the device check before the bag's launch, or after it (CHECK_AFTER)
+            index_check.CHECK_AFTER, tpl.slotted = after, {}
+            for _ in range(3):
+                bag()
+            dev.synchronize()
+            print("bag checked, check %-6s call %.1f  sync %.1f  both %.1f us"
+                  % (("after" if after else "before",) + split(bag)))
+        index_check.CHECK_AFTER, tpl.slotted = keep_after, {}
         keep, tpl.check = tpl.check, None
         try:
             print("bag unchecked  call %.1f  sync %.1f  both %.1f us" % split(bag))

@@ -168,11 +168,14 @@ class Template:
                 steps = self.steps if copy is None else \
                     tuple(dataclasses.replace(d, buffers=tuple(copy if b.__class__ is int and b == 1 else b
                                                                for b in d.buffers)) for d in self.steps)
-                if passes[0] and passes[2] and steps[0].kernel != COPY:     # (beside the last pass before them)
+                before, after, beside = passes
+                if beside and before and steps[0].kernel != COPY:      # (beside the last pass before them)
                     steps = (dataclasses.replace(steps[0], barrier=False),) + steps[1:]
+                if beside and after and steps[-1].kernel != COPY:      # (the first pass after them beside them)
+                    after = (dataclasses.replace(after[0], barrier=False),) + after[1:]
                 scratch = self.scratch if copy is None else self.scratch + (max(4, indices.nbytes),)
                 made = self.slotted[slot] = (checks.buffers, dev.prepare(
-                    passes[0] + steps + passes[1], self.out_nbytes, scratch, self.owner,
+                    before + steps + after, self.out_nbytes, scratch, self.owner,
                     self.params if self.recipes else None, SCRATCH + len(self.scratch)))
             result = made[1].queue(bufs, None if out is None else out.buffer)
             if result is None:

@@ -75,6 +75,9 @@ C_WORDS = 8 + 2 * MAX_DIMS    # its parameter words: count, dims' entries, signe
 # "Gather node 'n'"), set around the call that queues the check
 CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("dmlgpu_index_check_caller", default=None)
 UNROLL = 8                    # indices an invocation checks per step (index_check.comp's C_UNROLL)
+# Where a call template's own device check runs (around()): False, before its launches (the first of them beside
+# it); True, after them, beside the last (a measurement's switch: bench/probes/checked_split.py times both)
+CHECK_AFTER = False
 ONE_GROUP = 8192              # the most indices that index_check.comp's pass 4 checks in one workgroup (around())
 _LARGEST = {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint32, np.int64, np.uint64)}   # (by index dtype)
 
@@ -210,30 +213,35 @@ class IndexCheck:
         """For a call template that queues this check with its own launches in one Prepared (Template.checked): the
         check's passes before and after those launches, as template Dispatches whose buffers are the template's
         slots (1: the indices, 2: the result) or the device's check buffers, the report written into ``slot``, and
-        whether the first launch may run beside the last pass before it (its barrier dropped: that pass's barrier
-        orders both after earlier work; the launches write neither the indices, nor the check's word, nor the
+        whether the launches and the passes next to them may run beside each other (the barrier dropped of the
+        first launch, after passes before them, or of the pass after them: the barrier before the first of the
+        two orders both after earlier work; the launches write neither the indices, nor the check's word, nor the
         reports). Up to ONE_GROUP indices, the device's check or the guard (``guard``: the slot of the copy of the
-        indices that the launches scatter) is one workgroup's pass before the launches (index_check.comp's pass 4:
-        the check, its report and the guard's copy; the launches run beside it unless they read that copy).
-        Otherwise: the device's check before the launches, its last workgroup making the report (pass 0 with
-        C_SELF); the report of the gather's own check into word ``at`` of its result after them (pass 1); or the
-        guard's check, copy and report before the launches (passes 0, 3 and 1: they scatter the copy, which the
-        report's barrier orders before them). Parameter buffers are made once (Device.params) and uploaded before
-        the launches that read them. None where the device's check buffers are not made yet (its first watch)."""
+        indices that the launches scatter) is one workgroup's pass (index_check.comp's pass 4: the check, its
+        report and the guard's copy) before the launches (the device's check after them where CHECK_AFTER; the
+        launches run beside it unless they read the guard's copy). Otherwise: the device's check before the
+        launches (after them where CHECK_AFTER), its last workgroup making the report (pass 0 with C_SELF); the
+        report of the gather's own check into word ``at`` of its result after them (pass 1: it reads what they
+        write, so not beside them); or the guard's check, copy and report before the launches (passes 0, 3 and 1:
+        they scatter the copy, which the report's barrier orders before them). Parameter buffers are made once
+        (Device.params) and uploaded before the launches that read them. None where the device's check buffers are
+        not made yet (its first watch)."""
         count, dtype = indices.size, indices.dtype
         buffers = dev.checks.buffers
         if buffers is None:
             return None
         watched, reports = buffers
         if at is not None:
-            return (), (self._pass(dev, indices, self._reporting(count, dtype, slot, at), (1, 2, reports)),), True
+            return (), (self._pass(dev, indices, self._reporting(count, dtype, slot, at), (1, 2, reports)),), False
         if count <= ONE_GROUP:
             one = (self.words(count, dtype, 4, slot, 0, guard is not None), 1)
-            return (self._pass(dev, indices, one, (1, reports, reports if guard is None else guard)),), (), \
-                guard is None
+            made = self._pass(dev, indices, one, (1, reports, reports if guard is None else guard))
+            if guard is None:
+                return ((), (made,), True) if CHECK_AFTER else ((made,), (), True)
+            return (made,), (), False
         if guard is None:           # (its last workgroup reports)
-            check = self._checking(count, dtype, slot, True)
-            return (self._pass(dev, indices, check, (1, watched, reports)),), (), True
+            made = self._pass(dev, indices, self._checking(count, dtype, slot, True), (1, watched, reports))
+            return ((), (made,), True) if CHECK_AFTER else ((made,), (), True)
         return (self._pass(dev, indices, self._checking(count, dtype), (1, watched, reports)),
                 self._pass(dev, indices, self._copying(count, dtype), (1, watched, guard)),
                 self._pass(dev, indices, self._reporting(count, dtype, slot), (1, watched, reports))), (), True
