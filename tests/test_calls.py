@@ -464,13 +464,28 @@ def test_a_checked_hit_queues_its_check_with_its_launches_per_report_slot(dev, k
     np.testing.assert_array_equal(t.numpy(), want)
 
 
+@pytest.fixture
+def check_after(request, dev, monkeypatch):
+    """index_check.CHECK_AFTER as the test's parameter, the templates' Prepareds made again before and after it."""
+    def fresh():
+        for x in dev.runtime.templates.values():
+            if isinstance(x, calls.Template):
+                x.slotted = {}
+    monkeypatch.setattr(index_check, "CHECK_AFTER", request.param)
+    fresh()
+    yield request.param
+    fresh()
+
+
+@pytest.mark.parametrize("check_after", [False, True], indirect=True, ids=["check_before", "check_after"])
 @pytest.mark.parametrize("one_group", [True, False])
 @pytest.mark.parametrize("kind", ["embedding_bag", "setitem"])
-def test_a_templates_check_reports_the_first_bad_index_of_thousands(dev, kind, one_group, monkeypatch):
+def test_a_templates_check_reports_the_first_bad_index_of_thousands(dev, kind, one_group, check_after, monkeypatch):
     """A call template's own check (IndexCheck.around) reports the first bad index in row-major order wherever it
     lies among thousands (another lane or workgroup, a later step, later bad ones before it in other lanes), and
     the guarded write then changes nothing: index_check.comp's pass 4 (up to index_check.ONE_GROUP indices in one
-    workgroup), else, beside embedding_bag's kernel, pass 0 whose last workgroup reports."""
+    workgroup), else, beside embedding_bag's kernel, pass 0 whose last workgroup reports; the device's check of
+    embedding_bag's ids before its kernel, or after it where index_check.CHECK_AFTER (beside it either way)."""
     rng = np.random.default_rng(12)
     rows, count = (700, 5000) if one_group else (701, 30_000)
     if not one_group:
@@ -490,6 +505,15 @@ def test_a_templates_check_reports_the_first_bad_index_of_thousands(dev, kind, o
         call(rng.integers(0, rows, count).astype(np.int64))
         dev.synchronize()
     t.write(table)
+    made = [m for x in dev.runtime.templates.values() if isinstance(x, calls.Template) and x.check is not None
+            for m in x.slotted.values()]
+    if kind == "embedding_bag":         # (a device without the SPLIT kernels never templates it)
+        assert made or not segment.splits(t.dtype, "add", dev.runtime)
+    if kind == "embedding_bag" and made:
+        steps = made[0][1].steps
+        at = [k for k, d in enumerate(steps) if d.kernel.startswith("index_check")]
+        assert at == ([len(steps) - 1] if check_after else [0]), [d.kernel for d in steps]
+        assert not steps[1].barrier if not check_after else not steps[-1].barrier   # (beside the kernel)
     for first, later in ((2900, (4000, 4999, 3100)), (0, (1, 257)), (4999, ()), (count - 1, ())):
         ids = rng.integers(-rows, rows, count).astype(np.int64)
         ids[first] = rows + 3
