@@ -57,9 +57,9 @@ class _MapPlan(Plan):
 # this many units, one unit per iteration
 CPU_VEC_UNITS = 1 << 15
 # On CPU devices a scatter of at most a workgroup of rows in one dispatch (scatter_write.comp's SMALL) takes at most
-# this many workgroups: each compares every row with the rows after it, which costs about 200 us a workgroup on
-# lavapipe (256 rows of 8 KiB: 95 ms in 512 workgroups, 17 ms in 8); its invocations then loop over more units, at
-# most CPU_LOOP iterations each in all (llvmpipe ends an invocation's loops after 65535)
+# this many workgroups, since each compares every row with the rows after it, a CPU thread's work there (a grid of a
+# workgroup per 256 units cost lavapipe 5-10x more: bench/RESULTS.md, eighth session); its invocations then loop
+# over more units, at most CPU_LOOP iterations each in all (llvmpipe ends an invocation's loops after 65535)
 CPU_SMALL_GROUPS = 8
 CPU_LOOP = 60000
 # On a GPU, a gather whose units each take their own index into a data dimension spanning at least this many
