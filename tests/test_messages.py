@@ -142,6 +142,16 @@ def test_recording_a_raise_with_tensor_indices_says_what_can_be_recorded(device)
             dmlgpu.gather(t, ids, mode="raise")
         dmlgpu.take(t, ids, axis=0, mode="wrap")                # what it says can be recorded
         dmlgpu.gather(t, ids, mode="clamp")
+        rows = dmlgpu.tensor(np.ones((1, 3), D.dtype), device=device)
+        ids3 = dmlgpu.tensor(np.ones((1, 3), np.int64), device=device)
+        for who, op, call in [                                  # spellings without a mode: the function that has one
+                ("Tensor[]", "gather", lambda: t[ids]), ("Tensor[]", "scatter_nd", lambda: t.__setitem__(ids, rows)),
+                ("numpy.add.at", "scatter_nd", lambda: np.add.at(t, ids, rows)),
+                ("take_along_axis", "gather_elements", lambda: np.take_along_axis(t, ids3, axis=0))]:
+            with pytest.raises(RuntimeError) as info:
+                call()
+            assert str(info.value).startswith(f"{who}: mode='raise' cannot be recorded"), str(info.value)
+            assert f'record dmlgpu.{op} with mode="clamp"' in str(info.value), str(info.value)
 
 
 def test_cast_warnings_point_at_the_callers_line():

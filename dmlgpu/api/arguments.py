@@ -83,9 +83,10 @@ def _index_array(indices) -> np.ndarray:
     return as_index_array(arr)
 
 
-def _indices(indices, mode: str, modes: tuple = MODES):
+def _indices(indices, mode: str, modes: tuple = MODES, instead: str | None = None):
     """(indices for the GPU: an index-dtype array or Tensor, their values for host checks or None); ``modes``:
-    those the caller takes (what a recording's error suggests)."""
+    those the caller takes (what a recording's error suggests); ``instead``: where the caller's spelling takes no
+    mode, the dmlgpu function that does, which the error suggests."""
     if isinstance(indices, Tensor):
         if indices.dtype.kind in "iu" and indices.dtype.isnative and indices.dtype.itemsize < 4:
             indices = indices.astype(f"{indices.dtype.kind}4")     # int8/16 as NumPy's: widened (as arrays are)
@@ -96,8 +97,10 @@ def _indices(indices, mode: str, modes: tuple = MODES):
             raise TypeError(f"indices Tensor has dtype {indices.dtype}; it must be int32, uint32, int64 or "
                             f"uint64{order}")
         if mode == "raise" and indices._rt.active_recording() is not None:
-            can = ('mode="wrap" or mode="clip" (numpy.take\'s other modes), or gather(..., mode="clamp")'
-                   if "wrap" in modes else 'mode="clamp" (an index out of range reads or writes the nearest element)')
+            clamp = 'mode="clamp" (an index out of range reads or writes the nearest element)'
+            can = (f"dmlgpu.{instead} with {clamp}" if instead else
+                   'mode="wrap" or mode="clip" (numpy.take\'s other modes), or gather(..., mode="clamp")'
+                   if "wrap" in modes else clamp)
             raise RuntimeError(f"mode='raise' cannot be recorded with Tensor indices: its check reports at the "
                                f"device's next synchronize or read, which a recording's replays do not reach; "
                                f"record {can}, or pass the indices as a NumPy array (checked when recorded)")
@@ -106,19 +109,22 @@ def _indices(indices, mode: str, modes: tuple = MODES):
     return arr, arr
 
 
-def _operands(op: str, data, indices, device, mode, updates=None, modes: tuple = MODES):
+def _operands(op: str, data, indices, device, mode, updates=None, modes: tuple = MODES, name: str | None = None,
+              instead: str | None = None):
     """The checks every function starts with: (data, indices for the GPU, index values for host checks or
     None (a Tensor's: checked on the device), the device, the mode, one of ``modes``). Their errors name
-    ``op``."""
+    ``name`` (the function the user called, where it is not ``op``: NumPy's names), else ``op``; ``instead``: as
+    _indices takes it."""
+    who = name or op
     try:
         mode = _mode(mode, modes)
         data = _data(data, "data")
         if data.ndim == 0:
             raise ValueError("data must have at least one dimension")
-        dev = _device(op, device, data, indices, updates)
-        idx, values = _indices(indices, mode, modes)
+        dev = _device(who, device, data, indices, updates)
+        idx, values = _indices(indices, mode, modes, instead)
     except (TypeError, ValueError, IndexError, RuntimeError) as e:
-        raise named(e, op) from None
+        raise named(e, who) from None
     return data, idx, values, dev, mode
 
 

@@ -7,7 +7,8 @@ shape rule, written once, so that a new operator's function is a shape rule and 
    launches traced for its signature (the fast path, before anything else);
 2. the operands normalised once: items of any size as units (items.on_units), strided views packed (``_packed``),
    the result seen as the caller's again after the run (a normalised call tries its own template first);
-3. the operands' checks (dtypes dmlgpu can move, index dtypes, the device, ``mode``), errors named ``op``;
+3. the operands' checks (dtypes dmlgpu can move, index dtypes, the device, ``mode``), errors named ``op`` (or
+   ``name``, the function the user called);
 4. once per signature (the device's cache of planned calls): ``rule(data, indices, updates, *args)``, the
    operator's own checks, which returns a ``Signature``; the check of the index values (mode="raise") or
    of dimensions of size 0; the plan, ``ops.PLANS[op](*plan_args)``;
@@ -66,7 +67,8 @@ Rule = Callable[..., Signature]
 
 def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args: tuple = (), *,
          device: Any = None, mode: str = "clamp", out: Any = None, key: tuple | None = None,
-         byte_order: bool = False, name: str | None = None, modes: tuple = MODES, fill: bytes = b"") -> Any:
+         byte_order: bool = False, name: str | None = None, modes: tuple = MODES, fill: bytes = b"",
+         takes_mode: bool = True) -> Any:
     """Runs operator ``op`` (a name of ops.PLANS) on these operands (module docstring).
 
     Parameters
@@ -88,13 +90,17 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         The arguments' part of the call's signature (exact ints and strings; default ``(*args, mode)``): the
         planned call and the call template are kept under it (and ``out``'s kind: execution.out_key).
     name : str, optional
-        The function the user called, where it is not ``op`` (NumPy's names): the device's report of a bad
-        Tensor index (mode="raise", index_check.py), made after the call returned, starts with it.
+        The function the user called, where it is not ``op`` (NumPy's names, whose spellings take no ``mode``):
+        its errors start with it, the device's report of a bad Tensor index (mode="raise", index_check.py), made
+        after the call returned, too.
     modes : tuple
         The modes the caller takes (arguments.MODES; NumPy's take: GATHER_MODES, which only gather plans resolve).
     fill : bytes
         mode="fill": the bytes of one element of ``data``'s dtype that an out-of-range index tuple reads
         (arguments._fill); part of the call's signature.
+    takes_mode : bool
+        False where the user's spelling has no ``mode`` (NumPy's indexing and ufunc.at, take_along_axis,
+        put_along_axis): an error that asks for another mode names ``dmlgpu.<op>`` instead.
     byte_order : bool
         True for scatter reductions: their arithmetic needs native byte order, so NumPy operands of another
         byte order are converted there and back (execution.native); the other operators move bytes.
@@ -107,7 +113,7 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     Raises
     ------
     TypeError, ValueError, IndexError, dmlgpu.DeviceError
-        As the layer-2 functions, with messages that start with ``op``.
+        As the layer-2 functions, with messages that start with ``name`` or else ``op``.
     """
     if key is None:
         key = (*args, mode) if name is None else (*args, mode, name)
@@ -136,7 +142,8 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         res = calls.templated(op, data, indices, updates, key, out)       # (normalised: a template of its own)
         if res is not None:
             return res if finish is None else finish(res)
-    res = _run(op, rule, data, indices, updates, args, device, mode, out, key, byte_order, name, modes, fill)
+    res = _run(op, rule, data, indices, updates, args, device, mode, out, key, byte_order, name, modes, fill,
+               takes_mode)
     return res if finish is None else finish(res)
 
 
@@ -145,11 +152,12 @@ def _then(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable
 
 
 def _run(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple, device: Any, mode: str, out: Any,
-         key: tuple, byte_order: bool, name: str | None, modes: tuple, fill: bytes) -> Any:
+         key: tuple, byte_order: bool, name: str | None, modes: tuple, fill: bytes, takes_mode: bool = True) -> Any:
     """The planned path of call(), on normalised operands (packed, of items the kernels move): the operands'
     checks, the planned call of the signature (made once: ``rule``, the index check, the plan), its run."""
-    data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates, modes)
-    upd = None if updates is None else _updates(updates, data, op)
+    data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates, modes, name,
+                                             None if takes_mode else op)
+    upd = None if updates is None else _updates(updates, data, name or op)
     arrays = (data, idx) if upd is None else (data, idx, upd)
 
     def build() -> _Call:
@@ -168,7 +176,7 @@ def _run(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple
         return _Call(ops.PLANS[op](*sig.plan_args, **resolve), sig.out_shape, check, guarded=guarded)
 
     if out is not None:
-        check_out(op, out, data, arrays[1:], dev)
+        check_out(name or op, out, data, arrays[1:], dev)
         key += out_key(out, data)
     planned = _planned(dev, op, arrays, key, build, name)
     if byte_order and not data.dtype.isnative:      # (scatter reductions: their arithmetic in native byte order)

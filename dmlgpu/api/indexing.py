@@ -246,7 +246,8 @@ def getitem(t: Tensor, key: Any) -> Tensor:
     """``t[key]`` for an advanced ``key`` (module docstring): a new Tensor, queued."""
     if (key.__class__ is np.ndarray or key.__class__ is Tensor and key._rt is t._rt) and \
             key.dtype.kind in "iu" and key.ndim and t.ndim and t.size and key.dtype != np.uint64:   # take's call
-        return driver.call("gather", _gather_rule, t, key, None, (0,), mode="raise", name=WHO, modes=GATHER_MODES)
+        return driver.call("gather", _gather_rule, t, key, None, (0,), mode="raise", name=WHO, modes=GATHER_MODES,
+                           takes_mode=False)
     return getitem_key(parse(t, key))
 
 
@@ -261,7 +262,7 @@ def getitem_key(k: Key) -> Tensor:
             out = _empty(view, view.shape[:axis] + tuple(np.shape(idx)) + view.shape[axis + 1:])
         else:
             out = driver.call("gather", _gather_rule, view, idx, None, (axis,), mode=mode, name=WHO,
-                              modes=GATHER_MODES)
+                              modes=GATHER_MODES, takes_mode=False)
         if k.at != axis:        # (an int between arrays: NumPy puts the broadcast dimensions first)
             nb = len(k.bshape)
             order = list(range(axis, axis + nb)) + [d for d in range(out.ndim) if not axis <= d < axis + nb]
@@ -415,7 +416,7 @@ def setitem(t: Tensor, key: Any, value: Any, reduction: str = "none", who: str =
         driver.call("scatter_nd", _scatter_nd_rule, t, _column(key), _values(t, value, shape, who),
                     (reduction, True, "row-major", False), mode="raise", out=t,
                     key=("raise", reduction, "include_self", "row-major", who), name=who,
-                    byte_order=reduction != "none")
+                    byte_order=reduction != "none", takes_mode=False)
         return
     k = parse(t, key, who)
     _scatter_key(t, k, _values(t, value, k.shape, who), reduction, who)
@@ -432,7 +433,7 @@ def _scatter_key(t: Tensor, k: Key, vals: Tensor, reduction: str, who: str = WHO
         idx = _column(idx)
         driver.call("scatter_nd", _scatter_nd_rule, view, idx, vals, (reduction, True, "row-major", False),
                     mode=mode, out=view, key=(mode, reduction, "include_self", "row-major", who), name=who,
-                    byte_order=reduction != "none")
+                    byte_order=reduction != "none", takes_mode=False)
         return
     if k.arrays and isinstance(k.arrays[0], Tensor):     # (the key's one array, a Tensor, into a strided view or another axis)
         k = k._replace(arrays=[_in_range(k.arrays[0].numpy(), view.shape[k.axes[0]], k.axes[0], who)])

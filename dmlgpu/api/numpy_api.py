@@ -317,7 +317,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, *, device: De
         data = _broadcast_to(data, shape[:axis] + (data.shape[axis],) + shape[axis + 1:], "arr")
         idx = _broadcast_to(idx, shape, "indices")
         return driver.call("gather_elements", _gather_elements_rule, data, idx, None, (axis,), device=device,
-                           mode="raise", name="take_along_axis")
+                           mode="raise", name="take_along_axis", takes_mode=False)
     except (TypeError, ValueError, IndexError, RuntimeError, OverflowError) as e:
         raise named(e, "take_along_axis", "gather_elements") from None
 
@@ -461,7 +461,8 @@ def _put_along_axis_tensor(arr: Tensor, indices: Any, values: Any, axis: int | N
     mode = "raise" if isinstance(idx, Tensor) else "clamp"      # Tensor indices: checked as take's (the driver's)
     result: Tensor = driver.call("scatter_elements", rule, data, idx, vals, (axis,), device=device,
                                  out=data if in_place else None, mode=mode,
-                                 key=(axis, mode, "put_along_axis", in_place), name="put_along_axis")
+                                 key=(axis, mode, "put_along_axis", in_place), name="put_along_axis",
+                                 takes_mode=False)
     if in_place and isinstance(data, Tensor) and data.buffer is not arr.buffer:     # the packed copy of a strided view: written back into it
         arr._write_packed(data.reshape(arr.shape))
     return None if in_place else result
