@@ -173,7 +173,7 @@ def test_tensor_indices_checked_on_the_device(dev):
         bad.numpy()
     t[dmlgpu.tensor(np.array([0, 7]), device=dev)] = 1.0             # a write: guarded by the device's check
     for _ in range(2):                                                  # t fails: every read raises
-        with pytest.raises(IndexError, match="^Tensor\\[\\]: index 7 at indices position \\(1, 0\\)"):
+        with pytest.raises(IndexError, match="^Tensor\\[\\]: index 7 at indices position \\(1,\\) "):
             t.numpy()
     t.write(a)                                                          # overwritten whole: clean again
     mask = dmlgpu.tensor(a[:, 0] > 7, device=dev)                     # a boolean Tensor: read back

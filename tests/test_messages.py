@@ -285,3 +285,23 @@ def test_torch_bfloat16_cpu_tensors(device):
     got = dmlgpu.gather(x, [2, 0], device=device)
     expected = x[[2, 0]].float().numpy()
     assert got.dtype == np.dtype(ml_dtypes.bfloat16) and np.array_equal(got.astype(np.float32), expected)
+
+
+def test_numpy_spellings_give_a_bad_index_position_in_the_key_they_were_given(device):
+    """t[ids] = v and ufunc.at scatter ``ids[..., None]``: the IndexError's position is in the shape of the key the
+    user passed (NumPy indices checked on the host, Tensor indices on the device), not in that column's."""
+    t = dmlgpu.tensor(np.zeros((10, 4), np.float32), device=device)
+    rows = np.ones((2, 4), np.float32)
+    cases = [("numpy.add.at", "(1,)", lambda ids: np.add.at(t, ids, rows)),
+             ("Tensor[]", "(1,)", lambda ids: t.__setitem__(ids, rows)),
+             ("Tensor[]", "(1, 1)", lambda ids: t.__setitem__(ids.reshape(2, 2) if ids.size == 4 else ids, 1.0))]
+    for who, pos, call in cases:
+        for host in (True, False):
+            ids = np.array([3, 50]) if pos == "(1,)" else np.array([3, 1, 2, 50])
+            with pytest.raises(IndexError) as info:
+                call(ids if host else dmlgpu.tensor(ids, device=device))
+                device.synchronize()
+            assert str(info.value).startswith(f"{who}: index 50 at indices position {pos} "), str(info.value)
+            t.write(np.zeros((10, 4), np.float32))
+    with pytest.raises(IndexError, match=r"^scatter_nd: index 50 at indices position \(1, 0\) "):
+        dmlgpu.scatter_nd(t, np.array([[3], [50]]), rows, mode="raise")     # (its own indices' shape)

@@ -186,14 +186,14 @@ def _axis(axis, ndim: int, what: str = "data") -> int:
     return int(axis) % ndim
 
 
-def _index_check(op: str, count: int, dims, mode: str) -> IndexCheck | None:
+def _index_check(op: str, count: int, dims, mode: str, column: bool = False) -> IndexCheck | None:
     """The check of a call's index values: mode="raise": an IndexCheck (IndexError for the first index outside
-    [-dim, dim), on the host or on the device); else None. The other modes: IndexError now when ``count``
+    [-dim, dim), on the host or on the device; ``column``: IndexCheck's); else None. The other modes: IndexError now when ``count``
     (> 0) elements would be read or written through a dimension of size 0, which has no element to resolve to
     (``dims``: index_check.IndexCheck's)."""
     dims = np.asarray(dims)
     if mode == "raise":
-        return IndexCheck(op, dims)
+        return IndexCheck(op, dims, column)
     if mode in ("fill", "drop"):       # (every index of a dimension of size 0 is out of range: filled, dropped)
         return None
     if count and (dims == 0).any():

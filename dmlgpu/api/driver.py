@@ -164,7 +164,8 @@ def _run(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple
         sig = rule(data, idx, upd, *args)
         dims = np.asarray(sig.dims)
         count = upd.size if upd is not None else math.prod(sig.out_shape)
-        check = _index_check(name or op, count, dims, mode)
+        # (a scatter_nd of a spelling without a mode, NumPy's t[ids] = v and ufunc.at, scatters ids[..., None])
+        check = _index_check(name or op, count, dims, mode, column=not takes_mode and op == "scatter_nd")
         if sig.plan_args is None:
             return _Call(None, sig.out_shape, check, copy=upd is not None)
         resolve: dict = {"index_mode": mode} if mode in ("wrap", "clip", "fill", "drop") else {}   # resolved by plans

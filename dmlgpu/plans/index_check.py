@@ -85,11 +85,15 @@ _LARGEST = {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint32, np.
 class IndexCheck:
     """mode="raise"'s check of the indices of a call of ``op``: each index outside [-dim, dim) (a signed type)
     or [0, dim) is an IndexError naming the first one in row-major order. ``dims``: the dimension every index
-    addresses (0-d), or the one each position of an index tuple addresses (1-d: the indices' last axis)."""
+    addresses (0-d), or the one each position of an index tuple addresses (1-d: the indices' last axis);
+    ``column``: the indices are the caller's as a column of 1-tuples, whose positions the error gives without
+    that last axis."""
 
-    def __init__(self, op: str, dims: np.ndarray):
+    def __init__(self, op: str, dims: np.ndarray, column: bool = False):
         self.op = op
         self.dims = np.asarray(dims, dtype=np.int64)
+        self.column = column        # the caller's indices as a column of 1-tuples (``ids[..., None]``: NumPy's
+                                    # t[ids] = v and ufunc.at): positions are reported in the caller's shape
         self._largest = int(np.max(self.dims, initial=0))   # (guardable(): against each index type's largest value)
         self._words: dict = {}      # (count, index dtype, pass, report slot, word) -> a pass's parameter words
         self._steps: dict = {}      # a queued group of passes -> (the device, their launches: a runtime.Prepared)
@@ -115,6 +119,8 @@ class IndexCheck:
     def message(self, pos: tuple, value: int, caller: str | None = None) -> str:
         """The IndexError's message, starting with ``caller`` (default: the function's name)."""
         dim = self.dims if self.dims.ndim == 0 else self.dims[pos[-1]]
+        if self.column:
+            pos = pos[:-1]
         return (f"{caller or self.op}: index {value} at indices position {pos} is out of range for a dimension "
                 f"of size {dim} (valid: [-size, size))")
 
