@@ -188,9 +188,9 @@ def _axis(axis, ndim: int, what: str = "data") -> int:
 
 def _index_check(op: str, count: int, dims, mode: str, column: bool = False) -> IndexCheck | None:
     """The check of a call's index values: mode="raise": an IndexCheck (IndexError for the first index outside
-    [-dim, dim), on the host or on the device; ``column``: IndexCheck's); else None. The other modes: IndexError now when ``count``
-    (> 0) elements would be read or written through a dimension of size 0, which has no element to resolve to
-    (``dims``: index_check.IndexCheck's)."""
+    [-dim, dim), on the host or on the device); else None. The other modes: IndexError now when ``count`` (> 0)
+    elements would be read or written through a dimension of size 0, which has no element to resolve to (``dims``
+    and ``column``: index_check.IndexCheck's)."""
     dims = np.asarray(dims)
     if mode == "raise":
         return IndexCheck(op, dims, column)

@@ -90,9 +90,8 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         The arguments' part of the call's signature (exact ints and strings; default ``(*args, mode)``): the
         planned call and the call template are kept under it (and ``out``'s kind: execution.out_key).
     name : str, optional
-        The function the user called, where it is not ``op`` (NumPy's names, whose spellings take no ``mode``):
-        its errors start with it, the device's report of a bad Tensor index (mode="raise", index_check.py), made
-        after the call returned, too.
+        The function the user called, where it is not ``op`` (NumPy's names): its errors start with it, the
+        device's report of a bad Tensor index (mode="raise", index_check.py), made after the call returned, too.
     modes : tuple
         The modes the caller takes (arguments.MODES; NumPy's take: GATHER_MODES, which only gather plans resolve).
     fill : bytes
