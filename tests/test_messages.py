@@ -292,12 +292,11 @@ def test_numpy_spellings_give_a_bad_index_position_in_the_key_they_were_given(de
     user passed (NumPy indices checked on the host, Tensor indices on the device), not in that column's."""
     t = dmlgpu.tensor(np.zeros((10, 4), np.float32), device=device)
     rows = np.ones((2, 4), np.float32)
-    cases = [("numpy.add.at", "(1,)", lambda ids: np.add.at(t, ids, rows)),
-             ("Tensor[]", "(1,)", lambda ids: t.__setitem__(ids, rows)),
-             ("Tensor[]", "(1, 1)", lambda ids: t.__setitem__(ids.reshape(2, 2) if ids.size == 4 else ids, 1.0))]
-    for who, pos, call in cases:
+    cases = [("numpy.add.at", "(1,)", np.array([3, 50]), lambda ids: np.add.at(t, ids, rows)),
+             ("Tensor[]", "(1,)", np.array([3, 50]), lambda ids: t.__setitem__(ids, rows)),
+             ("Tensor[]", "(1, 1)", np.array([[3, 1], [2, 50]]), lambda ids: t.__setitem__(ids, 1.0))]
+    for who, pos, ids, call in cases:
         for host in (True, False):
-            ids = np.array([3, 50]) if pos == "(1,)" else np.array([3, 1, 2, 50])
             with pytest.raises(IndexError) as info:
                 call(ids if host else dmlgpu.tensor(ids, device=device))
                 device.synchronize()

@@ -3,9 +3,9 @@ synchronize() timed apart (medians of 40), beside the same call without the chec
 
   bag    embedding_bag sum, issue 51's workload (65,536 bags of 20 Zipf ids from a [1M, 128] float32 table): with its
          template's device check of the ids (before the bag's launch, and after it: index_check.CHECK_AFTER), and
-         with the template's check switched off (a measurement only: ``template.check = None``, then restored); the check of the ids queued alone (IndexCheck.on_device: its pass
-         and its report pass) and a synchronize with nothing queued; then the call recorded with timestamps (its
-         commands' GPU time).
+         with the template's check switched off (a measurement only: ``template.check = None``, then restored);
+         the check of the ids queued alone (IndexCheck.on_device: its pass and its report pass) and a synchronize
+         with nothing queued; then the call recorded with timestamps (its commands' GPU time).
   take   bench apps' embedding-f16 rows (8,192 ids from a [151936, 4096] float16 table): gather(mode="clamp"),
          gather(mode="raise") and table[ids] (NumPy's rule: the ids checked by the gather's kernel), and the
          templates' launches.

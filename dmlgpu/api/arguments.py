@@ -109,22 +109,19 @@ def _indices(indices, mode: str, modes: tuple = MODES, instead: str | None = Non
     return arr, arr
 
 
-def _operands(op: str, data, indices, device, mode, updates=None, modes: tuple = MODES, name: str | None = None,
-              instead: str | None = None):
+def _operands(op: str, data, indices, device, mode, updates=None, modes: tuple = MODES, instead: str | None = None):
     """The checks every function starts with: (data, indices for the GPU, index values for host checks or
     None (a Tensor's: checked on the device), the device, the mode, one of ``modes``). Their errors name
-    ``name`` (the function the user called, where it is not ``op``: NumPy's names), else ``op``; ``instead``: as
-    _indices takes it."""
-    who = name or op
+    ``op`` (the function the user called); ``instead``: as _indices takes it."""
     try:
         mode = _mode(mode, modes)
         data = _data(data, "data")
         if data.ndim == 0:
             raise ValueError("data must have at least one dimension")
-        dev = _device(who, device, data, indices, updates)
+        dev = _device(op, device, data, indices, updates)
         idx, values = _indices(indices, mode, modes, instead)
     except (TypeError, ValueError, IndexError, RuntimeError) as e:
-        raise named(e, who) from None
+        raise named(e, op) from None
     return data, idx, values, dev, mode
 
 

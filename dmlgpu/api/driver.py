@@ -68,7 +68,7 @@ Rule = Callable[..., Signature]
 def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args: tuple = (), *,
          device: Any = None, mode: str = "clamp", out: Any = None, key: tuple | None = None,
          byte_order: bool = False, name: str | None = None, modes: tuple = MODES, fill: bytes = b"",
-         takes_mode: bool = True) -> Any:
+         takes_mode: bool = True, column: bool = False) -> Any:
     """Runs operator ``op`` (a name of ops.PLANS) on these operands (module docstring).
 
     Parameters
@@ -100,6 +100,9 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
     takes_mode : bool
         False where the user's spelling has no ``mode`` (NumPy's indexing and ufunc.at, take_along_axis,
         put_along_axis): an error that asks for another mode names ``dmlgpu.<op>`` instead.
+    column : bool
+        ``indices`` are the user's as a column of 1-tuples (``ids[..., None]``: NumPy's ``t[ids] = v`` and
+        ufunc.at): a bad index's position is given in the user's shape (index_check.IndexCheck's ``column``).
     byte_order : bool
         True for scatter reductions: their arithmetic needs native byte order, so NumPy operands of another
         byte order are converted there and back (execution.native); the other operators move bytes.
@@ -142,7 +145,7 @@ def call(op: str, rule: Rule, data: Any, indices: Any, updates: Any = None, args
         if res is not None:
             return res if finish is None else finish(res)
     res = _run(op, rule, data, indices, updates, args, device, mode, out, key, byte_order, name, modes, fill,
-               takes_mode)
+               takes_mode, column)
     return res if finish is None else finish(res)
 
 
@@ -151,20 +154,21 @@ def _then(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable
 
 
 def _run(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple, device: Any, mode: str, out: Any,
-         key: tuple, byte_order: bool, name: str | None, modes: tuple, fill: bytes, takes_mode: bool = True) -> Any:
+         key: tuple, byte_order: bool, name: str | None, modes: tuple, fill: bytes, takes_mode: bool = True,
+         column: bool = False) -> Any:
     """The planned path of call(), on normalised operands (packed, of items the kernels move): the operands'
     checks, the planned call of the signature (made once: ``rule``, the index check, the plan), its run."""
-    data, idx, values, dev, mode = _operands(op, data, indices, device, mode, updates, modes, name,
+    who = name or op                # (what the errors name)
+    data, idx, values, dev, mode = _operands(who, data, indices, device, mode, updates, modes,
                                              None if takes_mode else op)
-    upd = None if updates is None else _updates(updates, data, name or op)
+    upd = None if updates is None else _updates(updates, data, who)
     arrays = (data, idx) if upd is None else (data, idx, upd)
 
     def build() -> _Call:
         sig = rule(data, idx, upd, *args)
         dims = np.asarray(sig.dims)
         count = upd.size if upd is not None else math.prod(sig.out_shape)
-        # (a scatter_nd of a spelling without a mode, NumPy's t[ids] = v and ufunc.at, scatters ids[..., None])
-        check = _index_check(name or op, count, dims, mode, column=not takes_mode and op == "scatter_nd")
+        check = _index_check(who, count, dims, mode, column)
         if sig.plan_args is None:
             return _Call(None, sig.out_shape, check, copy=upd is not None)
         resolve: dict = {"index_mode": mode} if mode in ("wrap", "clip", "fill", "drop") else {}   # resolved by plans
@@ -176,7 +180,7 @@ def _run(op: str, rule: Rule, data: Any, indices: Any, updates: Any, args: tuple
         return _Call(ops.PLANS[op](*sig.plan_args, **resolve), sig.out_shape, check, guarded=guarded)
 
     if out is not None:
-        check_out(name or op, out, data, arrays[1:], dev)
+        check_out(who, out, data, arrays[1:], dev)
         key += out_key(out, data)
     planned = _planned(dev, op, arrays, key, build, name)
     if byte_order and not data.dtype.isnative:      # (scatter reductions: their arithmetic in native byte order)

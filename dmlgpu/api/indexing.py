@@ -416,7 +416,7 @@ def setitem(t: Tensor, key: Any, value: Any, reduction: str = "none", who: str =
         driver.call("scatter_nd", _scatter_nd_rule, t, _column(key), _values(t, value, shape, who),
                     (reduction, True, "row-major", False), mode="raise", out=t,
                     key=("raise", reduction, "include_self", "row-major", who), name=who,
-                    byte_order=reduction != "none", takes_mode=False)
+                    byte_order=reduction != "none", takes_mode=False, column=True)
         return
     k = parse(t, key, who)
     _scatter_key(t, k, _values(t, value, k.shape, who), reduction, who)
@@ -433,7 +433,7 @@ def _scatter_key(t: Tensor, k: Key, vals: Tensor, reduction: str, who: str = WHO
         idx = _column(idx)
         driver.call("scatter_nd", _scatter_nd_rule, view, idx, vals, (reduction, True, "row-major", False),
                     mode=mode, out=view, key=(mode, reduction, "include_self", "row-major", who), name=who,
-                    byte_order=reduction != "none", takes_mode=False)
+                    byte_order=reduction != "none", takes_mode=False, column=True)
         return
     if k.arrays and isinstance(k.arrays[0], Tensor):     # (the key's one array, a Tensor, into a strided view or another axis)
         k = k._replace(arrays=[_in_range(k.arrays[0].numpy(), view.shape[k.axes[0]], k.axes[0], who)])
